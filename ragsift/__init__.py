@@ -1,0 +1,8 @@
+"""ragsift: file → parse → chunk → embed → index, and evidence for why a query found what it found.
+
+The package is layered; data flows one way:
+``sources`` → ``chunkers`` → ``embedders`` → ``retrieval``.
+``pipeline`` orchestrates them; ``cli`` only parses arguments and prints.
+"""
+
+__version__ = "0.1.0"

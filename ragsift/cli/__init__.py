@@ -1,0 +1,59 @@
+"""The ``ragsift`` command line. One module per subcommand; each registers itself here.
+
+Exit codes (an API, see README): 0 success, 1 nothing matched/produced, 2 usage error,
+3 completed with some files skipped.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from ragsift import __version__
+from ragsift.cli._common import STATE
+
+app = typer.Typer(
+    name="ragsift",
+    help="Turn folders of documents into a searchable embedding index, and show why a query "
+    "found what it found.\n\nExample: ragsift chunk docs/ | jq .text",
+    no_args_is_help=True,
+    add_completion=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"ragsift {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Optional[bool] = typer.Option(
+        None, "--version", "-V", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+    debug: bool = typer.Option(False, "--debug", help="Show a traceback for errors."),
+) -> None:
+    STATE["debug"] = STATE["debug"] or debug
+
+
+from ragsift.cli import chunk as _chunk  # noqa: E402
+
+_chunk.register(app)
+
+for _name in ("embed", "info", "query", "explain", "tune", "evaluate"):
+    # Subcommands land one issue at a time; each module exposes ``register(app)``.
+    try:
+        _mod = __import__(f"ragsift.cli.{_name}", fromlist=["register"])
+    except ModuleNotFoundError as _exc:
+        if _exc.name != f"ragsift.cli.{_name}":
+            raise
+        continue
+    _mod.register(app)
+
+
+def main() -> None:
+    app()
