@@ -1,10 +1,41 @@
 """Finding files, reading bytes, parsing them into a ``Document`` with provenance.
 
-Contract used by the pipeline:
+Contract used by the pipeline (see docs/CONTRACTS.md):
+
 - ``discover(paths, include=[], exclude=[]) -> (list[SourceFile], list[Skipped])``
-- ``load_document(source_file) -> Document`` (raises ``ragsift.errors.SkipFile``)
+- ``load_document(source_file) -> Document`` (raises ``ragsift.errors.SkipFile``); decoding
+  guesses are reported in ``Document.warnings``
+- ``read_bytes(source_file) -> bytes`` (stdin read once and cached)
+- ``json_units(value, max=None, max_length=None)`` / ``text_units(text, max=12,
+  max_length=200)``: citable units for explanations
+- ``render_markdown_tables(doc) -> Document``: GFM tables as numbered lists (markdown chunker)
+
+Only the standard library is imported here; markdown-it-py and pypdf load on first use.
 """
 
+from ragsift.sources.discovery import Skipped, SourceFile, discover
 from ragsift.sources.document import Document, OffsetMap
+from ragsift.sources.loader import load_document
+from ragsift.sources.reading import read_bytes
+from ragsift.sources.units import json_units, text_units
 
-__all__ = ["Document", "OffsetMap"]
+
+def render_markdown_tables(doc: Document) -> Document:
+    """GFM tables → numbered ``header: value`` lists; see ``sources.markdown``."""
+    from ragsift.sources.markdown import render_markdown_tables as render
+
+    return render(doc)
+
+
+__all__ = [
+    "Document",
+    "OffsetMap",
+    "Skipped",
+    "SourceFile",
+    "discover",
+    "json_units",
+    "load_document",
+    "read_bytes",
+    "render_markdown_tables",
+    "text_units",
+]

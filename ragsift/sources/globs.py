@@ -1,0 +1,166 @@
+"""Glob matching for ``--include``/``--exclude`` and the common subset of ``.gitignore``.
+
+Two dialects share one translator:
+
+- ``gitignore``: ``*`` and ``?`` never cross ``/``; ``**/`` matches zero or more folders,
+  ``/**`` everything inside; ``[...]`` classes; ``!`` negation; trailing ``/`` means
+  "folders only"; a ``/`` at the start or in the middle anchors the pattern to the folder of
+  the ``.gitignore`` file, otherwise it matches a name at any depth. Later rules win; nested
+  files apply to their subtree and override their parents. Not supported: ``\\`` escapes of
+  trailing spaces, ``.git/info/exclude`` and the global excludes file.
+- ``fnmatch`` (``--include``/``--exclude``): like ``fnmatch``, ``*`` also crosses ``/``, so
+  ``docs/*`` covers ``docs/a/b.md``; ``**/`` still matches zero folders (``**/*.md``
+  matches ``a.md``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+
+@lru_cache(maxsize=512)
+def glob_regex(pattern: str, *, slash_stars: bool) -> re.Pattern[str]:
+    """Compile ``pattern`` to a full-match regex. ``slash_stars``: ``*``/``?`` cross ``/``."""
+    star = ".*" if slash_stars else "[^/]*"
+    one = "." if slash_stars else "[^/]"
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if pattern.startswith("**", i):
+            j = i + 2
+            before_ok = i == 0 or pattern[i - 1] == "/"
+            if before_ok and pattern.startswith("/", j):
+                out.append("(?:.*/)?")  # `**/`: zero or more folders
+                i = j + 1
+            else:
+                out.append(".*")
+                i = j
+            continue
+        if c == "*":
+            out.append(star)
+        elif c == "?":
+            out.append(one)
+        elif c == "[":
+            k = i + 1
+            if k < n and pattern[k] in "!^":
+                k += 1
+            if k < n and pattern[k] == "]":
+                k += 1  # `[]x]`: a leading `]` is a literal member
+            j = pattern.find("]", k)
+            if j < 0:
+                out.append(re.escape(c))
+            else:
+                body = pattern[i + 1 : j]
+                if body[:1] in ("!", "^"):
+                    body = "^" + body[1:]
+                out.append("[" + body.replace("\\", "\\\\") + "]")
+                i = j
+        elif c == "\\" and i + 1 < n:
+            i += 1
+            out.append(re.escape(pattern[i]))
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return re.compile("".join(out), re.DOTALL)
+
+
+def path_matches(pattern: str, relpath: str, display: str | None = None) -> bool:
+    """``--include``/``--exclude`` test: ``pattern`` against the path relative to its root,
+    the path as displayed, the basename, or any of their ancestor folders."""
+    pat = pattern.strip().rstrip("/")
+    if pat.startswith("./"):
+        pat = pat[2:]
+    if not pat:
+        return False
+    rx = glob_regex(pat, slash_stars=True)
+    for p in {relpath, display or relpath}:
+        parts = p.split("/")
+        for k in range(len(parts), 0, -1):
+            if rx.fullmatch("/".join(parts[:k])) or rx.fullmatch(parts[k - 1]):
+                return True
+    return False
+
+
+@dataclass(frozen=True)
+class IgnoreRule:
+    regex: re.Pattern[str]
+    negate: bool
+    dir_only: bool
+    anchored: bool
+
+
+@dataclass(frozen=True)
+class IgnoreFile:
+    """The rules of one ``.gitignore``; ``base`` is its folder (absolute, posix)."""
+
+    base: str
+    rules: tuple[IgnoreRule, ...]
+
+    @classmethod
+    def parse(cls, base: str, text: str) -> "IgnoreFile":
+        rules: list[IgnoreRule] = []
+        for raw in text.splitlines():
+            line = raw.rstrip()
+            if not line or line.startswith("#"):
+                continue
+            negate = line.startswith("!")
+            if negate:
+                line = line[1:]
+            elif line.startswith("\\!") or line.startswith("\\#"):
+                line = line[1:]
+            dir_only = line.endswith("/")
+            line = line.rstrip("/")
+            if not line:
+                continue
+            anchored = "/" in line
+            line = line.lstrip("/")
+            if line.startswith("**/"):
+                anchored = True  # `**/x` is the same as unanchored `x`, compiled as anchored
+            rules.append(
+                IgnoreRule(glob_regex(line, slash_stars=False), negate, dir_only, anchored)
+            )
+        return cls(base, tuple(rules))
+
+    def verdict(self, abspath: str, is_dir: bool) -> bool | None:
+        """True: ignored, False: re-included by a ``!`` rule, None: no rule matched."""
+        if not abspath.startswith(self.base + "/"):
+            return None
+        rel = abspath[len(self.base) + 1 :]
+        name = rel.rsplit("/", 1)[-1]
+        result: bool | None = None
+        for rule in self.rules:
+            if rule.dir_only and not is_dir:
+                continue
+            target = rel if rule.anchored else name
+            if rule.regex.fullmatch(target):
+                result = not rule.negate
+        return result
+
+
+def is_ignored(stack: list[IgnoreFile], abspath: str, is_dir: bool) -> bool:
+    """Outer files first: a deeper ``.gitignore`` overrides its parents."""
+    ignored = False
+    for f in stack:
+        v = f.verdict(abspath, is_dir)
+        if v is not None:
+            ignored = v
+    return ignored
+
+
+def read_ignore_file(folder: str, base: str) -> IgnoreFile | None:
+    """The ``.gitignore`` in ``folder``; ``base`` is that folder's absolute posix path."""
+    path = os.path.join(folder, ".gitignore")
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+    except OSError:
+        return None
+    return IgnoreFile.parse(base, text)
+
+
+def to_posix(path: str) -> str:
+    return path.replace(os.sep, "/") if os.sep != "/" else path

@@ -1,0 +1,214 @@
+"""HTML: the visible text, via the standard library's ``html.parser``.
+
+What is kept: text outside ``script``, ``style``, ``noscript``, ``template``, ``title`` and
+``head`` metadata; whitespace collapsed as a browser does (kept inside ``pre``); block
+elements end lines (paragraphs, headings, lists, tables and sections are separated by a
+blank line; ``li``, ``tr``, ``br``, ``dt``/``dd`` by a line break; table cells by ``" | "``).
+Headings ``h1``–``h6`` give the heading trails. The line map points every run of words at
+the line of the HTML source it came from (``HTMLParser.getpos`` plus the newlines inside the
+text), so citations name lines of the original file. A best-effort reader, not a browser: CSS visibility is ignored.
+"""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+
+from ragsift.errors import SkipFile
+from ragsift.sources.document import Document, OffsetMap
+
+_DROP = frozenset({"script", "style", "noscript", "template", "title", "svg", "math"})
+_PARAGRAPH = frozenset({
+    "p", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "dl", "table", "pre", "blockquote",
+    "section", "article", "header", "footer", "nav", "aside", "main", "figure", "form",
+    "address", "details", "fieldset", "hr", "body",
+})
+_LINE = frozenset({
+    "div", "li", "tr", "br", "dt", "dd", "figcaption", "summary", "caption", "thead", "tbody",
+    "tfoot", "legend", "option",
+})
+_CELL = frozenset({"td", "th"})
+_VOID = frozenset({"br", "hr", "img", "input", "meta", "link", "area", "base", "col", "embed",
+                   "source", "track", "wbr"})
+_SPACE = re.compile(r"[ \t\n\r\f\v]+")
+
+
+class _TextExtractor(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.out: list[str] = []
+        self.length = 0
+        self.line_starts: list[int] = []
+        self.line_values: list[int] = []
+        self.pending_breaks = 0  # newlines owed before the next text
+        self.pending_space = False
+        self.at_line_start = True
+        self.drop: list[str] = []  # open dropped elements
+        self.pre = 0
+        self.pre_fresh = False  # a newline right after <pre> is not content (HTML spec)
+        self.heading_stack: list[tuple[int, str]] = []
+        self.heading: tuple[int, int, list[str]] | None = None  # (level, offset, words)
+        self.heading_starts: list[int] = []
+        self.heading_trails: list[tuple[str, ...]] = []
+        self.cell_in_row = 0
+
+    # -- output ------------------------------------------------------------------------
+    def _break(self, n: int) -> None:
+        if self.length:
+            self.pending_breaks = max(self.pending_breaks, n)
+        self.pending_space = False
+
+    def _emit(self, s: str, line: int) -> None:
+        if self.pending_breaks:
+            self.out.append("\n" * self.pending_breaks)
+            self.length += self.pending_breaks
+            self.pending_breaks = 0
+            self.at_line_start = True
+            self.pending_space = False
+        elif self.pending_space and not self.at_line_start:
+            self.out.append(" ")
+            self.length += 1
+        self.pending_space = False
+        if self.at_line_start or (self.line_values and self.line_values[-1] != line):
+            if self.line_starts and self.line_starts[-1] == self.length:
+                self.line_values[-1] = line
+            else:
+                self.line_starts.append(self.length)
+                self.line_values.append(line)
+        if self.heading is not None and self.heading[1] < 0:
+            self.heading = (self.heading[0], self.length, self.heading[2])
+        self.out.append(s)
+        self.length += len(s)
+        self.at_line_start = s.endswith("\n")
+
+    # -- parser callbacks ----------------------------------------------------------------
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        if tag in _DROP:
+            if tag not in _VOID:
+                self.drop.append(tag)
+            return
+        if self.drop:
+            return
+        self._block(tag)
+        if tag == "pre":
+            self.pre += 1
+            self.pre_fresh = True
+        elif tag in _CELL:
+            if self.cell_in_row:
+                self.pending_space = False
+                self._emit_sep(" | ")
+            self.cell_in_row += 1
+        elif tag == "tr":
+            self.cell_in_row = 0
+        elif tag[:1] == "h" and tag[1:].isdigit() and len(tag) == 2 and "1" <= tag[1] <= "6":
+            self.heading = (int(tag[1]), -1, [])
+
+    def handle_startendtag(self, tag: str, attrs: list) -> None:
+        if not self.drop and tag not in _DROP:
+            self._block(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if self.drop:
+            if tag == self.drop[-1]:
+                self.drop.pop()
+            return
+        if tag in _VOID:
+            return
+        self._block(tag)
+        if tag == "pre" and self.pre:
+            self.pre -= 1
+        elif self.heading is not None and tag == f"h{self.heading[0]}":
+            self._close_heading()
+
+    def handle_data(self, data: str) -> None:
+        if self.drop or not data:
+            return
+        line = self.getpos()[0]
+        if self.pre:
+            self._pre_text(data, line)
+            return
+        # Collapse whitespace, but keep each word's source line for the line map.
+        pos = 0
+        for m in _SPACE.finditer(data):
+            if m.start() > pos:
+                self._word(data[pos : m.start()], line)
+            line += data.count("\n", m.start(), m.end())
+            self.pending_space = True
+            pos = m.end()
+        if pos < len(data):
+            self._word(data[pos:], line)
+
+    # -- helpers -------------------------------------------------------------------------
+    def _word(self, word: str, line: int) -> None:
+        self._emit(word, line)
+        if self.heading is not None:
+            self.heading[2].append(word)
+
+    def _emit_sep(self, sep: str) -> None:
+        if not self.at_line_start and not self.pending_breaks and self.length:
+            self.out.append(sep)
+            self.length += len(sep)
+
+    def _pre_text(self, data: str, line: int) -> None:
+        if self.pre_fresh:
+            self.pre_fresh = False
+            if data.startswith(("\r\n", "\n")):
+                data = data[2:] if data.startswith("\r\n") else data[1:]
+                line += 1
+        for piece in data.splitlines(keepends=True):
+            self._emit(piece, line)
+            if piece.endswith(("\n", "\r")):
+                line += 1
+
+    def _block(self, tag: str) -> None:
+        if tag in _PARAGRAPH:
+            self._break(2)
+        elif tag in _LINE:
+            self._break(1)
+        elif tag in _CELL:
+            self.pending_space = True
+
+    def _close_heading(self) -> None:
+        assert self.heading is not None
+        level, offset, words = self.heading
+        self.heading = None
+        title = " ".join(" ".join(words).split())
+        if offset < 0 or not title:
+            return
+        while self.heading_stack and self.heading_stack[-1][0] >= level:
+            self.heading_stack.pop()
+        self.heading_stack.append((level, title))
+        self.heading_starts.append(offset)
+        self.heading_trails.append(tuple(t for _, t in self.heading_stack))
+
+
+def parse_html(
+    text: str, path: str, *, source: str = "", encoding: str = "utf-8",
+    warnings: tuple[str, ...] = (),
+) -> Document:
+    parser = _TextExtractor()
+    try:
+        parser.feed(text)
+        parser.close()
+    except Exception as exc:  # html.parser is lenient; anything it still raises is one line
+        raise SkipFile(f"unparsable HTML: {exc}") from None
+    if parser.heading is not None:
+        parser._close_heading()
+    out = "".join(parser.out)
+    if not out.strip():
+        raise SkipFile("empty (no visible text in HTML)")
+    if not out.endswith("\n"):
+        out += "\n"
+    return Document(
+        text=out,
+        path=path,
+        format="html",
+        source=source,
+        encoding=encoding,
+        lines=OffsetMap(tuple(parser.line_starts), tuple(parser.line_values)),
+        headings=(
+            OffsetMap(tuple(parser.heading_starts), tuple(parser.heading_trails))
+            if parser.heading_starts else None
+        ),
+        warnings=warnings,
+    )

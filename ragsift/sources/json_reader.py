@@ -1,0 +1,69 @@
+"""JSON and JSON Lines: the document text is the value's citable units, one per line.
+
+Units follow ``units.json_units`` (unlimited count and length here: the chunker decides
+sizes). The line map is best effort: for ``.jsonl`` each unit points at its record's line;
+for ``.json`` a cursor moves forward through the source and each unit points at the line of
+the next occurrence of its anchor (its first key or its string as written in JSON), or stays
+on the previous line when the anchor is not found (e.g. ``\\u00e9`` escapes in the source).
+"""
+
+from __future__ import annotations
+
+import json
+
+from ragsift.errors import SkipFile
+from ragsift.sources.document import Document, OffsetMap
+from ragsift.sources.units import iter_json_units
+
+
+def parse_json(
+    text: str, path: str, *, lines_format: bool, source: str = "", encoding: str = "utf-8",
+    warnings: tuple[str, ...] = (),
+) -> Document:
+    units: list[tuple[str, int]] = []  # (unit, 1-based source line)
+    if lines_format:
+        for line_no, raw in enumerate(text.splitlines(), 1):
+            if not raw.strip():
+                continue
+            value = _loads(raw, line_no)
+            units.extend((u, line_no) for u, _ in iter_json_units(value))
+    else:
+        value = _loads(text, None)
+        cursor, line, line_cursor = 0, 1, 0
+        for unit, anchor in iter_json_units(value):
+            found = text.find(anchor, cursor) if anchor else -1
+            if found >= 0:
+                line += text.count("\n", line_cursor, found)
+                line_cursor = cursor = found
+                cursor = found + len(anchor)
+            units.append((unit, line))
+    if not units:
+        raise SkipFile("empty (no text in JSON)")
+    parts: list[str] = []
+    starts: list[int] = []
+    values: list[int] = []
+    offset = 0
+    for unit, line_no in units:
+        starts.append(offset)
+        values.append(line_no)
+        parts.append(unit)
+        offset += len(unit) + 1
+    return Document(
+        text="\n".join(parts) + "\n",
+        path=path,
+        format="json",
+        source=source,
+        encoding=encoding,
+        lines=OffsetMap(tuple(starts), tuple(values)),
+        warnings=warnings,
+    )
+
+
+def _loads(text: str, line_no: int | None) -> object:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        where = f"line {line_no or exc.lineno} column {exc.colno}"
+        raise SkipFile(f"unparsable JSON: {exc.msg} at {where}") from None
+    except RecursionError:
+        raise SkipFile("unparsable JSON: nested too deeply") from None

@@ -1,0 +1,235 @@
+"""Markdown: the file's own text, with heading trails and ``<page_break page=N>`` pages.
+
+``parse_markdown`` keeps ``text`` byte-for-byte (after decoding), so chunk offsets point into
+the file. Headings come from markdown-it-py's block tokens (ATX and setext, top level only,
+not inside lists or quotes); a heading's trail starts at the first character of its line.
+Page numbers come from ``<page_break page=N>`` tags anywhere in the text: page 1 before the
+first tag, page N from the tag's ``<`` on. A file without tags has no page map.
+
+``render_markdown_tables`` is an optional conversion for the markdown chunker: GFM tables
+become numbered lists (a row per line, ``"1. name: Ada; born: 1815"``), which embed and cite
+better than pipes. Its result is a new ``Document`` whose offsets are in the converted text,
+whose line map still points at the original lines (each rendered row at its table row's line)
+and whose heading and page maps are moved to the converted offsets.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from dataclasses import replace
+from typing import Any
+
+from ragsift.sources.document import Document, OffsetMap
+
+PAGE_BREAK = re.compile(r"<page_break\s+page\s*=\s*[\"']?(\d+)[\"']?\s*/?>", re.I)
+
+
+def _parser() -> Any:
+    from markdown_it import MarkdownIt  # imported here: `ragsift --help` must stay fast
+
+    return MarkdownIt("commonmark").enable("table")
+
+
+def parse_markdown(
+    text: str, path: str, *, source: str = "", encoding: str = "utf-8",
+    warnings: tuple[str, ...] = (),
+) -> Document:
+    lines = OffsetMap.of_lines(text)
+    tokens = _parser().parse(text)
+    starts: list[int] = []
+    trails: list[tuple[str, ...]] = []
+    stack: list[tuple[int, str]] = []
+    for i, tok in enumerate(tokens):
+        if tok.type != "heading_open" or tok.level != 0 or tok.map is None:
+            continue
+        level = int(tok.tag[1:])
+        title = _inline_text(tokens[i + 1]) if i + 1 < len(tokens) else ""
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, title))
+        offset = _line_offset(lines, tok.map[0])
+        trail = tuple(t for _, t in stack)
+        if starts and starts[-1] == offset:
+            trails[-1] = trail
+        else:
+            starts.append(offset)
+            trails.append(trail)
+    return Document(
+        text=text,
+        path=path,
+        format="markdown",
+        source=source,
+        encoding=encoding,
+        lines=lines,
+        pages=page_map(text),
+        headings=OffsetMap(tuple(starts), tuple(trails)) if starts else None,
+        warnings=warnings,
+    )
+
+
+def page_map(text: str) -> OffsetMap | None:
+    """Page numbers from ``<page_break page=N>`` tags; ``None`` when there are none."""
+    starts, pages = [0], [1]
+    for m in PAGE_BREAK.finditer(text):
+        if starts[-1] == m.start():
+            pages[-1] = int(m.group(1))
+        else:
+            starts.append(m.start())
+            pages.append(int(m.group(1)))
+    return OffsetMap(tuple(starts), tuple(pages)) if len(starts) > 1 else None
+
+
+def _line_offset(lines: OffsetMap, line0: int) -> int:
+    """Character offset of 0-based line ``line0`` (markdown-it's ``token.map`` numbering)."""
+    if not lines.starts:
+        return 0
+    return lines.starts[min(line0, len(lines.starts) - 1)]
+
+
+def _inline_text(tok: Any) -> str:
+    """Plain text of an inline token: text and code spans, markup dropped."""
+    if tok.type != "inline":
+        return ""
+    if tok.children:
+        text = "".join(
+            c.content if c.type in ("text", "code_inline")
+            else " " if c.type in ("softbreak", "hardbreak") else ""
+            for c in tok.children
+        )
+        return " ".join(text.split()) or " ".join(tok.content.split())
+    return " ".join(tok.content.split())
+
+
+def render_markdown_tables(doc: Document) -> Document:
+    """Rewrite GFM tables in a markdown ``doc`` as numbered lists of ``header: value`` pairs.
+
+    Each body row becomes one line, ``"N. h1: v1; h2: v2"`` (empty cells are left out; a
+    cell under an empty header keeps just its value); the header and delimiter rows go.
+    Tables without body rows and tables nested in lists or quotes are left as they are.
+
+    The returned ``Document`` has the converted ``text``; its ``lines`` map points each
+    rendered row at the original line of that row and every other line at its original
+    line; ``headings`` and ``pages`` are moved to the converted offsets (a value that started
+    inside a table starts where the table's list starts). ``doc`` is returned unchanged when
+    it has no table. Offsets of chunks cut from the result refer to the result's text.
+    """
+    text = doc.text
+    tokens = _parser().parse(text)
+    line_starts = OffsetMap.of_lines(text).starts
+    # (orig_start, orig_end, replacement lines [(text, original line number)])
+    tables: list[tuple[int, int, list[tuple[str, int]]]] = []
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok.type == "table_open" and tok.level == 0 and tok.map:
+            j = i
+            while tokens[j].type != "table_close":
+                j += 1
+            rows = _table_rows(tokens[i : j + 1])
+            if rows:
+                start = _line_offset(OffsetMap(line_starts), tok.map[0])
+                end_line = tok.map[1]
+                end = line_starts[end_line] if end_line < len(line_starts) else len(text)
+                tables.append((start, end, rows))
+            i = j
+        i += 1
+    if not tables:
+        return doc
+
+    pieces: list[str] = []
+    # Segments for translating offsets: (orig_start, new_start, replaced?)
+    segments: list[tuple[int, int, bool]] = []
+    new_lines: list[tuple[int, Any]] = []
+    pos = new_len = 0
+
+    def copy(upto: int) -> None:
+        nonlocal pos, new_len
+        if upto > pos:
+            segments.append((pos, new_len, False))
+            pieces.append(text[pos:upto])
+            new_len += upto - pos
+            pos = upto
+
+    for start, end, rows in tables:
+        copy(start)
+        segments.append((start, new_len, True))
+        block = text[start:end]
+        newline = "\r\n" if "\r\n" in block else "\n"
+        for n, (row, line_no) in enumerate(rows, 1):
+            new_lines.append((new_len, line_no))
+            piece = f"{n}. {row}"
+            if n < len(rows) or block.endswith(("\n", "\r")):
+                piece += newline
+            pieces.append(piece)
+            new_len += len(piece)
+        pos = end
+    copy(len(text))
+    seg_starts = [s[0] for s in segments]
+
+    def translate(offset: int) -> tuple[int, bool]:
+        k = bisect_right(seg_starts, offset) - 1
+        orig, new, replaced = segments[max(k, 0)]
+        return (new, True) if replaced else (new + offset - orig, False)
+
+    for start, value in zip(doc.lines.starts, doc.lines.values):
+        new, replaced = translate(start)
+        if not replaced:
+            new_lines.append((new, value))
+
+    def moved(m: OffsetMap | None) -> OffsetMap | None:
+        if m is None:
+            return None
+        return _dedupe([(translate(s)[0], v) for s, v in zip(m.starts, m.values)])
+
+    return replace(
+        doc,
+        text="".join(pieces),
+        lines=_dedupe(sorted(new_lines, key=lambda p: p[0])),
+        headings=moved(doc.headings),
+        pages=moved(doc.pages),
+    )
+
+
+def _dedupe(pairs: list[tuple[int, Any]]) -> OffsetMap:
+    """Sorted ``(start, value)`` pairs; of equal starts the last one holds."""
+    out_s: list[int] = []
+    out_v: list[Any] = []
+    for s, v in pairs:
+        if out_s and out_s[-1] == s:
+            out_v[-1] = v
+        else:
+            out_s.append(s)
+            out_v.append(v)
+    return OffsetMap(tuple(out_s), tuple(out_v))
+
+
+def _table_rows(tokens: list[Any]) -> list[tuple[str, int]]:
+    """Body rows of one table as ``("h: v; h2: v2", original 1-based line)``."""
+    headers: list[str] = []
+    rows: list[tuple[str, int]] = []
+    in_head = False
+    current: list[str] = []
+    row_line = 0
+    for k, tok in enumerate(tokens):
+        if tok.type == "thead_open":
+            in_head = True
+        elif tok.type == "thead_close":
+            in_head = False
+        elif tok.type == "tr_open":
+            current = []
+            row_line = (tok.map[0] + 1) if tok.map else row_line + 1
+        elif tok.type == "inline":
+            current.append(_inline_text(tok))
+        elif tok.type == "tr_close":
+            if in_head:
+                headers = current
+                continue
+            pairs = []
+            for c, cell in enumerate(current):
+                head = headers[c] if c < len(headers) else ""
+                if cell:
+                    pairs.append(f"{head}: {cell}" if head else cell)
+            if pairs:
+                rows.append(("; ".join(pairs), row_line))
+    return rows
