@@ -1,0 +1,149 @@
+"""Evaluation configurations: chunker (+ options), embedder, retrieval mode and k, from TOML.
+
+```toml
+name = "recursive-250-125"          # optional; defaults to the file's stem
+[chunker]
+strategy = "recursive"              # any ragsift.chunkers.make_chunker strategy
+tokenizer = "cl100k"                # cl100k | chars | model
+size = 250                          # every other key goes to make_chunker as an option
+overlap = 125
+[embedder]
+model = "default"                   # "default" (all-MiniLM-L6-v2 int8) or an ONNX model folder
+[retrieval]
+mode = "dense"                      # dense | lexical | hybrid
+k = 5
+fusion = "rrf"                      # hybrid: rrf | convex
+rrf_k = 60                          # rrf: 1 / (rrf_k + rank)
+alpha = 0.5                         # convex: weight of the dense side
+norm = "minmax"                     # convex: minmax | tmm (theoretical minimum)
+depth = 100                         # hybrid: candidates taken from each side before fusing
+```
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomllib
+
+from ragsift.errors import RagsiftError
+
+MODES = ("dense", "lexical", "hybrid")
+FUSIONS = ("rrf", "convex")
+NORMS = ("minmax", "tmm")
+
+
+@dataclass
+class EvalConfig:
+    name: str = "default"
+    chunker: str = "recursive"
+    tokenizer: str = "cl100k"
+    chunker_options: dict[str, Any] = field(default_factory=dict)
+    model: str | None = None  # None: the default embedder
+    embedder_options: dict[str, Any] = field(default_factory=dict)
+    mode: str = "dense"
+    k: int = 5
+    fusion: str = "rrf"
+    rrf_k: int = 60
+    alpha: float = 0.5
+    norm: str = "minmax"
+    depth: int = 100
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise RagsiftError(f"config {self.name}: mode must be one of {', '.join(MODES)}")
+        if self.fusion not in FUSIONS:
+            raise RagsiftError(f"config {self.name}: fusion must be one of {', '.join(FUSIONS)}")
+        if self.norm not in NORMS:
+            raise RagsiftError(f"config {self.name}: norm must be one of {', '.join(NORMS)}")
+        if self.k < 1 or self.depth < 1 or self.rrf_k < 0:
+            raise RagsiftError(f"config {self.name}: k and depth must be ≥ 1, rrf_k ≥ 0")
+        if not 0.0 <= self.alpha <= 1.0:
+            raise RagsiftError(f"config {self.name}: alpha must be in [0, 1]")
+
+    def replace(self, **changes: Any) -> EvalConfig:
+        return dataclasses.replace(self, **changes)
+
+    def as_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        if self.mode != "hybrid":
+            for key in ("fusion", "rrf_k", "alpha", "norm", "depth"):
+                d.pop(key)
+        elif self.fusion == "rrf":
+            d.pop("alpha")
+            d.pop("norm")
+        else:
+            d.pop("rrf_k")
+        return d
+
+    def chunker_label(self) -> str:
+        opts = self.chunker_options
+        size = opts.get("size", "")
+        label = self.chunker
+        if size != "":
+            label += f" {size}/{opts.get('overlap', 0)}"
+        extra = {k: v for k, v in opts.items() if k not in ("size", "overlap")}
+        if extra:
+            label += " " + " ".join(f"{k}={v}" for k, v in sorted(extra.items()))
+        if self.tokenizer != "cl100k":
+            label += f" [{self.tokenizer}]"
+        return label
+
+    def retrieval_label(self) -> str:
+        if self.mode != "hybrid":
+            return self.mode
+        if self.fusion == "rrf":
+            return f"hybrid rrf k={self.rrf_k}"
+        return f"hybrid convex α={self.alpha:g} {self.norm}"
+
+
+_TOP = {"name", "description"}
+_RETRIEVAL = {"mode", "k", "fusion", "rrf_k", "alpha", "norm", "depth"}
+
+
+def load_config(path: str | Path) -> EvalConfig:
+    """Read one configuration file; unknown sections or retrieval keys are errors."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        raise RagsiftError(f"config not found: {path}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise RagsiftError(f"{path}: not valid TOML ({exc})") from None
+    return config_from_dict(data, default_name=path.stem, base=path.parent)
+
+
+def config_from_dict(
+    data: dict[str, Any], default_name: str = "config", base: Path | None = None
+) -> EvalConfig:
+    unknown = set(data) - _TOP - {"chunker", "embedder", "retrieval"}
+    if unknown:
+        raise RagsiftError(f"config {default_name}: unknown keys {sorted(unknown)}")
+    chunker = dict(data.get("chunker", {}))
+    embedder = dict(data.get("embedder", {}))
+    retrieval = dict(data.get("retrieval", {}))
+    bad = set(retrieval) - _RETRIEVAL
+    if bad:
+        raise RagsiftError(f"config {default_name}: unknown [retrieval] keys {sorted(bad)}")
+    model = embedder.pop("model", None)
+    if model in ("", "default"):
+        model = None
+    if model is not None and base is not None and not Path(model).is_absolute():
+        candidate = base / model
+        model = str(candidate) if candidate.exists() else model
+    try:
+        return EvalConfig(
+            name=str(data.get("name", default_name)),
+            chunker=str(chunker.pop("strategy", "recursive")),
+            tokenizer=str(chunker.pop("tokenizer", "cl100k")),
+            chunker_options=chunker,
+            model=model,
+            embedder_options=embedder,
+            **retrieval,
+        )
+    except TypeError as exc:
+        raise RagsiftError(f"config {default_name}: {exc}") from None

@@ -1,0 +1,274 @@
+"""Hybrid retrieval: fuse a dense (cosine) ranking with a lexical (FTS5 BM25) ranking.
+
+Role: decides the ORDER of candidates in hybrid mode. It does not admit or reject anything;
+the top-K strategy does that, with its threshold on the dense cosine (see below).
+
+Two fusions, both pure functions over candidate lists:
+
+- **RRF** (reciprocal rank fusion, Cormack et al. 2009): ``fused = Σ_side w / (rrf_k + rank)``,
+  rank 1-based within each side's candidate list; a side that did not return the candidate adds 0.
+  Uses ranks only, so BM25's unbounded scale and the cosine's compressed one never meet.
+- **Convex combination** (Bruch et al. 2023): ``fused = α·norm(cosine) + (1−α)·norm(bm25)``.
+  ``norm="minmax"`` scales each side over the candidate set to [0, 1]; ``norm="tmm"`` uses the
+  theoretical minimum (−1 for the cosine, 0 for BM25) and the observed maximum. A candidate the
+  lexical side did not match gets lexical 0. Every candidate has a cosine (it is looked up in the
+  dense score array), so a lexical-only candidate is scored by its real cosine, not by 0.
+
+Lexical scores are reported larger-is-better: SQLite's ``bm25()`` is negative with smaller
+meaning better, and a store that passes it through raw is detected (its best-first list is
+ascending) and sign-flipped.
+
+Threshold semantics: the fused score is relative to one query's candidate set (RRF is a rank
+statistic, min-max puts the best candidate at 1.0 for every query), so it carries no absolute
+meaning and cannot hold a threshold. The threshold stays on the dense cosine in every mode: each
+``FusedCandidate`` carries ``dense_score`` (its cosine) even when it came in only through the
+lexical side, and a lexical-only hit with a low cosine is rejected as ``below-threshold`` in the
+fused order, visibly, rather than silently admitted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+
+FUSIONS = ("rrf", "convex")
+NORMS = ("minmax", "tmm")
+DENSE_MIN = -1.0  # theoretical minimum of a cosine
+LEXICAL_MIN = 0.0  # theoretical minimum of a (sign-flipped) BM25 score
+
+
+@dataclass(frozen=True, slots=True)
+class FusedCandidate:
+    """One candidate of a hybrid search, with both sides' evidence.
+
+    ``dense_rank`` is the rank by cosine among all searched chunks (``None`` only when no dense
+    scores were given for it); ``lexical_rank``/``lexical_score`` are ``None`` when the lexical
+    side did not return the chunk. ``sources`` names the candidate lists that brought it in."""
+
+    rowid: Hashable
+    fused_score: float
+    fused_rank: int
+    dense_score: float | None
+    dense_rank: int | None
+    lexical_score: float | None
+    lexical_rank: int | None
+    sources: tuple[str, ...]
+
+    @property
+    def source(self) -> str:
+        """``"both"``, ``"dense"`` or ``"lexical"``: which side brought this candidate in."""
+        if len(self.sources) == 2:
+            return "both"
+        return self.sources[0] if self.sources else "none"
+
+    @property
+    def lexical_only(self) -> bool:
+        return self.sources == ("lexical",)
+
+    def as_dict(self) -> dict:
+        return {
+            "rowid": self.rowid,
+            "fused_score": self.fused_score,
+            "fused_rank": self.fused_rank,
+            "dense_score": self.dense_score,
+            "dense_rank": self.dense_rank,
+            "lexical_score": self.lexical_score,
+            "lexical_rank": self.lexical_rank,
+            "source": self.source,
+        }
+
+
+def rrf_scores(
+    rankings: Sequence[Sequence[Hashable]],
+    rrf_k: int = 60,
+    weights: Sequence[float] | None = None,
+) -> dict[Hashable, float]:
+    """Reciprocal rank fusion of best-first id lists: ``Σ w_i / (rrf_k + rank_i)``."""
+    weights = weights if weights is not None else [1.0] * len(rankings)
+    if len(weights) != len(rankings):
+        raise ValueError("one weight per ranking")
+    fused: dict[Hashable, float] = {}
+    for ranking, w in zip(rankings, weights):
+        for rank, rid in enumerate(ranking, start=1):
+            fused[rid] = fused.get(rid, 0.0) + w / (rrf_k + rank)
+    return fused
+
+
+def normalize(
+    scores: Mapping[Hashable, float], norm: str = "minmax", theoretical_min: float = 0.0
+) -> dict[Hashable, float]:
+    """Scale scores to [0, 1]: ``minmax`` over the observed range; ``tmm`` from the theoretical
+    minimum to the observed maximum. A constant set maps to 1.0."""
+    if not scores:
+        return {}
+    if norm not in NORMS:
+        raise ValueError(f"norm must be one of {NORMS}")
+    hi = max(scores.values())
+    lo = min(scores.values()) if norm == "minmax" else min(theoretical_min, min(scores.values()))
+    if hi <= lo:
+        return {rid: 1.0 for rid in scores}
+    return {rid: (s - lo) / (hi - lo) for rid, s in scores.items()}
+
+
+def convex_scores(
+    dense: Mapping[Hashable, float],
+    lexical: Mapping[Hashable, float],
+    alpha: float = 0.5,
+    norm: str = "minmax",
+) -> dict[Hashable, float]:
+    """``α·norm(dense) + (1−α)·norm(lexical)`` over the union of ids; a missing side counts 0."""
+    if not 0.0 <= alpha <= 1.0:
+        raise ValueError("alpha must be in [0, 1]")
+    nd = normalize(dense, norm, DENSE_MIN)
+    nl = normalize(lexical, norm, LEXICAL_MIN)
+    ids = list(dict.fromkeys([*dense, *lexical]))
+    return {rid: alpha * nd.get(rid, 0.0) + (1.0 - alpha) * nl.get(rid, 0.0) for rid in ids}
+
+
+def larger_is_better(ranked: Sequence[tuple[Hashable, float]]) -> list[tuple[Hashable, float]]:
+    """Return a best-first lexical list with scores where larger is better.
+
+    FTS5's ``bm25()`` is smaller-is-better; a best-first list whose scores ascend is flipped."""
+    if len(ranked) >= 2 and ranked[0][1] < ranked[-1][1]:
+        return [(rid, -s) for rid, s in ranked]
+    if len(ranked) == 1 and ranked[0][1] < 0:
+        return [(ranked[0][0], -ranked[0][1])]
+    return list(ranked)
+
+
+def fuse(
+    dense: Sequence[tuple[Hashable, float]],
+    lexical: Sequence[tuple[Hashable, float]],
+    *,
+    fusion: str = "rrf",
+    rrf_k: int = 60,
+    alpha: float = 0.5,
+    norm: str = "minmax",
+    dense_score_of: Callable[[Hashable], float | None] | None = None,
+    dense_rank_of: Callable[[Hashable], int | None] | None = None,
+) -> list[FusedCandidate]:
+    """Fuse two best-first candidate lists of ``(id, score)``.
+
+    ``dense_score_of``/``dense_rank_of`` look up the cosine and global dense rank of candidates the
+    dense list did not bring in (so a lexical-only candidate still shows its cosine). Ties in the
+    fused score are broken by the cosine, then by the id."""
+    if fusion not in FUSIONS:
+        raise ValueError(f"fusion must be one of {FUSIONS}")
+    lexical = larger_is_better(lexical)
+    dense_map = dict(dense)
+    lex_map = dict(lexical)
+    dense_pos = {rid: r for r, (rid, _) in enumerate(dense, start=1)}
+    lex_pos = {rid: r for r, (rid, _) in enumerate(lexical, start=1)}
+    ids = list(dict.fromkeys([*dense_map, *lex_map]))
+
+    cos: dict[Hashable, float | None] = {}
+    for rid in ids:
+        if rid in dense_map:
+            cos[rid] = float(dense_map[rid])
+        else:
+            cos[rid] = dense_score_of(rid) if dense_score_of else None
+
+    if fusion == "rrf":
+        fused = rrf_scores([list(dense_map), list(lex_map)], rrf_k=rrf_k)
+    else:
+        known = {rid: c for rid, c in cos.items() if c is not None}
+        fused = convex_scores(known, lex_map, alpha=alpha, norm=norm)
+        for rid in ids:
+            fused.setdefault(rid, 0.0)
+
+    def order(rid: Hashable) -> tuple:
+        c = cos[rid]
+        return (-fused[rid], -(c if c is not None else float("-inf")), str(rid))
+
+    out = []
+    for rank, rid in enumerate(sorted(ids, key=order), start=1):
+        sources = tuple(s for s, m in (("dense", dense_pos), ("lexical", lex_pos)) if rid in m)
+        d_rank = dense_rank_of(rid) if dense_rank_of else dense_pos.get(rid)
+        out.append(
+            FusedCandidate(
+                rowid=rid,
+                fused_score=float(fused[rid]),
+                fused_rank=rank,
+                dense_score=cos[rid],
+                dense_rank=d_rank,
+                lexical_score=float(lex_map[rid]) if rid in lex_map else None,
+                lexical_rank=lex_pos.get(rid),
+                sources=sources,
+            )
+        )
+    return out
+
+
+def top_dense(
+    scores: np.ndarray, rowids: np.ndarray, n: int, mask: np.ndarray | None = None
+) -> list[tuple[int, float]]:
+    """The ``n`` best ``(rowid, cosine)`` pairs, best first (exact: a full scan of ``scores``)."""
+    import numpy as np
+
+    s = scores if mask is None else np.where(mask, scores, -np.inf)
+    n = min(n, int(s.shape[0]) if mask is None else int(mask.sum()))
+    if n <= 0:
+        return []
+    idx = np.argpartition(-s, n - 1)[:n] if n < s.shape[0] else np.arange(s.shape[0])
+    idx = idx[np.lexsort((rowids[idx], -s[idx]))]
+    return [(int(rowids[i]), float(s[i])) for i in idx[:n]]
+
+
+def hybrid_candidates(
+    store,
+    query: str,
+    dense_scores: np.ndarray,
+    rowids: np.ndarray,
+    *,
+    limit: int,
+    depth: int = 100,
+    fusion: str = "rrf",
+    rrf_k: int = 60,
+    alpha: float = 0.5,
+    norm: str = "minmax",
+    mask: np.ndarray | None = None,
+) -> list[FusedCandidate]:
+    """Hybrid candidates for one query, best first, at most ``limit``.
+
+    ``dense_scores`` are the query's cosines against every chunk, aligned with ``rowids`` (as
+    ``store.load_matrix()`` returns them); ``mask`` (same length, bool) restricts the search to
+    some chunks (e.g. a ``--path`` filter) on both sides. The dense side contributes its top
+    ``depth`` chunks, the lexical side ``store.lexical_search(query, depth)``."""
+    import numpy as np
+
+    rowids = np.asarray(rowids)
+    scores = np.asarray(dense_scores, dtype=np.float32)
+    if mask is not None:
+        mask = np.asarray(mask, dtype=bool)
+    dense = top_dense(scores, rowids, depth, mask)
+    rowids_filter = rowids[mask].tolist() if mask is not None else None
+    lexical = store.lexical_search(query, depth, rowids_filter) if query.strip() else []
+    if mask is not None:
+        allowed = set(rowids_filter or [])
+        lexical = [(rid, s) for rid, s in lexical if rid in allowed]
+    position = {int(r): i for i, r in enumerate(rowids.tolist())}
+    searched = scores if mask is None else scores[mask]
+
+    def score_of(rid: Hashable) -> float | None:
+        i = position.get(int(rid))  # type: ignore[arg-type]
+        return float(scores[i]) if i is not None else None
+
+    def rank_of(rid: Hashable) -> int | None:
+        s = score_of(rid)
+        return int((searched > s).sum()) + 1 if s is not None else None
+
+    fused = fuse(
+        dense,
+        lexical,
+        fusion=fusion,
+        rrf_k=rrf_k,
+        alpha=alpha,
+        norm=norm,
+        dense_score_of=score_of,
+        dense_rank_of=rank_of,
+    )
+    return fused[:limit]

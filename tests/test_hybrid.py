@@ -1,0 +1,149 @@
+"""Hybrid retrieval: fusion arithmetic (pure, hand-computed answers) and, on a real index, the
+FTS5 side kept in step with the chunks and lexical-only hits identifiable as such."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from ragsift.retrieval.hybrid import (
+    FusedCandidate,
+    convex_scores,
+    fuse,
+    hybrid_candidates,
+    larger_is_better,
+    normalize,
+    rrf_scores,
+    top_dense,
+)
+
+# ---- fusion math: pure arithmetic, answers computed by hand -------------------------------
+
+
+def test_rrf_sums_reciprocal_ranks():
+    fused = rrf_scores([["a", "b", "c"], ["c", "a"]], rrf_k=60)
+    assert fused["a"] == pytest.approx(1 / 61 + 1 / 62)
+    assert fused["b"] == pytest.approx(1 / 62)
+    assert fused["c"] == pytest.approx(1 / 63 + 1 / 61)
+    assert fused["a"] > fused["c"] > fused["b"]
+
+
+def test_rrf_weights_and_k_zero():
+    fused = rrf_scores([["a"], ["b"]], rrf_k=0, weights=[2.0, 1.0])
+    assert fused == {"a": 2.0, "b": 1.0}
+    with pytest.raises(ValueError):
+        rrf_scores([["a"]], weights=[1.0, 2.0])
+
+
+def test_minmax_and_tmm_normalisation():
+    assert normalize({"a": 0.2, "b": 0.6, "c": 0.4}) == pytest.approx(
+        {"a": 0.0, "b": 1.0, "c": 0.5}
+    )
+    # tmm: from the theoretical minimum (-1 for a cosine) to the observed maximum
+    assert normalize({"a": 0.0, "b": 1.0}, "tmm", -1.0) == pytest.approx({"a": 0.5, "b": 1.0})
+    assert normalize({"a": 3.0, "b": 3.0}) == {"a": 1.0, "b": 1.0}
+    assert normalize({}) == {}
+
+
+def test_convex_combination_counts_a_missing_side_as_zero():
+    fused = convex_scores({"a": 0.9, "b": 0.5}, {"b": 10.0, "c": 2.0}, alpha=0.25)
+    # dense minmax: a=1, b=0; lexical minmax: b=1, c=0
+    assert fused["a"] == pytest.approx(0.25 * 1.0)
+    assert fused["b"] == pytest.approx(0.75 * 1.0)
+    assert fused["c"] == pytest.approx(0.0)
+    assert convex_scores({"a": 1.0}, {"b": 1.0}, alpha=1.0) == {"a": 1.0, "b": 0.0}
+    with pytest.raises(ValueError):
+        convex_scores({}, {}, alpha=1.5)
+
+
+def test_bm25_smaller_is_better_is_flipped():
+    assert larger_is_better([(1, -7.5), (2, -3.0)]) == [(1, 7.5), (2, 3.0)]
+    assert larger_is_better([(1, 7.5), (2, 3.0)]) == [(1, 7.5), (2, 3.0)]
+    assert larger_is_better([(1, -2.0)]) == [(1, 2.0)]
+
+
+def test_fuse_rrf_marks_sources_and_keeps_cosine_of_lexical_only():
+    dense = [(1, 0.80), (2, 0.70), (3, 0.60)]
+    lexical = [(4, -9.0), (2, -5.0)]  # raw FTS5 bm25: smaller is better
+    cosines = {1: 0.80, 2: 0.70, 3: 0.60, 4: 0.15}
+    out = fuse(dense, lexical, fusion="rrf", rrf_k=60, dense_score_of=cosines.get)
+    by_id = {c.rowid: c for c in out}
+    assert [c.rowid for c in out] == [2, 1, 4, 3]  # 2 is on both sides
+    assert [c.fused_rank for c in out] == [1, 2, 3, 4]
+    assert by_id[2].fused_score == pytest.approx(1 / 62 + 1 / 62)
+    assert by_id[2].source == "both" and by_id[2].lexical_rank == 2
+    assert by_id[4].lexical_only and by_id[4].source == "lexical"
+    assert by_id[4].dense_score == pytest.approx(0.15)  # a lexical-only hit shows its cosine
+    assert by_id[4].lexical_score == pytest.approx(9.0) and by_id[4].lexical_rank == 1
+    assert by_id[3].source == "dense" and by_id[3].lexical_score is None
+    # 1 and 4 tie in RRF (1/61 each): the cosine breaks the tie
+    assert by_id[1].fused_score == pytest.approx(by_id[4].fused_score)
+
+
+def test_fuse_convex_uses_real_cosine_for_lexical_only():
+    dense = [(1, 0.9), (2, 0.5)]
+    lexical = [(3, 4.0), (2, 2.0)]
+    out = fuse(dense, lexical, fusion="convex", alpha=0.5, dense_score_of={3: 0.7}.get)
+    by_id = {c.rowid: c for c in out}
+    # dense minmax over {0.9, 0.5, 0.7}: 1, 0, .5; lexical minmax over {4, 2}: 3->1, 2->0
+    assert by_id[1].fused_score == pytest.approx(0.5)
+    assert by_id[2].fused_score == pytest.approx(0.0)
+    assert by_id[3].fused_score == pytest.approx(0.5 * 0.5 + 0.5)
+    assert out[0].rowid == 3
+
+
+def test_fuse_rejects_unknown_fusion():
+    with pytest.raises(ValueError):
+        fuse([], [], fusion="max")
+
+
+def test_top_dense_is_exact_and_respects_the_mask():
+    scores = np.array([0.1, 0.9, 0.5, 0.9, 0.3], dtype=np.float32)
+    rowids = np.array([10, 11, 12, 13, 14])
+    assert top_dense(scores, rowids, 3) == [
+        (11, pytest.approx(0.9)),
+        (13, pytest.approx(0.9)),
+        (12, pytest.approx(0.5)),
+    ]
+    mask = np.array([True, False, True, False, True])
+    assert [r for r, _ in top_dense(scores, rowids, 10, mask)] == [12, 14, 10]
+
+
+class _FakeStore:
+    """Only the contract ``lexical_search(query, limit, rowids_filter)``, raw FTS5 sign."""
+
+    def __init__(self, hits):
+        self.hits = hits
+        self.calls = []
+
+    def lexical_search(self, query, limit, rowids_filter=None):
+        self.calls.append((query, limit, rowids_filter))
+        hits = [h for h in self.hits if rowids_filter is None or h[0] in set(rowids_filter)]
+        return hits[:limit]
+
+
+def test_hybrid_candidates_over_a_dense_array():
+    rowids = np.array([1, 2, 3, 4, 5])
+    scores = np.array([0.9, 0.8, 0.1, 0.7, 0.2], dtype=np.float32)
+    store = _FakeStore([(3, -8.0), (4, -2.0)])
+    out = hybrid_candidates(store, "q", scores, rowids, limit=10, depth=2)
+    by_id = {c.rowid: c for c in out}
+    assert set(by_id) == {1, 2, 3, 4}
+    assert by_id[3].lexical_only and by_id[3].dense_score == pytest.approx(0.1)
+    assert by_id[3].dense_rank == 5  # its global rank by cosine
+    assert by_id[4].lexical_only  # dense depth 2 did not reach it (rank 3)
+    assert by_id[1].source == "dense" and by_id[1].dense_rank == 1
+    assert store.calls == [("q", 2, None)]
+    assert len(hybrid_candidates(store, "q", scores, rowids, limit=1, depth=2)) == 1
+    mask = np.array([True, True, False, True, True])
+    out = hybrid_candidates(store, "q", scores, rowids, limit=10, depth=2, mask=mask)
+    assert 3 not in {c.rowid for c in out}
+    assert store.calls[-1][2] == [1, 2, 4, 5]
+
+
+def test_fused_candidate_as_dict():
+    c = FusedCandidate(7, 0.5, 1, 0.3, 4, 2.0, 1, ("lexical",))
+    d = c.as_dict()
+    assert d["source"] == "lexical" and d["dense_score"] == 0.3 and not math.isnan(d["fused_score"])
