@@ -1,0 +1,304 @@
+"""The top-K strategy: admit at most ``k`` candidates that clear a similarity floor, and keep
+a record of the near-misses instead of dropping them silently.
+
+Algorithm (pure arithmetic over scores; no I/O, no model):
+
+1. The searcher hands over candidates in one total order: score descending, ties broken by
+   rowid ascending. It fetches ``k + reject_window`` of them.
+2. Admission walks that order from the top and stops after ``k`` candidates. A candidate is
+   admitted when ``score >= threshold`` (no floor when ``threshold is None``) and its text fits
+   in what is left of ``max_chars``. The admitted set is therefore always a prefix of the first
+   ``k`` candidates: the first candidate below the floor ends it (scores only fall from there),
+   and so does the first candidate that does not fit the character budget (a worse hit never
+   jumps ahead of a better one that did not fit).
+3. Every other candidate gets a reason: ``below-threshold``, ``over-char-budget`` (it clears
+   the floor but the budget stopped admission before it), or ``over-k``.
+
+Guarantee: admission reads only the first ``k`` entries of the order, so ``reject_window``
+decides how many near-misses are *shown* and can never change which candidates are *admitted*
+(``admission`` below takes no window argument at all; tests check the property). When nothing
+clears the floor nothing is admitted: there is no fallback to a weak match.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
+
+from ragsift.errors import RagsiftError
+
+BELOW_THRESHOLD = "below-threshold"
+OVER_K = "over-k"
+OVER_CHAR_BUDGET = "over-char-budget"
+REASONS = (BELOW_THRESHOLD, OVER_K, OVER_CHAR_BUDGET)
+
+
+def query_hash(query: str) -> str:
+    """A short stable id of the query text (sha256, 16 hex digits)."""
+    return hashlib.sha256(query.encode("utf-8")).hexdigest()[:16]
+
+
+def admission(
+    scores: Sequence[float],
+    chars: Sequence[int],
+    *,
+    k: int,
+    threshold: float | None,
+    max_chars: int | None = None,
+) -> list[str | None]:
+    """Admission decision for candidates given in the searcher's order (score descending).
+
+    Returns one entry per candidate: ``None`` when admitted, else the reason. Only the first
+    ``k`` candidates can be admitted; the loop that admits never looks past them.
+    """
+    n = len(scores)
+    reasons: list[str | None] = [None] * n
+    budget_left = max_chars
+    budget_stopped = False
+    admitted = 0
+    for i in range(min(k, n)):
+        if threshold is not None and not scores[i] >= threshold:  # NaN counts as below
+            break
+        if budget_left is not None and chars[i] > budget_left:
+            budget_stopped = True
+            break
+        admitted += 1
+        if budget_left is not None:
+            budget_left -= chars[i]
+    for i in range(admitted, n):
+        if threshold is not None and not scores[i] >= threshold:
+            reasons[i] = BELOW_THRESHOLD
+        elif budget_stopped:
+            reasons[i] = OVER_CHAR_BUDGET
+        else:
+            reasons[i] = OVER_K
+    return reasons
+
+
+@dataclass(frozen=True)
+class TopK:
+    """Options of the top-K strategy (CLI: ``-k``, ``--threshold``, ``--reject-window``,
+    ``--max-chars``). ``threshold=None`` disables the floor."""
+
+    k: int = 3
+    threshold: float | None = None
+    reject_window: int = 10
+    max_chars: int | None = None
+
+    name: ClassVar[str] = "topk"
+
+    def __post_init__(self) -> None:
+        if self.k < 1:
+            raise RagsiftError(f"-k must be at least 1 (got {self.k})")
+        if self.reject_window < 0:
+            raise RagsiftError(f"--reject-window must be 0 or more (got {self.reject_window})")
+        if self.max_chars is not None and self.max_chars < 1:
+            raise RagsiftError(f"--max-chars must be at least 1 (got {self.max_chars})")
+        if self.threshold is not None and not math.isfinite(self.threshold):
+            raise RagsiftError(f"--threshold must be a number or 'none' (got {self.threshold})")
+
+    @property
+    def fetch(self) -> int:
+        """How many candidates the searcher should return: ``k + reject_window``."""
+        return self.k + self.reject_window
+
+    def decide(self, scores: Sequence[float], chars: Sequence[int]) -> list[str | None]:
+        """Admission for candidates in score order (see module docstring)."""
+        return admission(scores, chars, k=self.k, threshold=self.threshold,
+                         max_chars=self.max_chars)
+
+    def options(self) -> dict[str, Any]:
+        return {"k": self.k, "threshold": self.threshold, "reject_window": self.reject_window,
+                "max_chars": self.max_chars}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One candidate chunk and what the strategy decided about it.
+
+    ``score`` is the score the threshold applies to (the dense cosine in dense mode).
+    ``dense_score``, ``lexical_score``, ``lexical_rank`` and ``fused_rank`` let other modes
+    show both sides of a fused ranking; they stay ``None`` where a side was not computed.
+    ``truncated`` counts tokens the embedder never saw for this chunk.
+    """
+
+    id: str
+    rowid: int
+    score: float
+    rank: int
+    admitted: bool
+    reason: str | None
+    path: str
+    page: int | None = None
+    headings: tuple[str, ...] = ()
+    line_start: int | None = None
+    line_end: int | None = None
+    start: int | None = None
+    end: int | None = None
+    text: str = ""
+    context: str = ""
+    chars: int = 0
+    tokens: int | None = None
+    truncated: int = 0
+    dense_score: float | None = None
+    lexical_score: float | None = None
+    lexical_rank: int | None = None
+    fused_rank: int | None = None
+
+    @property
+    def location(self) -> str:
+        """``path:line`` (or ``path:line-line``, plus ``p.N`` for paged documents)."""
+        loc = self.path
+        if self.line_start is not None:
+            loc += f":{self.line_start}"
+            if self.line_end is not None and self.line_end != self.line_start:
+                loc += f"-{self.line_end}"
+        if self.page is not None:
+            loc += f" p.{self.page}"
+        return loc
+
+    def margin(self, threshold: float | None) -> float | None:
+        """Score minus threshold (positive: cleared the floor by that much)."""
+        return None if threshold is None else self.score - threshold
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["headings"] = list(self.headings)
+        d["score"] = round(float(self.score), 6)
+        if self.dense_score is not None:
+            d["dense_score"] = round(float(self.dense_score), 6)
+        return d
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    """The record of one retrieval: options, every candidate considered, and why each one was
+    or was not admitted. ``candidates_complete`` is true when fewer candidates than
+    ``k + reject_window`` exist, i.e. the list holds every searchable chunk and no near-miss
+    lies beyond it. ``searched`` is how many chunks were scored (after ``--path``)."""
+
+    query: str
+    query_hash: str
+    strategy: str
+    k: int
+    threshold: float | None
+    reject_window: int
+    max_chars: int | None
+    dimensions: int
+    model: str
+    searched: int
+    candidates: tuple[Candidate, ...]
+    candidates_complete: bool
+    corpus_empty: bool
+    mode: str = "dense"
+    path_filter: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def admitted(self) -> tuple[Candidate, ...]:
+        return tuple(c for c in self.candidates if c.admitted)
+
+    @property
+    def rejected(self) -> tuple[Candidate, ...]:
+        return tuple(c for c in self.candidates if not c.admitted)
+
+    @property
+    def best(self) -> Candidate | None:
+        return self.candidates[0] if self.candidates else None
+
+    def as_dict(self) -> dict[str, Any]:
+        admitted = self.admitted
+        return {
+            "query": self.query,
+            "query_hash": self.query_hash,
+            "strategy": self.strategy,
+            "mode": self.mode,
+            "model": self.model,
+            "k": self.k,
+            "threshold": self.threshold,
+            "reject_window": self.reject_window,
+            "max_chars": self.max_chars,
+            "dimensions": self.dimensions,
+            "path_filter": self.path_filter,
+            "searched": self.searched,
+            "considered": len(self.candidates),
+            "admitted": len(admitted),
+            "rejected": len(self.candidates) - len(admitted),
+            "candidates_complete": self.candidates_complete,
+            "corpus_empty": self.corpus_empty,
+            "candidates": [c.as_dict() for c in self.candidates],
+            **self.extra,
+        }
+
+
+def build_retrieval(
+    strategy: TopK,
+    *,
+    query: str,
+    scores: Sequence[float],
+    records: Sequence[dict],
+    dimensions: int,
+    model: str,
+    searched: int,
+    mode: str = "dense",
+    path_filter: str | None = None,
+    corpus_empty: bool | None = None,
+) -> Retrieval:
+    """Apply ``strategy`` to candidates already in score order and build the record.
+
+    ``records`` are chunk records (``IndexStore.chunks`` fields) in the same order as
+    ``scores``; at most ``strategy.fetch`` are kept.
+    """
+    scores = list(scores)[: strategy.fetch]
+    records = list(records)[: len(scores)]
+    chars = [len(r.get("text") or "") for r in records]
+    reasons = strategy.decide(scores, chars)
+    candidates = tuple(
+        _candidate(rec, float(score), rank, reason, mode)
+        for rank, (rec, score, reason) in enumerate(zip(records, scores, reasons), start=1)
+    )
+    return Retrieval(
+        query=query,
+        query_hash=query_hash(query),
+        strategy=strategy.name,
+        k=strategy.k,
+        threshold=strategy.threshold,
+        reject_window=strategy.reject_window,
+        max_chars=strategy.max_chars,
+        dimensions=dimensions,
+        model=model,
+        searched=searched,
+        candidates=candidates,
+        candidates_complete=len(candidates) < strategy.fetch,
+        corpus_empty=searched == 0 if corpus_empty is None else corpus_empty,
+        mode=mode,
+        path_filter=path_filter,
+    )
+
+
+def _candidate(rec: dict, score: float, rank: int, reason: str | None, mode: str) -> Candidate:
+    text = rec.get("text") or ""
+    return Candidate(
+        id=str(rec.get("id", rec.get("rowid", rank))),
+        rowid=int(rec.get("rowid", -1)),
+        score=score,
+        rank=rank,
+        admitted=reason is None,
+        reason=reason,
+        path=str(rec.get("path", "")),
+        page=rec.get("page"),
+        headings=tuple(rec.get("headings") or ()),
+        line_start=rec.get("line_start"),
+        line_end=rec.get("line_end"),
+        start=rec.get("start"),
+        end=rec.get("end"),
+        text=text,
+        context=rec.get("context") or "",
+        chars=len(text),
+        tokens=rec.get("tokens"),
+        truncated=int(rec.get("truncated") or 0),
+        dense_score=score if mode == "dense" else rec.get("dense_score"),
+    )

@@ -1,0 +1,375 @@
+"""Threshold tuning: sweep the top-K floor over labelled queries and measure what it admits.
+
+Orchestration above the layers (it drives ``ragsift.retrieval``; nothing below imports it).
+
+Input: a JSON-lines file of ``{"query": "...", "relevant": [...]}``. A relevant item is a
+document path or a chunk id (a string: it matches a candidate whose ``path`` or ``id`` equals
+it), ``{"path": p}``, ``{"id": i}``, or a character span ``{"path": p, "start": s, "end": e}``
+(end exclusive; it matches every chunk of ``p`` that overlaps it). A query with
+``"relevant": []`` is a question the index cannot answer: ideally nothing is admitted.
+
+Method: every query is searched once with no floor (``k + reject_window`` candidates); since
+admission only ever reads the first ``k`` candidates in score order (see
+``ragsift.retrieval.topk``), the admitted set at any threshold follows from those scores
+without searching again. For each threshold of the sweep:
+
+- precision = admitted candidates that match a relevant item / admitted candidates
+- recall    = relevant items matched by an admitted candidate / relevant items
+- F1 of those two. All three are pooled over queries (micro averages), so queries that admit
+  nothing do not make precision undefined, and unanswerable queries count against precision.
+- ``empty``: share of queries that admit nothing (and of answerable ones that admit nothing).
+
+Threshold-independent ranking quality of the first ``k``: recall@k (mean over answerable
+queries) and nDCG@k with binary gains, where a candidate gains 1 only when it matches a
+relevant item no earlier candidate matched (a document split into several chunks counts once,
+at its best chunk).
+
+Recommendation: the threshold with the highest F1 (``--optimize f1``), or the one with the
+highest recall whose precision reaches a target (``recall@precision=0.8``), or the highest
+precision with recall at least a target (``precision@recall=0.9``). Ties go to the middle of
+the run of equally good thresholds.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ragsift.errors import RagsiftError
+from ragsift.retrieval.topk import Candidate, Retrieval, TopK, admission
+
+
+@dataclass(frozen=True)
+class Relevant:
+    """One relevant item: a path or chunk id (``ref``), or a span of a path."""
+
+    ref: str | None = None
+    path: str | None = None
+    id: str | None = None
+    start: int | None = None
+    end: int | None = None
+
+    def matches(self, c: Candidate) -> bool:
+        if self.ref is not None:
+            return c.id == self.ref or c.path == self.ref
+        if self.id is not None:
+            return c.id == self.id
+        if self.path is not None and c.path != self.path:
+            return False
+        if self.start is not None and self.end is not None:
+            if c.start is None or c.end is None:
+                return False
+            return c.start < self.end and self.start < c.end
+        return self.path is not None
+
+    def as_dict(self) -> Any:
+        if self.ref is not None:
+            return self.ref
+        return {k: v for k, v in (("path", self.path), ("id", self.id), ("start", self.start),
+                                  ("end", self.end)) if v is not None}
+
+
+@dataclass(frozen=True)
+class LabelledQuery:
+    query: str
+    relevant: tuple[Relevant, ...]
+
+
+def parse_relevant(item: Any, where: str) -> Relevant:
+    if isinstance(item, str):
+        return Relevant(ref=item)
+    if isinstance(item, dict):
+        path, cid = item.get("path"), item.get("id")
+        start, end = item.get("start"), item.get("end")
+        if (start is None) != (end is None):
+            raise RagsiftError(f"{where}: a span needs both 'start' and 'end'")
+        if start is not None and (not isinstance(start, int) or not isinstance(end, int)
+                                  or end < start):
+            raise RagsiftError(f"{where}: span start/end must be integers with start <= end")
+        if path is None and cid is None:
+            raise RagsiftError(f"{where}: a relevant item needs 'path' or 'id'")
+        return Relevant(path=path, id=cid, start=start, end=end)
+    raise RagsiftError(f"{where}: a relevant item is a string or an object, not {item!r:.40}")
+
+
+def load_queries(path: str | Path) -> list[LabelledQuery]:
+    """Read a labelled queries file (JSON lines); errors name the line."""
+    p = Path(path)
+    try:
+        lines = p.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise RagsiftError(f"cannot read queries file {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise RagsiftError(f"queries file {path} is not UTF-8 text") from None
+    out = []
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{n}"
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:
+            raise RagsiftError(f"{where}: not JSON ({exc.msg})") from None
+        if not isinstance(obj, dict) or not isinstance(obj.get("query"), str):
+            raise RagsiftError(f'{where}: expected {{"query": "...", "relevant": [...]}}')
+        rel = obj.get("relevant", [])
+        if not isinstance(rel, list):
+            rel = [rel]
+        out.append(LabelledQuery(obj["query"], tuple(parse_relevant(r, where) for r in rel)))
+    if not out:
+        raise RagsiftError(f"queries file {path} holds no queries")
+    return out
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One query's candidates (score order) with the relevant items each one matches."""
+
+    query: str
+    scores: tuple[float, ...]
+    chars: tuple[int, ...]
+    matched: tuple[frozenset[int], ...]
+    n_relevant: int
+
+    @property
+    def relevant_flags(self) -> list[bool]:
+        return [bool(m) for m in self.matched]
+
+
+def judge(retrieval: Retrieval, lq: LabelledQuery) -> Judged:
+    cands = retrieval.candidates
+    return Judged(
+        query=lq.query,
+        scores=tuple(c.score for c in cands),
+        chars=tuple(c.chars for c in cands),
+        matched=tuple(frozenset(i for i, r in enumerate(lq.relevant) if r.matches(c))
+                      for c in cands),
+        n_relevant=len(lq.relevant),
+    )
+
+
+@dataclass(frozen=True)
+class SweepRow:
+    threshold: float | None  # None: no floor
+    precision: float
+    recall: float
+    f1: float
+    empty: float  # share of all queries that admit nothing
+    empty_answerable: float  # share of queries with relevant items that admit nothing
+    admitted_per_query: float
+
+    def as_dict(self) -> dict[str, float | None]:
+        return {k: None if v is None else round(v, 6) for k, v in self.__dict__.items()}
+
+
+def metrics_at(judged: Sequence[Judged], threshold: float | None, k: int,
+               max_chars: int | None = None) -> SweepRow:
+    admitted = hits = covered = items = empty = answerable = empty_ans = 0
+    for j in judged:
+        reasons = admission(j.scores, j.chars, k=k, threshold=threshold, max_chars=max_chars)
+        got: set[int] = set()
+        n_adm = 0
+        for reason, m in zip(reasons, j.matched):
+            if reason is None:
+                n_adm += 1
+                hits += bool(m)
+                got |= m
+        admitted += n_adm
+        covered += len(got)
+        items += j.n_relevant
+        empty += n_adm == 0
+        if j.n_relevant:
+            answerable += 1
+            empty_ans += n_adm == 0
+    p = hits / admitted if admitted else 0.0
+    r = covered / items if items else 0.0
+    f1 = 2 * p * r / (p + r) if p + r else 0.0
+    return SweepRow(
+        threshold=threshold,
+        precision=p, recall=r, f1=f1,
+        empty=empty / len(judged) if judged else 0.0,
+        empty_answerable=empty_ans / answerable if answerable else 0.0,
+        admitted_per_query=admitted / len(judged) if judged else 0.0,
+    )
+
+
+def ranking_metrics(judged: Sequence[Judged], k: int) -> dict[str, float]:
+    """recall@k and nDCG@k of the first k candidates, mean over answerable queries."""
+    recalls, ndcgs = [], []
+    for j in judged:
+        if not j.n_relevant:
+            continue
+        seen: set[int] = set()
+        dcg = 0.0
+        for rank, m in enumerate(j.matched[:k], start=1):
+            new = m - seen
+            if new:
+                dcg += 1.0 / math.log2(rank + 1)
+                seen |= new
+        ideal = sum(1.0 / math.log2(r + 1) for r in range(1, min(k, j.n_relevant) + 1))
+        recalls.append(len(seen) / j.n_relevant)
+        ndcgs.append(dcg / ideal if ideal else 0.0)
+    n = len(recalls)
+    return {f"recall@{k}": sum(recalls) / n if n else 0.0,
+            f"ndcg@{k}": sum(ndcgs) / n if n else 0.0,
+            "answerable_queries": n}
+
+
+_OBJECTIVE = re.compile(r"^(recall|precision)@(precision|recall)=([0-9]*\.?[0-9]+)$")
+
+
+@dataclass(frozen=True)
+class Objective:
+    """What to optimise: ``f1``, ``recall@precision=0.8`` or ``precision@recall=0.9``."""
+
+    maximise: str = "f1"
+    constraint: str | None = None
+    target: float | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> Objective:
+        text = (text or "f1").strip().lower().replace(" ", "")
+        if text == "f1":
+            return cls()
+        m = _OBJECTIVE.match(text)
+        if not m or m.group(1) == m.group(2):
+            raise RagsiftError(f"--optimize {text!r}: use f1, recall@precision=0.8 or "
+                               "precision@recall=0.9")
+        target = float(m.group(3))
+        if not 0.0 <= target <= 1.0:
+            raise RagsiftError(f"--optimize {text!r}: the target must be between 0 and 1")
+        return cls(m.group(1), m.group(2), target)
+
+    def __str__(self) -> str:
+        if self.constraint is None:
+            return self.maximise
+        return f"{self.maximise}@{self.constraint}={self.target:g}"
+
+    def choose(self, rows: Sequence[SweepRow]) -> SweepRow | None:
+        """Best row; ties go to the middle of the run of equal values. None if no row meets
+        the constraint."""
+        ok = [i for i, r in enumerate(rows)
+              if self.constraint is None
+              or getattr(r, self.constraint) >= (self.target or 0.0) - 1e-12]
+        if not ok:
+            return None
+        best = max(getattr(rows[i], self.maximise) for i in ok)
+        ties = [i for i in ok if getattr(rows[i], self.maximise) >= best - 1e-12]
+        # the longest consecutive run of tied rows, then its middle
+        runs: list[list[int]] = []
+        for i in ties:
+            if runs and i == runs[-1][-1] + 1:
+                runs[-1].append(i)
+            else:
+                runs.append([i])
+        run = max(runs, key=len)
+        return rows[run[len(run) // 2]]
+
+
+def threshold_grid(judged: Sequence[Judged], k: int, step: float = 0.01) -> list[float]:
+    """Thresholds from just below the lowest to just above the highest top-k score."""
+    scores = [s for j in judged for s in j.scores[:k] if math.isfinite(s)]
+    if not scores:
+        return [0.0]
+    lo = math.floor(min(scores) / step) * step
+    hi = math.ceil(max(scores) / step) * step + step
+    lo, hi = max(lo, -1.0), min(hi, 1.0 + step)
+    n = round((hi - lo) / step)
+    return [round(lo + i * step, 6) for i in range(n + 1)]
+
+
+def histogram(values: Iterable[float], lo: float, hi: float, bins: int) -> list[int]:
+    counts = [0] * bins
+    width = (hi - lo) / bins if hi > lo else 1.0
+    for v in values:
+        if not math.isfinite(v):
+            continue
+        i = int((v - lo) / width)
+        counts[min(max(i, 0), bins - 1)] += 1
+    return counts
+
+
+@dataclass
+class TuneReport:
+    k: int
+    reject_window: int
+    max_chars: int | None
+    objective: str
+    queries: int
+    rows: list[SweepRow]
+    recommended: SweepRow | None
+    ranking: dict[str, float]
+    relevant_scores: list[float] = field(default_factory=list)
+    irrelevant_scores: list[float] = field(default_factory=list)
+    model: str = ""
+    current_threshold: float | None = None
+    current: SweepRow | None = None
+
+    def distributions(self, bins: int = 20) -> dict[str, Any]:
+        allv = [v for v in self.relevant_scores + self.irrelevant_scores if math.isfinite(v)]
+        lo = math.floor(min(allv) * 20) / 20 if allv else 0.0
+        hi = math.ceil(max(allv) * 20) / 20 if allv else 1.0
+        if hi <= lo:
+            hi = lo + 0.05
+        return {"lo": lo, "hi": hi, "bins": bins,
+                "relevant": histogram(self.relevant_scores, lo, hi, bins),
+                "irrelevant": histogram(self.irrelevant_scores, lo, hi, bins),
+                "relevant_median": _median(self.relevant_scores),
+                "irrelevant_median": _median(self.irrelevant_scores)}
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model, "k": self.k, "reject_window": self.reject_window,
+            "max_chars": self.max_chars, "objective": self.objective, "queries": self.queries,
+            "recommended": self.recommended.as_dict() if self.recommended else None,
+            "current_threshold": self.current_threshold,
+            "current": self.current.as_dict() if self.current else None,
+            "ranking": {k: round(v, 6) for k, v in self.ranking.items()},
+            "distributions": self.distributions(),
+            "sweep": [r.as_dict() for r in self.rows],
+        }
+
+
+def _median(values: Sequence[float]) -> float | None:
+    v = sorted(values)
+    if not v:
+        return None
+    mid = len(v) // 2
+    return v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2
+
+
+def analyse(judged: Sequence[Judged], *, k: int, reject_window: int, max_chars: int | None,
+            objective: Objective, thresholds: Sequence[float] | None = None,
+            current_threshold: float | None = None, model: str = "") -> TuneReport:
+    """Sweep thresholds over judged queries and pick one (pure: no model, no index)."""
+    grid = list(thresholds) if thresholds else threshold_grid(judged, k)
+    rows = [metrics_at(judged, t, k, max_chars) for t in grid]
+    rel = [s for j in judged for s, m in zip(j.scores, j.matched) if m]
+    irr = [s for j in judged for s, m in zip(j.scores, j.matched) if not m]
+    return TuneReport(
+        k=k, reject_window=reject_window, max_chars=max_chars, objective=str(objective),
+        queries=len(judged), rows=rows, recommended=objective.choose(rows),
+        ranking=ranking_metrics(judged, k), relevant_scores=rel, irrelevant_scores=irr,
+        model=model, current_threshold=current_threshold,
+        current=(metrics_at(judged, current_threshold, k, max_chars)
+                 if current_threshold is not None else None),
+    )
+
+
+def tune(searcher: Any, queries: Sequence[LabelledQuery], strategy: TopK, *,
+         objective: Objective, thresholds: Sequence[float] | None = None,
+         path_glob: str | None = None) -> TuneReport:
+    """Search every query once (no floor) and analyse the sweep. ``strategy.threshold`` is
+    reported as the current threshold for comparison."""
+    probe = TopK(k=strategy.k, threshold=None, reject_window=strategy.reject_window,
+                 max_chars=None)
+    retrievals = searcher.retrieve_many([q.query for q in queries], probe, path_glob=path_glob)
+    judged = [judge(r, q) for r, q in zip(retrievals, queries)]
+    return analyse(judged, k=strategy.k, reject_window=strategy.reject_window,
+                   max_chars=strategy.max_chars, objective=objective, thresholds=thresholds,
+                   current_threshold=strategy.threshold, model=searcher.model)

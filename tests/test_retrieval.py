@@ -1,0 +1,289 @@
+"""Retrieval unit tests: the TopK admission rule, the record, exact search order, attribution.
+
+These use hand-made score lists and matrices on purpose: the strategy is pure arithmetic over
+scores, and exact search is arithmetic over a matrix, so a model would only add noise and
+seconds. The CLI tests (tests/test_query_cli.py) run the real model on a real index.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ragsift.errors import RagsiftError
+from ragsift.retrieval import attribution as attr
+from ragsift.retrieval.search import Searcher, top_order
+from ragsift.retrieval.topk import (
+    BELOW_THRESHOLD,
+    OVER_CHAR_BUDGET,
+    OVER_K,
+    TopK,
+    admission,
+    build_retrieval,
+)
+
+# -- admission ------------------------------------------------------------------------------
+
+scores_st = st.lists(st.floats(-1, 1, allow_nan=False, width=32), min_size=0, max_size=40)
+
+
+@st.composite
+def ranked(draw):
+    scores = sorted(draw(scores_st), reverse=True)
+    chars = draw(st.lists(st.integers(0, 400), min_size=len(scores), max_size=len(scores)))
+    k = draw(st.integers(1, 8))
+    threshold = draw(st.one_of(st.none(), st.floats(-1, 1, allow_nan=False)))
+    max_chars = draw(st.one_of(st.none(), st.integers(1, 1500)))
+    return scores, chars, k, threshold, max_chars
+
+
+@settings(max_examples=400, deadline=None)
+@given(ranked(), st.integers(0, 40), st.integers(0, 40))
+def test_reject_window_never_changes_admission(case, w1, w2):
+    scores, chars, k, threshold, max_chars = case
+
+    def admitted(window):
+        strat = TopK(k=k, threshold=threshold, reject_window=window, max_chars=max_chars)
+        n = strat.fetch
+        reasons = strat.decide(scores[:n], chars[:n])
+        return [i for i, r in enumerate(reasons) if r is None]
+
+    full = [i for i, r in enumerate(admission(scores, chars, k=k, threshold=threshold,
+                                              max_chars=max_chars)) if r is None]
+    assert admitted(w1) == admitted(w2) == full
+
+
+@settings(max_examples=400, deadline=None)
+@given(ranked())
+def test_admission_invariants(case):
+    scores, chars, k, threshold, max_chars = case
+    reasons = admission(scores, chars, k=k, threshold=threshold, max_chars=max_chars)
+    adm = [i for i, r in enumerate(reasons) if r is None]
+    # a prefix of at most k, nothing below the floor, within the character budget
+    assert adm == list(range(len(adm)))
+    assert len(adm) <= k
+    if threshold is not None:
+        assert all(scores[i] >= threshold for i in adm)
+        if scores and scores[0] < threshold:
+            assert adm == []
+        # every candidate below the floor says so
+        assert all(reasons[i] == BELOW_THRESHOLD for i, s in enumerate(scores) if s < threshold)
+    if max_chars is not None:
+        assert sum(chars[i] for i in adm) <= max_chars
+    assert all(r in (None, BELOW_THRESHOLD, OVER_K, OVER_CHAR_BUDGET) for r in reasons)
+
+
+def test_reasons_are_specific():
+    scores = [0.9, 0.8, 0.7, 0.6, 0.3]
+    assert admission(scores, [10] * 5, k=2, threshold=0.5) == [
+        None, None, OVER_K, OVER_K, BELOW_THRESHOLD]
+    # the budget stops admission at the first chunk that does not fit; no skipping ahead
+    assert admission(scores, [10, 50, 5, 5, 5], k=4, threshold=0.5, max_chars=30) == [
+        None, OVER_CHAR_BUDGET, OVER_CHAR_BUDGET, OVER_CHAR_BUDGET, BELOW_THRESHOLD]
+    # no fallback to a weak match
+    assert admission([0.58, 0.55], [1, 1], k=3, threshold=0.7) == [BELOW_THRESHOLD] * 2
+    assert admission([0.58, 0.55], [1, 1], k=3, threshold=None) == [None, None]
+    assert admission([float("nan")], [1], k=3, threshold=0.1) == [BELOW_THRESHOLD]
+
+
+@pytest.mark.parametrize("kwargs", [{"k": 0}, {"reject_window": -1}, {"max_chars": 0},
+                                    {"threshold": float("inf")}])
+def test_topk_rejects_bad_options(kwargs):
+    with pytest.raises(RagsiftError):
+        TopK(**kwargs)
+
+
+def _records(n, text="x" * 10):
+    return [{"rowid": i, "id": f"doc{i % 3}.md#{i}", "path": f"doc{i % 3}.md", "text": text,
+             "start": 0, "end": len(text), "line_start": i + 1, "line_end": i + 2,
+             "headings": ["A", "B"], "page": None, "truncated": 7 if i == 0 else 0}
+            for i in range(n)]
+
+
+def test_record_as_dict_is_json_and_complete():
+    r = build_retrieval(TopK(k=2, threshold=0.5, reject_window=2), query="q",
+                        scores=[0.9, 0.6, 0.55, 0.2, 0.1], records=_records(5),
+                        dimensions=4, model="m", searched=5)
+    d = json.loads(json.dumps(r.as_dict()))
+    assert (d["considered"], d["admitted"], d["rejected"]) == (4, 2, 2)
+    assert d["candidates_complete"] is False and d["corpus_empty"] is False
+    assert d["strategy"] == "topk" and d["k"] == 2 and d["threshold"] == 0.5
+    assert len(d["query_hash"]) == 16
+    c0, c2, c3 = d["candidates"][0], d["candidates"][2], d["candidates"][3]
+    assert c0["admitted"] and c0["rank"] == 1 and c0["reason"] is None and c0["truncated"] == 7
+    assert c2["reason"] == OVER_K and c3["reason"] == BELOW_THRESHOLD
+    for key in ("id", "score", "rank", "admitted", "reason", "path", "page", "headings",
+                "line_start", "line_end", "dense_score", "lexical_score", "lexical_rank",
+                "fused_rank"):
+        assert key in c0
+    assert r.candidates[0].location == "doc0.md:1-2"
+    assert r.candidates[0].margin(0.5) == pytest.approx(0.4)
+    small = build_retrieval(TopK(k=2, reject_window=5), query="q", scores=[0.3],
+                            records=_records(1), dimensions=4, model="m", searched=1)
+    assert small.candidates_complete is True
+
+
+# -- exact search -------------------------------------------------------------------------
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(-5, 5), min_size=1, max_size=60), st.integers(1, 70),
+       st.integers(0, 20))
+def test_top_order_is_a_prefix_of_the_total_order(values, n, extra):
+    # small integers force many ties: argpartition must not decide them
+    scores = np.array(values, dtype=np.float32)
+    rowids = np.arange(len(values), dtype=np.int64)[::-1].copy()
+    expected = sorted(range(len(values)), key=lambda i: (-values[i], rowids[i]))
+    got = top_order(scores, n, rowids).tolist()
+    assert got == expected[:n]
+    assert top_order(scores, n + extra, rowids).tolist()[: len(got)] == got
+
+
+class FakeStore:
+    """A stand-in for IndexStore with a hand-made matrix (the contract's read methods)."""
+
+    def __init__(self, matrix, paths):
+        self.matrix = np.asarray(matrix, dtype=np.float32)
+        self.rows = {
+            100 + i: {"rowid": 100 + i, "id": f"{p}#{i}", "path": p, "text": f"chunk {i}",
+                      "start": 0, "end": 7, "line_start": 1, "line_end": 1, "headings": [],
+                      "page": None, "truncated": 0}
+            for i, p in enumerate(paths)}
+
+    def settings(self):
+        return {"model": "fake", "dimensions": self.matrix.shape[1] if self.matrix.size else 3}
+
+    def load_matrix(self):
+        return np.array(sorted(self.rows), dtype=np.int64), self.matrix
+
+    def chunks(self, rowids):
+        return [dict(self.rows[r]) for r in rowids]
+
+
+def _unit(v):
+    v = np.asarray(v, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def test_searcher_exact_order_filter_and_nan():
+    rng = np.random.default_rng(1)
+    m = rng.standard_normal((50, 8)).astype(np.float32)
+    m /= np.linalg.norm(m, axis=1, keepdims=True)
+    m[7] = np.nan  # a broken vector never ranks
+    paths = ["docs/a.md" if i % 2 else "notes/b.txt" for i in range(50)]
+    s = Searcher(FakeStore(m, paths))
+    q = _unit(rng.standard_normal(8))
+    r = s.retrieve("q", TopK(k=3, threshold=None, reject_window=5), qvec=q)
+    ref = np.nan_to_num(m @ q, nan=-np.inf)
+    expected = [100 + i for i in np.argsort(-ref, kind="stable")[:8]]
+    assert [c.rowid for c in r.candidates] == expected
+    assert [c.score for c in r.candidates] == pytest.approx(sorted(ref, reverse=True)[:8])
+    assert r.searched == 50 and len(r.admitted) == 3
+    f = s.retrieve("q", TopK(k=3, threshold=None, reject_window=40), qvec=q, path_glob="docs/*")
+    assert f.searched == 25 and all(c.path.startswith("docs/") for c in f.candidates)
+    assert f.candidates_complete and len(f.candidates) == 25
+    none = s.retrieve("q", TopK(), qvec=q, path_glob="nowhere/*")
+    assert none.searched == 0 and none.candidates == () and not none.corpus_empty
+
+
+def test_searcher_batch_equals_single():
+    rng = np.random.default_rng(2)
+    m = rng.standard_normal((40, 6)).astype(np.float32)
+    m /= np.linalg.norm(m, axis=1, keepdims=True)
+    s = Searcher(FakeStore(m, ["a.md"] * 40))
+    qs = rng.standard_normal((5, 6)).astype(np.float32)
+    qs /= np.linalg.norm(qs, axis=1, keepdims=True)
+    strat = TopK(k=2, threshold=0.1, reject_window=3)
+    batch = s.retrieve_many([str(i) for i in range(5)], strat, qvecs=qs)
+    for i in range(5):
+        one = s.retrieve(str(i), strat, qvec=qs[i])
+        assert [c.rowid for c in one.candidates] == [c.rowid for c in batch[i].candidates]
+
+
+def test_searcher_empty_index():
+    s = Searcher(FakeStore(np.zeros((0, 3)), []))
+    r = s.retrieve("q", TopK(), qvec=np.ones(3, dtype=np.float32))
+    assert r.corpus_empty and r.candidates == () and r.as_dict()["considered"] == 0
+
+
+# -- attribution ----------------------------------------------------------------------------
+
+class BagOfWordsEmbedder:
+    """Deterministic stand-in: hashed bag of words, L2-normalised; counts embed calls."""
+
+    fingerprint = "bow/64"
+    dimensions = 64
+    name = "bow"
+
+    def __init__(self):
+        self.calls = 0
+
+    def embed(self, texts, kind="passage"):
+        self.calls += 1
+        out = np.zeros((len(texts), 64), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for w in t.lower().split():
+                out[i, sum(map(ord, w.strip(".,:;"))) % 64] += 1
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        out = np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
+
+        class R:
+            vectors = out
+            truncated = [0] * len(texts)
+        return R()
+
+    def embed_query(self, text):
+        return self.embed([text]).vectors[0]
+
+
+def _cand(text, path="a.md", cid="a.md#0"):
+    return build_retrieval(TopK(k=1), query="q", scores=[0.9],
+                           records=[{"rowid": 1, "id": cid, "path": path, "text": text}],
+                           dimensions=64, model="bow", searched=1).candidates[0]
+
+
+def test_attribution_ranks_units_and_shares_sum_to_one():
+    attr._CACHE.clear()
+    emb = BagOfWordsEmbedder()
+    text = "Cats sleep all day. Rockets reach orbit quickly. Dogs bark at night."
+    q = emb.embed_query("rockets orbit")
+    [a] = attr.attribute(emb, q, [_cand(text)], top=3)
+    assert a.total_units == 3 and a.best.text.startswith("Rockets")
+    assert text[a.best.start:a.best.end] == a.best.text
+    assert sum(u.share for u in a.units) == pytest.approx(1.0)
+    assert a.method == "embedding-similarity proxy"
+    calls = emb.calls
+    attr.attribute(emb, q, [_cand(text)], top=3)
+    assert emb.calls == calls  # cached by text hash: no second embedding
+
+
+def test_attribution_json_units():
+    attr._CACHE.clear()
+    emb = BagOfWordsEmbedder()
+    text = json.dumps([{"name": "orbit rocket", "kind": "vehicle"}, {"name": "cat", "kind": "pet"}])
+    [a] = attr.attribute(emb, emb.embed_query("rocket"), [_cand(text, "data.json")], top=5)
+    assert 1 <= a.total_units <= attr.MAX_UNITS
+    assert "rocket" in a.best.text
+
+
+@pytest.mark.parametrize("text", ["", "   \n\n  ", "\x00\x01\x02" * 50, "a" * 5000,
+                                  "{not json", "[1, 2, [3, {\"a\": null}]]", "{}",
+                                  "\n".join(f"line {i}." for i in range(100)), "🙂" * 300])
+def test_weird_input_gives_fewer_units_never_an_exception(text):
+    units = attr.citable_units(text, "x.json")
+    assert len(units) <= attr.MAX_UNITS
+    assert all(0 < len(u) <= attr.MAX_UNIT_CHARS for u in units)
+    emb = BagOfWordsEmbedder()
+    [a] = attr.attribute(emb, emb.embed_query("line"), [_cand(text)])
+    assert a.total_units == len(attr.citable_units(text, "a.md"))
+
+
+def test_shares_math():
+    assert attr.shares([0.5, 0.25, -0.3]) == pytest.approx([2 / 3, 1 / 3, 0.0])
+    assert attr.shares([-0.1, 0.0]) == [0.0, 0.0]
+    assert attr.shares([]) == []
+    assert not any(math.isnan(x) for x in attr.shares([0.0]))
