@@ -118,12 +118,16 @@ class _Walker:
     def _excluded_dir(self, rel: str, display: str) -> bool:
         return any(path_matches(p, rel, display) for p in self.exclude)
 
-    def _add_file(self, path: Path, display: str, st: os.stat_result) -> None:
+    def _add_file(
+        self, path: Path, display: str, st: os.stat_result, into: list[SourceFile] | None = None
+    ) -> None:
         key = os.path.realpath(path)
         if key in self.seen_files:
             return
         self.seen_files.add(key)
-        self.files.append(SourceFile(path, display, st.st_size, st.st_mtime))
+        (self.files if into is None else into).append(
+            SourceFile(path, display, st.st_size, st.st_mtime)
+        )
 
     # -- walking -----------------------------------------------------------------------
     def _walk_root(self, root: str, display_root: str) -> None:
@@ -138,6 +142,7 @@ class _Walker:
         stack: list[tuple[str, str, list[IgnoreFile], frozenset[str]]] = [
             (root, "", ignores, frozenset({real_root}))
         ]
+        found: list[SourceFile] = []
         while stack:
             folder, rel_folder, ignores, ancestry = stack.pop()
             own = read_ignore_file(folder, f"{abs_root}/{rel_folder}" if rel_folder else abs_root)
@@ -181,9 +186,11 @@ class _Walker:
                 elif stat.S_ISREG(st.st_mode):
                     if is_ignored(ignores, abs_entry, False) or not self._wanted(rel, display):
                         continue
-                    self._add_file(Path(entry.path), display, st)
-            # Walk depth-first in name order: files of a folder, then its subfolders in order.
+                    self._add_file(Path(entry.path), display, st, found)
             stack.extend(reversed(subdirs))
+        # Sorted by path components, so `a/x` comes before `a-b/x` and before `b.md`.
+        found.sort(key=lambda f: f.relpath.split("/"))
+        self.files.extend(found)
 
 
 def _ancestor_ignores(abs_root: str) -> list[IgnoreFile]:

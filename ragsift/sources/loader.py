@@ -27,7 +27,7 @@ BINARY_SUFFIXES = frozenset({
     ".tgz", ".bz2", ".xz", ".7z", ".tar", ".rar", ".docx", ".xlsx", ".pptx", ".odt", ".epub",
     ".exe", ".dll", ".so", ".dylib", ".o", ".a", ".class", ".jar", ".pyc", ".whl", ".mp3",
     ".mp4", ".wav", ".mov", ".avi", ".woff", ".woff2", ".ttf", ".otf", ".sqlite", ".db",
-    ".onnx", ".bin", ".npy", ".parquet",
+    ".onnx", ".npy", ".parquet",
 })
 
 
