@@ -226,3 +226,68 @@ def test_missing_or_broken_config_file(tmp_path):
     (tmp_path / "x.toml").write_text("[chunker\n")
     with pytest.raises(RagsiftError, match="not valid TOML"):
         load_config(tmp_path / "x.toml")
+
+
+def test_threshold_sweep_by_hand():
+    from ragsift.evaluation.metrics import best_threshold, threshold_sweep
+
+    judged = [[(0.7, True), (0.5, False)], [(0.4, False), (0.3, True)]]
+    rows = {r["threshold"]: r for r in threshold_sweep(judged, [0.0, 0.45, 0.6, 0.8])}
+    assert rows[0.0]["precision"] == 0.5 and rows[0.0]["recall"] == 1.0
+    # t = 0.45 admits 0.7 (relevant) and 0.5: P = 1/2, R = 1/2; query 2 admits nothing
+    assert rows[0.45]["precision"] == 0.5 and rows[0.45]["recall"] == 0.5
+    assert rows[0.45]["empty"] == 0.5 and rows[0.45]["answered"] == 0.5
+    assert rows[0.6]["precision"] == 1.0 and rows[0.6]["f1"] == pytest.approx(0.6667, abs=1e-4)
+    assert rows[0.8]["empty"] == 1.0 and rows[0.8]["f1"] == 0.0
+    assert best_threshold(list(rows.values()))["threshold"] == 0.0  # F1 .667 ties: lowest t
+
+
+# ---- the embedding cache -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    from ragsift.embedders import load_embedder
+
+    return load_embedder()
+
+
+class _Counting:
+    """Passes through to the real embedder, counting the texts it is asked to embed."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.seen: list[str] = []
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def embed(self, texts, kind="passage"):
+        self.seen.extend(texts)
+        return self.inner.embed(texts, kind=kind)
+
+
+def test_cache_never_re_embeds_and_returns_the_model_vectors(tmp_path, embedder):
+    import numpy as np
+
+    from ragsift.evaluation.cache import CachingEmbedder, EmbeddingCache
+
+    texts = ["The cat sat on the mat.", "Photosynthesis makes sugar.", "The cat sat on the mat."]
+    counting = _Counting(embedder)
+    cache = EmbeddingCache(tmp_path / "cache.sqlite")
+    cached = CachingEmbedder(counting, cache)
+    first = cached.embed(texts)
+    assert counting.seen == texts[:2]  # the duplicate is embedded once
+    direct = embedder.embed(texts)
+    assert np.allclose(first.vectors, direct.vectors, atol=1e-6)
+    assert first.truncated == [0, 0, 0]
+    cache.close()
+    # a new process (new cache object on the same file) embeds nothing it has seen
+    counting.seen.clear()
+    again = CachingEmbedder(counting, EmbeddingCache(tmp_path / "cache.sqlite"))
+    assert np.array_equal(again.embed(texts).vectors, first.vectors)
+    assert counting.seen == []
+    # queries are keyed separately from passages
+    again.embed([texts[0]], kind="query")
+    assert counting.seen == [texts[0]]
+    assert again.fingerprint == embedder.fingerprint

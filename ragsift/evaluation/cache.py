@@ -117,6 +117,9 @@ class CachingEmbedder:
         import numpy as np
 
         fp = self._embedder.fingerprint
+        if kind == "query" and getattr(self._embedder, "query_prefix", ""):
+            # the query prefix changes query vectors but is not part of the model fingerprint
+            fp += f"|query_prefix={self._embedder.query_prefix!r}"
         dim = int(self._embedder.dimensions)
         keys = [text_key(t) for t in texts]
         found = self._cache.get_many(fp, kind, keys)
@@ -138,13 +141,13 @@ class CachingEmbedder:
             blob, trunc = found[k]
             vectors[i] = np.frombuffer(blob, dtype=np.float32)
             truncated.append(trunc)
-        return _result(self._embedder, vectors, truncated)
+        return _result(vectors, truncated)
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed([text], kind="query").vectors[0]
 
 
-def _result(embedder: Any, vectors: np.ndarray, truncated: list[int]) -> Any:
+def _result(vectors: np.ndarray, truncated: list[int]) -> Any:
     """An ``EmbedResult`` of the embedders package (same type the wrapped model returns)."""
     from ragsift.embedders import EmbedResult
 

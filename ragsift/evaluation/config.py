@@ -147,3 +147,8 @@ def config_from_dict(
         )
     except TypeError as exc:
         raise RagsiftError(f"config {default_name}: {exc}") from None
+
+
+# What ``ragsift eval`` scores without a configuration: the library's own defaults (the
+# chunker's default options, the default embedder, dense retrieval, k = 5).
+DEFAULT_CONFIG = EvalConfig(name="defaults")

@@ -135,3 +135,45 @@ def best_chunk_ranking(
     order = {d: i for i, d in enumerate(best)}
     ranked = sorted(best, key=lambda d: (-best[d], order[d]))
     return ranked[:limit] if limit is not None else ranked
+
+
+def threshold_sweep(
+    judged: Sequence[Sequence[tuple[float, bool]]], thresholds: Sequence[float]
+) -> list[dict[str, float]]:
+    """How a cosine floor would act on the top-k candidates of each query.
+
+    ``judged`` holds, per query, ``(cosine, relevant)`` of its top-k candidates. For each
+    threshold t (candidates with cosine ≥ t are admitted), micro-averaged over queries:
+    precision = relevant admitted / admitted; recall = relevant admitted / relevant in the top k
+    (what the ranking found, so 1.0 at t = 0); F1; ``empty`` = share of queries admitting
+    nothing; ``answered`` = share of queries with a relevant candidate that keep at least one.
+    Values are fractions in [0, 1]."""
+    relevant_total = sum(1 for q in judged for _, rel in q if rel)
+    with_relevant = [q for q in judged if any(rel for _, rel in q)]
+    rows = []
+    for t in thresholds:
+        admitted = sum(1 for q in judged for cos, _ in q if cos >= t)
+        hits = sum(1 for q in judged for cos, rel in q if rel and cos >= t)
+        precision = hits / admitted if admitted else 0.0
+        recall = hits / relevant_total if relevant_total else 0.0
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        empty = sum(1 for q in judged if not any(cos >= t for cos, _ in q))
+        answered = sum(1 for q in with_relevant if any(rel and cos >= t for cos, rel in q))
+        rows.append(
+            {
+                "threshold": t,
+                "precision": round(precision, 4),
+                "recall": round(recall, 4),
+                "f1": round(f1, 4),
+                "empty": round(empty / len(judged), 4) if judged else 0.0,
+                "answered": round(answered / len(with_relevant), 4) if with_relevant else 0.0,
+            }
+        )
+    return rows
+
+
+def best_threshold(sweep: Sequence[dict[str, float]]) -> dict[str, float] | None:
+    """The sweep row with the highest F1 (the lowest threshold among ties)."""
+    if not sweep:
+        return None
+    return max(sweep, key=lambda r: (r["f1"], -r["threshold"]))
