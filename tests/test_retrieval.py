@@ -58,6 +58,21 @@ def test_reject_window_never_changes_admission(case, w1, w2):
     assert admitted(w1) == admitted(w2) == full
 
 
+@settings(max_examples=300, deadline=None)
+@given(scores_st, st.integers(1, 6), st.floats(-1, 1), st.integers(0, 30), st.integers(0, 30))
+def test_window_independence_holds_in_any_order(scores, k, threshold, w1, w2):
+    # a fused (hybrid) order is not sorted by the score the floor applies to
+    chars = [10] * len(scores)
+
+    def admitted(window):
+        n = k + window
+        return [i for i, r in enumerate(admission(scores[:n], chars[:n], k=k,
+                                                  threshold=threshold)) if r is None]
+
+    assert admitted(w1) == admitted(w2)
+    assert all(scores[i] >= threshold for i in admitted(w1))
+
+
 @settings(max_examples=400, deadline=None)
 @given(ranked())
 def test_admission_invariants(case):

@@ -5,12 +5,14 @@ Algorithm (pure arithmetic over scores; no I/O, no model):
 
 1. The searcher hands over candidates in one total order: score descending, ties broken by
    rowid ascending. It fetches ``k + reject_window`` of them.
-2. Admission walks that order from the top and stops after ``k`` candidates. A candidate is
-   admitted when ``score >= threshold`` (no floor when ``threshold is None``) and its text fits
-   in what is left of ``max_chars``. The admitted set is therefore always a prefix of the first
-   ``k`` candidates: the first candidate below the floor ends it (scores only fall from there),
-   and so does the first candidate that does not fit the character budget (a worse hit never
-   jumps ahead of a better one that did not fit).
+2. Admission walks the first ``k`` positions of that order and nothing beyond. A candidate
+   there is admitted when ``score >= threshold`` (no floor when ``threshold is None``) and its
+   text fits in what is left of ``max_chars``. In score order the admitted set is therefore a
+   prefix of the first ``k``: once one candidate is below the floor all later ones are too, and
+   the first candidate that does not fit the character budget closes admission (a worse hit
+   never jumps ahead of a better one that did not fit). In an order that is not by score (a
+   fused hybrid ranking) a below-floor candidate inside the first ``k`` is skipped and keeps
+   its position, so the floor still holds and admission still reads only ``k`` positions.
 3. Every other candidate gets a reason: ``below-threshold``, ``over-char-budget`` (it clears
    the floor but the budget stopped admission before it), or ``over-k``.
 
@@ -49,26 +51,26 @@ def admission(
     threshold: float | None,
     max_chars: int | None = None,
 ) -> list[str | None]:
-    """Admission decision for candidates given in the searcher's order (score descending).
+    """Admission decision for candidates in the searcher's order (normally score descending).
 
     Returns one entry per candidate: ``None`` when admitted, else the reason. Only the first
-    ``k`` candidates can be admitted; the loop that admits never looks past them.
+    ``k`` positions can be admitted; the loop that admits never looks past them, so whatever
+    follows (the reject window) cannot change the outcome.
     """
     n = len(scores)
     reasons: list[str | None] = [None] * n
     budget_left = max_chars
     budget_stopped = False
-    admitted = 0
-    for i in range(min(k, n)):
+    head = min(k, n)
+    for i in range(head):  # the only loop that admits: it never reads past position k
         if threshold is not None and not scores[i] >= threshold:  # NaN counts as below
-            break
-        if budget_left is not None and chars[i] > budget_left:
+            reasons[i] = BELOW_THRESHOLD
+        elif budget_stopped or (budget_left is not None and chars[i] > budget_left):
             budget_stopped = True
-            break
-        admitted += 1
-        if budget_left is not None:
+            reasons[i] = OVER_CHAR_BUDGET
+        elif budget_left is not None:
             budget_left -= chars[i]
-    for i in range(admitted, n):
+    for i in range(head, n):
         if threshold is not None and not scores[i] >= threshold:
             reasons[i] = BELOW_THRESHOLD
         elif budget_stopped:

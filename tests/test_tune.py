@@ -1,0 +1,124 @@
+"""Threshold tuning: the sweep metrics on hand-made judged queries (pure arithmetic, so no
+model), the queries-file parser, and ``ragsift tune`` end to end on the fixture index."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ragsift.errors import RagsiftError
+from ragsift.retrieval.topk import TopK, build_retrieval
+from ragsift.tuning import (
+    Judged,
+    Objective,
+    Relevant,
+    analyse,
+    judge,
+    load_queries,
+    metrics_at,
+    ranking_metrics,
+    threshold_grid,
+)
+
+
+def J(scores, matched, n_relevant, chars=None):
+    return Judged(query="q", scores=tuple(scores), chars=tuple(chars or [10] * len(scores)),
+                  matched=tuple(frozenset(m) for m in matched), n_relevant=n_relevant)
+
+
+JUDGED = [
+    # answerable: relevant item 0 at rank 1 (0.8), item 1 at rank 3 (0.5)
+    J([0.8, 0.6, 0.5, 0.2], [{0}, set(), {1}, set()], 2),
+    # answerable: the relevant chunk scores low (0.35)
+    J([0.55, 0.35, 0.3], [set(), {0}, set()], 1),
+    # unanswerable: ideally nothing admitted
+    J([0.45, 0.4], [set(), set()], 0),
+]
+
+
+def test_metrics_at_thresholds():
+    r = metrics_at(JUDGED, 0.7, k=3)
+    # admitted: q1 {0.8}; q2 none; q3 none
+    assert (r.precision, r.recall) == (1.0, pytest.approx(1 / 3))
+    assert r.empty == pytest.approx(2 / 3) and r.empty_answerable == pytest.approx(1 / 2)
+    r = metrics_at(JUDGED, 0.42, k=3)
+    # admitted: q1 {0.8, 0.6, 0.5} (2 relevant), q2 {0.55} (0), q3 {0.45} (0)
+    assert r.precision == pytest.approx(2 / 5) and r.recall == pytest.approx(2 / 3)
+    assert r.admitted_per_query == pytest.approx(5 / 3)
+    none = metrics_at(JUDGED, None, k=3)
+    assert none.recall == pytest.approx(1.0) and none.empty == 0.0
+
+
+def test_char_budget_counts_in_the_sweep():
+    r = metrics_at([J([0.9, 0.8], [set(), {0}], 1, chars=[50, 50])], None, k=2, max_chars=60)
+    assert r.recall == 0.0 and r.precision == 0.0
+
+
+def test_ranking_metrics_count_each_item_once():
+    # two chunks of the same relevant document: the second gains nothing
+    m = ranking_metrics([J([0.9, 0.8, 0.7], [{0}, {0}, {1}], 2)], k=3)
+    ideal = 1 + 1 / 1.5849625007211562
+    assert m["recall@3"] == 1.0
+    assert m["ndcg@3"] == pytest.approx((1 + 1 / 2) / ideal)
+    assert ranking_metrics([J([0.9], [set()], 0)], k=3)["answerable_queries"] == 0
+
+
+def test_objective_parse_and_choose():
+    assert str(Objective.parse("recall@precision=0.8")) == "recall@precision=0.8"
+    for bad in ("recall", "recall@recall=0.5", "f1@precision=2", "precision@recall=x"):
+        with pytest.raises(RagsiftError):
+            Objective.parse(bad)
+    rep = analyse(JUDGED, k=3, reject_window=1, max_chars=None, objective=Objective.parse("f1"),
+                  thresholds=[i / 100 for i in range(20, 90, 5)])
+    best = max(r.f1 for r in rep.rows)
+    assert rep.recommended.f1 == best
+    strict = Objective.parse("recall@precision=0.99").choose(rep.rows)
+    assert strict.precision >= 0.99
+    assert Objective("precision", "recall", 1.01).choose(rep.rows) is None
+
+
+def test_ties_go_to_the_middle_of_the_plateau():
+    rep = analyse([J([0.8, 0.1], [{0}, set()], 1)], k=1, reject_window=1, max_chars=None,
+                  objective=Objective(), thresholds=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8])
+    assert rep.recommended.threshold == 0.5  # F1 is 1.0 from 0.2 to 0.8
+    json.dumps(rep.as_dict())
+
+
+def test_grid_spans_the_scores():
+    grid = threshold_grid(JUDGED, k=3)
+    assert grid[0] <= 0.3 and grid[-1] > 0.8 and len(grid) < 80
+
+
+def test_relevant_matching_and_judge():
+    recs = [{"rowid": 1, "id": "a.md#0", "path": "a.md", "text": "x", "start": 0, "end": 100},
+            {"rowid": 2, "id": "a.md#1", "path": "a.md", "text": "y", "start": 100, "end": 200},
+            {"rowid": 3, "id": "b.md#0", "path": "b.md", "text": "z", "start": 0, "end": 50}]
+    r = build_retrieval(TopK(k=3), query="q", scores=[0.9, 0.5, 0.4], records=recs,
+                        dimensions=3, model="m", searched=3)
+    a0, a1, b0 = r.candidates
+    span = Relevant(path="a.md", start=150, end=160)
+    assert not span.matches(a0) and span.matches(a1) and not span.matches(b0)
+    assert not Relevant(path="a.md", start=100, end=100).matches(a0)  # end-exclusive
+    assert Relevant(ref="b.md").matches(b0) and Relevant(ref="a.md#1").matches(a1)
+    assert Relevant(id="a.md#0").matches(a0) and Relevant(path="b.md").matches(b0)
+    from ragsift.tuning import LabelledQuery
+    j = judge(r, LabelledQuery("q", (span, Relevant(ref="b.md"))))
+    assert j.matched == (frozenset(), frozenset({0}), frozenset({1}))
+
+
+def test_load_queries(tmp_path):
+    p = tmp_path / "q.jsonl"
+    p.write_text('{"query": "a", "relevant": ["x.md", {"path": "y.md", "start": 1, "end": 5}]}'
+                 '\n\n{"query": "b", "relevant": []}\n', encoding="utf-8")
+    qs = load_queries(p)
+    assert [q.query for q in qs] == ["a", "b"] and len(qs[0].relevant) == 2
+    for bad, msg in (('{"query": 1}', ":1"), ("nope", "not JSON"),
+                     ('{"query": "a", "relevant": [{"start": 1, "end": 2}]}', "path"),
+                     ('{"query": "a", "relevant": [{"path": "a", "start": 3}]}', "start"),
+                     ("", "no queries")):
+        p.write_text(bad + "\n", encoding="utf-8")
+        with pytest.raises(RagsiftError, match=msg):
+            load_queries(p)
+    with pytest.raises(RagsiftError, match="cannot read"):
+        load_queries(tmp_path / "missing.jsonl")
