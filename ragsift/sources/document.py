@@ -29,7 +29,7 @@ class OffsetMap:
         return len(self.starts)
 
     @classmethod
-    def of_lines(cls, text: str, first_line: int = 1) -> "OffsetMap":
+    def of_lines(cls, text: str, first_line: int = 1) -> OffsetMap:
         """Line numbers of ``text`` itself (``\\n``, ``\\r\\n`` and lone ``\\r`` end a line)."""
         starts = [0]
         i, n = 0, len(text)
@@ -71,7 +71,7 @@ class Document:
     warnings: tuple[str, ...] = ()
 
     @classmethod
-    def from_text(cls, text: str, path: str = "<text>", fmt: str = "text") -> "Document":
+    def from_text(cls, text: str, path: str = "<text>", fmt: str = "text") -> Document:
         return cls(text=text, path=path, format=fmt, lines=OffsetMap.of_lines(text))
 
     def line_at(self, offset: int) -> int | None:

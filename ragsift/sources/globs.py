@@ -72,8 +72,7 @@ def path_matches(pattern: str, relpath: str, display: str | None = None) -> bool
     """``--include``/``--exclude`` test: ``pattern`` against the path relative to its root,
     the path as displayed, the basename, or any of their ancestor folders."""
     pat = pattern.strip().rstrip("/")
-    if pat.startswith("./"):
-        pat = pat[2:]
+    pat = pat.removeprefix("./")
     if not pat:
         return False
     rx = glob_regex(pat, slash_stars=True)
@@ -101,16 +100,14 @@ class IgnoreFile:
     rules: tuple[IgnoreRule, ...]
 
     @classmethod
-    def parse(cls, base: str, text: str) -> "IgnoreFile":
+    def parse(cls, base: str, text: str) -> IgnoreFile:
         rules: list[IgnoreRule] = []
         for raw in text.splitlines():
             line = raw.rstrip()
             if not line or line.startswith("#"):
                 continue
             negate = line.startswith("!")
-            if negate:
-                line = line[1:]
-            elif line.startswith("\\!") or line.startswith("\\#"):
+            if negate or line.startswith(("\\!", "\\#")):  # `\!`, `\#`: literal
                 line = line[1:]
             dir_only = line.endswith("/")
             line = line.rstrip("/")

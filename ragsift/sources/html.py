@@ -60,8 +60,11 @@ class _TextExtractor(HTMLParser):
 
     def _emit(self, s: str, line: int) -> None:
         if self.pending_breaks:
-            self.out.append("\n" * self.pending_breaks)
-            self.length += self.pending_breaks
+            # Text from <pre> may already end with a newline; count it towards the break.
+            owed = self.pending_breaks - self._trailing_newlines()
+            if owed > 0:
+                self.out.append("\n" * owed)
+                self.length += owed
             self.pending_breaks = 0
             self.at_line_start = True
             self.pending_space = False
@@ -139,6 +142,15 @@ class _TextExtractor(HTMLParser):
             self._word(data[pos:], line)
 
     # -- helpers -------------------------------------------------------------------------
+    def _trailing_newlines(self) -> int:
+        count = 0
+        for piece in reversed(self.out):
+            stripped = piece.rstrip("\n")
+            count += len(piece) - len(stripped)
+            if stripped or count >= 2:
+                break
+        return count
+
     def _word(self, word: str, line: int) -> None:
         self._emit(word, line)
         if self.heading is not None:
@@ -190,7 +202,7 @@ def parse_html(
     try:
         parser.feed(text)
         parser.close()
-    except Exception as exc:  # html.parser is lenient; anything it still raises is one line
+    except Exception as exc:  # noqa: BLE001 - html.parser is lenient; what it raises is a skip
         raise SkipFile(f"unparsable HTML: {exc}") from None
     if parser.heading is not None:
         parser._close_heading()

@@ -22,7 +22,7 @@ from typing import Any
 
 from ragsift.sources.document import Document, OffsetMap
 
-PAGE_BREAK = re.compile(r"<page_break\s+page\s*=\s*[\"']?(\d+)[\"']?\s*/?>", re.I)
+PAGE_BREAK = re.compile(r"<page_break\s+page\s*=\s*[\"']?(\d+)[\"']?\s*/?>", re.IGNORECASE)
 
 
 def _parser() -> Any:

@@ -29,13 +29,13 @@ def parse_pdf(data: bytes, path: str, *, source: str = "") -> Document:
         pages = list(reader.pages)
     except SkipFile:
         raise
-    except Exception as exc:  # pypdf raises many types for broken files
+    except Exception as exc:  # noqa: BLE001 - pypdf raises many types for broken files
         raise SkipFile(f"unreadable PDF: {_one_line(exc)}") from None
     texts: list[str] = []
     for number, page in enumerate(pages, 1):
         try:
             texts.append(page.extract_text() or "")
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - one bad page must not lose the others
             warnings.append(f"page {number}: no text extracted ({_one_line(exc)})")
             texts.append("")
     if not any(t.strip() for t in texts):

@@ -31,8 +31,8 @@ _BOMS = (
     (codecs.BOM_UTF16_BE, "utf-16-be"),
 )
 _DECLARED = (
-    re.compile(rb"<meta[^>]+charset\s*=\s*[\"']?\s*([A-Za-z0-9._:-]+)", re.I),
-    re.compile(rb"<\?xml[^>]*encoding\s*=\s*[\"']([A-Za-z0-9._:-]+)[\"']", re.I),
+    re.compile(rb"<meta[^>]+charset\s*=\s*[\"']?\s*([A-Za-z0-9._:-]+)", re.IGNORECASE),
+    re.compile(rb"<\?xml[^>]*encoding\s*=\s*[\"']([A-Za-z0-9._:-]+)[\"']", re.IGNORECASE),
 )
 # PEP 263 / emacs `-*- coding: x -*-`, looked for in the first two lines only.
 _CODING_LINE = re.compile(rb"coding[:=]\s*([-\w.]+)")

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 MAX_DEPTH = 100
 ELLIPSIS = "…"
@@ -55,7 +56,7 @@ def split_sentences(text: str) -> Iterator[str]:
             yield piece
 
 
-def text_units(text: str, max: int | None = 12, max_length: int | None = 200) -> list[str]:  # noqa: A002
+def text_units(text: str, max: int | None = 12, max_length: int | None = 200) -> list[str]:
     """Prose cut into sentence/line units (for explanations); same limits as ``json_units``."""
     out: list[str] = []
     for piece in split_sentences(text):
@@ -66,7 +67,7 @@ def text_units(text: str, max: int | None = 12, max_length: int | None = 200) ->
 
 
 def json_units(
-    value: Any, max: int | None = None, max_length: int | None = None  # noqa: A002
+    value: Any, max: int | None = None, max_length: int | None = None
 ) -> list[str]:
     """Citable units of a parsed JSON value (see the module docstring for the rules)."""
     out: list[str] = []
