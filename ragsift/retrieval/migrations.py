@@ -1,0 +1,145 @@
+"""Numbered schema migrations for the index file (pattern: simonw/llm ``embeddings_migrations``).
+
+``MIGRATIONS`` is an ordered list of functions; migration *n* (1-based) moves the schema from
+version n-1 to n. The version lives in ``PRAGMA user_version`` and is bumped in the same
+transaction as the migration's DDL, so a crash mid-migration leaves the previous version.
+A new schema change appends a function; released functions are never edited.
+
+Schema 1 (what each table holds):
+- ``settings``: key → JSON value (model, model_fingerprint, dimensions, chunker, ...).
+- ``documents``: one row per indexed file (or per ``path`` of chunk records read from stdin);
+  ``key`` is its identity (absolute file path, or ``-:`` + path for stdin records), ``path``
+  the display path chunk ids are built from, ``size``/``mtime``/``sha256`` for change
+  detection, ``chunker`` the JSON of the chunker that produced its chunks.
+- ``chunks``: every ``ragsift chunk`` field + ``content_hash`` (sha256 of the embedded
+  string) + ``truncated`` (model tokens never seen) + where its vector lives
+  (``block_id``, ``block_pos``).
+- ``vec_blocks``: vectors in contiguous little-endian float32 blocks of many rows
+  (``data`` is n × dim, ``rowids`` n int64 chunk ids; a deleted row's id is set to -1 and
+  counted in ``dead`` until the block is compacted). Blocks, not one blob per vector, are
+  what makes a 100k × 384 matrix load in tens of milliseconds.
+- ``chunks_fts``: FTS5 (porter + unicode61) over ``context`` and ``text``, external content
+  ``chunks``, kept in step by triggers, i.e. by the very transactions that write chunks.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+APPLICATION_ID = 0x52475346  # "RGSF": marks a SQLite file as a ragsift index
+PAGE_SIZE = 16384  # larger pages: fewer overflow pages per vector block (see bench_index.py)
+
+
+def run_script(db: sqlite3.Connection, script: str) -> None:
+    """Execute ``script`` statement by statement inside the caller's transaction.
+
+    (``executescript`` would first COMMIT the open transaction, breaking atomicity.)
+    """
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            db.execute(pending)
+            pending = ""
+    if pending.strip():
+        raise ValueError(f"incomplete SQL statement: {pending.strip()[:60]}")
+
+
+def m001_initial(db: sqlite3.Connection) -> None:
+    run_script(
+        db,
+        """
+        CREATE TABLE settings (
+            key TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        );
+        CREATE TABLE documents (
+            id INTEGER PRIMARY KEY,
+            key TEXT NOT NULL UNIQUE,
+            path TEXT NOT NULL,
+            source TEXT NOT NULL DEFAULT '',
+            size INTEGER,
+            mtime REAL,
+            sha256 TEXT NOT NULL,
+            format TEXT,
+            chunker TEXT NOT NULL DEFAULT '',
+            n_chunks INTEGER NOT NULL DEFAULT 0,
+            indexed_at REAL NOT NULL
+        );
+        CREATE TABLE chunks (
+            id INTEGER PRIMARY KEY,
+            doc_id INTEGER NOT NULL REFERENCES documents(id),
+            idx INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            context TEXT NOT NULL DEFAULT '',
+            start INTEGER,
+            "end" INTEGER,
+            tokens INTEGER,
+            chars INTEGER,
+            line_start INTEGER,
+            line_end INTEGER,
+            headings TEXT NOT NULL DEFAULT '[]',
+            page INTEGER,
+            level INTEGER NOT NULL DEFAULT 0,
+            content_hash TEXT NOT NULL,
+            truncated INTEGER NOT NULL DEFAULT 0,
+            block_id INTEGER,
+            block_pos INTEGER
+        );
+        CREATE INDEX chunks_doc ON chunks(doc_id, idx);
+        CREATE INDEX chunks_hash ON chunks(content_hash);
+        CREATE INDEX chunks_block ON chunks(block_id);
+        CREATE TABLE vec_blocks (
+            id INTEGER PRIMARY KEY,
+            n INTEGER NOT NULL,
+            dead INTEGER NOT NULL DEFAULT 0,
+            dim INTEGER NOT NULL,
+            rowids BLOB NOT NULL,
+            data BLOB NOT NULL
+        );
+        CREATE VIRTUAL TABLE chunks_fts USING fts5(
+            context, text,
+            content='chunks', content_rowid='id',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER chunks_fts_ai AFTER INSERT ON chunks BEGIN
+            INSERT INTO chunks_fts(rowid, context, text) VALUES (new.id, new.context, new.text);
+        END;
+        CREATE TRIGGER chunks_fts_ad AFTER DELETE ON chunks BEGIN
+            INSERT INTO chunks_fts(chunks_fts, rowid, context, text)
+            VALUES ('delete', old.id, old.context, old.text);
+        END;
+        CREATE TRIGGER chunks_fts_au AFTER UPDATE OF context, text ON chunks BEGIN
+            INSERT INTO chunks_fts(chunks_fts, rowid, context, text)
+            VALUES ('delete', old.id, old.context, old.text);
+            INSERT INTO chunks_fts(rowid, context, text) VALUES (new.id, new.context, new.text);
+        END;
+        """
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_initial]
+LATEST = len(MIGRATIONS)
+
+
+def schema_version(db: sqlite3.Connection) -> int:
+    return int(db.execute("PRAGMA user_version").fetchone()[0])
+
+
+def migrate(db: sqlite3.Connection) -> int:
+    """Apply the missing migrations, each in its own transaction; returns the new version.
+
+    ``db`` must be in autocommit mode (``isolation_level=None``) and hold the writer lock.
+    """
+    version = schema_version(db)
+    for number in range(version + 1, LATEST + 1):
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            MIGRATIONS[number - 1](db)
+            db.execute(f"PRAGMA user_version = {number}")
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+    return schema_version(db)

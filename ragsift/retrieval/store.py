@@ -1,0 +1,656 @@
+"""``IndexStore``: the index on disk, one SQLite file in WAL mode (contract in docs/CONTRACTS.md).
+
+Role: persistence only. It stores documents, chunks, vectors, settings and an FTS5 lexical
+index, and answers reads; it never chunks, embeds or decides what is stale (the pipeline
+does). Schema and its migrations: ``ragsift/retrieval/migrations.py``.
+
+Guarantees:
+- Atomicity per write call: a batch of documents (their rows, chunks, FTS entries and
+  vectors) is committed in one transaction, so ``kill -9`` leaves every committed batch and
+  nothing of the interrupted one. ``synchronous=NORMAL`` in WAL mode: a killed process loses
+  nothing committed; only a power cut may lose the last commits (never consistency).
+- One writer: mode ``"w"`` takes ``INDEX-lock`` (see ``locking.py``); a second writer gets
+  "index is being written by PID N" or waits (``wait=True``). Readers never block: mode
+  ``"r"`` holds one read snapshot for its lifetime, so ``load_matrix`` and ``chunks`` agree
+  even while a writer commits.
+- A file that is not ours (no SQLite header, or another ``application_id``) is refused
+  before anything is written, and so is one from a newer schema.
+- ``load_matrix`` copies contiguous float32 blocks into one preallocated array: no Python
+  object per vector (100k × 384 in ~50 ms here, see bench/RESULTS-index.md).
+
+Not claimed: concurrent writers on network file systems (``flock`` semantics vary there).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import sqlite3
+import stat
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ragsift.errors import RagsiftError
+from ragsift.retrieval import migrations
+from ragsift.retrieval.locking import WriterLock, holder_pid
+
+if TYPE_CHECKING:
+    import numpy as np
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+BLOCK_ROWS = 1024  # vectors per block written or compacted
+SMALL_BLOCK = 256  # blocks with fewer live vectors are merged by ``compact``
+MAX_QUERY_TERMS = 64
+
+_CHUNK_COLUMNS = (
+    "c.id, d.path, c.idx, c.text, c.start, c.\"end\", c.context, c.tokens, c.chars, "
+    "c.line_start, c.line_end, c.headings, c.page, c.level, c.content_hash, c.truncated"
+)
+_TERM = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class DocState:
+    """What the index remembers of a document, for change detection."""
+
+    id: int
+    key: str
+    path: str
+    source: str
+    size: int | None
+    mtime: float | None
+    sha256: str
+    chunker: str
+    n_chunks: int
+
+
+@dataclass
+class DocumentWrite:
+    """One document to (re)write: its rows replace whatever the index held under ``key``.
+
+    ``records`` are ``pipeline.chunk_record`` dicts plus ``content_hash`` and ``truncated``;
+    ``vectors`` is (len(records), dim) float32, row i belonging to record i.
+    """
+
+    key: str
+    path: str
+    sha256: str
+    records: list[dict]
+    vectors: Any  # np.ndarray
+    source: str = ""
+    size: int | None = None
+    mtime: float | None = None
+    format: str | None = None
+    chunker: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+class IndexStore:
+    """An open index file. Use ``IndexStore.open(path, mode)`` as a context manager."""
+
+    def __init__(self, path: str, mode: str, db: sqlite3.Connection,
+                 lock: WriterLock | None) -> None:
+        self.path = path
+        self.mode = mode
+        self.db = db
+        self._lock = lock
+        self._dim: int | None = None
+
+    # -- opening ---------------------------------------------------------------------------
+    @classmethod
+    def open(cls, path: str | os.PathLike, mode: str = "r", wait: bool = False) -> IndexStore:
+        """Open ``path`` for reading (``"r"``) or writing (``"w"``, creates it, takes the lock).
+
+        Raises ``RagsiftError`` for a missing index (``"r"``), a foreign or corrupt file, a
+        newer schema, or a busy writer lock (unless ``wait``).
+        """
+        path = os.fspath(path)
+        if mode not in ("r", "w"):
+            raise ValueError(f"mode must be 'r' or 'w', not {mode!r}")
+        state = inspect_file(path)
+        if mode == "r":
+            if state == "missing":
+                raise RagsiftError(
+                    f"no index at {path}; build one with: ragsift embed PATH --index {path}")
+            if state == "empty":
+                raise RagsiftError(f"{path} is an empty file, not a ragsift index")
+            return cls._open_reader(path)
+        lock = WriterLock(path)
+        lock.acquire(wait=wait)
+        try:
+            state = inspect_file(path)  # again: another writer may have created it meanwhile
+            return cls._open_writer(path, state, lock)
+        except BaseException:
+            lock.release()
+            raise
+
+    @classmethod
+    def _open_reader(cls, path: str) -> IndexStore:
+        try:
+            if os.access(path, os.W_OK) and os.access(os.path.dirname(path) or ".", os.W_OK):
+                db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+                db.execute("PRAGMA query_only = 1")
+            else:
+                db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None,
+                                     check_same_thread=False)
+            store = cls(path, "r", db, None)
+            store._check_schema(writable=False)
+            # One snapshot for the store's life: matrix and chunk reads agree.
+            db.execute("BEGIN")
+            db.execute("SELECT count(*) FROM settings").fetchone()
+            return store
+        except sqlite3.DatabaseError as exc:
+            raise _corrupt(path, exc) from None
+
+    @classmethod
+    def _open_writer(cls, path: str, state: str, lock: WriterLock) -> IndexStore:
+        try:
+            db = sqlite3.connect(path, isolation_level=None, timeout=30,
+                                 check_same_thread=False)
+            if state in ("missing", "empty"):
+                # Header first (rollback mode), so even a run killed before its first
+                # commit leaves a file that says whose it is.
+                db.execute(f"PRAGMA page_size = {migrations.PAGE_SIZE}")
+                db.execute(f"PRAGMA application_id = {migrations.APPLICATION_ID}")
+            if db.execute("PRAGMA journal_mode = WAL").fetchone()[0].lower() != "wal":
+                raise RagsiftError(f"cannot put index {path} in WAL mode")
+            db.execute("PRAGMA synchronous = NORMAL")
+            store = cls(path, "w", db, lock)
+            store._check_schema(writable=True)
+            migrations.migrate(db)
+            return store
+        except sqlite3.DatabaseError as exc:
+            raise _corrupt(path, exc) from None
+
+    def _check_schema(self, writable: bool) -> None:
+        app_id = self.db.execute("PRAGMA application_id").fetchone()[0]
+        if app_id != migrations.APPLICATION_ID:
+            raise RagsiftError(f"{self.path} is not a ragsift index; refusing to use it")
+        version = migrations.schema_version(self.db)
+        if version > migrations.LATEST:
+            raise RagsiftError(
+                f"index {self.path} has schema version {version}, newer than this ragsift "
+                f"understands ({migrations.LATEST}); upgrade ragsift")
+        if not writable and version < migrations.LATEST:
+            if version == 0:
+                raise RagsiftError(f"index {self.path} is empty: no run has committed yet")
+            raise RagsiftError(
+                f"index {self.path} has schema version {version}; run `ragsift embed` "
+                "once to upgrade it")
+        if version >= 1:
+            names = {r[0] for r in self.db.execute(
+                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+            missing = {"settings", "documents", "chunks", "vec_blocks", "chunks_fts"} - names
+            if missing:
+                raise RagsiftError(
+                    f"index {self.path} is damaged (missing tables: {', '.join(sorted(missing))})")
+
+    def close(self) -> None:
+        if self.db is None:
+            return
+        try:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK" if self.mode == "w" else "COMMIT")
+            if self.mode == "w":
+                with contextlib.suppress(sqlite3.DatabaseError):
+                    self.db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        finally:
+            self.db.close()
+            self.db = None  # type: ignore[assignment]
+            if self._lock is not None:
+                self._lock.release()
+
+    def __enter__(self) -> IndexStore:  # noqa: PYI034
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def refresh(self) -> None:
+        """Reader: drop the snapshot and take a new one (see commits made since opening)."""
+        if self.mode == "r":
+            self.db.execute("COMMIT")
+            self.db.execute("BEGIN")
+            self.db.execute("SELECT count(*) FROM settings").fetchone()
+
+    # -- reading ---------------------------------------------------------------------------
+    def settings(self) -> dict:
+        """``model``, ``model_fingerprint``, ``dimensions``, ``chunker``, ``chunker_options``,
+        ``schema_version`` (None where nothing was recorded yet), plus any other setting."""
+        out: dict[str, Any] = {k: None for k in (
+            "model", "model_fingerprint", "dimensions", "chunker", "chunker_options")}
+        for key, value in self.db.execute("SELECT key, value FROM settings"):
+            out[key] = json.loads(value)
+        out["schema_version"] = migrations.schema_version(self.db)
+        return out
+
+    def dimensions(self) -> int | None:
+        if self._dim is None:
+            row = self.db.execute("SELECT value FROM settings WHERE key = 'dimensions'").fetchone()
+            if row is not None and json.loads(row[0]):
+                self._dim = int(json.loads(row[0]))
+            else:
+                row = self.db.execute("SELECT dim FROM vec_blocks LIMIT 1").fetchone()
+                self._dim = int(row[0]) if row else None
+        return self._dim
+
+    def load_matrix(self) -> tuple[np.ndarray, np.ndarray]:
+        """(rowids int64 (n,), vectors float32 (n, dim)): every live vector, block order."""
+        import numpy as np
+
+        total = self.db.execute("SELECT coalesce(sum(n - dead), 0) FROM vec_blocks").fetchone()[0]
+        dim = self.dimensions() or 0
+        if not total:
+            return np.empty(0, np.int64), np.empty((0, dim), np.float32)
+        rowids = np.empty(total, np.int64)
+        matrix = np.empty((total, dim), np.float32)
+        k = 0
+        # Iterate the cursor (not fetchall): each block's bytes are freed before the next
+        # one, so the allocator reuses one buffer instead of faulting in fresh pages.
+        for n, dead, rid_blob, data in self.db.execute(
+                "SELECT n, dead, rowids, data FROM vec_blocks ORDER BY id"):
+            ids = np.frombuffer(rid_blob, "<i8")
+            vecs = np.frombuffer(data, "<f4").reshape(n, dim)
+            if dead:
+                live = ids >= 0
+                ids, vecs = ids[live], vecs[live]
+            m = ids.shape[0]
+            rowids[k:k + m] = ids
+            matrix[k:k + m] = vecs
+            k += m
+        if k != total:  # a block disagrees with its own counts
+            raise RagsiftError(f"index {self.path} is damaged (vector blocks); rebuild it")
+        return rowids, matrix
+
+    def chunks(self, rowids: Sequence[int]) -> list[dict]:
+        """Chunk records for ``rowids``, in the order asked (ids not in the index are left
+        out). Fields: those of ``ragsift chunk`` plus ``rowid``, ``content_hash``,
+        ``truncated``."""
+        ids = [int(r) for r in rowids]
+        if not ids:
+            return []
+        found: dict[int, dict] = {}
+        for row in self.db.execute(
+                f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.id = c.doc_id "
+                "WHERE c.id IN (SELECT value FROM json_each(?))", (json.dumps(ids),)):
+            found[row[0]] = _record(row)
+        return [found[i] for i in ids if i in found]
+
+    def document_chunks(self, path: str) -> list[dict]:
+        """All chunk records of the document with display path ``path``, in order."""
+        return [_record(row) for row in self.db.execute(
+            f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.id = c.doc_id "
+            "WHERE d.path = ? ORDER BY d.id, c.idx", (path,))]
+
+    def lexical_search(self, query: str, limit: int,
+                       rowids_filter: Iterable[int] | None = None) -> list[tuple[int, float]]:
+        """FTS5 BM25 over ``context + text``: [(rowid, bm25)] best first, at most ``limit``.
+
+        The score is FTS5's raw ``bm25()``: negative, more negative is better. The query is
+        never passed as FTS5 syntax: its words (letters/digits runs) are each quoted and
+        OR-ed, so punctuation, quotes or operators in user text cannot raise. No words: [].
+        """
+        terms = list(dict.fromkeys(t.lower() for t in _TERM.findall(query or "")))
+        if not terms or limit <= 0:
+            return []
+        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms[:MAX_QUERY_TERMS])
+        sql = "SELECT rowid, bm25(chunks_fts) AS s FROM chunks_fts WHERE chunks_fts MATCH ?"
+        params: list[Any] = [match]
+        if rowids_filter is not None:
+            ids = [int(r) for r in rowids_filter]
+            if not ids:
+                return []
+            sql += " AND rowid IN (SELECT value FROM json_each(?))"
+            params.append(json.dumps(ids))
+        sql += " ORDER BY s, rowid LIMIT ?"
+        params.append(int(limit))
+        return [(int(r), float(s)) for r, s in self.db.execute(sql, params)]
+
+    def paths(self) -> list[str]:
+        return [r[0] for r in self.db.execute("SELECT path FROM documents ORDER BY path")]
+
+    def documents_state(self) -> dict[str, DocState]:
+        """Every document by key (one query; used for change detection)."""
+        return {r[1]: DocState(*r) for r in self.db.execute(
+            "SELECT id, key, path, source, size, mtime, sha256, chunker, n_chunks "
+            "FROM documents")}
+
+    def stats(self) -> dict:
+        q = self.db.execute
+        docs = q("SELECT count(*) FROM documents").fetchone()[0]
+        n_chunks, truncated, tokens = q(
+            "SELECT count(*), coalesce(sum(truncated > 0), 0), coalesce(sum(tokens), 0) "
+            "FROM chunks").fetchone()
+        vectors, dead, blocks = q(
+            "SELECT coalesce(sum(n - dead), 0), coalesce(sum(dead), 0), count(*) "
+            "FROM vec_blocks").fetchone()
+        size = 0
+        for suffix in ("", "-wal"):
+            with contextlib.suppress(OSError):
+                size += os.path.getsize(self.path + suffix)
+        return {
+            "path": self.path,
+            "documents": docs,
+            "chunks": n_chunks,
+            "vectors": vectors,
+            "truncated": truncated,
+            "tokens": tokens,
+            "blocks": blocks,
+            "dead_vectors": dead,
+            "size_bytes": size,
+            "schema_version": migrations.schema_version(self.db),
+            "writer_pid": holder_pid(self.path),
+        }
+
+    def verify(self) -> list[str]:
+        """Consistency problems (empty list: consistent). Used by tests and ``info --check``."""
+        import numpy as np
+
+        problems: list[str] = []
+        q = self.db.execute
+        rowids, matrix = self.load_matrix()
+        chunk_ids = np.array([r[0] for r in q("SELECT id FROM chunks ORDER BY id")], np.int64)
+        if not np.array_equal(np.sort(rowids), chunk_ids):
+            problems.append(f"{len(rowids)} vectors for {len(chunk_ids)} chunks")
+        if matrix.size and not np.isfinite(matrix).all():
+            problems.append("non-finite vector values")
+        bad = q("SELECT count(*) FROM documents d WHERE n_chunks != "
+                "(SELECT count(*) FROM chunks c WHERE c.doc_id = d.id)").fetchone()[0]
+        if bad:
+            problems.append(f"{bad} documents with a wrong chunk count")
+        orphans = q("SELECT count(*) FROM chunks WHERE doc_id NOT IN "
+                    "(SELECT id FROM documents)").fetchone()[0]
+        if orphans:
+            problems.append(f"{orphans} chunks without a document")
+        for n, dead, rid in q("SELECT n, dead, rowids FROM vec_blocks"):
+            ids = np.frombuffer(rid, "<i8")
+            if ids.shape[0] != n or int((ids < 0).sum()) != dead:
+                problems.append("a vector block disagrees with its counts")
+                break
+        if self.mode == "w":  # FTS5's own check against the chunks table (a write statement)
+            try:
+                with self.transaction():
+                    q("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")
+            except sqlite3.DatabaseError as exc:
+                problems.append(f"FTS index: {exc}")
+        return problems
+
+    # -- writing (mode "w") ----------------------------------------------------------------
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One write transaction; nested uses join the outer one."""
+        self._require_writer()
+        if self.db.in_transaction:
+            yield
+            return
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    def set_settings(self, **values: Any) -> None:
+        with self.transaction():
+            self.db.executemany(
+                "INSERT INTO settings(key, value) VALUES (?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                [(k, json.dumps(v)) for k, v in values.items()])
+            if "dimensions" in values:
+                self._dim = int(values["dimensions"]) if values["dimensions"] else None
+
+    def write_documents(self, docs: Sequence[DocumentWrite]) -> None:
+        """Replace each document (by ``key``) with the given chunks and vectors, atomically."""
+        import numpy as np
+
+        if not docs:
+            return
+        with self.transaction():
+            now = time.time()
+            pending_ids: list[int] = []
+            pending_vecs: list[np.ndarray] = []
+            for doc in docs:
+                vecs = _as_f32(doc.vectors, len(doc.records))
+                if len(doc.records):
+                    self._check_dim(vecs.shape[1])
+                old = self.db.execute("SELECT id FROM documents WHERE key = ?",
+                                      (doc.key,)).fetchone()
+                if old is not None:
+                    self._delete_document(old[0])
+                cur = self.db.execute(
+                    "INSERT INTO documents(key, path, source, size, mtime, sha256, format, "
+                    "chunker, n_chunks, indexed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (doc.key, doc.path, doc.source, doc.size, doc.mtime, doc.sha256,
+                     doc.format, doc.chunker, len(doc.records), now))
+                doc_id = cur.lastrowid
+                for rec, vec in zip(doc.records, vecs):
+                    cur = self.db.execute(
+                        "INSERT INTO chunks(doc_id, idx, text, context, start, \"end\", tokens, "
+                        "chars, line_start, line_end, headings, page, level, content_hash, "
+                        "truncated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (doc_id, rec["index"], rec["text"], rec.get("context") or "",
+                         rec.get("start"), rec.get("end"), rec.get("tokens"),
+                         rec.get("chars", len(rec["text"])), rec.get("line_start"),
+                         rec.get("line_end"), json.dumps(list(rec.get("headings") or [])),
+                         rec.get("page"), rec.get("level") or 0, rec["content_hash"],
+                         int(rec.get("truncated") or 0)))
+                    pending_ids.append(cur.lastrowid)
+                if len(doc.records):
+                    pending_vecs.append(vecs)
+            if pending_ids:
+                self._write_blocks(np.asarray(pending_ids, np.int64),
+                                   np.concatenate(pending_vecs))
+
+    def touch_document(self, key: str, *, path: str | None = None, size: int | None = None,
+                       mtime: float | None = None) -> None:
+        """Record a new size/mtime (content unchanged) or display path for ``key``."""
+        with self.transaction():
+            self.db.execute(
+                "UPDATE documents SET path = coalesce(?, path), size = coalesce(?, size), "
+                "mtime = coalesce(?, mtime) WHERE key = ?", (path, size, mtime, key))
+
+    def remove_documents(self, keys: Iterable[str]) -> int:
+        removed = 0
+        with self.transaction():
+            for key in keys:
+                row = self.db.execute("SELECT id FROM documents WHERE key = ?", (key,)).fetchone()
+                if row is not None:
+                    self._delete_document(row[0])
+                    removed += 1
+        return removed
+
+    def vectors_for_hashes(self, hashes: Iterable[str]) -> dict[str, tuple[np.ndarray, int]]:
+        """Stored vectors by chunk content hash: {hash: (vector, truncated)} for those found."""
+        import numpy as np
+
+        wanted = list(dict.fromkeys(hashes))
+        dim = self.dimensions()
+        if not wanted or not dim:
+            return {}
+        where: dict[int, list[tuple[int, str, int]]] = {}
+        seen: set[str] = set()
+        for h, block_id, pos, truncated in self.db.execute(
+                "SELECT content_hash, block_id, block_pos, truncated FROM chunks "
+                "WHERE content_hash IN (SELECT value FROM json_each(?)) "
+                "AND block_id IS NOT NULL", (json.dumps(wanted),)):
+            if h not in seen:
+                seen.add(h)
+                where.setdefault(block_id, []).append((pos, h, truncated))
+        out: dict[str, tuple[np.ndarray, int]] = {}
+        width = dim * 4
+        for block_id, items in where.items():
+            with self.db.blobopen("vec_blocks", "data", block_id, readonly=True) as blob:
+                for pos, h, truncated in items:
+                    blob.seek(pos * width)
+                    out[h] = (np.frombuffer(blob.read(width), "<f4").copy(), int(truncated))
+        return out
+
+    def clear(self) -> None:
+        """Drop every document, chunk, vector and setting (``--rebuild``)."""
+        with self.transaction():
+            self.db.execute("DELETE FROM chunks")  # triggers empty the FTS index
+            self.db.execute("DELETE FROM documents")
+            self.db.execute("DELETE FROM vec_blocks")
+            self.db.execute("DELETE FROM settings")
+            self._dim = None
+
+    def compact(self) -> int:
+        """Rewrite blocks holding deleted rows and merge small blocks; returns blocks removed.
+
+        Keeps ``load_matrix`` a few large sequential reads no matter how the index grew.
+        """
+        import numpy as np
+
+        rows = self.db.execute("SELECT id, n, dead FROM vec_blocks ORDER BY id").fetchall()
+        todo = [bid for bid, n, dead in rows if dead or n - dead < SMALL_BLOCK]
+        if not todo or (len(todo) == 1 and not any(d for _, _, d in rows)):
+            return 0
+        dim = self.dimensions()
+        if not dim:
+            return 0
+        with self.transaction():
+            ids_parts, vec_parts = [], []
+            for bid in todo:
+                n, rid, data = self.db.execute(
+                    "SELECT n, rowids, data FROM vec_blocks WHERE id = ?", (bid,)).fetchone()
+                ids = np.frombuffer(rid, "<i8")
+                vecs = np.frombuffer(data, "<f4").reshape(n, dim)
+                live = ids >= 0
+                ids_parts.append(ids[live])
+                vec_parts.append(vecs[live])
+            self.db.execute("DELETE FROM vec_blocks WHERE id IN (SELECT value FROM json_each(?))",
+                            (json.dumps(todo),))
+            ids = np.concatenate(ids_parts)
+            vecs = np.concatenate(vec_parts)
+            order = np.argsort(ids, kind="stable")
+            written = self._write_blocks(ids[order], vecs[order]) if ids.size else 0
+        return len(todo) - written
+
+    # -- internals -------------------------------------------------------------------------
+    def _require_writer(self) -> None:
+        if self.mode != "w":
+            raise RagsiftError(f"index {self.path} is open read-only")
+
+    def _check_dim(self, dim: int) -> None:
+        have = self.dimensions()
+        if have is None:
+            self.set_settings(dimensions=dim)
+        elif have != dim:
+            raise RagsiftError(
+                f"vectors have {dim} dimensions but index {self.path} holds {have}; "
+                "use the index's model or --rebuild")
+
+    def _write_blocks(self, ids: np.ndarray, vecs: np.ndarray) -> int:
+        import numpy as np
+
+        n_blocks = 0
+        for s in range(0, ids.shape[0], BLOCK_ROWS):
+            part_ids = np.ascontiguousarray(ids[s:s + BLOCK_ROWS], "<i8")
+            part = np.ascontiguousarray(vecs[s:s + BLOCK_ROWS], "<f4")
+            cur = self.db.execute(
+                "INSERT INTO vec_blocks(n, dead, dim, rowids, data) VALUES (?, 0, ?, ?, ?)",
+                (part.shape[0], part.shape[1], part_ids.tobytes(), part.tobytes()))
+            self.db.executemany(
+                "UPDATE chunks SET block_id = ?, block_pos = ? WHERE id = ?",
+                [(cur.lastrowid, pos, int(cid)) for pos, cid in enumerate(part_ids.tolist())])
+            n_blocks += 1
+        return n_blocks
+
+    def _delete_document(self, doc_id: int) -> None:
+        import numpy as np
+
+        by_block: dict[int, list[int]] = {}
+        for block_id, pos in self.db.execute(
+                "SELECT block_id, block_pos FROM chunks WHERE doc_id = ? AND block_id IS NOT NULL",
+                (doc_id,)):
+            by_block.setdefault(block_id, []).append(pos)
+        for block_id, positions in by_block.items():
+            row = self.db.execute("SELECT n, dead, rowids FROM vec_blocks WHERE id = ?",
+                                  (block_id,)).fetchone()
+            if row is None:
+                continue
+            n, dead, rid = row
+            ids = np.frombuffer(rid, "<i8").copy()
+            newly = int((ids[positions] >= 0).sum())
+            ids[positions] = -1
+            if dead + newly >= n:
+                self.db.execute("DELETE FROM vec_blocks WHERE id = ?", (block_id,))
+            else:
+                self.db.execute("UPDATE vec_blocks SET dead = ?, rowids = ? WHERE id = ?",
+                                (dead + newly, ids.tobytes(), block_id))
+        self.db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
+        self.db.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
+
+
+def inspect_file(path: str) -> str:
+    """``"missing"``, ``"empty"`` (0 bytes) or ``"ours"``; raises for anything else.
+
+    Reads the 100-byte SQLite header only, so a foreign file is never opened by SQLite
+    (which could replay or create journals next to it).
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return "missing"
+    except OSError as exc:
+        raise RagsiftError(f"cannot read {path}: {exc.strerror}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise RagsiftError(f"{path} is a directory, not an index file")
+    if st.st_size == 0:
+        return "empty"
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(100)
+    except OSError as exc:
+        raise RagsiftError(f"cannot read {path}: {exc.strerror}") from None
+    if len(head) < 100 or not head.startswith(SQLITE_MAGIC):
+        raise RagsiftError(
+            f"{path} is not a ragsift index (not an SQLite database); refusing to touch it")
+    if int.from_bytes(head[68:72], "big") != migrations.APPLICATION_ID:
+        raise RagsiftError(
+            f"{path} is an SQLite database but not a ragsift index; refusing to touch it")
+    return "ours"
+
+
+def _corrupt(path: str, exc: Exception) -> RagsiftError:
+    return RagsiftError(f"index {path} is corrupt or unreadable ({exc}); it was not modified")
+
+
+def _record(row: tuple) -> dict:
+    (rowid, path, idx, text, start, end, context, tokens, chars, line_start, line_end,
+     headings, page, level, content_hash, truncated) = row
+    return {
+        "id": f"{path}#{idx}",
+        "path": path,
+        "index": idx,
+        "text": text,
+        "start": start,
+        "end": end,
+        "context": context,
+        "tokens": tokens,
+        "chars": chars,
+        "line_start": line_start,
+        "line_end": line_end,
+        "headings": json.loads(headings),
+        "page": page,
+        "level": level,
+        "rowid": rowid,
+        "content_hash": content_hash,
+        "truncated": truncated,
+    }
+
+
+def _as_f32(vectors: Any, n: int) -> np.ndarray:
+    import numpy as np
+
+    arr = np.asarray(vectors, dtype=np.float32)
+    if n == 0:
+        return arr.reshape(0, arr.shape[1] if arr.ndim == 2 else 0)
+    if arr.ndim != 2 or arr.shape[0] != n:
+        raise ValueError(f"expected ({n}, dim) vectors, got shape {arr.shape}")
+    return arr
