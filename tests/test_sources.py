@@ -145,6 +145,11 @@ def test_include_exclude_globs(tmp_path, monkeypatch):
     # The root prefix as displayed also matches, and explicit files are filtered too.
     assert _rels(["docs", "a.md"], exclude=["docs/drafts/*"]) == ["docs/b.md", "a.md"]
     assert _rels(["a.md"], include=["*.txt"]) == []
+    # Folders above the root never match: the root's own parents are not "inside" it.
+    root = str(tmp_path / "docs")
+    assert _rels([root], exclude=[tmp_path.parent.name[:3] + "*"]) == [
+        f"{root}/b.md", f"{root}/drafts/c.md", f"{root}/drafts/d.txt"]
+    assert _rels([root], exclude=[f"{root}/drafts"]) == [f"{root}/b.md"]
 
 
 def test_read_bytes_reads_stdin_once(monkeypatch):

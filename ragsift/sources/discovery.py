@@ -105,18 +105,18 @@ class _Walker:
         else:
             # Named explicitly: hidden and ignored files are taken; so are FIFOs such as
             # `<(command)` process substitution. Only the user's globs filter it.
-            name = display.rsplit("/", 1)[-1]
-            if self._wanted(name, display):
+            parent, _, name = display.rpartition("/")
+            if self._wanted(name, parent or ("/" if display.startswith("/") else "")):
                 self._add_file(Path(arg), display, st)
 
     # -- filters -----------------------------------------------------------------------
-    def _wanted(self, rel: str, display: str) -> bool:
-        if any(path_matches(p, rel, display) for p in self.exclude):
+    def _wanted(self, rel: str, root: str) -> bool:
+        if any(path_matches(p, rel, root) for p in self.exclude):
             return False
-        return not self.include or any(path_matches(p, rel, display) for p in self.include)
+        return not self.include or any(path_matches(p, rel, root) for p in self.include)
 
-    def _excluded_dir(self, rel: str, display: str) -> bool:
-        return any(path_matches(p, rel, display) for p in self.exclude)
+    def _excluded_dir(self, rel: str, root: str) -> bool:
+        return any(path_matches(p, rel, root) for p in self.exclude)
 
     def _add_file(
         self, path: Path, display: str, st: os.stat_result, into: list[SourceFile] | None = None
@@ -173,7 +173,9 @@ class _Walker:
                 if is_dir:
                     if os.path.exists(os.path.join(entry.path, "pyvenv.cfg")):
                         continue
-                    if is_ignored(ignores, abs_entry, True) or self._excluded_dir(rel, display):
+                    if is_ignored(ignores, abs_entry, True):
+                        continue
+                    if self._excluded_dir(rel, display_root):
                         continue
                     real = os.path.realpath(entry.path)
                     if real in ancestry:
@@ -184,7 +186,9 @@ class _Walker:
                     self.seen_dirs.add(real)
                     subdirs.append((entry.path, rel, ignores, ancestry | {real}))
                 elif stat.S_ISREG(st.st_mode):
-                    if is_ignored(ignores, abs_entry, False) or not self._wanted(rel, display):
+                    if is_ignored(ignores, abs_entry, False):
+                        continue
+                    if not self._wanted(rel, display_root):
                         continue
                     self._add_file(Path(entry.path), display, st, found)
             stack.extend(reversed(subdirs))

@@ -68,19 +68,23 @@ def glob_regex(pattern: str, *, slash_stars: bool) -> re.Pattern[str]:
     return re.compile("".join(out), re.DOTALL)
 
 
-def path_matches(pattern: str, relpath: str, display: str | None = None) -> bool:
-    """``--include``/``--exclude`` test: ``pattern`` against the path relative to its root,
-    the path as displayed, the basename, or any of their ancestor folders."""
-    pat = pattern.strip().rstrip("/")
-    pat = pat.removeprefix("./")
+def path_matches(pattern: str, rel: str, root: str = "") -> bool:
+    """``--include``/``--exclude`` test for the file ``rel`` found under the displayed root
+    ``root``: ``pattern`` may match ``rel``, ``root/rel``, the basename, or a folder between
+    root and file (so ``--exclude drafts`` prunes ``drafts/``). Folders above the root never
+    match: ``--exclude 'tmp*'`` must not drop everything under ``/tmp/notes``."""
+    pat = pattern.strip().rstrip("/").removeprefix("./")
     if not pat:
         return False
     rx = glob_regex(pat, slash_stars=True)
-    for p in {relpath, display or relpath}:
-        parts = p.split("/")
-        for k in range(len(parts), 0, -1):
-            if rx.fullmatch("/".join(parts[:k])) or rx.fullmatch(parts[k - 1]):
-                return True
+    parts = rel.split("/")
+    prefix = "" if root in ("", ".") else root.rstrip("/") + "/"
+    for k in range(len(parts), 0, -1):
+        below = "/".join(parts[:k])
+        if rx.fullmatch(parts[k - 1]) or rx.fullmatch(below):
+            return True
+        if prefix and rx.fullmatch(prefix + below):
+            return True
     return False
 
 
