@@ -34,7 +34,7 @@ def parse_json(
             found = text.find(anchor, cursor) if anchor else -1
             if found >= 0:
                 line += text.count("\n", line_cursor, found)
-                line_cursor = cursor = found
+                line_cursor = found
                 cursor = found + len(anchor)
             units.append((unit, line))
     if not units:
