@@ -345,9 +345,10 @@ def _median(values: Sequence[float]) -> float | None:
 
 def analyse(judged: Sequence[Judged], *, k: int, reject_window: int, max_chars: int | None,
             objective: Objective, thresholds: Sequence[float] | None = None,
-            current_threshold: float | None = None, model: str = "") -> TuneReport:
+            current_threshold: float | None = None, model: str = "",
+            step: float = 0.01) -> TuneReport:
     """Sweep thresholds over judged queries and pick one (pure: no model, no index)."""
-    grid = list(thresholds) if thresholds else threshold_grid(judged, k)
+    grid = list(thresholds) if thresholds else threshold_grid(judged, k, step)
     rows = [metrics_at(judged, t, k, max_chars) for t in grid]
     rel = [s for j in judged for s, m in zip(j.scores, j.matched) if m]
     irr = [s for j in judged for s, m in zip(j.scores, j.matched) if not m]
@@ -363,7 +364,7 @@ def analyse(judged: Sequence[Judged], *, k: int, reject_window: int, max_chars: 
 
 def tune(searcher: Any, queries: Sequence[LabelledQuery], strategy: TopK, *,
          objective: Objective, thresholds: Sequence[float] | None = None,
-         path_glob: str | None = None) -> TuneReport:
+         path_glob: str | None = None, step: float = 0.01) -> TuneReport:
     """Search every query once (no floor) and analyse the sweep. ``strategy.threshold`` is
     reported as the current threshold for comparison."""
     probe = TopK(k=strategy.k, threshold=None, reject_window=strategy.reject_window,
@@ -372,4 +373,4 @@ def tune(searcher: Any, queries: Sequence[LabelledQuery], strategy: TopK, *,
     judged = [judge(r, q) for r, q in zip(retrievals, queries)]
     return analyse(judged, k=strategy.k, reject_window=strategy.reject_window,
                    max_chars=strategy.max_chars, objective=objective, thresholds=thresholds,
-                   current_threshold=strategy.threshold, model=searcher.model)
+                   current_threshold=strategy.threshold, model=searcher.model, step=step)

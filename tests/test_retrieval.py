@@ -178,6 +178,12 @@ class FakeStore:
     def chunks(self, rowids):
         return [dict(self.rows[r]) for r in rowids]
 
+    def paths(self):
+        return sorted({r["path"] for r in self.rows.values()})
+
+    def document_chunks(self, path):
+        return [dict(r) for r in self.rows.values() if r["path"] == path]
+
 
 def _unit(v):
     v = np.asarray(v, dtype=np.float32)
@@ -302,3 +308,15 @@ def test_shares_math():
     assert attr.shares([-0.1, 0.0]) == [0.0, 0.0]
     assert attr.shares([]) == []
     assert not any(math.isnan(x) for x in attr.shares([0.0]))
+
+
+def test_hard_wrapped_prose_gives_sentences_located_in_the_original():
+    text = ("Swarming is how colonies\nreproduce: the old queen leaves.\n\n- one item\n"
+            "- two items\n# Heading\nNext line.")
+    units = attr.citable_units(text, "a.md")
+    assert "Swarming is how colonies reproduce: the old queen leaves." in units
+    assert "- one item" in units and "# Heading" in units
+    span = attr.locate("Swarming is how colonies reproduce: the old queen leaves.", text)
+    assert span == (0, text.index("leaves.") + len("leaves."))
+    assert attr.locate("not there", text) is None
+    assert attr.locate("Swarming is how col…", text) == (0, len("Swarming is how col"))

@@ -5,8 +5,8 @@ of the chunk, embedded on its own, is nearest to the query in the model's vector
 does not say why the whole chunk scored what it did (the chunk's vector is not a sum of its
 units' vectors).
 
-Algorithm: cut each admitted chunk into citable units (prose: sentences/lines via
-``ragsift.sources.text_units``; a JSON chunk: ``key: value`` units via
+Algorithm: cut each admitted chunk into citable units (prose: hard-wrapped lines joined, then
+sentences/lines via ``ragsift.sources.text_units``; a JSON chunk: ``key: value`` units via
 ``ragsift.sources.json_units``), at most ``MAX_UNITS`` of at most ``MAX_UNIT_CHARS`` characters;
 embed every unit of every hit in one batch (vectors cached in-process by text hash); rank each
 hit's units by cosine to the query; report the best ones with their scores and their share of
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -106,7 +107,38 @@ def _units(text: str, path: str, max_units: int, max_length: int) -> list[str]:
             units = list(json_units(value, max=max_units, max_length=max_length))
             if units:
                 return units
-    return list(text_units(text, max=max_units, max_length=max_length))
+    return list(text_units(unwrap(text), max=max_units, max_length=max_length))
+
+
+# A line that starts a block of its own (list item, table row, heading, quote) is never joined
+# to the line before it.
+_BLOCK_START = re.compile(r"\s*(?:[-*+>|#]|\d{1,3}[.)]\s)")
+
+
+def unwrap(text: str) -> str:
+    """Join hard-wrapped prose lines (a paragraph typed at 80 columns) so that sentences, not
+    line fragments, become units; blank lines, list items, table rows and headings stay lines."""
+    out: list[str] = []
+    for line in text.splitlines():
+        if (out and line.strip() and out[-1].strip() and not _BLOCK_START.match(line)
+                and not out[-1].lstrip().startswith(("#", "|"))):
+            out[-1] = out[-1].rstrip() + " " + line.strip()
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+def locate(unit: str, text: str) -> tuple[int, int] | None:
+    """Where ``unit`` sits in ``text``, allowing any whitespace between its words (units of
+    unwrapped prose) and ignoring a trailing ellipsis (units cut to length)."""
+    start = text.find(unit)
+    if start >= 0:
+        return start, start + len(unit)
+    words = unit.rstrip("…").split()
+    if not words:
+        return None
+    m = re.search(r"\s+".join(re.escape(w) for w in words), text)
+    return (m.start(), m.end()) if m else None
 
 
 def _unit_vectors(embedder: Any, texts: Sequence[str]) -> np.ndarray:
@@ -146,10 +178,9 @@ def rank_units(units: Sequence[str], scores: Sequence[float], chunk_text: str,
     order = sorted(range(len(units)), key=lambda i: (-float(scores[i]), i))[:max(top, 0)]
     out = []
     for rank, i in enumerate(order, start=1):
-        start = chunk_text.find(units[i]) if units[i] else -1
+        span = locate(units[i], chunk_text)
         out.append(UnitScore(text=units[i], score=float(scores[i]), share=share[i], rank=rank,
-                             start=start if start >= 0 else None,
-                             end=start + len(units[i]) if start >= 0 else None))
+                             start=span[0] if span else None, end=span[1] if span else None))
     return tuple(out)
 
 

@@ -13,8 +13,8 @@ Order is total and deterministic: score descending, then rowid ascending. Ties a
 ``argpartition`` are resolved by that order too, so the best ``n`` are always a prefix of the
 best ``n + m``: asking for a larger reject window never reshuffles the top.
 
-Limits: the matrix lives in memory (1M x 384 float32 = 1.5 GB); ``--path`` filtering reads
-the path of every row once per ``Searcher``.
+Limits: the matrix lives in memory (1M x 384 float32 = 1.5 GB); a ``--path`` filter reads
+the row ids of the matching documents once per ``Searcher`` and glob.
 """
 
 from __future__ import annotations
@@ -88,7 +88,6 @@ class Searcher:
             self.settings.get("dimensions") or 0)
         self._embedder = embedder
         self._model_dir = model_dir
-        self._paths: list[str] | None = None
         self._masks: dict[str, np.ndarray] = {}
 
     # -- model -----------------------------------------------------------------------------
@@ -119,28 +118,17 @@ class Searcher:
 
     # -- filtering -------------------------------------------------------------------------
     def path_mask(self, glob: str | None) -> np.ndarray | None:
-        """Boolean mask over rows whose document path matches ``glob`` (None: no filter)."""
+        """Boolean mask over rows whose document path matches ``glob`` (None: no filter).
+        ``*`` matches across ``/`` (``docs/*`` is everything under docs/)."""
         import numpy as np
 
         if not glob:
             return None
         if glob not in self._masks:
-            if self._paths is None:
-                self._paths = self._row_paths()
-            match = fnmatch.fnmatchcase
-            self._masks[glob] = np.fromiter(
-                (match(p, glob) for p in self._paths), dtype=bool, count=len(self._paths))
+            paths = [p for p in self.store.paths() if fnmatch.fnmatchcase(p, glob)]
+            wanted = [int(r["rowid"]) for p in paths for r in self.store.document_chunks(p)]
+            self._masks[glob] = np.isin(self.rowids, np.asarray(wanted, dtype=np.int64))
         return self._masks[glob]
-
-    def _row_paths(self) -> list[str]:
-        paths: list[str] = []
-        ids = self.rowids.tolist()
-        step = 20000
-        for i in range(0, len(ids), step):
-            batch = ids[i:i + step]
-            recs = self.store.chunks(batch)
-            paths.extend(str(r.get("path", "")) for r in recs)
-        return paths
 
     # -- search ----------------------------------------------------------------------------
     def top_vectors(self, qvecs: np.ndarray, n: int, glob: str | None = None

@@ -304,3 +304,45 @@ def _candidate(rec: dict, score: float, rank: int, reason: str | None, mode: str
         truncated=int(rec.get("truncated") or 0),
         dense_score=score if mode == "dense" else rec.get("dense_score"),
     )
+
+
+def admitted_at(r: Retrieval, threshold: float | None) -> int:
+    """How many of ``r``'s candidates another threshold would admit (same k and budget)."""
+    reasons = admission([c.score for c in r.candidates], [c.chars for c in r.candidates],
+                        k=r.k, threshold=threshold, max_chars=r.max_chars)
+    return sum(reason is None for reason in reasons)
+
+
+def outcome_hint(r: Retrieval) -> str | None:
+    """One sentence when the outcome is extreme (nothing admitted, or nothing in the window
+    below the floor), else None. Plain text; the CLI decides how to show it."""
+    if r.corpus_empty:
+        return "the index holds no chunks"
+    if r.searched == 0:
+        return f"no document path matches --path {r.path_filter!r}"
+    best = r.best
+    if best is None:
+        return None
+    if not r.admitted:
+        if best.reason == OVER_CHAR_BUDGET:
+            return (f"the best candidate has {best.chars} chars and does not fit --max-chars "
+                    f"{r.max_chars}; `--max-chars {best.chars}` would admit it")
+        if r.threshold is not None and best.score < r.threshold:
+            suggestion = math.floor(best.score * 20) / 20
+            n = admitted_at(r, suggestion)
+            return (f"best candidate {best.score:.2f} < threshold {r.threshold:.2f}; "
+                    f"`--threshold {suggestion:.2f}` would admit {n}")
+        return None
+    if r.threshold is None:
+        return "no floor (--threshold none): the top k are admitted whatever their score"
+    if any(c.reason == BELOW_THRESHOLD for c in r.candidates):
+        return None
+    lowest = min(c.score for c in r.candidates)
+    if r.candidates_complete:
+        return (f"all {len(r.candidates)} chunks searched clear the floor (lowest "
+                f"{lowest:.2f} >= {r.threshold:.2f}): the threshold excludes nothing here")
+    if r.reject_window > 0:
+        return (f"every candidate in the window clears the floor (lowest {lowest:.2f} >= "
+                f"{r.threshold:.2f}): more chunks this similar may lie beyond it; "
+                "raise --reject-window to see them or --threshold to be stricter")
+    return None

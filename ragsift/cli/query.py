@@ -1,0 +1,214 @@
+"""``ragsift query``: search an index; print the admitted hits (or JSON lines); exit like grep.
+
+Also home of the retrieval options shared by ``query``, ``explain`` and ``tune`` (``-k``,
+``--threshold``, ``--reject-window``, ``--max-chars``, ``--index``, ``--model``, ``--path``),
+defined once here so the three commands cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from ragsift.cli._common import handle_errors, warn, write_jsonl
+from ragsift.errors import EXIT_NOTHING, EXIT_OK, RagsiftError
+
+if TYPE_CHECKING:
+    from ragsift.retrieval.search import Searcher
+    from ragsift.retrieval.topk import Candidate, Retrieval, TopK
+
+# -- shared options (query, explain, tune) ----------------------------------------------------
+
+INDEX_OPTION = typer.Option(..., "--index", "-i", envvar="RAGSIFT_INDEX", metavar="FILE",
+                            help="Index file built by `ragsift embed` [env RAGSIFT_INDEX].")
+K_OPTION = typer.Option(3, "-k", "--k", min=1, help="Admit at most K hits.")
+THRESHOLD_OPTION = typer.Option(
+    None, "--threshold", "-t", metavar="FLOAT|none",
+    help="Similarity floor (cosine): nothing below it is admitted, even if that leaves no hit. "
+    "Default: the model's measured default; 'none' disables the floor.")
+REJECT_WINDOW_OPTION = typer.Option(
+    10, "--reject-window", min=0,
+    help="Also fetch this many candidates after the first K, to report near-misses. Never "
+    "changes which hits are admitted.")
+MAX_CHARS_OPTION = typer.Option(
+    None, "--max-chars", min=1,
+    help="Character budget for the admitted text: admission stops at the first hit that does "
+    "not fit.")
+PATH_OPTION = typer.Option(None, "--path", metavar="GLOB",
+                           help="Only search chunks of documents whose path matches GLOB "
+                           "(`*` also matches `/`).")
+MODEL_OPTION = typer.Option(None, "--model", metavar="DIR",
+                            help="ONNX model folder the index was built with [the default "
+                            "model].")
+
+
+def parse_threshold(value: str | None) -> tuple[bool, float | None]:
+    """(use the model's default?, explicit value). ``none``/``off`` disables the floor."""
+    if value is None:
+        return True, None
+    text = value.strip().lower()
+    if text in ("none", "off", "no"):
+        return False, None
+    try:
+        number = float(text)
+    except ValueError:
+        raise RagsiftError(f"--threshold must be a number or 'none', not {value!r}") from None
+    if not -1.0 <= number <= 1.0:
+        raise RagsiftError(f"--threshold {value}: a cosine similarity lies between -1 and 1")
+    return False, number
+
+
+def make_strategy(searcher: Searcher, k: int, threshold: str | None, reject_window: int,
+                  max_chars: int | None) -> TopK:
+    """The TopK options from the shared flags; the default floor comes from the embedder."""
+    from ragsift.retrieval.search import default_threshold
+    from ragsift.retrieval.topk import TopK
+
+    use_default, value = parse_threshold(threshold)
+    if use_default:
+        value = default_threshold(searcher.embedder)
+    return TopK(k=k, threshold=value, reject_window=reject_window, max_chars=max_chars)
+
+
+@contextmanager
+def open_searcher(index: str, model: str | None) -> Iterator[Searcher]:
+    """Open ``index`` read-only and load its matrix (the embedder loads on first use)."""
+    from ragsift.retrieval.search import Searcher
+    from ragsift.retrieval.store import IndexStore
+
+    with IndexStore.open(index, "r") as store:
+        yield Searcher(store, model_dir=model)
+
+
+def fmt_threshold(value: float | None) -> str:
+    return "none" if value is None else f"{value:.2f}"
+
+
+def read_queries(text: str) -> tuple[list[str], bool]:
+    """(queries, batch?): ``-`` reads one query per non-empty stdin line."""
+    if text != "-":
+        if not text.strip():
+            raise RagsiftError("the query is empty")
+        return [text], False
+    queries = [line.strip() for line in sys.stdin.read().splitlines() if line.strip()]
+    if not queries:
+        raise RagsiftError("no queries on stdin (one per line)")
+    return queries, True
+
+
+def nothing_message(r: Retrieval) -> str:
+    """Why nothing was admitted, in one line (stderr)."""
+    if r.corpus_empty:
+        return "the index holds no chunks"
+    if r.searched == 0:
+        return f"no chunk's document path matches --path {r.path_filter!r}"
+    best = r.best
+    if best is None:
+        return "no candidates"
+    if best.reason == "over-char-budget":
+        return (f"the best hit ({best.chars} chars, {best.location}) does not fit "
+                f"--max-chars {r.max_chars}")
+    return (f"nothing cleared the threshold {fmt_threshold(r.threshold)}: best "
+            f"{best.score:.3f} at {best.location} (see `ragsift explain`)")
+
+
+# -- query ------------------------------------------------------------------------------------
+
+EPILOG = """
+Examples:
+
+  ragsift query "how do I rotate the logs" --index docs.ragsift
+
+  ragsift query "sourdough starter" -i idx.ragsift --json | jq -r .text
+
+  ragsift query "bee swarm" -i idx.ragsift --threshold none -k 5 --path 'beekeeping/*'
+
+  printf 'first question\\nsecond question\\n' | ragsift query - -i idx.ragsift --json
+
+Exit status: 0 when something was admitted (for any query of a batch), 1 when nothing
+cleared the threshold, 2 on errors.
+"""
+
+
+def query_command(
+    text: str = typer.Argument(..., metavar="TEXT", help="The query, or - to read one query "
+                               "per line from stdin."),
+    index: str = INDEX_OPTION,
+    k: int = K_OPTION,
+    threshold: str | None = THRESHOLD_OPTION,
+    reject_window: int = REJECT_WINDOW_OPTION,
+    max_chars: int | None = MAX_CHARS_OPTION,
+    path: str | None = PATH_OPTION,
+    model: str | None = MODEL_OPTION,
+    as_json: bool = typer.Option(False, "--json", help="JSON lines: one hit per line."),
+    rejected: bool = typer.Option(False, "--rejected", help="With --json: also print the "
+                                  "rejected candidates (admitted: false, with their reason)."),
+) -> None:
+    """Search an index and print the hits that clear the similarity threshold.
+
+    Top-K with a floor: at most K hits, each with score >= threshold; when nothing clears the
+    floor nothing is printed (no fallback to a weak match) and the exit status is 1.
+    """
+    queries, batch = read_queries(text)
+    with open_searcher(index, model) as searcher:
+        strategy = make_strategy(searcher, k, threshold, reject_window, max_chars)
+        results = searcher.retrieve_many(queries, strategy, path_glob=path)
+    any_admitted = False
+    if as_json:
+        write_jsonl(_json_rows(results, batch, rejected))
+    else:
+        _print_hits(results, batch)
+    for r in results:
+        if r.admitted:
+            any_admitted = True
+        else:
+            prefix = f"{r.query!r}: " if batch else ""
+            warn(prefix + nothing_message(r))
+    raise typer.Exit(EXIT_OK if any_admitted else EXIT_NOTHING)
+
+
+def hit_row(c: Candidate, r: Retrieval, batch: bool) -> dict[str, Any]:
+    row = c.as_dict()
+    row["query_hash"] = r.query_hash
+    if batch:
+        row = {"query": r.query, **row}
+    return row
+
+
+def _json_rows(results: list[Retrieval], batch: bool, rejected: bool) -> Iterator[dict]:
+    for r in results:
+        for c in r.candidates:
+            if c.admitted or rejected:
+                yield hit_row(c, r, batch)
+
+
+def _print_hits(results: list[Retrieval], batch: bool) -> None:
+    from rich.markup import escape
+
+    from ragsift.cli._common import stdout_console
+
+    console = stdout_console()
+    for r in results:
+        if batch:
+            console.print(f"[bold]== {escape(r.query)}[/bold]", highlight=False, soft_wrap=True)
+        for c in r.admitted:
+            trail = " › ".join(c.headings)
+            head = f"[bold green]{c.score:.3f}[/]  [cyan]{escape(c.location)}[/]"
+            if trail:
+                head += f"  [dim]{escape(trail)}[/]"
+            if c.truncated:
+                head += f"  [yellow]⚠ {c.truncated} tokens not embedded[/]"
+            console.print(head, highlight=False, soft_wrap=True)
+            body = c.text.strip("\n")
+            console.print("    " + escape(body).replace("\n", "\n    "), highlight=False,
+                          soft_wrap=True)
+            console.print()
+
+
+def register(app: typer.Typer) -> None:
+    app.command("query", epilog=EPILOG, help=query_command.__doc__)(handle_errors(query_command))
+

@@ -1,0 +1,198 @@
+"""``ragsift tune``: sweep the similarity threshold over labelled queries and recommend one."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from typing import TYPE_CHECKING
+
+import typer
+
+from ragsift.cli._common import handle_errors
+from ragsift.cli.query import (
+    INDEX_OPTION,
+    K_OPTION,
+    MAX_CHARS_OPTION,
+    MODEL_OPTION,
+    PATH_OPTION,
+    REJECT_WINDOW_OPTION,
+    THRESHOLD_OPTION,
+    fmt_threshold,
+    make_strategy,
+    open_searcher,
+)
+from ragsift.errors import RagsiftError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ragsift.tuning import SweepRow, TuneReport
+
+EPILOG = """
+The queries file is JSON lines: {"query": "...", "relevant": [...]}, where a relevant item is a
+document path or chunk id (string), {"path": P}, {"id": I}, or a character span
+{"path": P, "start": S, "end": E} (end exclusive; matches every chunk of P that overlaps it).
+"relevant": [] marks a query the index cannot answer (ideally nothing is admitted).
+
+Examples:
+
+  ragsift tune --index idx.ragsift --queries labelled.jsonl
+
+  ragsift tune -i idx.ragsift --queries labelled.jsonl -k 5 --optimize recall@precision=0.8
+
+  ragsift tune -i idx.ragsift --queries labelled.jsonl --json | jq .recommended
+
+Precision, recall and F1 are pooled over queries (micro averages) for the admitted sets at the
+chosen k; recall@k and nDCG@k rank the first k candidates regardless of the threshold.
+"""
+
+
+def tune_command(
+    index: str = INDEX_OPTION,
+    queries: str = typer.Option(..., "--queries", "-q", metavar="FILE",
+                                help="Labelled queries, JSON lines (see below)."),
+    k: int = K_OPTION,
+    threshold: str | None = THRESHOLD_OPTION,
+    reject_window: int = REJECT_WINDOW_OPTION,
+    max_chars: int | None = MAX_CHARS_OPTION,
+    path: str | None = PATH_OPTION,
+    model: str | None = MODEL_OPTION,
+    optimize: str = typer.Option("f1", "--optimize", metavar="TARGET",
+                                 help="f1, recall@precision=P or precision@recall=R."),
+    step: float = typer.Option(0.01, "--step", min=0.001, max=0.5,
+                               help="Threshold sweep step."),
+    rows: int = typer.Option(20, "--rows", min=1, help="Table rows to show (the full sweep "
+                             "is in --json)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as one JSON object."),
+) -> None:
+    """Measure precision, recall and F1 of the admitted sets across thresholds, and recommend
+    the threshold that maximises F1 (or another --optimize target).
+
+    --threshold here is the floor to compare against (default: the model's)."""
+    from ragsift.tuning import Objective, load_queries, tune
+
+    objective = Objective.parse(optimize)
+    labelled = load_queries(queries)
+    with open_searcher(index, model) as searcher:
+        if searcher.matrix.shape[0] == 0:
+            raise RagsiftError(f"index {index} holds no chunks")
+        strategy = make_strategy(searcher, k, threshold, reject_window, max_chars)
+        report = tune(searcher, labelled, strategy, objective=objective, path_glob=path,
+                      step=step)
+    if as_json:
+        sys.stdout.write(json.dumps(report.as_dict(), ensure_ascii=False) + "\n")
+        return
+    from ragsift.cli._common import stdout_console
+
+    render(stdout_console(), report, rows)
+
+
+def render(console: Console, report: TuneReport, max_rows: int) -> None:
+    from rich.table import Table
+
+    rec = report.recommended
+    console.print(f"[bold]tune[/] {report.queries} queries · model {report.model} · k "
+                  f"{report.k} · objective {report.objective}", highlight=False)
+    ranking = "  ".join(f"{name} {value:.3f}" for name, value in report.ranking.items()
+                        if name != "answerable_queries")
+    console.print(f"[dim]ranking of the first k (any threshold): {ranking} over "
+                  f"{int(report.ranking['answerable_queries'])} answerable queries[/]",
+                  highlight=False)
+
+    table = Table(title="threshold sweep", title_justify="left")
+    for col in ("threshold", "precision", "recall", "F1", "nothing", "nothing (answerable)",
+                "admitted/query"):
+        table.add_column(col, justify="right")
+    for row in _pick_rows(report.rows, rec, max_rows):
+        style = "bold green" if row is rec else None
+        table.add_row(fmt_threshold(row.threshold), f"{row.precision:.3f}",
+                      f"{row.recall:.3f}", f"{row.f1:.3f}", f"{row.empty:.0%}",
+                      f"{row.empty_answerable:.0%}", f"{row.admitted_per_query:.2f}",
+                      style=style)
+    console.print(table)
+    for line in pr_plot(report.rows, rec):
+        console.print(line, highlight=False)
+    for line in distribution_lines(report):
+        console.print(line, highlight=False)
+    if report.current is not None:
+        cur = report.current
+        console.print(f"current threshold {fmt_threshold(report.current_threshold)}: precision "
+                      f"{cur.precision:.3f} recall {cur.recall:.3f} F1 {cur.f1:.3f} nothing "
+                      f"{cur.empty:.0%}", highlight=False)
+    if rec is None:
+        console.print(f"[bold red]no threshold meets {report.objective}[/]")
+    else:
+        console.print(f"[bold green]recommended threshold {fmt_threshold(rec.threshold)}[/] "
+                      f"({report.objective}): precision {rec.precision:.3f} recall "
+                      f"{rec.recall:.3f} F1 {rec.f1:.3f}; {rec.empty:.0%} of queries get "
+                      f"nothing. Use: --threshold {fmt_threshold(rec.threshold)}",
+                      highlight=False)
+
+
+def _pick_rows(rows: list[SweepRow], rec: SweepRow | None, n: int) -> list[SweepRow]:
+    if len(rows) <= n:
+        return rows
+    stride = math.ceil(len(rows) / n)
+    picked = rows[::stride]
+    if rec is not None and rec not in picked:
+        picked.append(rec)
+        picked.sort(key=lambda r: r.threshold if r.threshold is not None else -math.inf)
+    return picked
+
+
+def pr_plot(rows: list[SweepRow], rec: SweepRow | None, height: int = 10,
+            width: int = 60) -> list[str]:
+    """Precision (P), recall (R) and F1 (F) against the threshold; ┃ marks the recommendation."""
+    if not rows:
+        return []
+    stride = max(1, math.ceil(len(rows) / width))
+    cols = rows[::stride]
+    grid = [[" "] * len(cols) for _ in range(height + 1)]
+    rec_col = None
+    for x, row in enumerate(cols):
+        if rec is not None and rec.threshold is not None and row.threshold is not None and \
+                abs(row.threshold - rec.threshold) < stride * 0.0100001:
+            rec_col = x if rec_col is None else rec_col
+        for mark, value in (("F", row.f1), ("R", row.recall), ("P", row.precision)):
+            y = height - round(value * height)
+            grid[y][x] = "*" if grid[y][x] not in (" ", mark) else mark
+    if rec_col is not None:
+        for y in range(height + 1):
+            if grid[y][rec_col] == " ":
+                grid[y][rec_col] = "┃"
+    lines = [("[bold]precision (P), recall (R), F1 (F) vs threshold[/]  [dim]* = overlap, "
+             "┃ = recommended[/]")]
+    for y, cells in enumerate(grid):
+        label = f"{1 - y / height:4.1f} │" if y % 5 == 0 else "     │"
+        lines.append(label + "".join(cells))
+    lo, hi = cols[0].threshold, cols[-1].threshold
+    lines.append("     └" + "─" * len(cols))
+    lines.append(f"      {fmt_threshold(lo)}{' ' * max(1, len(cols) - 8)}{fmt_threshold(hi)}")
+    return lines
+
+
+def distribution_lines(report: TuneReport, width: int = 30) -> list[str]:
+    """Histograms of relevant vs irrelevant candidate scores, side by side."""
+    d = report.distributions(bins=16)
+    rel, irr = d["relevant"], d["irrelevant"]
+    top = max(rel + irr + [1])
+    step = (d["hi"] - d["lo"]) / d["bins"]
+    lines = [("[bold]candidate scores[/]: [green]relevant[/] (median "
+             f"{_num(d['relevant_median'])}) vs [red]irrelevant[/] (median "
+             f"{_num(d['irrelevant_median'])})")]
+    for i in range(d["bins"] - 1, -1, -1):
+        lo = d["lo"] + i * step
+        r_bar = "█" * round(rel[i] / top * width)
+        i_bar = "█" * round(irr[i] / top * width)
+        lines.append(f"{lo:5.2f} [green]{r_bar:>{width}}[/]│[red]{i_bar:<{width}}[/] "
+                     f"[dim]{rel[i]}/{irr[i]}[/]")
+    return lines
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def register(app: typer.Typer) -> None:
+    app.command("tune", epilog=EPILOG, help=tune_command.__doc__)(handle_errors(tune_command))
