@@ -2,14 +2,17 @@
 
 Sits above the layers: it imports ``sources``, ``chunkers`` (and later ``embedders`` and
 ``retrieval``); nothing below imports it. It never prints: diagnostics go through the
-``on_skip`` callback so the CLI decides how to show them.
+``on_skip`` callback so the CLI decides how to show them, and progress through an
+``EmbedProgress`` object.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING
 
 from ragsift.errors import SkipFile
 
@@ -26,7 +29,7 @@ class ChunkSummary:
     parsed: int = 0
     chunks: int = 0
     token_counts: list[int] = field(default_factory=list)
-    skipped: list["Skipped"] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
     over_budget: int = 0
 
     def as_dict(self) -> dict:
@@ -44,7 +47,7 @@ class ChunkSummary:
         }
 
 
-def chunk_record(doc: "Document", index: int, chunk: "Chunk") -> dict:
+def chunk_record(doc: Document, index: int, chunk: Chunk) -> dict:
     """The JSON-lines record of ``ragsift chunk`` (field names are an API)."""
     last = max(chunk.start, chunk.end - 1)
     return {
@@ -70,9 +73,9 @@ def iter_documents(
     *,
     include: list[str] | None = None,
     exclude: list[str] | None = None,
-    on_skip: Callable[["Skipped"], None] | None = None,
+    on_skip: Callable[[Skipped], None] | None = None,
     summary: ChunkSummary | None = None,
-) -> Iterator["Document"]:
+) -> Iterator[Document]:
     """Discover and parse files in deterministic order; unusable files are reported, not raised."""
     from ragsift.sources import Skipped, discover, load_document
 
@@ -98,11 +101,11 @@ def iter_documents(
 
 def iter_chunks(
     paths: list[str],
-    chunker: "Chunker",
+    chunker: Chunker,
     *,
     include: list[str] | None = None,
     exclude: list[str] | None = None,
-    on_skip: Callable[["Skipped"], None] | None = None,
+    on_skip: Callable[[Skipped], None] | None = None,
     summary: ChunkSummary | None = None,
     budget: int | None = None,
 ) -> Iterator[dict]:
@@ -117,3 +120,447 @@ def iter_chunks(
             if budget is not None and ch.tokens > budget:
                 summary.over_budget += 1
             yield chunk_record(doc, i, ch)
+
+
+# -- embed → index ---------------------------------------------------------------------------
+# ``build_index`` is the whole ``ragsift embed`` run. Order of work per file, cheapest first:
+# size+mtime equal (and same chunker) → unchanged, nothing read; else, same size → sha256 of
+# the bytes, equal → unchanged (mtime refreshed); else parse → chunk → look vectors up by
+# content hash (this batch, then the index) → embed only the misses → commit the batch.
+# The model is loaded on the first chunk that needs it, so an unchanged corpus never loads it.
+
+FLUSH_CHUNKS = 64  # commit after this many chunks are pending (~2 s of embedding here)
+FLUSH_FILES = 256  # ... or this many files (cheap, unchanged-content rewrites)
+EMBED_STEP = 64  # texts per embedder call: progress granularity; the embedder sorts inside
+STDIN_CHUNKER = "stdin"  # chunker key of documents ingested as chunk JSON lines
+
+# Fields of a ``ragsift chunk`` record accepted on stdin: name → (types, required).
+_RECORD_FIELDS: dict[str, tuple[tuple[type, ...], bool]] = {
+    "path": ((str,), True),
+    "index": ((int,), True),
+    "text": ((str,), True),
+    "start": ((int, type(None)), False),
+    "end": ((int, type(None)), False),
+    "context": ((str,), False),
+    "tokens": ((int, type(None)), False),
+    "chars": ((int, type(None)), False),
+    "line_start": ((int, type(None)), False),
+    "line_end": ((int, type(None)), False),
+    "headings": ((list,), False),
+    "page": ((int, type(None)), False),
+    "level": ((int,), False),
+}
+
+
+@dataclass
+class EmbedSummary:
+    """What an ``embed`` run did (stderr summary, or ``--json``)."""
+
+    discovered: int = 0
+    unchanged: int = 0
+    parsed: int = 0
+    chunks: int = 0
+    embedded: int = 0
+    reused: int = 0
+    removed: int = 0
+    skipped: list[Skipped] = field(default_factory=list)
+    truncated: int = 0
+    truncated_tokens: int = 0
+    tokens: int = 0
+    model_loaded: bool = False
+    seconds: float = 0.0
+    index: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return {
+            "discovered": self.discovered,
+            "unchanged": self.unchanged,
+            "parsed": self.parsed,
+            "chunks": self.chunks,
+            "embedded": self.embedded,
+            "reused": self.reused,
+            "removed": self.removed,
+            "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
+            "truncated": self.truncated,
+            "truncated_tokens": self.truncated_tokens,
+            "tokens": self.tokens,
+            "model_loaded": self.model_loaded,
+            "seconds": round(self.seconds, 3),
+            "index": self.index,
+        }
+
+
+class EmbedProgress:
+    """Progress sink for ``build_index`` (the CLI draws it; the default draws nothing)."""
+
+    def start(self, files: int) -> None:
+        """``files`` inputs will be looked at."""
+
+    def advance(self, files: int = 0, chunks: int = 0, tokens: int = 0) -> None:
+        """``files`` done, ``chunks`` written, ``tokens`` (chunker units) embedded."""
+
+    def finish(self) -> None:
+        """The run is over (successfully or not)."""
+
+
+def content_hash(embed_text: str) -> str:
+    """Identity of a chunk's embedding input (``context + text``): sha256, 32 hex digits."""
+    import hashlib
+
+    return hashlib.sha256(embed_text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def chunker_key(chunker: Chunker) -> str:
+    """JSON naming the chunker and every option that shapes its output (stored per document)."""
+    import json
+
+    return json.dumps({"name": chunker.name, "options": chunker.options()}, sort_keys=True,
+                      default=str)
+
+
+def default_embed_chunker(model_dir: str | None = None, *, strategy: str = "recursive",
+                          size: int | None = None, overlap: int | None = None,
+                          tokenizer: str | None = None) -> Chunker:
+    """The chunker ``embed`` uses: by default recursive, sized in the model's own tokens at
+    the model's max length (special tokens included), so no chunk is ever truncated."""
+    from ragsift.chunkers import make_chunker
+
+    options: dict = {}
+    if tokenizer in (None, "model"):
+        from ragsift.embedders import model_counter
+
+        counter = model_counter(model_dir)
+        options["size"] = size if size is not None else counter.max_length
+        tok: object = counter
+    else:
+        tok = tokenizer
+        if size is not None:
+            options["size"] = size
+    if overlap is not None:
+        options["overlap"] = overlap
+    return make_chunker(strategy, tokenizer=tok, **options)
+
+
+class _Run:
+    """State of one ``build_index`` call (kept out of the function to keep it readable)."""
+
+    def __init__(self, store, summary: EmbedSummary, embedder, model_dir, batch_size,
+                 progress: EmbedProgress) -> None:
+        self.store = store
+        self.summary = summary
+        self._embedder = embedder
+        self.model_dir = model_dir
+        self.batch_size = batch_size
+        self.progress = progress
+        self.pending: list = []  # DocumentWrite
+        self.pending_chunks = 0
+        self.settings = store.settings()
+
+    # model -------------------------------------------------------------------------------
+    @property
+    def model_source(self) -> str:
+        return "default" if self.model_dir is None else os.path.abspath(self.model_dir)
+
+    def check_model_early(self) -> None:
+        """Refuse a different model before any work, loading it only when it must be."""
+        stored = self.settings.get("model_fingerprint")
+        if not stored:
+            return
+        if self._embedder is None and self.settings.get("model_source") == self.model_source:
+            return  # same model as last time: verified lazily if something needs embedding
+        self.embedder()
+
+    def embedder(self):
+        if self._embedder is None:
+            from ragsift.embedders import load_embedder
+
+            options = {} if self.batch_size is None else {"batch_size": self.batch_size}
+            self._embedder = load_embedder(self.model_dir, **options)
+            self.summary.model_loaded = True
+        emb = self._embedder
+        stored = self.settings.get("model_fingerprint")
+        if stored and stored != emb.fingerprint:
+            from ragsift.errors import RagsiftError
+
+            raise RagsiftError(
+                f"index {self.store.path} was built with model {self.settings.get('model')} "
+                f"({stored}); this run uses {emb.name} ({emb.fingerprint}). Vectors of "
+                "different models cannot be mixed: pass --rebuild to re-embed everything, or "
+                "use the index's model")
+        if not stored or self.settings.get("model_source") != self.model_source:
+            self.store.set_settings(model=emb.name, model_fingerprint=emb.fingerprint,
+                                    dimensions=int(emb.dimensions),
+                                    model_source=self.model_source)
+            self.settings = self.store.settings()
+        return emb
+
+    # batches -----------------------------------------------------------------------------
+    def add(self, doc) -> None:
+        self.pending.append(doc)
+        self.pending_chunks += len(doc.records)
+        if self.pending_chunks >= FLUSH_CHUNKS or len(self.pending) >= FLUSH_FILES:
+            self.flush()
+
+    def flush(self) -> None:
+        import numpy as np
+
+        docs, self.pending, self.pending_chunks = self.pending, [], 0
+        if not docs:
+            return
+        s = self.summary
+        hashes = [r["content_hash"] for d in docs for r in d.records]
+        known = self.store.vectors_for_hashes(hashes) if hashes else {}
+        missing: dict[str, str] = {}
+        tokens: dict[str, int] = {}
+        for d in docs:
+            for r in d.records:
+                h = r["content_hash"]
+                if h not in known and h not in missing:
+                    missing[h] = r["context"] + r["text"]
+                    tokens[h] = int(r.get("tokens") or 0)
+        if missing:
+            emb = self.embedder()
+            todo = list(missing.items())
+            for lo in range(0, len(todo), EMBED_STEP):
+                part = todo[lo:lo + EMBED_STEP]
+                res = emb.embed([t for _, t in part], kind="passage")
+                vecs = np.asarray(res.vectors, dtype=np.float32)
+                for (h, _), vec, cut in zip(part, vecs, res.truncated):
+                    known[h] = (vec, int(cut))
+                n_tok = sum(tokens[h] for h, _ in part)
+                s.embedded += len(part)
+                s.tokens += n_tok
+                self.progress.advance(tokens=n_tok)
+        dim = self.store.dimensions() or (self._embedder.dimensions if self._embedder else 0)
+        n_chunks = 0
+        for d in docs:
+            rows = []
+            for r in d.records:
+                vec, cut = known[r["content_hash"]]
+                r["truncated"] = cut
+                if cut:
+                    s.truncated += 1
+                    s.truncated_tokens += cut
+                rows.append(vec)
+            d.vectors = np.stack(rows) if rows else np.zeros((0, dim), np.float32)
+            n_chunks += len(d.records)
+        s.chunks += n_chunks
+        s.reused += n_chunks - len(missing)
+        with self.store.transaction():
+            self.store.write_documents(docs)
+        self.progress.advance(files=len(docs), chunks=n_chunks)
+
+
+def build_index(
+    paths: list[str],
+    index: str | os.PathLike,
+    chunker: Chunker | None = None,
+    embedder=None,
+    *,
+    include: list[str] | None = None,
+    exclude: list[str] | None = None,
+    prune: bool = True,
+    rebuild: bool = False,
+    wait: bool = False,
+    model_dir: str | None = None,
+    batch_size: int | None = None,
+    stdin_lines: Iterable[str] | None = None,
+    on_skip: Callable[[Skipped], None] | None = None,
+    progress: EmbedProgress | None = None,
+) -> EmbedSummary:
+    """Bring the index at ``index`` up to date with ``paths`` (see the comment above).
+
+    ``paths == ["-"]`` reads ``ragsift chunk`` JSON lines from ``stdin_lines`` instead of
+    files. ``chunker`` defaults to ``default_embed_chunker(model_dir)``; ``embedder`` (an
+    object, e.g. a caching wrapper) defaults to ``load_embedder(model_dir)``, loaded on
+    first need. Raises ``RagsiftError`` for a busy/foreign index or a model mismatch.
+    """
+    import sqlite3
+    import time
+
+    from ragsift.errors import RagsiftError
+    from ragsift.retrieval.store import IndexStore
+
+    t0 = time.perf_counter()
+    summary = EmbedSummary()
+    progress = progress or EmbedProgress()
+    use_stdin = "-" in paths
+    if use_stdin and len(paths) > 1:
+        raise RagsiftError("- (chunk JSON lines on stdin) cannot be combined with other paths")
+    if not use_stdin and chunker is None:
+        chunker = default_embed_chunker(model_dir)
+
+    def skip(s: Skipped) -> None:
+        summary.skipped.append(s)
+        if on_skip:
+            on_skip(s)
+
+    store = IndexStore.open(index, "w", wait=wait)
+    try:
+        if rebuild:
+            store.clear()
+        run = _Run(store, summary, embedder, model_dir, batch_size, progress)
+        run.check_model_early()
+        if use_stdin:
+            _ingest_records(run, stdin_lines if stdin_lines is not None else [], skip)
+        else:
+            _ingest_files(run, paths, chunker, include, exclude, prune, skip)
+        run.flush()
+        store.compact()
+        summary.index = {k: v for k, v in store.stats().items() if k != "writer_pid"}
+    except sqlite3.DatabaseError as exc:
+        raise RagsiftError(f"index {index}: {exc}") from None
+    finally:
+        progress.finish()
+        store.close()
+    summary.seconds = time.perf_counter() - t0
+    return summary
+
+
+def _ingest_files(run: _Run, paths, chunker, include, exclude, prune: bool, skip) -> None:
+    import hashlib
+
+    from ragsift.retrieval.store import DocumentWrite
+    from ragsift.sources import Skipped, discover, load_document, read_bytes
+
+    store, s = run.store, run.summary
+    key_of_chunker = chunker_key(chunker)
+    if run.settings.get("chunker_options") != chunker.options() or \
+            run.settings.get("chunker") != chunker.name:
+        store.set_settings(chunker=chunker.name, chunker_options=chunker.options())
+    files, missing = discover(list(paths), include=include or [], exclude=exclude or [])
+    for m in missing:
+        skip(m)
+    state = store.documents_state()
+    seen: set[str] = set()
+    run.progress.start(len(files))
+    for sf in files:
+        s.discovered += 1
+        key = os.path.abspath(str(sf.path))
+        seen.add(key)
+        old = state.get(key)
+        same_chunker = old is not None and old.chunker == key_of_chunker
+        if same_chunker and old.size == sf.size and old.mtime == sf.mtime:
+            s.unchanged += 1
+            if old.path != sf.relpath:
+                store.touch_document(key, path=sf.relpath)
+            run.progress.advance(files=1)
+            continue
+        try:
+            data = read_bytes(sf)
+        except OSError as exc:
+            skip(Skipped(sf.relpath, (exc.strerror or str(exc)).lower()))
+            run.progress.advance(files=1)
+            continue
+        except SkipFile as exc:
+            skip(Skipped(sf.relpath, exc.reason))
+            run.progress.advance(files=1)
+            continue
+        sha = hashlib.sha256(data).hexdigest()
+        if same_chunker and old.sha256 == sha:
+            s.unchanged += 1
+            store.touch_document(key, path=sf.relpath, size=sf.size, mtime=sf.mtime)
+            run.progress.advance(files=1)
+            continue
+        try:
+            doc = load_document(sf)
+        except SkipFile as exc:
+            skip(Skipped(sf.relpath, exc.reason))
+            run.progress.advance(files=1)
+            continue
+        s.parsed += 1
+        records = []
+        for i, ch in enumerate(chunker.chunk(doc)):
+            rec = chunk_record(doc, i, ch)
+            rec["content_hash"] = content_hash(rec["context"] + rec["text"])
+            records.append(rec)
+        run.add(DocumentWrite(key=key, path=doc.path, sha256=sha, records=records, vectors=None,
+                              source=key, size=sf.size, mtime=sf.mtime, format=doc.format,
+                              chunker=key_of_chunker))
+    run.flush()
+    if prune:
+        roots = [os.path.abspath(p) for p in paths]
+        gone = [k for k, st in state.items()
+                if st.source and k not in seen and _under(k, roots)]
+        if gone:
+            s.removed += store.remove_documents(gone)
+
+
+def _under(path: str, roots: list[str]) -> bool:
+    for root in roots:
+        if path == root or path.startswith(root.rstrip(os.sep) + os.sep):
+            return True
+    return False
+
+
+def _ingest_records(run: _Run, lines: Iterable[str], skip) -> None:
+    """Chunk JSON lines (as ``ragsift chunk`` prints them) → documents grouped by ``path``."""
+    import hashlib
+    import json
+
+    from ragsift.retrieval.store import DocumentWrite
+    from ragsift.sources import Skipped
+
+    groups: dict[str, list[dict]] = {}
+    indexes: dict[str, set[int]] = {}
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"stdin line {lineno}"
+        try:
+            rec = json.loads(line)
+        except ValueError as exc:
+            skip(Skipped(where, f"not JSON ({exc.msg}); expected records as printed by "
+                                "`ragsift chunk`"))
+            continue
+        problem = _record_problem(rec)
+        if problem is None and rec["index"] in indexes.get(rec["path"], ()):
+            problem = f"duplicate index {rec['index']} for path {rec['path']!r}"
+        if problem:
+            skip(Skipped(where, problem))
+            continue
+        clean = {k: rec.get(k) for k in _RECORD_FIELDS}
+        clean["context"] = clean["context"] or ""
+        clean["headings"] = [str(h) for h in (clean["headings"] or [])]
+        clean["level"] = clean["level"] or 0
+        if clean["chars"] is None:
+            clean["chars"] = len(clean["text"])
+        clean["id"] = f"{clean['path']}#{clean['index']}"
+        clean["content_hash"] = content_hash(clean["context"] + clean["text"])
+        groups.setdefault(clean["path"], []).append(clean)
+        indexes.setdefault(clean["path"], set()).add(clean["index"])
+    state = run.store.documents_state()
+    s = run.summary
+    run.progress.start(len(groups))
+    for path, records in groups.items():
+        s.discovered += 1
+        records.sort(key=lambda r: r["index"])
+        sha = hashlib.sha256(json.dumps(records, sort_keys=True).encode()).hexdigest()
+        key = "-:" + path
+        old = state.get(key)
+        if old is not None and old.sha256 == sha:
+            s.unchanged += 1
+            run.progress.advance(files=1)
+            continue
+        s.parsed += 1
+        run.add(DocumentWrite(key=key, path=path, sha256=sha, records=records, vectors=None,
+                              chunker=STDIN_CHUNKER))
+
+
+def _record_problem(rec: object) -> str | None:
+    if not isinstance(rec, dict):
+        return "not a JSON object; expected records as printed by `ragsift chunk`"
+    for name, (types, required) in _RECORD_FIELDS.items():
+        if name not in rec:
+            if required:
+                return f"missing field {name!r}"
+            continue
+        value = rec[name]
+        if isinstance(value, bool) or not isinstance(value, types):
+            want = " or ".join("null" if t is type(None) else t.__name__ for t in types)
+            return f"field {name!r} must be {want}, not {type(value).__name__}"
+    if rec["index"] < 0:
+        return "field 'index' must be >= 0"
+    if not rec["text"].strip():
+        return "field 'text' is empty"
+    return None

@@ -1,0 +1,227 @@
+"""``ragsift embed``: bring an index up to date with files (or chunk JSON lines on stdin)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from enum import Enum
+
+import typer
+
+from ragsift.cli._common import handle_errors, warn
+from ragsift.errors import EXIT_NOTHING, EXIT_OK, EXIT_SKIPPED
+
+DEFAULT_INDEX = "ragsift.db"
+
+
+class Strategy(str, Enum):
+    recursive = "recursive"
+    sentence = "sentence"
+    markdown = "markdown"
+    heading = "heading"
+    paragraph = "paragraph"
+    chars = "chars"
+    tokens = "tokens"
+    whole = "whole"
+
+
+class Tokenizer(str, Enum):
+    model = "model"
+    cl100k = "cl100k"
+    chars = "chars"
+
+
+EPILOG = """
+Examples:
+
+  ragsift embed docs/ --index docs.db
+
+  ragsift embed docs/ notes/ --include '*.md' --exclude 'drafts/*'
+
+  ragsift chunk book.txt --strategy sentence --size 128 | ragsift embed - --index book.db
+
+  ragsift embed docs/ --json | jq .embedded
+
+A re-run only reads what changed: files with the same size and mtime (or, failing that, the
+same sha256) are not read again, chunks whose text already has a vector are not embedded
+again, and files gone from the given folders are removed (--no-prune keeps them).
+Exit codes: 0 ok, 1 nothing indexed, 2 usage error, 3 done but some files were skipped.
+"""
+
+
+def embed_command(
+    paths: list[str] = typer.Argument(..., help="Files, folders (walked recursively), or - for `ragsift chunk` JSON lines on stdin."),
+    index: str = typer.Option(DEFAULT_INDEX, "--index", "-i", envvar="RAGSIFT_INDEX", help="Index file (SQLite); created if missing."),
+    strategy: Strategy = typer.Option(Strategy.recursive, "--strategy", "-s", help="Chunking strategy."),
+    size: int | None = typer.Option(None, "--size", "-n", min=1, help="Chunk budget in --tokenizer units [model: the model's max length, 256 for the default, so nothing is truncated]."),
+    overlap: int | None = typer.Option(None, "--overlap", min=0, help="Overlap between chunks (strategies that support it)."),
+    tokenizer: Tokenizer = typer.Option(Tokenizer.model, "--tokenizer", help="Unit of --size: model (the embedder's own tokens, special tokens included), cl100k, chars."),
+    model: str | None = typer.Option(None, "--model", help="Folder with model.onnx + tokenizer.json [default: all-MiniLM-L6-v2 int8]."),
+    include: list[str] = typer.Option([], "--include", help="Only files matching this glob (repeatable)."),
+    exclude: list[str] = typer.Option([], "--exclude", help="Skip files matching this glob (repeatable)."),
+    rebuild: bool = typer.Option(False, "--rebuild", help="Start the index afresh (required to change the model)."),
+    no_prune: bool = typer.Option(False, "--no-prune", help="Keep documents whose files disappeared from the given folders."),
+    wait: bool = typer.Option(False, "--wait", help="If another process is writing the index, wait for it instead of failing."),
+    batch_size: int | None = typer.Option(None, "--batch-size", min=1, help="Texts per model call [8: measured fastest here]."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no summary (skips, warnings and errors still go to stderr)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON on stdout."),
+) -> None:
+    """Chunk, embed and index documents into one SQLite file, incrementally.
+
+    Each batch of files is committed on its own, so an interrupted run (even kill -9)
+    keeps everything committed and the next run finishes the rest.
+    """
+    from ragsift.pipeline import build_index, default_embed_chunker
+
+    chunker = None
+    if paths != ["-"]:
+        chunker = default_embed_chunker(model, strategy=strategy.value, size=size,
+                                        overlap=overlap, tokenizer=tokenizer.value)
+    progress = _make_progress(quiet)
+    summary = build_index(
+        paths,
+        index,
+        chunker,
+        include=include,
+        exclude=exclude,
+        prune=not no_prune,
+        rebuild=rebuild,
+        wait=wait,
+        model_dir=model,
+        batch_size=batch_size,
+        stdin_lines=sys.stdin if paths == ["-"] else None,
+        on_skip=lambda s: warn(f"skipped {s.path}: {s.reason}"),
+        progress=progress,
+    )
+    if summary.truncated:
+        warn(f"warning: {summary.truncated} chunks were longer than the model's max length; "
+             f"{summary.truncated_tokens} tokens were never embedded (use --tokenizer model "
+             "and a --size within the model's max length)")
+    if as_json:
+        import json
+
+        sys.stdout.write(json.dumps(summary.as_dict()) + "\n")
+        sys.stdout.flush()
+    elif not quiet:
+        warn(_summary_line(summary))
+    if summary.skipped:
+        raise typer.Exit(EXIT_SKIPPED)
+    raise typer.Exit(EXIT_NOTHING if not summary.index.get("chunks") else EXIT_OK)
+
+
+def _summary_line(s) -> str:
+    idx = s.index
+    line = (f"{s.discovered} discovered, {s.unchanged} unchanged, {s.parsed} parsed, "
+            f"{len(s.skipped)} skipped, {s.removed} removed; {s.chunks} chunks written "
+            f"({s.embedded} embedded, {s.reused} reused), {s.truncated} truncated; "
+            f"{s.seconds:.1f} s")
+    if idx:
+        line += (f"; index {idx['path']}: {idx['documents']} documents, "
+                 f"{idx['chunks']} chunks")
+    return line
+
+
+def _make_progress(quiet: bool):
+    from ragsift.pipeline import EmbedProgress
+
+    if quiet:
+        return EmbedProgress()
+    if sys.stderr.isatty():
+        return _RichProgress()
+    return _PlainProgress()
+
+
+class _Counts:
+    def __init__(self) -> None:
+        self.total = 0
+        self.files = 0
+        self.chunks = 0
+        self.tokens = 0
+        self.t0 = time.perf_counter()
+        self.t_embed: float | None = None
+
+    def add(self, files: int, chunks: int, tokens: int) -> None:
+        if tokens and self.t_embed is None:
+            self.t_embed = time.perf_counter()
+        self.files += files
+        self.chunks += chunks
+        self.tokens += tokens
+
+    def rate(self) -> float:
+        if self.t_embed is None:
+            return 0.0
+        return self.tokens / max(time.perf_counter() - self.t_embed, 1e-6)
+
+
+class _PlainProgress(_Counts):
+    """stderr is not a terminal: one plain line every 10 s, only for long runs."""
+
+    EVERY = 10.0
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._last = time.perf_counter()
+
+    def start(self, files: int) -> None:
+        self.total = files
+
+    def advance(self, files: int = 0, chunks: int = 0, tokens: int = 0) -> None:
+        self.add(files, chunks, tokens)
+        now = time.perf_counter()
+        if now - self._last >= self.EVERY:
+            self._last = now
+            warn(f"{self.files}/{self.total} files, {self.chunks} chunks, "
+                 f"{self.rate():.0f} tokens/s")
+
+    def finish(self) -> None:
+        pass
+
+
+class _RichProgress(_Counts):
+    """A rich bar on stderr: files done / total, chunks written, tokens/s, ETA."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+
+        from ragsift.cli._common import stderr_console
+
+        self._bar = Progress(
+            TextColumn("[bold]embed"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("files"),
+            TextColumn("{task.fields[chunks]} chunks"),
+            TextColumn("{task.fields[rate]} tok/s"),
+            TimeRemainingColumn(),
+            console=stderr_console(),
+            transient=True,
+        )
+        self._task = None
+
+    def start(self, files: int) -> None:
+        self.total = files
+        self._bar.start()
+        self._task = self._bar.add_task("embed", total=files, chunks=0, rate="-")
+
+    def advance(self, files: int = 0, chunks: int = 0, tokens: int = 0) -> None:
+        self.add(files, chunks, tokens)
+        if self._task is not None:
+            rate = self.rate()
+            self._bar.update(self._task, advance=files, chunks=self.chunks,
+                             rate=f"{rate:.0f}" if rate else "-")
+
+    def finish(self) -> None:
+        if self._task is not None:
+            self._bar.stop()
+
+
+def register(app: typer.Typer) -> None:
+    app.command("embed", epilog=EPILOG, help=embed_command.__doc__)(handle_errors(embed_command))
+

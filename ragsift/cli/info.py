@@ -1,0 +1,99 @@
+"""``ragsift info``: what an index holds (documents, chunks, model, chunker, vectors, size)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import typer
+
+from ragsift.cli._common import handle_errors, warn
+from ragsift.errors import EXIT_OK, EXIT_USAGE
+
+EPILOG = """
+Examples:
+
+  ragsift info --index docs.db
+
+  ragsift info --json | jq .chunks
+
+  ragsift info --check   # also verify vectors, chunks and documents agree
+"""
+
+
+def info_command(
+    index: str = typer.Option("ragsift.db", "--index", "-i", envvar="RAGSIFT_INDEX", help="Index file."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+    check: bool = typer.Option(False, "--check", help="Verify that vectors, chunks and documents agree (exit 2 if not)."),
+) -> None:
+    """Show what an index holds. Reading never blocks a running `ragsift embed`."""
+    from ragsift.retrieval.store import IndexStore
+
+    with IndexStore.open(index, "r") as store:
+        info = {**store.stats(), **_settings_view(store.settings())}
+        problems = store.verify() if check else None
+    if problems is not None:
+        info["problems"] = problems
+    if as_json:
+        sys.stdout.write(json.dumps(info) + "\n")
+    else:
+        _print_table(info)
+    if problems:
+        for p in problems:
+            warn(f"index {index}: {p}")
+        raise typer.Exit(EXIT_USAGE)
+    raise typer.Exit(EXIT_OK)
+
+
+def _settings_view(settings: dict) -> dict:
+    return {
+        "model": settings.get("model"),
+        "model_fingerprint": settings.get("model_fingerprint"),
+        "dimensions": settings.get("dimensions"),
+        "chunker": settings.get("chunker"),
+        "chunker_options": settings.get("chunker_options"),
+        "schema_version": settings.get("schema_version"),
+    }
+
+
+def _human(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"
+
+
+def _print_table(info: dict) -> None:
+    from rich.table import Table
+
+    from ragsift.cli._common import stdout_console
+
+    table = Table(title=f"index {info['path']}", show_header=False)
+    table.add_column("field", style="bold")
+    table.add_column("value")
+    opts = info.get("chunker_options")
+    rows = [
+        ("documents", f"{info['documents']:,}"),
+        ("chunks", f"{info['chunks']:,} ({info['tokens']:,} chunker tokens)"),
+        ("vectors", f"{info['vectors']:,} × {info.get('dimensions') or '?'} float32"),
+        ("truncated chunks", f"{info['truncated']:,}"),
+        ("model", str(info.get("model") or "-")),
+        ("model fingerprint", str(info.get("model_fingerprint") or "-")),
+        ("chunker", str(info.get("chunker") or "-")
+         + (f" {json.dumps(opts, sort_keys=True)}" if opts else "")),
+        ("size on disk", _human(info["size_bytes"])),
+        ("schema version", str(info["schema_version"])),
+    ]
+    if info.get("writer_pid"):
+        rows.append(("being written by", f"PID {info['writer_pid']}"))
+    if info.get("problems") is not None:
+        rows.append(("check", "; ".join(info["problems"]) or "ok"))
+    for k, v in rows:
+        table.add_row(k, v)
+    stdout_console().print(table)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("info", epilog=EPILOG, help=info_command.__doc__)(handle_errors(info_command))
