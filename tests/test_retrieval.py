@@ -320,3 +320,16 @@ def test_hard_wrapped_prose_gives_sentences_located_in_the_original():
     assert span == (0, text.index("leaves.") + len("leaves."))
     assert attr.locate("not there", text) is None
     assert attr.locate("Swarming is how col…", text) == (0, len("Swarming is how col"))
+
+
+def test_parallel_scan_equals_single(monkeypatch):
+    from ragsift.retrieval import search
+
+    rng = np.random.default_rng(3)
+    m = rng.standard_normal((1001, 16)).astype(np.float32)
+    q = rng.standard_normal(16).astype(np.float32)
+    single = search.dot_rows(m, q)
+    monkeypatch.setattr(search, "PARALLEL_MIN_ROWS", 10)
+    monkeypatch.setattr(search, "_cores", lambda: 3)
+    assert np.allclose(search.dot_rows(m, q), single, atol=1e-5)
+    assert np.allclose(single, m @ q, atol=1e-5)

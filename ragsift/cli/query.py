@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 
 # -- shared options (query, explain, tune) ----------------------------------------------------
 
-INDEX_OPTION = typer.Option(..., "--index", "-i", envvar="RAGSIFT_INDEX", metavar="FILE",
-                            help="Index file built by `ragsift embed` [env RAGSIFT_INDEX].")
+INDEX_OPTION = typer.Option("ragsift.db", "--index", "-i", envvar="RAGSIFT_INDEX",
+                            metavar="FILE", help="Index file built by `ragsift embed`.")
 K_OPTION = typer.Option(3, "-k", "--k", min=1, help="Admit at most K hits.")
 THRESHOLD_OPTION = typer.Option(
     None, "--threshold", "-t", metavar="FLOAT|none",
@@ -81,7 +81,7 @@ def open_searcher(index: str, model: str | None) -> Iterator[Searcher]:
     from ragsift.retrieval.store import IndexStore
 
     with IndexStore.open(index, "r") as store:
-        yield Searcher(store, model_dir=model)
+        yield Searcher(store, model_dir=model, preload_embedder=True)
 
 
 def fmt_threshold(value: float | None) -> str:

@@ -1,13 +1,20 @@
 """Exact dense search over an index, and the glue that turns scores into a ``Retrieval``.
 
 Pattern: load the whole matrix once (``IndexStore.load_matrix``: contiguous float32, one row
-per chunk, L2-normalised), score a query with one BLAS matrix-vector product (cosine = dot
-product of unit vectors), take the best ``n`` with ``np.argpartition`` and sort only those.
+per chunk, L2-normalised), score a query with one matrix-vector product (cosine = dot product
+of unit vectors), take the best ``n`` with ``np.argpartition`` and sort only those.
 
-Exact at every size, by measurement: on 1M x 384 the float32 scan costs ~60-120 ms on two
-cores (memory-bound), inside the 150 ms target. numpy has no fast float16/int8 kernels (an
-int8 or float16 scan measured slower than float32 here), so a reduced-precision pre-scan would
-add error without saving time; see ``bench/RESULTS-search.md``.
+The single-query product is numpy's ``einsum`` kernel, not BLAS ``gemv``, by measurement (2
+cores, 384 dims): OpenBLAS single-threaded sgemv took 12 ms on 100k rows where einsum took 7,
+and multi-threaded sgemv stalls when another process holds a core (8 ms instead of 0.3 on 10k
+rows). einsum releases the GIL, so matrices of ``PARALLEL_MIN_ROWS`` rows or more are split
+across a thread pool, one block per core. Batches of queries (``tune``, ``query -``) use one
+BLAS matrix product, where BLAS is at its best.
+
+Exact at every size, by measurement: a float32 scan of 1M x 384 is memory-bound at ~65 ms on
+one core, inside the 150 ms target. numpy has no fast float16/int8 kernels (a float16 scan
+measured 10x slower than float32, int8 no faster), so a reduced-precision pre-scan would add
+error without saving time; see ``bench/RESULTS-search.md``.
 
 Order is total and deterministic: score descending, then rowid ascending. Ties at the cut of
 ``argpartition`` are resolved by that order too, so the best ``n`` are always a prefix of the
@@ -20,6 +27,7 @@ the row ids of the matching documents once per ``Searcher`` and glob.
 from __future__ import annotations
 
 import fnmatch
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +39,42 @@ if TYPE_CHECKING:
 
 # Queries scored together in one matrix product (bounds the (n, batch) score buffer).
 QUERY_BATCH = 32
+# Below this many rows one thread scans faster than a pool can be woken up.
+PARALLEL_MIN_ROWS = 200_000
+
+_POOL: Any = None
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def dot_rows(matrix: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``matrix @ q`` (float32), one block per core for big matrices."""
+    import numpy as np
+
+    global _POOL
+    n = matrix.shape[0]
+    out = np.empty(n, dtype=np.float32)
+    cores = _cores()
+    if n < PARALLEL_MIN_ROWS or cores < 2:
+        np.einsum("ij,j->i", matrix, q, out=out)
+        return out
+    if _POOL is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _POOL = ThreadPoolExecutor(max_workers=cores, thread_name_prefix="ragsift-scan")
+    bounds = np.linspace(0, n, cores + 1).astype(np.int64).tolist()
+
+    def part(i: int) -> None:
+        a, b = bounds[i], bounds[i + 1]
+        np.einsum("ij,j->i", matrix[a:b], q, out=out[a:b])
+
+    list(_POOL.map(part, range(cores)))
+    return out
 
 
 def top_order(scores: np.ndarray, n: int, tiebreak: np.ndarray) -> np.ndarray:
@@ -74,12 +118,23 @@ class Searcher:
     The embedder is loaded on first use and must match the index's model fingerprint.
     """
 
-    def __init__(self, store: Any, embedder: Any = None, model_dir: str | None = None) -> None:
+    def __init__(self, store: Any, embedder: Any = None, model_dir: str | None = None,
+                 preload_embedder: bool = False) -> None:
         import numpy as np
 
         self.store = store
         self.settings: dict = dict(store.settings() or {})
-        rowids, matrix = store.load_matrix()
+        self._loading: Any = None
+        if embedder is None and preload_embedder:
+            # Model load (~0.2 s) and matrix load overlap: a cold `ragsift query` pays the
+            # longer of the two, not their sum (both release the GIL for most of the work).
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(1, thread_name_prefix="ragsift-model") as pool:
+                self._loading = pool.submit(embedder_for, self.settings, model_dir)
+                rowids, matrix = store.load_matrix()
+        else:
+            rowids, matrix = store.load_matrix()
         self.rowids = np.ascontiguousarray(rowids, dtype=np.int64)
         self.matrix = np.ascontiguousarray(matrix, dtype=np.float32)
         if self.matrix.ndim != 2 or self.matrix.shape[0] != self.rowids.shape[0]:
@@ -94,7 +149,11 @@ class Searcher:
     @property
     def embedder(self) -> Any:
         if self._embedder is None:
-            self._embedder = embedder_for(self.settings, self._model_dir)
+            if self._loading is not None:
+                loading, self._loading = self._loading, None
+                self._embedder = loading.result()
+            else:
+                self._embedder = embedder_for(self.settings, self._model_dir)
         return self._embedder
 
     @property
@@ -155,7 +214,7 @@ class Searcher:
         for b in range(0, qvecs.shape[0], QUERY_BATCH):
             block = qvecs[b:b + QUERY_BATCH]
             if block.shape[0] == 1:
-                all_scores = (matrix @ block[0])[:, None]
+                all_scores = dot_rows(matrix, block[0])[:, None]
             else:
                 all_scores = matrix @ block.T
             for j in range(block.shape[0]):
