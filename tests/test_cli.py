@@ -1,0 +1,146 @@
+"""The foundation's CLI contract: `ragsift chunk` on the fixture corpus, help, version, exit codes.
+
+Runs through Typer's CliRunner (fast, in-process) and as a real subprocess (what a shell sees).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from ragsift import __version__
+from ragsift.cli import app
+
+runner = CliRunner()
+
+SUBCOMMANDS = ["chunk", "embed", "info", "query", "explain", "tune", "eval"]
+
+
+def _registered() -> list[str]:
+    import typer.main
+
+    group = typer.main.get_command(app)
+    return sorted(group.commands)  # type: ignore[attr-defined]
+
+
+def test_version():
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert result.output.strip() == f"ragsift {__version__}"
+
+
+@pytest.mark.parametrize("name", _registered())
+def test_every_subcommand_help_has_an_example(name):
+    result = runner.invoke(app, [name, "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "Example" in result.output
+    assert f"ragsift {name}" in result.output
+
+
+def test_chunk_help_shows_every_option():
+    out = runner.invoke(app, ["chunk", "--help"], env={"COLUMNS": "200"}).output
+    for flag in ["--strategy", "--size", "--overlap", "--unit", "--tokenizer", "--format",
+                 "--include", "--exclude"]:
+        assert flag in out
+
+
+def _load_docs(paths):
+    from ragsift.sources import discover, load_document
+
+    files, _ = discover(paths)
+    docs = {}
+    for sf in files:
+        try:
+            docs[sf.relpath] = load_document(sf)
+        except Exception:  # bad fixtures are skipped by the CLI too
+            continue
+    return docs
+
+
+def test_chunk_fixtures_jsonl_offsets_are_exact(cli):
+    proc = cli("chunk", "fixtures/")
+    assert "Traceback" not in proc.stderr
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert rows, proc.stderr
+    docs = _load_docs(["fixtures/"])
+    fields = {"id", "path", "index", "text", "start", "end", "context", "tokens", "chars",
+              "line_start", "line_end", "headings", "page", "level"}
+    seen_paths = set()
+    for r in rows:
+        assert set(r) == fields
+        doc = docs[r["path"]]
+        assert doc.text[r["start"]:r["end"]] == r["text"]
+        assert r["id"] == f"{r['path']}#{r['index']}"
+        assert r["chars"] == len(r["text"])
+        assert r["line_start"] <= r["line_end"]
+        seen_paths.add(r["path"])
+    # every good fixture produced chunks
+    assert seen_paths == set(docs)
+
+
+def test_bad_fixtures_one_line_each_and_exit_3(cli, fixtures_dir):
+    bad = sorted(p for p in (fixtures_dir / "bad").iterdir() if p.is_file())
+    assert len(bad) >= 2
+    proc = cli("chunk", "fixtures/")
+    assert proc.returncode == 3
+    assert "Traceback" not in proc.stderr
+    skipped = [line for line in proc.stderr.splitlines() if line.startswith("ragsift: skipped ")]
+    assert len(skipped) == len(bad)
+    for p in bad:
+        rel = f"fixtures/bad/{p.name}"
+        assert sum(line.startswith(f"ragsift: skipped {rel}: ") for line in skipped) == 1
+
+
+def test_good_fixtures_exit_0(cli):
+    proc = cli("chunk", "fixtures/", "--exclude", "bad/*", "--exclude", "fixtures/bad/*")
+    assert proc.returncode == 0, proc.stderr
+    assert not [ln for ln in proc.stderr.splitlines() if ln.startswith("ragsift: skipped ")]
+
+
+def test_missing_path_is_reported_not_a_traceback(cli, tmp_path):
+    proc = cli("chunk", str(tmp_path / "nope.md"))
+    assert "Traceback" not in proc.stderr
+    assert proc.returncode in (2, 3)
+    assert "nope.md" in proc.stderr
+
+
+def test_stdin_dash(cli):
+    proc = cli("chunk", "-", input="# Title\n\nHello there. This is a test document.\n")
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert rows and rows[0]["path"] == "-"
+    assert "Hello there" in rows[0]["text"]
+
+
+def test_usage_error_exit_2():
+    result = runner.invoke(app, ["chunk", "fixtures/", "--strategy", "nonsense"])
+    assert result.exit_code == 2
+
+
+def test_table_format_and_summary(cli):
+    proc = cli("chunk", "fixtures/", "--format", "table", env={"COLUMNS": "160"})
+    assert proc.returncode == 3
+    assert "chunks" in proc.stdout
+    assert "median" in proc.stderr
+
+
+def test_chars_unit_counts_characters(cli):
+    proc = cli("chunk", "fixtures/", "--unit", "chars", "--size", "300")
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert rows
+    for r in rows:
+        assert r["tokens"] == len(r["context"] + r["text"])
+        assert r["tokens"] <= 300
+
+
+def test_help_is_fast_and_light(cli):
+    import subprocess
+    import sys
+
+    code = ("import sys, ragsift.cli; "
+            "heavy = [m for m in ('numpy', 'onnxruntime', 'tokenizers', 'tiktoken', 'markdown_it') "
+            "if m in sys.modules]; print(heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
