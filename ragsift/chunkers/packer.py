@@ -128,7 +128,7 @@ class Packer:
             if self.overlap > 0 and chunk is not None:
                 ov = self._overlap_start(text, index, chunk[1], chunk[2])
                 if ov is not None:
-                    prev_end = chunk[2]
+                    prev_end = first_nonspace(text, chunk[2])
                     nxt = ov
             s = first_nonspace(text, nxt) if self.trim else nxt
         if self.tail_min and len(out) >= 2:
