@@ -99,6 +99,12 @@ def iter_documents(
         yield doc
 
 
+def _prepared(chunker: Chunker, doc: Document) -> Document:
+    """The document a chunker wants to chunk and have recorded (e.g. tables rendered)."""
+    prepare = getattr(chunker, "prepare", None)
+    return prepare(doc) if prepare is not None else doc
+
+
 def iter_chunks(
     paths: list[str],
     chunker: Chunker,
@@ -114,6 +120,7 @@ def iter_chunks(
     for doc in iter_documents(
         paths, include=include, exclude=exclude, on_skip=on_skip, summary=summary
     ):
+        doc = _prepared(chunker, doc)
         for i, ch in enumerate(chunker.chunk(doc)):
             summary.chunks += 1
             summary.token_counts.append(ch.tokens)
@@ -130,7 +137,7 @@ def iter_chunks(
 # The model is loaded on the first chunk that needs it, so an unchanged corpus never loads it.
 
 FLUSH_CHUNKS = 64  # commit after this many chunks are pending (~2 s of embedding here)
-FLUSH_FILES = 256  # ... or this many files (cheap, unchanged-content rewrites)
+FLUSH_FILES = 8  # ... or this many files: small commits, little lost to a kill
 EMBED_STEP = 64  # texts per embedder call: progress granularity; the embedder sorts inside
 STDIN_CHUNKER = "stdin"  # chunker key of documents ingested as chunk JSON lines
 
@@ -469,6 +476,7 @@ def _ingest_files(run: _Run, paths, chunker, include, exclude, prune: bool, skip
             run.progress.advance(files=1)
             continue
         s.parsed += 1
+        doc = _prepared(chunker, doc)
         records = []
         for i, ch in enumerate(chunker.chunk(doc)):
             rec = chunk_record(doc, i, ch)

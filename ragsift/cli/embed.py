@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from enum import Enum
+from typing import Annotated
 
 import typer
 
@@ -50,21 +51,21 @@ Exit codes: 0 ok, 1 nothing indexed, 2 usage error, 3 done but some files were s
 
 
 def embed_command(
-    paths: list[str] = typer.Argument(..., help="Files, folders (walked recursively), or - for `ragsift chunk` JSON lines on stdin."),
-    index: str = typer.Option(DEFAULT_INDEX, "--index", "-i", envvar="RAGSIFT_INDEX", help="Index file (SQLite); created if missing."),
-    strategy: Strategy = typer.Option(Strategy.recursive, "--strategy", "-s", help="Chunking strategy."),
-    size: int | None = typer.Option(None, "--size", "-n", min=1, help="Chunk budget in --tokenizer units [model: the model's max length, 256 for the default, so nothing is truncated]."),
-    overlap: int | None = typer.Option(None, "--overlap", min=0, help="Overlap between chunks (strategies that support it)."),
-    tokenizer: Tokenizer = typer.Option(Tokenizer.model, "--tokenizer", help="Unit of --size: model (the embedder's own tokens, special tokens included), cl100k, chars."),
-    model: str | None = typer.Option(None, "--model", help="Folder with model.onnx + tokenizer.json [default: all-MiniLM-L6-v2 int8]."),
-    include: list[str] = typer.Option([], "--include", help="Only files matching this glob (repeatable)."),
-    exclude: list[str] = typer.Option([], "--exclude", help="Skip files matching this glob (repeatable)."),
-    rebuild: bool = typer.Option(False, "--rebuild", help="Start the index afresh (required to change the model)."),
-    no_prune: bool = typer.Option(False, "--no-prune", help="Keep documents whose files disappeared from the given folders."),
-    wait: bool = typer.Option(False, "--wait", help="If another process is writing the index, wait for it instead of failing."),
-    batch_size: int | None = typer.Option(None, "--batch-size", min=1, help="Texts per model call [8: measured fastest here]."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no summary (skips, warnings and errors still go to stderr)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON on stdout."),
+    paths: Annotated[list[str], typer.Argument(help="Files, folders (walked recursively), or - for `ragsift chunk` JSON lines on stdin.")],
+    index: Annotated[str, typer.Option("--index", "-i", envvar="RAGSIFT_INDEX", help="Index file (SQLite); created if missing.")] = DEFAULT_INDEX,
+    strategy: Annotated[Strategy, typer.Option("--strategy", "-s", help="Chunking strategy.")] = Strategy.recursive,
+    size: Annotated[int | None, typer.Option("--size", "-n", min=1, help="Chunk budget in --tokenizer units (default with --tokenizer model: the model's max length, 256 for the default model, so nothing is truncated).")] = None,
+    overlap: Annotated[int | None, typer.Option("--overlap", min=0, help="Overlap between chunks (strategies that support it).")] = None,
+    tokenizer: Annotated[Tokenizer, typer.Option("--tokenizer", help="Unit of --size: model (the embedder's own tokens, special tokens included), cl100k, chars.")] = Tokenizer.model,
+    model: Annotated[str | None, typer.Option("--model", help="Folder with model.onnx + tokenizer.json (default: all-MiniLM-L6-v2 int8).")] = None,
+    include: Annotated[list[str] | None, typer.Option("--include", help="Only files matching this glob (repeatable).")] = None,
+    exclude: Annotated[list[str] | None, typer.Option("--exclude", help="Skip files matching this glob (repeatable).")] = None,
+    rebuild: Annotated[bool, typer.Option("--rebuild", help="Start the index afresh (required to change the model).")] = False,
+    no_prune: Annotated[bool, typer.Option("--no-prune", help="Keep documents whose files disappeared from the given folders.")] = False,
+    wait: Annotated[bool, typer.Option("--wait", help="If another process is writing the index, wait for it instead of failing.")] = False,
+    batch_size: Annotated[int | None, typer.Option("--batch-size", min=1, help="Texts per model call (default 8, measured fastest here).")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no summary (skips, warnings and errors still go to stderr).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the run summary as JSON on stdout.")] = False,
 ) -> None:
     """Chunk, embed and index documents into one SQLite file, incrementally.
 

@@ -149,13 +149,10 @@ class IndexStore:
     @classmethod
     def _open_writer(cls, path: str, state: str, lock: WriterLock) -> IndexStore:
         try:
+            if state in ("missing", "empty"):
+                _create(path)
             db = sqlite3.connect(path, isolation_level=None, timeout=30,
                                  check_same_thread=False)
-            if state in ("missing", "empty"):
-                # Header first (rollback mode), so even a run killed before its first
-                # commit leaves a file that says whose it is.
-                db.execute(f"PRAGMA page_size = {migrations.PAGE_SIZE}")
-                db.execute(f"PRAGMA application_id = {migrations.APPLICATION_ID}")
             if db.execute("PRAGMA journal_mode = WAL").fetchone()[0].lower() != "wal":
                 raise RagsiftError(f"cannot put index {path} in WAL mode")
             db.execute("PRAGMA synchronous = NORMAL")
@@ -615,6 +612,28 @@ def inspect_file(path: str) -> str:
         raise RagsiftError(
             f"{path} is an SQLite database but not a ragsift index; refusing to touch it")
     return "ours"
+
+
+def _create(path: str) -> None:
+    """Build a new, fully migrated index next to ``path`` and rename it into place.
+
+    So a run killed while creating the index leaves either no index or a complete empty
+    one, never a half-initialised file. (Caller holds the writer lock.)
+    """
+    import glob
+
+    for stale in glob.glob(glob.escape(path) + ".creating-*"):  # from a killed creator
+        with contextlib.suppress(OSError):
+            os.unlink(stale)
+    tmp = f"{path}.creating-{os.getpid()}"
+    db = sqlite3.connect(tmp, isolation_level=None)
+    try:
+        db.execute(f"PRAGMA page_size = {migrations.PAGE_SIZE}")
+        db.execute(f"PRAGMA application_id = {migrations.APPLICATION_ID}")
+        migrations.migrate(db)
+    finally:
+        db.close()
+    os.replace(tmp, path)
 
 
 def _corrupt(path: str, exc: Exception) -> RagsiftError:
