@@ -197,12 +197,12 @@ def test_load_config(tmp_path):
         '[retrieval]\nmode = "hybrid"\nfusion = "convex"\nalpha = 0.7\nk = 5\n'
     )
     c = load_config(p)
-    assert c.name == "base" and c.chunker == "recursive" and c.tokenizer == "cl100k"
+    assert c.name == "base" and c.chunker == "recursive" and c.tokenizer == "model"
     assert c.chunker_options == {"size": 250, "overlap": 125}
     assert (c.mode, c.fusion, c.alpha, c.k) == ("hybrid", "convex", 0.7, 5)
     assert c.model is None
     assert "rrf_k" not in c.as_dict() and c.as_dict()["alpha"] == 0.7
-    assert c.chunker_label() == "recursive 250/125"
+    assert c.chunker_label() == "recursive 250/125 model"
     assert EvalConfig().as_dict().get("fusion") is None  # dense: no fusion keys
 
 
@@ -291,3 +291,116 @@ def test_cache_never_re_embeds_and_returns_the_model_vectors(tmp_path, embedder)
     again.embed([texts[0]], kind="query")
     assert counting.seen == [texts[0]]
     assert again.fingerprint == embedder.fingerprint
+
+
+# ---- end to end through `ragsift eval`, with the real model --------------------------------
+
+ANIMALS = (
+    "# Animals\n\nCats are small domesticated felines that purr when content.\n\n"
+    "Elephants are the largest land mammals and use their trunks to drink water.\n\n"
+    "Penguins are flightless birds that swim in cold southern oceans.\n"
+)
+PLANETS = (
+    "Mars is the red planet, fourth from the Sun, with a thin atmosphere.\n\n"
+    "Jupiter is a gas giant famous for its Great Red Spot storm.\n\n"
+    "Saturn has spectacular rings made of ice and rock.\n"
+)
+ELEPHANT = "Elephants are the largest land mammals and use their trunks to drink water."
+SATURN = "Saturn has spectacular rings made of ice and rock."
+JUPITER = "Jupiter is a gas giant famous for its Great Red Spot storm."
+
+
+def _write_config(path, strategy_lines: str, retrieval_lines: str):
+    path.write_text(f"[chunker]\n{strategy_lines}\n[retrieval]\n{retrieval_lines}\n")
+    return path
+
+
+def _eval_json(*args) -> list[dict]:
+    from typer.testing import CliRunner
+
+    from ragsift.cli import app
+
+    result = CliRunner().invoke(app, ["eval", *args, "--json"])
+    assert result.exit_code == 0, result.output
+    return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+
+
+def test_eval_span_dataset_end_to_end(tmp_path):
+    root = make_span_dataset(
+        tmp_path / "tiny",
+        {"animals": ANIMALS, "planets": PLANETS},
+        [
+            ("Which animal drinks water with its trunk?", "animals", [ELEPHANT]),
+            ("Which planet has rings of ice and rock?", "planets", [SATURN]),
+            ("What is the giant storm on Jupiter called?", "planets", ["Great Red Spot"]),
+        ],
+    )
+    chunker = 'strategy = "recursive"\ntokenizer = "cl100k"\nsize = 20\nmin_chars = 0'
+    dense = _write_config(tmp_path / "dense.toml", chunker, 'mode = "dense"\nk = 1')
+    hybrid = _write_config(tmp_path / "hybrid.toml", chunker, 'mode = "hybrid"\nk = 1')
+    cache = str(tmp_path / "cache.sqlite")
+    first, second = _eval_json(str(root), "--compare", str(dense), str(hybrid), "--cache", cache)
+    # every question's best chunk is its sentence: a reference that is the whole chunk scores
+    # 1/1/1; "Great Red Spot" (14 chars) inside Jupiter's 59-char sentence: 1, 14/59, 14/59
+    partial = len("Great Red Spot") / len(JUPITER)
+    for r in (first, second):
+        assert r["format"] == "spans" and r["queries"] == 3 and r["chunks"] == 6
+        assert r["overall"]["recall"] == pytest.approx(100.0)
+        assert r["overall"]["precision"] == pytest.approx(100 * (2 + partial) / 3, abs=0.01)
+        assert r["overall"]["iou"] == pytest.approx(100 * (2 + partial) / 3, abs=0.01)
+        assert r["per_corpus"]["animals"]["iou"] == pytest.approx(100.0)
+        assert r["per_corpus"]["planets"]["precision"] == pytest.approx(
+            100 * (1 + partial) / 2, abs=0.01
+        )
+    assert first["config"]["name"] == "dense" and second["config"]["mode"] == "hybrid"
+    assert first["cache"]["passage_misses"] == 6
+    assert second["cache"]["passage_misses"] == 0  # same chunker: the index is shared
+    # a re-run embeds nothing: every passage and query comes from the cache
+    (again,) = _eval_json(str(root), "--config", str(dense), "--cache", cache)
+    assert again["cache"]["passage_misses"] == 0 and again["cache"]["query_misses"] == 0
+    assert again["overall"] == first["overall"]
+
+
+def test_eval_beir_dataset_end_to_end(tmp_path):
+    docs = {
+        "d1": ("Elephants", "Elephants use their trunks to drink water and to greet each other."),
+        "d2": ("Saturn", "Saturn has spectacular rings made of ice and rock."),
+        "d3": ("Bread", "Sourdough bread rises with wild yeast and lactic acid bacteria."),
+        "d4": ("Volcanoes", "Volcanoes erupt when magma rises through the crust."),
+    }
+    queries = {
+        "q1": "How do elephants drink?",
+        "q2": "Which planet has rings?",
+        "q3": "What makes sourdough rise?",
+    }
+    root = make_beir_dataset(
+        tmp_path / "beir", docs, queries, [("q1", "d1"), ("q2", "d2"), ("q3", "d3")], "train"
+    )
+    dense = _write_config(tmp_path / "dense.toml", 'strategy = "recursive"', 'mode = "dense"')
+    lexical = _write_config(tmp_path / "lex.toml", 'strategy = "recursive"', 'mode = "lexical"')
+    runs = _eval_json(
+        str(root),
+        "--compare",
+        str(dense),
+        str(lexical),
+        "--split",
+        "train",
+        "--cache",
+        str(tmp_path / "cache.sqlite"),
+    )
+    assert [r["config"]["mode"] for r in runs] == ["dense", "lexical"]
+    for r in runs:
+        assert r["format"] == "beir" and r["dataset"] == "beir/train" and r["queries"] == 3
+        assert r["chunks"] == 4  # one chunk per short document
+        for name in ("ndcg@10", "recall@10", "recall@100", "mrr@10"):
+            assert r["overall"][name] == pytest.approx(100.0), (r["config"]["mode"], name)
+
+
+def test_eval_reports_an_absent_dataset(tmp_path):
+    from typer.testing import CliRunner
+
+    from ragsift.cli import app
+
+    result = CliRunner().invoke(app, ["eval", str(tmp_path / "nowhere")])
+    assert result.exit_code == 2
+    assert "dataset not found" in result.output and "../shared/eval" in result.output

@@ -4,7 +4,7 @@
 name = "recursive-250-125"          # optional; defaults to the file's stem
 [chunker]
 strategy = "recursive"              # any ragsift.chunkers.make_chunker strategy
-tokenizer = "cl100k"                # cl100k | chars | model
+tokenizer = "cl100k"                # model (default: the embedder's tokens) | cl100k | chars
 size = 250                          # every other key goes to make_chunker as an option
 overlap = 125
 [embedder]
@@ -40,7 +40,7 @@ NORMS = ("minmax", "tmm")
 class EvalConfig:
     name: str = "default"
     chunker: str = "recursive"
-    tokenizer: str = "cl100k"
+    tokenizer: str = "model"
     chunker_options: dict[str, Any] = field(default_factory=dict)
     model: str | None = None  # None: the default embedder
     embedder_options: dict[str, Any] = field(default_factory=dict)
@@ -81,16 +81,15 @@ class EvalConfig:
 
     def chunker_label(self) -> str:
         opts = self.chunker_options
-        size = opts.get("size", "")
         label = self.chunker
-        if size != "":
-            label += f" {size}/{opts.get('overlap', 0)}"
+        if "size" in opts:
+            label += f" {opts['size']}"
+            if "overlap" in opts:
+                label += f"/{opts['overlap']}"
         extra = {k: v for k, v in opts.items() if k not in ("size", "overlap")}
         if extra:
             label += " " + " ".join(f"{k}={v}" for k, v in sorted(extra.items()))
-        if self.tokenizer != "cl100k":
-            label += f" [{self.tokenizer}]"
-        return label
+        return f"{label} {self.tokenizer}"
 
     def retrieval_label(self) -> str:
         if self.mode != "hybrid":
@@ -139,7 +138,7 @@ def config_from_dict(
         return EvalConfig(
             name=str(data.get("name", default_name)),
             chunker=str(chunker.pop("strategy", "recursive")),
-            tokenizer=str(chunker.pop("tokenizer", "cl100k")),
+            tokenizer=str(chunker.pop("tokenizer", "model")),
             chunker_options=chunker,
             model=model,
             embedder_options=embedder,

@@ -1,0 +1,353 @@
+"""Run configurations on a labelled set: index → retrieve → score.
+
+For each configuration the corpus is indexed through the pipeline into a temporary SQLite index
+(``IndexStore``), with an embedder wrapped in the shared ``EmbeddingCache``; configurations that
+share chunker and embedder share one index and differ only in retrieval. Retrieval uses the
+store's matrix (exact cosine over every chunk) and the store's FTS5 ``lexical_search``; hybrid
+mode fuses the two with ``ragsift.retrieval.hybrid``. No threshold is applied: the metrics score
+rankings at k; the candidates' cosines are collected for the threshold sweep.
+
+Span sets: every corpus file goes into ONE index; each question takes the top ``k`` chunks; a
+chunk's span is its record's ``start``/``end`` (offsets into the original file text).
+BEIR sets: each document is written as a text file holding ``title + " " + text``; chunks are
+ranked, and a document scores as its best chunk. Each side's candidate list is at least 1,000
+chunks deep so Recall@100 sees at least 100 documents.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ragsift.errors import RagsiftError
+from ragsift.evaluation import metrics as m
+from ragsift.evaluation.cache import CachingEmbedder, EmbeddingCache
+from ragsift.evaluation.config import EvalConfig
+from ragsift.evaluation.datasets import BeirDataset, SpanDataset
+
+if TYPE_CHECKING:
+    import numpy as np
+
+BEIR_DEPTH = 1000  # chunks per side for BEIR runs (≥ 100 documents for Recall@100)
+SPAN_METRICS = ("recall", "precision", "iou")
+BEIR_METRICS = ("ndcg@10", "recall@10", "recall@100", "mrr@10")
+SWEEP = tuple(round(0.05 * i, 2) for i in range(17))  # 0.00 … 0.80
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class EvalResult:
+    """One configuration's scores on one dataset (metrics × 100)."""
+
+    config: EvalConfig
+    dataset: str
+    format: str
+    queries: int
+    chunks: int
+    overall: dict[str, float]
+    std: dict[str, float] = field(default_factory=dict)
+    per_corpus: dict[str, dict[str, float]] = field(default_factory=dict)
+    per_corpus_std: dict[str, dict[str, float]] = field(default_factory=dict)
+    thresholds: list[dict[str, float]] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    cache: dict[str, int] = field(default_factory=dict)
+    truncated_chunks: int = 0
+    mean_chunk_chars: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "config": self.config.as_dict(),
+            "dataset": self.dataset,
+            "format": self.format,
+            "queries": self.queries,
+            "chunks": self.chunks,
+            "mean_chunk_chars": round(self.mean_chunk_chars, 1),
+            "truncated_chunks": self.truncated_chunks,
+            "overall": _rounded(self.overall),
+            "std": _rounded(self.std),
+            "per_corpus": {c: _rounded(v) for c, v in self.per_corpus.items()},
+            "per_corpus_std": {c: _rounded(v) for c, v in self.per_corpus_std.items()},
+            "thresholds": self.thresholds,
+            "timings": {k: round(v, 2) for k, v in self.timings.items()},
+            "cache": self.cache,
+        }
+
+
+def _rounded(d: dict[str, float]) -> dict[str, float]:
+    return {k: round(v, 2) for k, v in d.items()}
+
+
+@dataclass
+class _Index:
+    """A built index, loaded for searching."""
+
+    store: Any
+    rowids: np.ndarray
+    matrix: np.ndarray
+    records: list[dict]
+    position: dict[int, int]
+    build_s: float
+    embedder: CachingEmbedder
+    cache: dict[str, int] = field(default_factory=dict)
+
+
+def evaluate(
+    dataset: SpanDataset | BeirDataset,
+    configs: Sequence[EvalConfig],
+    *,
+    cache: EmbeddingCache,
+    progress: Progress | None = None,
+    workdir: str | Path | None = None,
+) -> list[EvalResult]:
+    """Score every configuration on ``dataset``; indexes live in a temporary folder."""
+    say = progress or (lambda _msg: None)
+    with tempfile.TemporaryDirectory(prefix="ragsift-eval-", dir=workdir) as tmp:
+        tmpdir = Path(tmp)
+        paths, doc_of_path = _materialize(dataset, tmpdir)
+        embedders: dict[tuple, CachingEmbedder] = {}
+        built: dict[tuple, _Index] = {}
+        results = []
+        try:
+            for n, cfg in enumerate(configs, start=1):
+                key = _index_key(cfg)
+                if key not in built:
+                    for old in built.values():  # one open index at a time
+                        old.store.close()
+                    built.clear()
+                    emb_key = (cfg.model, tuple(sorted(cfg.embedder_options.items())))
+                    if emb_key not in embedders:
+                        embedders[emb_key] = CachingEmbedder(_load_embedder(cfg), cache)
+                    say(f"[{n}/{len(configs)}] {cfg.name}: indexing ({cfg.chunker_label()})")
+                    hits0, misses0 = cache.hits, cache.misses
+                    built[key] = _build(
+                        paths, tmpdir / f"index-{n}.sqlite", cfg, embedders[emb_key]
+                    )
+                    built[key].cache = {
+                        "passage_hits": cache.hits - hits0,
+                        "passage_misses": cache.misses - misses0,
+                    }
+                index = built[key]
+                say(f"[{n}/{len(configs)}] {cfg.name}: searching ({cfg.retrieval_label()})")
+                hits0, misses0 = cache.hits, cache.misses
+                t0 = time.perf_counter()
+                if isinstance(dataset, SpanDataset):
+                    result = _score_spans(dataset, cfg, index, doc_of_path)
+                else:
+                    result = _score_beir(dataset, cfg, index, doc_of_path)
+                result.timings = {"index_s": index.build_s, "search_s": time.perf_counter() - t0}
+                result.cache = {
+                    **index.cache,
+                    "query_hits": cache.hits - hits0,
+                    "query_misses": cache.misses - misses0,
+                }
+                results.append(result)
+                # a later configuration on the same index embeds no passage
+                index.cache = {"passage_hits": 0, "passage_misses": 0}
+        finally:
+            for old in built.values():
+                old.store.close()
+        return results
+
+
+def _index_key(cfg: EvalConfig) -> tuple:
+    return (
+        cfg.chunker,
+        cfg.tokenizer,
+        tuple(sorted((k, repr(v)) for k, v in cfg.chunker_options.items())),
+        cfg.model,
+        tuple(sorted(cfg.embedder_options.items())),
+    )
+
+
+def _load_embedder(cfg: EvalConfig) -> Any:
+    from ragsift.embedders import load_embedder
+
+    return load_embedder(cfg.model, **cfg.embedder_options)
+
+
+def _materialize(dataset: SpanDataset | BeirDataset, tmpdir: Path) -> tuple[list[str], Any]:
+    """Paths to index and a function record-path → corpus/document id."""
+    if isinstance(dataset, SpanDataset):
+        by_name = {p.name: cid for cid, p in dataset.corpora.items()}
+        paths = [str(p) for p in dataset.corpora.values()]
+
+        def corpus_of(path: str) -> str:
+            return by_name[Path(path).name]
+
+        return paths, corpus_of
+    docs_dir = tmpdir / "docs"
+    docs_dir.mkdir()
+    ids = list(dataset.docs)
+    for i, did in enumerate(ids):
+        (docs_dir / f"{i:07d}.txt").write_text(dataset.docs[did], encoding="utf-8", newline="")
+
+    def doc_of(path: str) -> str:
+        return ids[int(Path(path).stem)]
+
+    return [str(docs_dir)], doc_of
+
+
+def _make_chunker(cfg: EvalConfig) -> Any:
+    """The configuration's chunker; ``tokenizer = "model"`` sizes chunks in the embedder's own
+    tokens and, without a ``size``, at its max length (what ``ragsift embed`` does)."""
+    from ragsift.chunkers import OPTIONS, make_chunker
+
+    options = dict(cfg.chunker_options)
+    tokenizer: Any = cfg.tokenizer
+    if cfg.tokenizer == "model":
+        from ragsift.embedders import model_counter
+
+        tokenizer = model_counter(cfg.model)
+        if "size" in OPTIONS.get(cfg.chunker, ()) and "max_chars" not in options:
+            options.setdefault("size", tokenizer.max_length)
+    try:
+        return make_chunker(cfg.chunker, tokenizer=tokenizer, **options)
+    except TypeError as exc:
+        raise RagsiftError(f"config {cfg.name}: chunker options: {exc}") from None
+
+
+def _build(
+    paths: list[str], index_path: Path, cfg: EvalConfig, embedder: CachingEmbedder
+) -> _Index:
+    import numpy as np
+
+    from ragsift.pipeline import build_index
+    from ragsift.retrieval.store import IndexStore
+
+    t0 = time.perf_counter()
+    build_index(paths, index_path, _make_chunker(cfg), embedder)
+    store = IndexStore.open(index_path, "r")
+    rowids, matrix = store.load_matrix()
+    records = store.chunks(rowids.tolist())
+    position = {int(r): i for i, r in enumerate(rowids.tolist())}
+    if matrix.shape[0] == 0:
+        store.close()
+        raise RagsiftError(f"config {cfg.name}: the index holds no chunks")
+    return _Index(
+        store, np.asarray(rowids), matrix, records, position, time.perf_counter() - t0, embedder
+    )
+
+
+def _query_vectors(index: _Index, queries: list[str]) -> np.ndarray:
+    return index.embedder.embed(queries, kind="query").vectors
+
+
+def _ranked(
+    cfg: EvalConfig, index: _Index, query: str, scores: np.ndarray, depth: int
+) -> list[tuple[int, float]]:
+    """Best-first (rowid, cosine) candidates of one query in the configuration's mode."""
+    from ragsift.retrieval.hybrid import hybrid_candidates, top_dense
+
+    if cfg.mode == "dense":
+        return top_dense(scores, index.rowids, depth)
+    if cfg.mode == "lexical":
+        hits = index.store.lexical_search(query, depth) if query.strip() else []
+        return [(int(r), float(scores[index.position[int(r)]])) for r, _ in hits]
+    fused = hybrid_candidates(
+        index.store,
+        query,
+        scores,
+        index.rowids,
+        limit=depth,
+        depth=max(cfg.depth, depth),
+        fusion=cfg.fusion,
+        rrf_k=cfg.rrf_k,
+        alpha=cfg.alpha,
+        norm=cfg.norm,
+    )
+    return [(int(c.rowid), float(c.dense_score)) for c in fused]
+
+
+def _common(cfg: EvalConfig, dataset: Any, index: _Index, n_queries: int) -> dict[str, Any]:
+    return {
+        "config": cfg,
+        "dataset": dataset.name,
+        "format": dataset.format,
+        "queries": n_queries,
+        "chunks": len(index.records),
+        "truncated_chunks": sum(1 for r in index.records if r.get("truncated")),
+        "mean_chunk_chars": (
+            sum(r["end"] - r["start"] for r in index.records) / len(index.records)
+        ),
+    }
+
+
+def _score_spans(
+    dataset: SpanDataset, cfg: EvalConfig, index: _Index, corpus_of: Callable[[str], str]
+) -> EvalResult:
+    spans = [(corpus_of(r["path"]), int(r["start"]), int(r["end"])) for r in index.records]
+    qvecs = _query_vectors(index, [q.question for q in dataset.questions])
+    all_scores = qvecs @ index.matrix.T
+    per_q: list[tuple[str, m.SpanScores]] = []
+    judged: list[list[tuple[float, bool]]] = []
+    for qi, q in enumerate(dataset.questions):
+        ranked = _ranked(cfg, index, q.question, all_scores[qi], cfg.k)[: cfg.k]
+        retrieved = [spans[index.position[r]] for r, _ in ranked]
+        per_q.append((q.corpus_id, m.span_scores(retrieved, q.references, q.corpus_id)))
+        judged.append(
+            [
+                (cos, c == q.corpus_id and bool(m.intersect_spans([(s, e)], q.references)))
+                for (c, s, e), (_, cos) in zip(retrieved, ranked)
+            ]
+        )
+    overall, std = _aggregate([s for _, s in per_q])
+    per_corpus, per_corpus_std = {}, {}
+    for cid in dataset.corpora:
+        sub = [s for c, s in per_q if c == cid]
+        if sub:
+            per_corpus[cid], per_corpus_std[cid] = _aggregate(sub)
+    return EvalResult(
+        **_common(cfg, dataset, index, len(per_q)),
+        overall=overall,
+        std=std,
+        per_corpus=per_corpus,
+        per_corpus_std=per_corpus_std,
+        thresholds=m.threshold_sweep(judged, SWEEP),
+    )
+
+
+def _aggregate(scores: list[m.SpanScores]) -> tuple[dict[str, float], dict[str, float]]:
+    mean, std = {}, {}
+    for name in SPAN_METRICS:
+        mean[name], std[name] = m.mean_std([getattr(s, name) for s in scores])
+    return mean, std
+
+
+def _score_beir(
+    dataset: BeirDataset, cfg: EvalConfig, index: _Index, doc_of: Callable[[str], str]
+) -> EvalResult:
+    docs = [doc_of(r["path"]) for r in index.records]
+    qids = list(dataset.queries)
+    qvecs = _query_vectors(index, [dataset.queries[q] for q in qids])
+    values: dict[str, list[float]] = {name: [] for name in BEIR_METRICS}
+    judged: list[list[tuple[float, bool]]] = []
+    depth = max(BEIR_DEPTH, cfg.k)
+    for lo in range(0, len(qids), 256):  # bounded memory: 256 queries × all chunks at a time
+        block = qvecs[lo : lo + 256] @ index.matrix.T
+        for j, qid in enumerate(qids[lo : lo + 256]):
+            ranked = _ranked(cfg, index, dataset.queries[qid], block[j], depth)
+            # a document scores as its best chunk: rank documents by first appearance
+            doc_ranking = m.best_chunk_ranking(
+                (docs[index.position[r]], -float(i)) for i, (r, _) in enumerate(ranked)
+            )
+            qrels = dataset.qrels[qid]
+            values["ndcg@10"].append(m.ndcg_at_k(doc_ranking, qrels, 10))
+            values["recall@10"].append(m.recall_at_k(doc_ranking, qrels, 10))
+            values["recall@100"].append(m.recall_at_k(doc_ranking, qrels, 100))
+            values["mrr@10"].append(m.mrr_at_k(doc_ranking, qrels, 10))
+            top = ranked[: cfg.k]
+            judged.append([(cos, qrels.get(docs[index.position[r]], 0) > 0) for r, cos in top])
+    overall, std = {}, {}
+    for name, vals in values.items():
+        overall[name], std[name] = m.mean_std(vals)
+    return EvalResult(
+        **_common(cfg, dataset, index, len(qids)),
+        overall=overall,
+        std=std,
+        thresholds=m.threshold_sweep(judged, SWEEP),
+    )
