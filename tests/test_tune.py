@@ -122,3 +122,52 @@ def test_load_queries(tmp_path):
             load_queries(p)
     with pytest.raises(RagsiftError, match="cannot read"):
         load_queries(tmp_path / "missing.jsonl")
+
+
+# -- end to end: the real model on the fixture index --------------------------------------------
+
+@pytest.fixture(scope="session")
+def labelled(tmp_path_factory):
+    from tests.test_query_cli import fixture_index
+
+    index = fixture_index(tmp_path_factory)
+    queries = tmp_path_factory.getbasetemp() / "labelled.jsonl"
+    rows = [
+        {"query": "when do honey bees swarm", "relevant": ["fixtures/beekeeping/handbook.md"]},
+        {"query": "how often to feed a sourdough starter", "relevant": ["fixtures/sourdough.rst"]},
+        {"query": "animals living in rock pools", "relevant": [{"path": "fixtures/tidepools.html"}]},
+        {"query": "quantum chromodynamics lattice gauge theory", "relevant": []},
+    ]
+    queries.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return index, str(queries)
+
+
+def test_tune_cli_recommends_a_threshold(labelled):
+    from tests.conftest import run_cli
+
+    index, queries = labelled
+    proc = run_cli("tune", "--index", index, "--queries", queries, env={"COLUMNS": "120"})
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "threshold sweep" in out and "recommended threshold" in out
+    assert "precision (P), recall (R)" in out and "relevant" in out and "irrelevant" in out
+    proc = run_cli("tune", "-i", index, "--queries", queries, "--json", "-k", "2",
+                   "--optimize", "recall@precision=0.5")
+    assert proc.returncode == 0, proc.stderr
+    rep = json.loads(proc.stdout)
+    assert rep["k"] == 2 and rep["queries"] == 4 and rep["objective"] == "recall@precision=0.5"
+    assert rep["recommended"]["precision"] >= 0.5
+    assert rep["ranking"]["answerable_queries"] == 3
+    assert rep["sweep"] and rep["distributions"]["relevant"]
+
+
+def test_tune_cli_bad_queries_file_exits_2(labelled, tmp_path):
+    from tests.conftest import run_cli
+
+    index, _ = labelled
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"query": "x", "relevant": [{"start": 1}]}\n', encoding="utf-8")
+    proc = run_cli("tune", "-i", index, "--queries", str(bad))
+    assert proc.returncode == 2 and "bad.jsonl:1" in proc.stderr
+    proc = run_cli("tune", "-i", index, "--queries", str(bad), "--optimize", "speed")
+    assert proc.returncode == 2 and "--optimize" in proc.stderr

@@ -127,7 +127,7 @@ def render(console: Console, report: TuneReport, max_rows: int) -> None:
                       f"({report.objective}): precision {rec.precision:.3f} recall "
                       f"{rec.recall:.3f} F1 {rec.f1:.3f}; {rec.empty:.0%} of queries get "
                       f"nothing. Use: --threshold {fmt_threshold(rec.threshold)}",
-                      highlight=False)
+                      highlight=False, soft_wrap=True)
 
 
 def _pick_rows(rows: list[SweepRow], rec: SweepRow | None, n: int) -> list[SweepRow]:
