@@ -6,6 +6,7 @@ they check the definitions in ../shared/eval/README.md, not the model."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 
@@ -404,3 +405,32 @@ def test_eval_reports_an_absent_dataset(tmp_path):
     result = CliRunner().invoke(app, ["eval", str(tmp_path / "nowhere")])
     assert result.exit_code == 2
     assert "dataset not found" in result.output and "../shared/eval" in result.output
+
+
+# ---- the reference chunker for published rows (Chroma's recursive splitter) ----------------
+
+
+def test_chroma_recursive_reference_by_hand():
+    from ragsift.evaluation.reference import ChromaRecursiveChunker
+
+    text = "one two three four five"
+    chunks = ChromaRecursiveChunker(tokenizer="chars", size=10, overlap=5).chunk(text)
+    # pieces "one", " two", " three", " four", " five" merged under 10 chars, keeping ≤ 5
+    # chars of overlap, then stripped (LangChain's _merge_splits)
+    assert [c.text for c in chunks] == ["one two", "two three", "four five"]
+    assert all(text[c.start : c.end] == c.text for c in chunks)
+
+
+def test_chroma_recursive_reference_on_a_real_corpus(tmp_path):
+    from ragsift.evaluation.reference import ChromaRecursiveChunker
+
+    text = "\n\n".join(
+        f"Paragraph {i}. " + " ".join(f"word{i}x{j}." for j in range(i * 7 % 60)) for i in range(40)
+    )
+    chunker = ChromaRecursiveChunker(size=60, overlap=30)
+    chunks = chunker.chunk(text)
+    assert chunks and all(text[c.start : c.end] == c.text for c in chunks)
+    assert all(0 < c.tokens <= 60 for c in chunks)
+    assert all(a.start < b.start for a, b in itertools.pairwise(chunks))
+    assert any(b.start < a.end for a, b in itertools.pairwise(chunks))  # overlap happens
+    assert chunker.options()["overlap"] == 30

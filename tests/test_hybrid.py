@@ -147,3 +147,87 @@ def test_fused_candidate_as_dict():
     c = FusedCandidate(7, 0.5, 1, 0.3, 4, 2.0, 1, ("lexical",))
     d = c.as_dict()
     assert d["source"] == "lexical" and d["dense_score"] == 0.3 and not math.isnan(d["fused_score"])
+
+
+# ---- on a real index: the FTS5 side follows the chunks through updates and deletions --------
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    from ragsift.embedders import load_embedder
+
+    return load_embedder()
+
+
+def _build(folder, index, embedder):
+    from ragsift.chunkers import make_chunker
+    from ragsift.pipeline import build_index
+
+    chunker = make_chunker("recursive", tokenizer="cl100k", size=40, min_chars=0)
+    return build_index([str(folder)], index, chunker, embedder)
+
+
+def _lexical(index, query: str) -> list[dict]:
+    """Chunk records of every lexical hit, checked against the vectors and chunks tables."""
+    from ragsift.retrieval.store import IndexStore
+
+    with IndexStore.open(index, "r") as store:
+        rowids, _ = store.load_matrix()
+        hits = store.lexical_search(query, 50)
+        ids = [r for r, _ in hits]
+        assert set(ids) <= set(rowids.tolist()), "a lexical hit without a vector"
+        records = store.chunks(ids)
+        assert [r["rowid"] for r in records] == ids, "a lexical hit without a chunk"
+        return records
+
+
+def test_fts_index_follows_updates_and_deletions(tmp_path, embedder):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "fruit.md").write_text("Apples and pears grow in the orchard.\n\nPlums too.\n")
+    (docs / "zoo.md").write_text("The zebra grazes on the savanna.\n\nLions sleep all day.\n")
+    index = tmp_path / "index.db"
+    _build(docs, index, embedder)
+    assert [r["path"].endswith("zoo.md") for r in _lexical(index, "zebra")] == [True]
+    assert len(_lexical(index, "orchard")) == 1
+
+    # a changed file: its old text leaves the lexical index, its new text is found
+    (docs / "zoo.md").write_text("The quokka smiles on Rottnest Island.\n\nLions sleep all day.\n")
+    _build(docs, index, embedder)
+    assert _lexical(index, "zebra") == []
+    (hit,) = _lexical(index, "quokka")
+    assert "quokka" in hit["text"] and hit["path"].endswith("zoo.md")
+    assert len(_lexical(index, "lions")) == 1  # unchanged text is not duplicated
+
+    # a deleted file: none of its chunks can come back
+    (docs / "fruit.md").unlink()
+    _build(docs, index, embedder)
+    assert _lexical(index, "orchard") == [] and _lexical(index, "plums") == []
+    paths = {r["path"].rsplit("/", 1)[-1] for r in _lexical(index, "quokka lions plums pears")}
+    assert paths == {"zoo.md"}
+
+
+def test_a_lexical_only_hit_is_identifiable(tmp_path, embedder):
+    from ragsift.retrieval.store import IndexStore
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "cats.md").write_text("Cats purr when they are happy and content.\n")
+    (docs / "dogs.md").write_text("Dogs wag their tails when they are excited.\n")
+    (docs / "log.md").write_text("Reference code zq7x appeared in the build log.\n")
+    index = tmp_path / "index.db"
+    _build(docs, index, embedder)
+    query = "purring felines zq7x"
+    with IndexStore.open(index, "r") as store:
+        rowids, matrix = store.load_matrix()
+        scores = matrix @ embedder.embed_query(query)
+        records = {r["rowid"]: r for r in store.chunks(rowids.tolist())}
+        fused = hybrid_candidates(store, query, scores, rowids, limit=10, depth=1)
+    by_path = {records[c.rowid]["path"].rsplit("/", 1)[-1]: c for c in fused}
+    assert set(by_path) == {"cats.md", "log.md"}  # dense top 1 + lexical top 1
+    cat, log = by_path["cats.md"], by_path["log.md"]
+    assert cat.source == "dense" and cat.dense_rank == 1 and cat.lexical_rank is None
+    assert log.lexical_only and log.lexical_rank == 1 and log.lexical_score > 0
+    # its cosine is still reported: the threshold applies to it like to any candidate
+    assert log.dense_score == pytest.approx(float(scores[list(rowids).index(log.rowid)]))
+    assert log.dense_rank > 1

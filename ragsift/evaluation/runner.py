@@ -196,6 +196,7 @@ def _make_chunker(cfg: EvalConfig) -> Any:
     """The configuration's chunker; ``tokenizer = "model"`` sizes chunks in the embedder's own
     tokens and, without a ``size``, at its max length (what ``ragsift embed`` does)."""
     from ragsift.chunkers import OPTIONS, make_chunker
+    from ragsift.evaluation.reference import REFERENCE_CHUNKERS
 
     options = dict(cfg.chunker_options)
     tokenizer: Any = cfg.tokenizer
@@ -203,11 +204,14 @@ def _make_chunker(cfg: EvalConfig) -> Any:
         from ragsift.embedders import model_counter
 
         tokenizer = model_counter(cfg.model)
-        if "size" in OPTIONS.get(cfg.chunker, ()) and "max_chars" not in options:
+        sized = cfg.chunker in REFERENCE_CHUNKERS or "size" in OPTIONS.get(cfg.chunker, ())
+        if sized and "max_chars" not in options:
             options.setdefault("size", tokenizer.max_length)
     try:
+        if cfg.chunker in REFERENCE_CHUNKERS:
+            return REFERENCE_CHUNKERS[cfg.chunker](tokenizer=tokenizer, **options)
         return make_chunker(cfg.chunker, tokenizer=tokenizer, **options)
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:
         raise RagsiftError(f"config {cfg.name}: chunker options: {exc}") from None
 
 
