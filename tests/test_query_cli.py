@@ -166,3 +166,13 @@ def test_help_does_not_import_numpy():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False,
                          cwd=REPO).stdout.strip()
     assert out == "False"
+
+
+def test_char_budget_and_human_rejected(index):
+    proc = run_cli("query", BEES, "-i", index, "--threshold", "none", "--max-chars", "10")
+    assert proc.returncode == 1 and "does not fit --max-chars 10" in proc.stderr
+    proc = run_cli("query", BEES, "-i", index, "--threshold", "0.2", "-k", "1", "--rejected",
+                   "--reject-window", "2")
+    assert proc.returncode == 0
+    assert proc.stdout.count("rejected (over-k)") + proc.stdout.count(
+        "rejected (below-threshold)") == 2

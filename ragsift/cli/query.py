@@ -145,8 +145,8 @@ def query_command(
     path: str | None = PATH_OPTION,
     model: str | None = MODEL_OPTION,
     as_json: bool = typer.Option(False, "--json", help="JSON lines: one hit per line."),
-    rejected: bool = typer.Option(False, "--rejected", help="With --json: also print the "
-                                  "rejected candidates (admitted: false, with their reason)."),
+    rejected: bool = typer.Option(False, "--rejected", help="Also print the rejected "
+                                  "candidates with their reason (--json: admitted: false)."),
 ) -> None:
     """Search an index and print the hits that clear the similarity threshold.
 
@@ -161,7 +161,7 @@ def query_command(
     if as_json:
         write_jsonl(_json_rows(results, batch, rejected))
     else:
-        _print_hits(results, batch)
+        _print_hits(results, batch, rejected)
     for r in results:
         if r.admitted:
             any_admitted = True
@@ -186,7 +186,7 @@ def _json_rows(results: list[Retrieval], batch: bool, rejected: bool) -> Iterato
                 yield hit_row(c, r, batch)
 
 
-def _print_hits(results: list[Retrieval], batch: bool) -> None:
+def _print_hits(results: list[Retrieval], batch: bool, rejected: bool) -> None:
     from rich.markup import escape
 
     from ragsift.cli._common import stdout_console
@@ -207,6 +207,11 @@ def _print_hits(results: list[Retrieval], batch: bool) -> None:
             console.print("    " + escape(body).replace("\n", "\n    "), highlight=False,
                           soft_wrap=True)
             console.print()
+        if rejected:
+            for c in r.rejected:
+                preview = " ".join(c.text.split())[:70]
+                console.print(f"[dim]{c.score:.3f}  {escape(c.location)}  rejected ({c.reason}): "
+                              f"{escape(preview)}[/]", highlight=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:
