@@ -45,6 +45,7 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 BLOCK_ROWS = 1024  # vectors per block written or compacted
 SMALL_BLOCK = 256  # blocks with fewer live vectors are merged by ``compact``
 MAX_QUERY_TERMS = 64
+MMAP_SIZE = 1 << 30  # readers map up to 1 GiB of the index file
 
 _CHUNK_COLUMNS = (
     "c.id, d.path, c.idx, c.text, c.start, c.\"end\", c.context, c.tokens, c.chars, "
@@ -137,6 +138,9 @@ class IndexStore:
             else:
                 db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None,
                                      check_same_thread=False)
+            # Blocks are read straight from the mapped file (measured: SQL part of a 100k × 384
+            # load 54-74 ms → 25 ms). The file never shrinks under a reader (no VACUUM).
+            db.execute(f"PRAGMA mmap_size = {MMAP_SIZE}")
             store = cls(path, "r", db, None)
             store._check_schema(writable=False)
             # One snapshot for the store's life: matrix and chunk reads agree.
