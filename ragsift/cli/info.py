@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Annotated
 
 import typer
 
@@ -22,9 +23,9 @@ Examples:
 
 
 def info_command(
-    index: str = typer.Option("ragsift.db", "--index", "-i", envvar="RAGSIFT_INDEX", help="Index file."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
-    check: bool = typer.Option(False, "--check", help="Verify that vectors, chunks and documents agree (exit 2 if not)."),
+    index: Annotated[str, typer.Option("--index", "-i", envvar="RAGSIFT_INDEX", help="Index file.")] = "ragsift.db",
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
+    check: Annotated[bool, typer.Option("--check", help="Verify that vectors, chunks and documents agree (exit 2 if not).")] = False,
 ) -> None:
     """Show what an index holds. Reading never blocks a running `ragsift embed`."""
     from ragsift.retrieval.store import IndexStore
