@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -45,7 +46,8 @@ FRAGMENTS = [
 TEXTS = st.lists(
     st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=6)), max_size=50
 ).map("".join)
-SETTINGS = settings(max_examples=300, deadline=None, derandomize=True,
+SETTINGS = settings(max_examples=int(__import__("os").environ.get("RAGSIFT_HYPOTHESIS_EXAMPLES", "1200")),
+                    deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -166,8 +168,11 @@ def test_heading(text, max_chars, max_level):
     check(text, chunks, ch)
     for c in chunks:
         lines = c.text.strip().splitlines()
-        assert not (len(lines) == 1 and lines[0].startswith("#")) or len(chunks) == 1 \
-            or c.end - c.start >= max_chars - 1, f"a heading alone: {c.text!r}"
+        at_line_start = not text[text.rfind("\n", 0, c.start) + 1:c.start].strip()
+        alone = (len(lines) == 1 and at_line_start
+                 and re.match(r" {0,3}#{1,6}(?:[ \t]|$)", lines[0]))
+        # the one allowed case: a document ending in a heading that cannot merge backward
+        assert not alone or c is chunks[-1], f"a heading alone: {c.text!r}"
 
 
 @SETTINGS

@@ -72,23 +72,24 @@ class HeadingChunker(BaseChunker):
         self.max_chars, self.min_chars, self.max_level = max_chars, min_chars, max_level
         self.budget = size
 
-    def heading_starts(self, text: str, doc: Document | None) -> list[int]:
+    def heading_starts(self, text: str, doc: Document | None, max_level: int = 6) -> list[int]:
         """Where headings (up to ``max_level``) start: the ``#`` of ATX lines, else the map."""
-        found = [h.start for h in scan(text).headings if h.level <= self.max_level]
+        found = [h.start for h in scan(text).headings if h.level <= max_level]
         if not found and doc is not None and doc.headings is not None:
             found = sorted({first_nonspace(text, p) for p, v in
                             zip(doc.headings.starts, doc.headings.values)
-                            if v and len(v) <= self.max_level})
+                            if v and len(v) <= max_level})
         return [p for p in found if p < len(text)]
 
     def _chunk(self, text: str, doc: Document | None, index: Any) -> list[Chunk]:
-        starts = self.heading_starts(text, doc)
+        every = self.heading_starts(text, doc)
+        starts = every if self.max_level == 6 else self.heading_starts(text, doc, self.max_level)
         packer = Packer(
             _inner_levels(), budget=self.budget, max_chars=self.max_chars,
             min_chars=self.min_chars, mandatory=SortedLevel(starts, len(text)),
             heading_floor=True, tail_min=self.min_chars, stats=self.stats,
         )
-        return packer.pack(text, index, headings=frozenset(starts))
+        return packer.pack(text, index, headings=frozenset(every))
 
 
 class ParagraphChunker(BaseChunker):
