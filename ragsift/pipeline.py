@@ -75,6 +75,7 @@ def iter_documents(
     exclude: list[str] | None = None,
     on_skip: Callable[[Skipped], None] | None = None,
     summary: ChunkSummary | None = None,
+    on_warning: Callable[[str, str], None] | None = None,
 ) -> Iterator[Document]:
     """Discover and parse files in deterministic order; unusable files are reported, not raised."""
     from ragsift.sources import Skipped, discover, load_document
@@ -96,7 +97,15 @@ def iter_documents(
                 on_skip(s)
             continue
         summary.parsed += 1
+        _report_warnings(doc, on_warning)
         yield doc
+
+
+def _report_warnings(doc: Document, on_warning: Callable[[str, str], None] | None) -> None:
+    """Decoding guesses and other parser warnings: never silent (e.g. "decoded as cp1252")."""
+    if on_warning is not None:
+        for message in doc.warnings:
+            on_warning(doc.path, message)
 
 
 def _prepared(chunker: Chunker, doc: Document) -> Document:
@@ -114,11 +123,13 @@ def iter_chunks(
     on_skip: Callable[[Skipped], None] | None = None,
     summary: ChunkSummary | None = None,
     budget: int | None = None,
+    on_warning: Callable[[str, str], None] | None = None,
 ) -> Iterator[dict]:
     """Yield ``chunk_record`` dicts for every chunk of every readable file under ``paths``."""
     summary = summary if summary is not None else ChunkSummary()
     for doc in iter_documents(
-        paths, include=include, exclude=exclude, on_skip=on_skip, summary=summary
+        paths, include=include, exclude=exclude, on_skip=on_skip, summary=summary,
+        on_warning=on_warning,
     ):
         doc = _prepared(chunker, doc)
         for i, ch in enumerate(chunker.chunk(doc)):
@@ -262,6 +273,7 @@ class _Run:
         self.pending: list = []  # DocumentWrite
         self.pending_chunks = 0
         self.settings = store.settings()
+        self.on_warning: Callable[[str, str], None] | None = None
 
     # model -------------------------------------------------------------------------------
     @property
@@ -374,6 +386,7 @@ def build_index(
     stdin_lines: Iterable[str] | None = None,
     on_skip: Callable[[Skipped], None] | None = None,
     progress: EmbedProgress | None = None,
+    on_warning: Callable[[str, str], None] | None = None,
 ) -> EmbedSummary:
     """Bring the index at ``index`` up to date with ``paths`` (see the comment above).
 
@@ -407,6 +420,7 @@ def build_index(
         if rebuild:
             store.clear()
         run = _Run(store, summary, embedder, model_dir, batch_size, progress)
+        run.on_warning = on_warning
         run.check_model_early()
         if use_stdin:
             _ingest_records(run, stdin_lines if stdin_lines is not None else [], skip)
@@ -476,6 +490,7 @@ def _ingest_files(run: _Run, paths, chunker, include, exclude, prune: bool, skip
             run.progress.advance(files=1)
             continue
         s.parsed += 1
+        _report_warnings(doc, run.on_warning)
         doc = _prepared(chunker, doc)
         records = []
         for i, ch in enumerate(chunker.chunk(doc)):

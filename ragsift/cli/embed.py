@@ -92,6 +92,7 @@ def embed_command(
         batch_size=batch_size,
         stdin_lines=sys.stdin if paths == ["-"] else None,
         on_skip=lambda s: warn(f"skipped {s.path}: {s.reason}"),
+        on_warning=lambda path, message: warn(f"warning: {path}: {message}"),
         progress=progress,
     )
     if summary.truncated:
