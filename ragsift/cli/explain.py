@@ -36,11 +36,11 @@ if TYPE_CHECKING:
 EPILOG = """
 Examples:
 
-  ragsift explain "when do bees swarm" --index idx.ragsift
+  ragsift explain "when do bees swarm" --index idx.db
 
-  ragsift explain "when do bees swarm" -i idx.ragsift --threshold 0.3 --reject-window 20
+  ragsift explain "when do bees swarm" -i idx.db --threshold 0.3 --reject-window 20
 
-  ragsift explain "oven temperature" -i idx.ragsift --json | jq '.candidates[] | [.rank, .score, .reason]'
+  ragsift explain "oven temperature" -i idx.db --json | jq '.candidates[] | [.rank, .score, .reason]'
 
 Attribution ranks each hit's citable units (sentences, lines, JSON key: value units) by the
 cosine of their own embedding to the query. That is an embedding-similarity proxy: it shows

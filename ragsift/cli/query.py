@@ -42,8 +42,8 @@ PATH_OPTION = typer.Option(None, "--path", metavar="GLOB",
                            help="Only search chunks of documents whose path matches GLOB "
                            "(`*` also matches `/`).")
 MODEL_OPTION = typer.Option(None, "--model", metavar="DIR",
-                            help="ONNX model folder the index was built with [the default "
-                            "model].")
+                            help="ONNX model folder the index was built with (default: the bundled "
+                            "all-MiniLM-L6-v2).")
 
 
 def parse_threshold(value: str | None) -> tuple[bool, float | None]:
@@ -121,13 +121,13 @@ def nothing_message(r: Retrieval) -> str:
 EPILOG = """
 Examples:
 
-  ragsift query "how do I rotate the logs" --index docs.ragsift
+  ragsift query "how do I rotate the logs" --index docs.db
 
-  ragsift query "sourdough starter" -i idx.ragsift --json | jq -r .text
+  ragsift query "sourdough starter" -i idx.db --json | jq -r .text
 
-  ragsift query "bee swarm" -i idx.ragsift --threshold none -k 5 --path 'beekeeping/*'
+  ragsift query "bee swarm" -i idx.db --threshold none -k 5 --path 'beekeeping/*'
 
-  printf 'first question\\nsecond question\\n' | ragsift query - -i idx.ragsift --json
+  printf 'first question\\nsecond question\\n' | ragsift query - -i idx.db --json
 
 Exit status: 0 when something was admitted (for any query of a batch), 1 when nothing
 cleared the threshold, 2 on errors.

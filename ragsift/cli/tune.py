@@ -37,11 +37,11 @@ document path or chunk id (string), {"path": P}, {"id": I}, or a character span
 
 Examples:
 
-  ragsift tune --index idx.ragsift --queries labelled.jsonl
+  ragsift tune --index idx.db --queries labelled.jsonl
 
-  ragsift tune -i idx.ragsift --queries labelled.jsonl -k 5 --optimize recall@precision=0.8
+  ragsift tune -i idx.db --queries labelled.jsonl -k 5 --optimize recall@precision=0.8
 
-  ragsift tune -i idx.ragsift --queries labelled.jsonl --json | jq .recommended
+  ragsift tune -i idx.db --queries labelled.jsonl --json | jq .recommended
 
 Precision, recall and F1 are pooled over queries (micro averages) for the admitted sets at the
 chosen k; recall@k and nDCG@k rank the first k candidates regardless of the threshold.
