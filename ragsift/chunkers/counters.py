@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
+from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
@@ -103,7 +104,7 @@ class TiktokenCounter:
         return len(self.encode(text))
 
     def offsets(self, text: str) -> list[int]:
-        return self.index(text).starts
+        return self.index(text).offsets()
 
     def _lengths(self) -> Any:
         import numpy as np
@@ -147,14 +148,15 @@ class TiktokenIndex:
         byte_starts = np.cumsum(lengths) - lengths
         if not text.isascii() and len(byte_starts):
             raw = np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
-            continuation = np.cumsum((raw & 0xC0) == 0x80)
-            byte_starts = byte_starts - continuation[np.minimum(byte_starts, len(raw) - 1)]
-        self.starts: list[int] = byte_starts.tolist()
-        self.ntok = len(self.starts)
+            continuation = np.cumsum((raw & 0xC0) == 0x80, dtype=np.int32)
+            byte_starts -= continuation[byte_starts]
+        self._array = byte_starts
+        # bisect works on a memoryview of the int64 array: no per-token Python objects
+        self.starts: Sequence[int] = memoryview(byte_starts)
+        self.ntok = len(byte_starts)
 
-    def _before(self, p: int) -> int:
-        """Number of tokens starting before character ``p``."""
-        return bisect_left(self.starts, p)
+    def offsets(self) -> list[int]:
+        return self._array.tolist()
 
     def approx(self, s: int, e: int) -> int:
         i = bisect_left(self.starts, s)

@@ -256,9 +256,9 @@ class Packer:
         if fragment >= self.tail_min:
             return
         start, end = prev.start, last.end
-        if self.max_chars is not None and not self.tail_ignores_max_chars:
-            if end - start > self.max_chars:
-                return
+        if (self.max_chars is not None and not self.tail_ignores_max_chars
+                and end - start > self.max_chars):
+            return
         ctx = context(start) if context is not None else prev.context
         tokens = index.exact(ctx, start, end)
         if self.budget is not None and tokens > self.budget:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 from enum import Enum
-from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -62,26 +60,26 @@ Examples:
 
 
 def chunk_command(
-    paths: List[str] = typer.Argument(..., help="Files, folders (walked recursively) or - for stdin."),
+    paths: list[str] = typer.Argument(..., help="Files, folders (walked recursively) or - for stdin."),
     strategy: Strategy = typer.Option(Strategy.recursive, "--strategy", "-s", help="Chunking strategy."),
-    size: Optional[int] = typer.Option(None, "--size", "-n", min=1, help="Chunk budget in units of --tokenizer [strategy default: 512 tokens; 1000 chars for heading/paragraph/chars]."),
-    overlap: Optional[int] = typer.Option(None, "--overlap", min=0, help="Overlap between chunks (sentence, tokens, chars) [0; chars: 150]."),
+    size: int | None = typer.Option(None, "--size", "-n", min=1, help="Chunk budget in units of --tokenizer [512]. heading/paragraph/chars are capped by --max-chars; --size adds a token cap (with --unit chars it is the character cap)."),
+    overlap: int | None = typer.Option(None, "--overlap", min=0, help="Overlap between chunks (sentence, tokens, chars) [0; chars: 150]."),
     unit: Unit = typer.Option(Unit.tokens, "--unit", help="Count sizes in tokens (of --tokenizer) or characters."),
     tokenizer: Tokenizer = typer.Option(Tokenizer.cl100k, "--tokenizer", help="Token counter: cl100k (tiktoken), model (the embedder's WordPiece), chars."),
     fmt: Format = typer.Option(Format.jsonl, "--format", "-f", help="Output: jsonl (one chunk per line), table (for people), text."),
-    include: List[str] = typer.Option([], "--include", help="Only files matching this glob (repeatable)."),
-    exclude: List[str] = typer.Option([], "--exclude", help="Skip files matching this glob (repeatable)."),
-    rules: Optional[str] = typer.Option(None, "--rules", help="recursive: rule levels from a TOML/JSON file, or a shipped set name (default, markdown)."),
-    min_chars: Optional[int] = typer.Option(None, "--min-chars", min=0, help="recursive [24] / heading, paragraph [min(250, max_chars/4)]: smaller pieces merge with a neighbour."),
-    max_chars: Optional[int] = typer.Option(None, "--max-chars", min=1, help="heading, paragraph, chars: maximum characters per chunk [1000]."),
-    max_level: Optional[int] = typer.Option(None, "--max-level", min=1, max=6, help="heading: split at ATX headings up to this level [6]."),
-    prefix: Optional[str] = typer.Option(None, "--prefix", help="recursive, markdown: text put in every chunk's context (its tokens count against the budget)."),
+    include: list[str] = typer.Option([], "--include", help="Only files matching this glob (repeatable)."),
+    exclude: list[str] = typer.Option([], "--exclude", help="Skip files matching this glob (repeatable)."),
+    rules: str | None = typer.Option(None, "--rules", help="recursive: rule levels from a TOML/JSON file, or a shipped set name (default, markdown)."),
+    min_chars: int | None = typer.Option(None, "--min-chars", min=0, help="recursive [24] / heading, paragraph [min(250, max_chars/4)]: smaller pieces merge with a neighbour."),
+    max_chars: int | None = typer.Option(None, "--max-chars", min=1, help="heading, paragraph, chars: maximum characters per chunk [1000]."),
+    max_level: int | None = typer.Option(None, "--max-level", min=1, max=6, help="heading: split at ATX headings up to this level [6]."),
+    prefix: str | None = typer.Option(None, "--prefix", help="recursive, markdown: text put in every chunk's context (its tokens count against the budget)."),
     retain_headers: bool = typer.Option(False, "--retain-headers", help="recursive: put the heading trail in context (counted against the budget)."),
     page_break_tags: bool = typer.Option(False, "--page-break-tags", help="markdown: honour <page_break page=N> tags for page numbers."),
-    min_sentences: Optional[int] = typer.Option(None, "--min-sentences", min=1, help="sentence: minimum sentences per chunk [1]."),
-    min_chars_per_sentence: Optional[int] = typer.Option(None, "--min-chars-per-sentence", min=0, help="sentence: shorter fragments merge with a neighbour [12]."),
-    delimiters: Optional[List[str]] = typer.Option(None, "--delimiter", help="sentence: a sentence delimiter (repeatable) [\". \", \"! \", \"? \", \"\\n\"]."),
-    include_delim: Optional[Delim] = typer.Option(None, "--include-delim", help="sentence/recursive: delimiter goes with the previous piece, the next, or neither [prev]."),
+    min_sentences: int | None = typer.Option(None, "--min-sentences", min=1, help="sentence: minimum sentences per chunk [1]."),
+    min_chars_per_sentence: int | None = typer.Option(None, "--min-chars-per-sentence", min=0, help="sentence: shorter fragments merge with a neighbour [12]."),
+    delimiters: list[str] | None = typer.Option(None, "--delimiter", help="sentence: a sentence delimiter (repeatable) [\". \", \"! \", \"? \", \"\\n\"]."),
+    include_delim: Delim | None = typer.Option(None, "--include-delim", help="sentence/recursive: delimiter goes with the previous piece, the next, or neither [prev]."),
     allow_oversize: bool = typer.Option(False, "--allow-oversize", help="sentence: let --min-sentences push a chunk past the budget."),
 ) -> None:
     """Split documents into chunks with exact offsets.
@@ -132,6 +130,10 @@ def chunk_command(
     else:
         _print_table(list(records))
     _print_summary(summary, counter)
+    stats = getattr(getattr(chunker, "stats", None), "as_dict", dict)()
+    if stats.get("short"):
+        warn(f"{stats['short']} chunks hold fewer than --min-sentences sentences because the "
+             "budget won (--allow-oversize lets them grow past it)")
     if summary.chunks == 0 and not summary.skipped:
         raise typer.Exit(EXIT_NOTHING)
     raise typer.Exit(EXIT_SKIPPED if summary.skipped else EXIT_OK)
