@@ -231,3 +231,12 @@ def test_a_lexical_only_hit_is_identifiable(tmp_path, embedder):
     # its cosine is still reported: the threshold applies to it like to any candidate
     assert log.dense_score == pytest.approx(float(scores[list(rowids).index(log.rowid)]))
     assert log.dense_rank > 1
+
+
+def test_row_lookup_sorted_or_not():
+    from ragsift.retrieval.hybrid import _rows_of
+
+    wanted = np.array([7, 3, 99])
+    assert _rows_of(np.array([1, 3, 7, 9]), wanted).tolist() == [2, 1, -1]
+    assert _rows_of(np.array([9, 7, 1, 3]), wanted).tolist() == [1, 3, -1]
+    assert _rows_of(np.array([], dtype=np.int64), wanted).tolist() == [-1, -1, -1]

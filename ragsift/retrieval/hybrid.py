@@ -238,6 +238,8 @@ def hybrid_candidates(
     ``store.load_matrix()`` returns them); ``mask`` (same length, bool) restricts the search to
     some chunks (e.g. a ``--path`` filter) on both sides. The dense side contributes its top
     ``depth`` chunks, the lexical side ``store.lexical_search(query, depth)``."""
+    import dataclasses
+
     import numpy as np
 
     rowids = np.asarray(rowids)
@@ -247,19 +249,18 @@ def hybrid_candidates(
     dense = top_dense(scores, rowids, depth, mask)
     rowids_filter = rowids[mask].tolist() if mask is not None else None
     lexical = store.lexical_search(query, depth, rowids_filter) if query.strip() else []
+    # cosines of lexical hits the dense list did not bring in: vectorised row lookup, no
+    # per-row Python work over the whole index (it may hold millions of chunks)
+    in_dense = {rid for rid, _ in dense}
+    extra = [int(rid) for rid, _ in lexical if rid not in in_dense]
+    cos_of: dict[int, float] = {}
+    if extra:
+        rows = _rows_of(rowids, np.asarray(extra, dtype=rowids.dtype))
+        for rid, row in zip(extra, rows.tolist()):
+            if row >= 0 and (mask is None or mask[row]):
+                cos_of[rid] = float(scores[row])
     if mask is not None:
-        allowed = set(rowids_filter or [])
-        lexical = [(rid, s) for rid, s in lexical if rid in allowed]
-    position = {int(r): i for i, r in enumerate(rowids.tolist())}
-    searched = scores if mask is None else scores[mask]
-
-    def score_of(rid: Hashable) -> float | None:
-        i = position.get(int(rid))  # type: ignore[arg-type]
-        return float(scores[i]) if i is not None else None
-
-    def rank_of(rid: Hashable) -> int | None:
-        s = score_of(rid)
-        return int((searched > s).sum()) + 1 if s is not None else None
+        lexical = [(rid, s) for rid, s in lexical if rid in in_dense or int(rid) in cos_of]
 
     fused = fuse(
         dense,
@@ -268,7 +269,31 @@ def hybrid_candidates(
         rrf_k=rrf_k,
         alpha=alpha,
         norm=norm,
-        dense_score_of=score_of,
-        dense_rank_of=rank_of,
-    )
-    return fused[:limit]
+        dense_score_of=lambda rid: cos_of.get(int(rid)),  # type: ignore[arg-type]
+    )[:limit]
+    # global dense rank of the candidates outside the dense list (one vectorised count each)
+    searched = scores if mask is None else scores[mask]
+    out = []
+    for c in fused:
+        if c.dense_rank is None and c.dense_score is not None:
+            c = dataclasses.replace(c, dense_rank=int((searched > c.dense_score).sum()) + 1)
+        out.append(c)
+    return out
+
+
+def _rows_of(rowids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Row index of each wanted rowid in ``rowids`` (−1 where absent)."""
+    import numpy as np
+
+    if rowids.size == 0:
+        return np.full(wanted.shape, -1)
+    if rowids.size > 1 and bool(np.all(rowids[1:] > rowids[:-1])):
+        order = None
+        sorted_ids = rowids
+    else:
+        order = np.argsort(rowids, kind="stable")
+        sorted_ids = rowids[order]
+    pos = np.clip(np.searchsorted(sorted_ids, wanted), 0, sorted_ids.size - 1)
+    found = sorted_ids[pos] == wanted
+    rows = pos if order is None else order[pos]
+    return np.where(found, rows, -1)
