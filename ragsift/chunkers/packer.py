@@ -99,6 +99,9 @@ class Packer:
         starts there must take at least one character of the body below the heading
         (``min_chars`` of it, when the floor can be met within the budget).
         """
+        if (not self.levels and not self.trim and context is None and self.budget
+                and self.max_chars is None and hasattr(index, "starts")):
+            return self._token_windows(text, index)
         n = len(text)
         out: list[Chunk] = []
         ctx_units: dict[str, int] = {}
@@ -133,6 +136,44 @@ class Packer:
             s = first_nonspace(text, nxt) if self.trim else nxt
         if self.tail_min and len(out) >= 2:
             self._merge_tail(text, index, out, context)
+        return out
+
+    def _token_windows(self, text: str, index: Any) -> list[Chunk]:
+        """Fixed windows of ``budget`` tokens, stepping ``budget - overlap``: the same cuts the
+        general loop makes without levels and trimming, without its per-chunk search."""
+        starts, ntok, n = index.starts, index.ntok, len(text)
+        size, overlap = self.budget or 1, self.overlap
+        out: list[Chunk] = []
+
+        def window(i: int) -> tuple[int, int, int]:
+            s = starts[i]
+            j = min(i + size, ntok)
+            while True:
+                while j < ntok and starts[j] <= s:  # tokens inside one character
+                    j += 1
+                e = starts[j] if j < ntok else n
+                tokens = index.exact("", s, e)
+                if tokens <= size or j <= i + 1:
+                    return j, e, tokens
+                j = max(i + 1, j - (tokens - size))
+
+        i, prev_e, prev_j = 0, -1, 0
+        while i < ntok:
+            j, e, tokens = window(i)
+            if e <= prev_e:  # the overlap leaves no room for new text: no overlap here
+                i = prev_j
+                j, e, tokens = window(i)
+            s = starts[i]
+            if first_nonspace(text, s) < e:
+                out.append(Chunk(text[s:e], s, e, tokens, 0, ""))
+                if tokens > size:
+                    self.stats.oversize += 1
+            self.stats.hard_cuts += 1
+            if j >= ntok:
+                break
+            k = j - overlap
+            prev_e, prev_j = e, j
+            i = k if overlap and k > i and starts[k] > s else j
         return out
 
     # -- one chunk ------------------------------------------------------------------------
