@@ -229,3 +229,15 @@ def test_import_is_cheap():
         "assert not heavy, heavy\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_fused_graph_equals_exported_graph(embedder, reference):
+    plain = load_embedder(graph="plain")
+    assert embedder.fused_minilm and not plain.fused_minilm
+    assert plain.fingerprint == embedder.fingerprint  # same weights, same function
+    texts = [i["text"] for i in reference["items"]] + ["short", "word " * 100]
+    fused_vecs = embedder.embed(texts).vectors
+    plain_vecs = plain.embed(texts).vectors
+    assert np.abs(fused_vecs - plain_vecs).max() <= 1e-5
+    with pytest.raises(RagsiftError, match="graph must be"):
+        load_embedder(graph="fast")

@@ -109,6 +109,7 @@ def load_embedder(
     batch_size: int = 8,
     threads: int | None = None,
     weights: str | Path | None = None,
+    graph: str = "auto",
     lazy: bool = False,
 ) -> OnnxEmbedder:
     """The default all-MiniLM-L6-v2 embedder (``model_dir=None``) or the ONNX model in ``model_dir``.
@@ -116,13 +117,17 @@ def load_embedder(
     ``pooling`` ("mean" | "cls") and ``max_length`` default to what the folder's
     sentence-transformers configs declare (mean, 512 if nothing says otherwise); ``max_length``
     can never exceed 512. ``weights`` replaces the default model's ONNX file (it is still
-    checked against the pinned sha256; used by tests). ``lazy=True`` defers building the
-    onnxruntime session to the first ``embed`` (tokenizer-only users start faster).
+    checked against the pinned sha256; used by tests). ``graph="auto"`` runs the default model
+    as onnxruntime's fused transformer kernels (``fused.py``; same weights, same arithmetic,
+    faster) and any other model as exported; ``"plain"`` forces the file's own graph.
+    ``lazy=True`` defers building the onnxruntime session to the first ``embed``.
     Raises ``RagsiftError`` for a missing/invalid folder or weights that fail the checksum.
     """
     from ragsift.embedders.onnx import OnnxEmbedder, load_tokenizer
     from ragsift.embedders.weights import default_weights_path, file_sha256, verify_weights
 
+    if graph not in ("auto", "fused", "plain"):
+        raise RagsiftError(f"graph must be 'auto', 'fused' or 'plain', not {graph!r}")
     if model_dir is None:
         folder = DEFAULT_MODEL_DIR
         name = DEFAULT_MODEL_NAME
@@ -176,7 +181,10 @@ def load_embedder(
         batch_size=batch_size,
         threads=threads,
         fingerprint_extra=",".join(extra),
+        fused_minilm=sha == DEFAULT_SHA256 and graph != "plain",
     )
+    if graph == "fused" and not embedder.fused_minilm:
+        raise RagsiftError("graph='fused' is only available for the default all-MiniLM-L6-v2")
     if not lazy or embedder.dimensions == 0:
         embedder._ensure_session()
         if embedder.dimensions == 0:

@@ -131,6 +131,7 @@ class OnnxEmbedder:
         batch_size: int = DEFAULT_BATCH_SIZE,
         threads: int | None = None,
         fingerprint_extra: str = "",
+        fused_minilm: bool = False,
     ) -> None:
         if pooling not in ("mean", "cls"):
             raise RagsiftError(f"pooling must be 'mean' or 'cls', not {pooling!r}")
@@ -150,6 +151,7 @@ class OnnxEmbedder:
         self.weights = weights
         self.weights_sha256 = weights_sha256
         self._fingerprint_extra = fingerprint_extra
+        self.fused_minilm = fused_minilm  # run the rebuilt fused graph (see fused.py)
         self._tok = tokenizer
         self._threads = threads or _threads()
         self._session: Any = None
@@ -178,8 +180,14 @@ class OnnxEmbedder:
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         opts.log_severity_level = 3
         try:
+            if self.fused_minilm:
+                from ragsift.embedders.fused import build_fused_minilm
+
+                model: str | bytes = build_fused_minilm(self.weights.read_bytes())
+            else:
+                model = str(self.weights)
             session = ort.InferenceSession(
-                str(self.weights), sess_options=opts, providers=["CPUExecutionProvider"]
+                model, sess_options=opts, providers=["CPUExecutionProvider"]
             )
         except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph types
             raise RagsiftError(f"cannot load ONNX model {self.weights}: {exc}") from exc
