@@ -186,12 +186,22 @@ class TiktokenIndex:
 
     def exact(self, context: str, s: int, e: int) -> int:
         text = self.text
-        x = _first_safe(text, s + 1, e)
-        if x < 0:
-            return len(self._encode(context + text[s:e]))
-        y = _last_safe(text, x, e)
+        # a range that starts or ends at a universal boundary needs no edge encode there
+        if (not context and 0 < s and s + 1 < e and text[s] == " "
+                and "!" <= text[s - 1] <= "~" and "!" <= text[s + 1] <= "~"):
+            x = s
+        else:
+            x = _first_safe(text, s + 1, e)
+            if x < 0:
+                return len(self._encode(context + text[s:e]))
+        if e < self.n and text[e] == " " and "!" <= text[e - 1] <= "~" \
+                and "!" <= text[e + 1:e + 2] <= "~" and e - 1 > x:
+            y = e
+        else:
+            y = _last_safe(text, x, e)
         middle = bisect_left(self.starts, y) - bisect_left(self.starts, x)
-        return len(self._encode(context + text[s:x])) + middle + len(self._encode(text[y:e]))
+        head = len(self._encode(context + text[s:x])) if x > s or context else 0
+        return head + middle + (len(self._encode(text[y:e])) if y < e else 0)
 
 
 def _is_safe(text: str, p: int, lo: int, hi: int) -> bool:
