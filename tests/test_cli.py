@@ -144,3 +144,31 @@ def test_help_is_fast_and_light(cli):
             "if m in sys.modules]; print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_non_utf8_fixture_is_decoded_with_a_warning(cli):
+    proc = cli("chunk", "fixtures/legacy/")
+    assert proc.returncode == 0, proc.stderr
+    warnings = [ln for ln in proc.stderr.splitlines() if ln.startswith("ragsift: warning: ")]
+    assert len(warnings) == 1 and "fixtures/legacy/market-notes.txt" in warnings[0]
+    assert "cp1252" in warnings[0]
+    text = "".join(json.loads(line)["text"] for line in proc.stdout.splitlines())
+    assert "\u00c3" not in text  # no mojibake such as "Ã©"
+
+
+def test_markdown_strategy_renders_tables_with_exact_offsets(cli):
+    proc = cli("chunk", "fixtures/beekeeping/handbook.md", "--strategy", "markdown",
+               "--page-break-tags", "--size", "200")
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    from ragsift.chunkers import make_chunker
+    from ragsift.sources import discover, load_document
+
+    files, _ = discover(["fixtures/beekeeping/handbook.md"])
+    doc = make_chunker("markdown", size=200, page_break_tags=True).prepare(load_document(files[0]))
+    joined = "\n".join(r["text"] for r in rows)
+    assert "hive: National" in joined and "| National |" not in joined  # table rendered
+    for r in rows:
+        assert doc.text[r["start"]:r["end"]] == r["text"]
+        assert r["page"] is not None
+    assert max(r["page"] for r in rows) > 1

@@ -117,6 +117,7 @@ def chunk_command(
         include=include,
         exclude=exclude,
         on_skip=lambda s: warn(f"skipped {s.path}: {s.reason}"),
+        on_warning=lambda path, message: warn(f"warning: {path}: {message}"),
         summary=summary,
         budget=getattr(chunker, "budget", None),
     )
