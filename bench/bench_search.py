@@ -5,7 +5,8 @@ For each size N (default 10k, 100k, 1M) of 384-dimensional synthetic unit vector
 
 - builds an index file through ``IndexStore.write_documents`` (cached in ``--work``; the
   settings carry the default model's fingerprint so ``ragsift query`` accepts the file);
-- warm search latency per query, single query at a time, top ``k + reject_window`` = 13:
+- warm search latency per query, single query at a time, top ``k + reject_window`` = 13,
+  the engines taking turns on each query (the machine may be shared):
   ``Searcher.top_vectors`` (the scan + argpartition), ``Searcher.retrieve`` (plus chunk
   records and the TopK record), faiss ``IndexFlatIP.search`` on the same matrix, and
   sqlite-vec (``vec0`` table, cosine distance, ``MATCH ... AND k = 13``);
@@ -104,31 +105,45 @@ def timed(fn, qs) -> list[float]:
     return out
 
 
+def interleaved(fns: dict, qs) -> dict[str, list[float]]:
+    """Time every engine on each query in turn, so a change in machine load hits all of them
+    alike (the machine this runs on is shared)."""
+    for fn in fns.values():
+        fn(qs[0])
+    out: dict[str, list[float]] = {name: [] for name in fns}
+    for q in qs:
+        for name, fn in fns.items():
+            t = time.perf_counter()
+            fn(q)
+            out[name].append((time.perf_counter() - t) * 1000)
+    return out
+
+
 def summary(ms: list[float]) -> str:
     ms = sorted(ms)
     p95 = ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))]
     return f"{statistics.median(ms):.2f} / {p95:.2f}"
 
 
-def faiss_times(matrix: np.ndarray, qs: np.ndarray):
+def faiss_engines(matrix: np.ndarray) -> dict:
+    """faiss IndexFlatIP with its default OpenMP threads and with one thread (its spinning
+    threads lose badly when the machine is busy); the better median is the reference."""
     try:
         import faiss
     except ImportError:
-        return None, None
+        return {}
     index = faiss.IndexFlatIP(matrix.shape[1])
     index.add(matrix)
-    # faiss's OpenMP threads spin-wait; on a busy machine one thread is often faster, so
-    # both are measured and the better median is the reference.
     threads = faiss.omp_get_max_threads()
-    ms = timed(lambda q: index.search(q[None, :], FETCH), qs)
-    faiss.omp_set_num_threads(1)
-    ms1 = timed(lambda q: index.search(q[None, :], FETCH), qs)
-    faiss.omp_set_num_threads(threads)
-    ids = [index.search(q[None, :], FETCH)[1][0] for q in qs]
-    return (ms if statistics.median(ms) <= statistics.median(ms1) else ms1), ids
+
+    def search(q, n_threads):
+        faiss.omp_set_num_threads(n_threads)
+        return index.search(q[None, :], FETCH)[1][0]
+
+    return {"faiss": lambda q: search(q, threads), "faiss1": lambda q: search(q, 1)}
 
 
-def sqlite_vec_times(work: Path, n: int, matrix: np.ndarray, qs: np.ndarray):
+def sqlite_vec_engine(work: Path, n: int, matrix: np.ndarray):
     """sqlite-vec through apsw (this Python's sqlite3 module cannot load extensions)."""
     try:
         import apsw
@@ -151,9 +166,7 @@ def sqlite_vec_times(work: Path, n: int, matrix: np.ndarray, qs: np.ndarray):
                                 enumerate(matrix[s:s + 10_000])])
         marker.write_text(str(n))
     sql = "SELECT rowid, distance FROM v WHERE embedding MATCH ? AND k = ? ORDER BY distance"
-    ms = timed(lambda q: db.execute(sql, (q.tobytes(), FETCH)).fetchall(), qs)
-    db.close()
-    return ms
+    return lambda q: db.execute(sql, (q.tobytes(), FETCH)).fetchall()
 
 
 def cold_query(index: Path, runs: int) -> tuple[list[float], list[float], float]:
@@ -183,19 +196,28 @@ def measure_warm(path: Path, emb, args, work: Path, n: int) -> dict:
         searcher = Searcher(store, embedder=emb)
         load_ms = (time.perf_counter() - t) * 1000
         qs = queries_for(searcher.matrix, args.queries)
-        scan = timed(lambda q: searcher.top_vectors(q[None, :], FETCH), qs)
         strat = TopK(k=3, threshold=0.5, reject_window=10)
-        full = timed(lambda q: searcher.retrieve("q", strat, qvec=q), qs)
-        ours_ids = [searcher.top_vectors(q[None, :], FETCH)[0][0][0] for q in qs]
-        fms, fids = faiss_times(searcher.matrix, qs)
+        engines = {"scan": lambda q: searcher.top_vectors(q[None, :], FETCH)[0][0][0],
+                   "retrieve": lambda q: searcher.retrieve("q", strat, qvec=q),
+                   **faiss_engines(searcher.matrix)}
+        if not args.no_sqlite_vec:
+            vec = sqlite_vec_engine(work, n, searcher.matrix)
+            if vec is not None:
+                engines["sqlite_vec"] = vec
+        times = interleaved(engines, qs)
         exact = None
-        if fids is not None:
+        if "faiss" in engines:
             # faiss ids are positions in the matrix; ours are rowids
-            exact = all(np.array_equal(searcher.rowids[f], o) for f, o in zip(fids, ours_ids))
-        vms = None if args.no_sqlite_vec else sqlite_vec_times(work, n, searcher.matrix, qs)
-    return {"load_ms": load_ms, "scan": summary(scan), "retrieve": summary(full),
+            exact = all(np.array_equal(searcher.rowids[engines["faiss1"](q)], engines["scan"](q))
+                        for q in qs)
+    fms = None
+    if "faiss" in times:
+        fms = min(times["faiss"], times["faiss1"], key=statistics.median)
+    vms = times.get("sqlite_vec")
+    return {"load_ms": load_ms, "scan": summary(times["scan"]),
+            "retrieve": summary(times["retrieve"]),
             "faiss": summary(fms) if fms else "-", "sqlite_vec": summary(vms) if vms else "-",
-            "ratio": statistics.median(scan) / statistics.median(fms) if fms else None,
+            "ratio": statistics.median(times["scan"]) / statistics.median(fms) if fms else None,
             "exact": exact}
 
 

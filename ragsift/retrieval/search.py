@@ -89,14 +89,15 @@ def top_order(scores: np.ndarray, n: int, tiebreak: np.ndarray) -> np.ndarray:
     if n == total:
         idx = np.arange(total)
     else:
-        part = np.argpartition(scores, total - n)[total - n:]
-        floor = scores[part].min()
-        # argpartition picks arbitrarily among scores equal to the cut: take all of them and
-        # let the tiebreak decide, so the result does not depend on n.
-        if np.count_nonzero(scores >= floor) > n:
-            idx = np.flatnonzero(scores >= floor)
+        # Partition so that positions total-n-1 and total-n hold the (n+1)-th and n-th best
+        # scores. If they are equal, argpartition chose arbitrarily among tied scores at the
+        # cut: take every score >= the cut and let the tiebreak decide, so the result never
+        # depends on n.
+        order = np.argpartition(scores, (total - n - 1, total - n))
+        if scores[order[total - n - 1]] == scores[order[total - n]]:
+            idx = np.flatnonzero(scores >= scores[order[total - n]])
         else:
-            idx = part
+            idx = order[total - n:]
     picked = scores[idx]
     order = np.lexsort((tiebreak[idx], -picked))
     return idx[order][:n]
@@ -106,9 +107,7 @@ def _clean(scores: np.ndarray) -> np.ndarray:
     """Replace NaN (a broken vector) by -inf so it can never be a top candidate."""
     import numpy as np
 
-    if not np.isfinite(scores.sum()):
-        scores = np.where(np.isnan(scores), -np.inf, scores).astype(np.float32)
-    return scores
+    return np.where(np.isnan(scores), -np.inf, scores).astype(np.float32)
 
 
 class Searcher:
@@ -120,14 +119,13 @@ class Searcher:
 
     def __init__(self, store: Any, embedder: Any = None, model_dir: str | None = None,
                  preload_embedder: bool = False) -> None:
-        import numpy as np
-
         self.store = store
         self.settings: dict = dict(store.settings() or {})
         self._loading: Any = None
         if embedder is None and preload_embedder:
-            # Model load (~0.2 s) and matrix load overlap: a cold `ragsift query` pays the
-            # longer of the two, not their sum (both release the GIL for most of the work).
+            # The model load (onnxruntime session, ~0.3-0.6 s) runs beside numpy's import
+            # and the matrix load: a cold `ragsift query` pays the longer of the two, not
+            # their sum (both release the GIL for most of their work).
             from concurrent.futures import ThreadPoolExecutor
 
             with ThreadPoolExecutor(1, thread_name_prefix="ragsift-model") as pool:
@@ -135,6 +133,8 @@ class Searcher:
                 rowids, matrix = store.load_matrix()
         else:
             rowids, matrix = store.load_matrix()
+        import numpy as np
+
         self.rowids = np.ascontiguousarray(rowids, dtype=np.int64)
         self.matrix = np.ascontiguousarray(matrix, dtype=np.float32)
         if self.matrix.ndim != 2 or self.matrix.shape[0] != self.rowids.shape[0]:
@@ -218,8 +218,11 @@ class Searcher:
             else:
                 all_scores = matrix @ block.T
             for j in range(block.shape[0]):
-                scores = _clean(np.ascontiguousarray(all_scores[:, j]))
+                scores = np.ascontiguousarray(all_scores[:, j])
                 pos = top_order(scores, n, rowids)
+                if np.isnan(scores[pos]).any():  # NaN sorts as largest: only then clean up
+                    scores = _clean(scores)
+                    pos = top_order(scores, n, rowids)
                 out.append((rowids[pos], scores[pos]))
         return out, searched
 
