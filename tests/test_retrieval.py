@@ -333,3 +333,14 @@ def test_parallel_scan_equals_single(monkeypatch):
     monkeypatch.setattr(search, "_cores", lambda: 3)
     assert np.allclose(search.dot_rows(m, q), single, atol=1e-5)
     assert np.allclose(single, m @ q, atol=1e-5)
+
+
+def test_einsum_fallback_equals_vecdot(monkeypatch):
+    from ragsift.retrieval import search
+
+    rng = np.random.default_rng(4)
+    m = rng.standard_normal((300, 8)).astype(np.float32)
+    q = rng.standard_normal(8).astype(np.float32)
+    fast = search.dot_rows(m, q)
+    monkeypatch.delattr(np, "vecdot", raising=False)
+    assert np.allclose(search.dot_rows(m, q), fast, atol=1e-5)

@@ -4,12 +4,13 @@ Pattern: load the whole matrix once (``IndexStore.load_matrix``: contiguous floa
 per chunk, L2-normalised), score a query with one matrix-vector product (cosine = dot product
 of unit vectors), take the best ``n`` with ``np.argpartition`` and sort only those.
 
-The single-query product is numpy's ``einsum`` kernel, not BLAS ``gemv``, by measurement (2
-cores, 384 dims): OpenBLAS single-threaded sgemv took 12 ms on 100k rows where einsum took 7,
-and multi-threaded sgemv stalls when another process holds a core (8 ms instead of 0.3 on 10k
-rows). einsum releases the GIL, so matrices of ``PARALLEL_MIN_ROWS`` rows or more are split
-across a thread pool, one block per core. Batches of queries (``tune``, ``query -``) use one
-BLAS matrix product, where BLAS is at its best.
+The single-query product is ``np.vecdot`` (one BLAS ``sdot`` per row, numpy >= 2; ``einsum``
+on older numpy), not ``matrix @ q`` (BLAS ``gemv``), by measurement (2 cores, 384 dims):
+OpenBLAS's sgemv ran 180-200 ms on 1M rows where vecdot ran 80 (einsum 100-160), and its
+threads stall when another process holds a core (11 ms instead of 0.3-0.5 on 10k rows).
+vecdot releases the GIL, so matrices of ``PARALLEL_MIN_ROWS`` rows or more are split across a
+thread pool, one block per core. Batches of queries (``tune``, ``query -``) use one BLAS
+matrix product, where BLAS is at its best.
 
 Exact at every size, by measurement: a float32 scan of 1M x 384 is memory-bound at ~65 ms on
 one core, inside the 150 ms target. numpy has no fast float16/int8 kernels (a float16 scan
@@ -52,6 +53,16 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
+def _rowdot(matrix: np.ndarray, q: np.ndarray, out: np.ndarray) -> None:
+    import numpy as np
+
+    vecdot = getattr(np, "vecdot", None)
+    if vecdot is not None:
+        vecdot(matrix, q, out=out)
+    else:  # numpy < 2
+        np.einsum("ij,j->i", matrix, q, out=out)
+
+
 def dot_rows(matrix: np.ndarray, q: np.ndarray) -> np.ndarray:
     """``matrix @ q`` (float32), one block per core for big matrices."""
     import numpy as np
@@ -61,7 +72,7 @@ def dot_rows(matrix: np.ndarray, q: np.ndarray) -> np.ndarray:
     out = np.empty(n, dtype=np.float32)
     cores = _cores()
     if n < PARALLEL_MIN_ROWS or cores < 2:
-        np.einsum("ij,j->i", matrix, q, out=out)
+        _rowdot(matrix, q, out)
         return out
     if _POOL is None:
         from concurrent.futures import ThreadPoolExecutor
@@ -71,7 +82,7 @@ def dot_rows(matrix: np.ndarray, q: np.ndarray) -> np.ndarray:
 
     def part(i: int) -> None:
         a, b = bounds[i], bounds[i + 1]
-        np.einsum("ij,j->i", matrix[a:b], q, out=out[a:b])
+        _rowdot(matrix[a:b], q, out[a:b])
 
     list(_POOL.map(part, range(cores)))
     return out
