@@ -120,6 +120,16 @@ def _records(n, text="x" * 10):
             for i in range(n)]
 
 
+def test_record_carries_hybrid_evidence():
+    rec = dict(_records(1)[0], dense_score=0.41, lexical_score=7.5, lexical_rank=1, fused_rank=1)
+    r = build_retrieval(TopK(k=1, threshold=0.4), query="q", scores=[0.41], records=[rec],
+                        dimensions=4, model="m", searched=1, mode="hybrid")
+    c = r.candidates[0].as_dict()
+    assert (c["dense_score"], c["lexical_score"], c["lexical_rank"], c["fused_rank"]) == (
+        0.41, 7.5, 1, 1)
+    assert r.as_dict()["mode"] == "hybrid"
+
+
 def test_record_as_dict_is_json_and_complete():
     r = build_retrieval(TopK(k=2, threshold=0.5, reject_window=2), query="q",
                         scores=[0.9, 0.6, 0.55, 0.2, 0.1], records=_records(5),
@@ -207,6 +217,9 @@ def test_searcher_exact_order_filter_and_nan():
     f = s.retrieve("q", TopK(k=3, threshold=None, reject_window=40), qvec=q, path_glob="docs/*")
     assert f.searched == 25 and all(c.path.startswith("docs/") for c in f.candidates)
     assert f.candidates_complete and len(f.candidates) == 25
+    rows, dense = s.dense_scores(q, glob="docs/*")
+    assert rows.shape == dense.shape == (25,)
+    assert dense[rows.tolist().index(f.candidates[0].rowid)] == pytest.approx(f.candidates[0].score)
     none = s.retrieve("q", TopK(), qvec=q, path_glob="nowhere/*")
     assert none.searched == 0 and none.candidates == () and not none.corpus_empty
 

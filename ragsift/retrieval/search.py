@@ -201,6 +201,19 @@ class Searcher:
         return self._masks[glob]
 
     # -- search ----------------------------------------------------------------------------
+    def dense_scores(self, qvec: np.ndarray, glob: str | None = None
+                     ) -> tuple[np.ndarray, np.ndarray]:
+        """(rowids, cosine of every searchable row) for one query vector; for fusions that
+        need the dense score of candidates found by other means."""
+        import numpy as np
+
+        mask = self.path_mask(glob)
+        matrix, rowids = ((self.matrix, self.rowids) if mask is None else
+                          (self.matrix[mask], self.rowids[mask]))
+        if rowids.shape[0] == 0:
+            return rowids, np.empty(0, np.float32)
+        return rowids, dot_rows(matrix, np.asarray(qvec, dtype=np.float32).reshape(-1))
+
     def top_vectors(self, qvecs: np.ndarray, n: int, glob: str | None = None
                     ) -> tuple[list[tuple[np.ndarray, np.ndarray]], int]:
         """For each query vector, (rowids, scores) of its ``n`` best rows in order, and the

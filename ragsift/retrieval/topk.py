@@ -249,10 +249,12 @@ def build_retrieval(
     path_filter: str | None = None,
     corpus_empty: bool | None = None,
 ) -> Retrieval:
-    """Apply ``strategy`` to candidates already in score order and build the record.
+    """Apply ``strategy`` to candidates already in order and build the record.
 
     ``records`` are chunk records (``IndexStore.chunks`` fields) in the same order as
-    ``scores``; at most ``strategy.fetch`` are kept.
+    ``scores``; at most ``strategy.fetch`` are kept. Other modes than ``dense`` pass the
+    per-side evidence in the records (``dense_score``, ``lexical_score``, ``lexical_rank``,
+    ``fused_rank``) and ``scores`` holds what the threshold applies to.
     """
     scores = list(scores)[: strategy.fetch]
     records = list(records)[: len(scores)]
@@ -303,6 +305,9 @@ def _candidate(rec: dict, score: float, rank: int, reason: str | None, mode: str
         tokens=rec.get("tokens"),
         truncated=int(rec.get("truncated") or 0),
         dense_score=score if mode == "dense" else rec.get("dense_score"),
+        lexical_score=rec.get("lexical_score"),
+        lexical_rank=rec.get("lexical_rank"),
+        fused_rank=rec.get("fused_rank"),
     )
 
 
