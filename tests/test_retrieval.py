@@ -357,3 +357,34 @@ def test_einsum_fallback_equals_vecdot(monkeypatch):
     fast = search.dot_rows(m, q)
     monkeypatch.delattr(np, "vecdot", raising=False)
     assert np.allclose(search.dot_rows(m, q), fast, atol=1e-5)
+
+
+def test_model_mismatch_is_refused_and_preload_raises_on_use(monkeypatch):
+    import ragsift.embedders
+    from ragsift.retrieval import search
+
+    class Other:
+        fingerprint = "other/384/abc"
+        name = "other"
+
+    monkeypatch.setattr(ragsift.embedders, "load_embedder", lambda model_dir=None: Other())
+    with pytest.raises(RagsiftError, match="--model"):
+        search.embedder_for({"model": "minilm", "model_fingerprint": "minilm/384/def"})
+    assert search.embedder_for({"model_fingerprint": "other/384/abc"}).name == "other"
+
+    store = FakeStore(np.eye(3, dtype=np.float32), ["a.md"] * 3)
+    store.settings = lambda: {"model_fingerprint": "minilm/384/def"}
+    s = Searcher(store, preload_embedder=True)  # the failure surfaces when the model is used
+    with pytest.raises(RagsiftError, match="was built with model"):
+        s.embed_queries(["q"])
+
+
+def test_threshold_flag_parsing():
+    from ragsift.cli.query import parse_threshold
+
+    assert parse_threshold(None) == (True, None)
+    assert parse_threshold("none") == parse_threshold("OFF") == (False, None)
+    assert parse_threshold("0.42") == (False, 0.42)
+    for bad in ("high", "2", "nan"):
+        with pytest.raises(RagsiftError):
+            parse_threshold(bad)
