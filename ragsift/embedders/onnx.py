@@ -11,8 +11,12 @@ Algorithm of ``embed``:
 4. Pool ``last_hidden_state`` (mean over the attention mask, or the [CLS] row) and
    L2-normalise; results go back in input order.
 
+The pinned default model runs as onnxruntime's fused transformer kernels rebuilt in memory
+from the same int8 file (``fused.py``; identical vectors within 1e-5, ~12% less CPU).
+
 Numbers behind the defaults (2-core machine, see ``bench/RESULTS-embed.md``): batches of 8
-beat 32; 2 intra-op threads ~1.8× one; length sorting +26–95% on mixed lengths.
+beat 32 (and 4; 16 is no better); 2 intra-op threads ~1.8× one on a quiet machine; length
+sorting +26–95% on mixed lengths.
 
 Limits: CPU only; one ONNX input signature (``input_ids``, ``attention_mask``, optional
 ``token_type_ids``), one 3-D output; ``max_length`` is capped at 512 because longer inputs
