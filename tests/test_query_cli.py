@@ -176,3 +176,24 @@ def test_char_budget_and_human_rejected(index):
     assert proc.returncode == 0
     assert proc.stdout.count("rejected (over-k)") + proc.stdout.count(
         "rejected (below-threshold)") == 2
+
+
+def test_highlight_keeps_unit_offsets_after_joining_wrapped_lines():
+    from ragsift.cli.explain import highlighted, score_picture
+    from ragsift.retrieval.attribution import Attribution, UnitScore
+    from ragsift.retrieval.topk import TopK, build_retrieval
+
+    text = "Swarming is how colonies\nreproduce. Split the colony\nbefore it swarms.\n\n- item"
+    r = build_retrieval(TopK(k=1, threshold=0.5, reject_window=1), query="q",
+                        scores=[0.7, 0.2], dimensions=3, model="m", searched=2,
+                        records=[{"rowid": 1, "id": "a#0", "path": "a.md", "text": text},
+                                 {"rowid": 2, "id": "a#1", "path": "a.md", "text": "x"}])
+    start = text.index("Split")
+    unit = UnitScore(text="Split the colony before it swarms.", score=0.6, share=1.0, rank=1,
+                     start=start, end=text.index("swarms.") + len("swarms."))
+    shown = highlighted(r.candidates[0], Attribution(id="a#0", units=(unit,), total_units=1))
+    assert "colonies reproduce." in shown.plain and "\n\n- item" in shown.plain
+    [span] = shown.spans
+    assert shown.plain[span.start:span.end] == "Split the colony before it swarms."
+    lines = score_picture(r)
+    assert "✓" in lines[0] and "┃" in lines[0] and "threshold 0.50" in lines[-1]

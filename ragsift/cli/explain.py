@@ -5,6 +5,7 @@ closest to the query (an embedding-similarity proxy, not a causal explanation)."
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import TYPE_CHECKING
 
@@ -115,10 +116,10 @@ def render(console: Console, r: Retrieval, attributions: list[Attribution],
     if r.admitted:
         table = Table(title=f"admitted ({len(r.admitted)})", title_justify="left",
                       show_lines=True, expand=False)
-        table.add_column("rank", justify="right")
-        table.add_column("score", justify="right")
-        table.add_column("margin", justify="right")
-        table.add_column("where", overflow="fold", max_width=40)
+        table.add_column("rank", justify="right", no_wrap=True, min_width=4)
+        table.add_column("score", justify="right", no_wrap=True, min_width=5)
+        table.add_column("margin", justify="right", no_wrap=True, min_width=6)
+        table.add_column("where", overflow="fold", min_width=16, max_width=40)
         table.add_column("chunk (closest unit highlighted)", overflow="fold", ratio=1)
         for c in r.admitted:
             where = escape(c.location)
@@ -136,12 +137,12 @@ def render(console: Console, r: Retrieval, attributions: list[Attribution],
     rejected = r.rejected
     if rejected:
         table = Table(title=f"rejected ({len(rejected)})", title_justify="left")
-        table.add_column("rank", justify="right")
-        table.add_column("score", justify="right")
-        table.add_column("gap", justify="right")
-        table.add_column("reason", no_wrap=True)
-        table.add_column("where", overflow="fold", min_width=20, max_width=40)
-        table.add_column("preview", overflow="ellipsis", no_wrap=True, ratio=1, min_width=20)
+        table.add_column("rank", justify="right", no_wrap=True, min_width=4)
+        table.add_column("score", justify="right", no_wrap=True, min_width=5)
+        table.add_column("gap", justify="right", no_wrap=True, min_width=5)
+        table.add_column("reason", no_wrap=True, min_width=15)
+        table.add_column("where", overflow="fold", min_width=16, max_width=40)
+        table.add_column("preview", overflow="ellipsis", no_wrap=True, ratio=1, min_width=10)
         for c in rejected:
             where = escape(c.location) + (f" [yellow]⚠{c.truncated}[/]" if c.truncated else "")
             table.add_row(str(c.rank), f"{c.score:.3f}", _signed(c.margin(r.threshold)),
@@ -167,20 +168,25 @@ def _print_units(console: Console, r: Retrieval, by_id: dict) -> None:
         return
     table = Table(title="closest units", title_justify="left", caption=NOTE,
                   caption_justify="left")
-    table.add_column("hit", justify="right")
-    table.add_column("unit score", justify="right")
-    table.add_column("share", justify="right")
+    table.add_column("hit", justify="right", no_wrap=True)
+    table.add_column("unit score", justify="right", no_wrap=True)
+    table.add_column("share", justify="right", no_wrap=True)
     table.add_column("unit", overflow="fold", ratio=1)
     for c, u in rows:
         table.add_row(str(c.rank), f"{u.score:.3f}", f"{u.share:.0%}", escape(u.text))
     console.print(table)
 
 
+_SOFT_BREAK = re.compile(r"(?<=[^\n\r])\n(?![\n\s]|[-*+>|#]|\d{1,3}[.)]\s)")
+
+
 def highlighted(c: Candidate, a: Attribution | None) -> Text:
-    """The chunk text (a window of it when long) with the closest unit in bold reverse."""
+    """The chunk text (a window of it when long) with the closest unit in bold reverse.
+    Hard-wrapped prose lines are joined for display, one character for one, so the unit's
+    offsets still hold."""
     from rich.text import Text
 
-    text = c.text
+    text = _SOFT_BREAK.sub(" ", c.text)
     best = a.best if a is not None else None
     lo, hi = 0, len(text)
     if len(text) > WINDOW:
