@@ -241,14 +241,18 @@ def default_embed_chunker(model_dir: str | None = None, *, strategy: str = "recu
                           tokenizer: str | None = None) -> Chunker:
     """The chunker ``embed`` uses: by default recursive, sized in the model's own tokens at
     the model's max length (special tokens included), so no chunk is ever truncated."""
-    from ragsift.chunkers import make_chunker
+    from ragsift.chunkers import OPTIONS, make_chunker
 
     options: dict = {}
     if tokenizer in (None, "model"):
         from ragsift.embedders import model_counter
 
         counter = model_counter(model_dir)
-        options["size"] = size if size is not None else counter.max_length
+        if size is not None:
+            options["size"] = size
+        elif "size" in OPTIONS.get(strategy, ()):
+            # the model's max length: no chunk of a sized strategy is ever truncated
+            options["size"] = counter.max_length
         tok: object = counter
     else:
         tok = tokenizer

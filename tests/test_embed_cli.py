@@ -270,3 +270,13 @@ def test_cli_modules_import_nothing_heavy():
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
                           text=True, check=True)
     assert proc.stdout.strip() == "[]"
+
+
+def test_unsized_strategy_gets_no_default_size(tmp_path):
+    # `whole` takes no --size: embed must not pass its model-length default to it.
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    (corpus / "long.txt").write_text(" ".join(f"word{i}" for i in range(600)) + "\n")
+    rc, s, err = embed_json(str(corpus), "--index", str(tmp_path / "w.db"), "--strategy", "whole")
+    assert rc == 0, err
+    assert s["chunks"] == 1 and s["truncated"] == 1
