@@ -4,32 +4,15 @@ from __future__ import annotations
 
 import sys
 import time
-from enum import Enum
 from typing import Annotated
 
 import typer
 
 from ragsift.cli._common import handle_errors, warn
+from ragsift.cli.chunk import Strategy, Tokenizer
 from ragsift.errors import EXIT_NOTHING, EXIT_OK, EXIT_SKIPPED
 
 DEFAULT_INDEX = "ragsift.db"
-
-
-class Strategy(str, Enum):
-    recursive = "recursive"
-    sentence = "sentence"
-    markdown = "markdown"
-    heading = "heading"
-    paragraph = "paragraph"
-    chars = "chars"
-    tokens = "tokens"
-    whole = "whole"
-
-
-class Tokenizer(str, Enum):
-    model = "model"
-    cl100k = "cl100k"
-    chars = "chars"
 
 
 EPILOG = """
