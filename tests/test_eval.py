@@ -388,7 +388,11 @@ def test_eval_beir_dataset_end_to_end(tmp_path):
         "train",
         "--cache",
         str(tmp_path / "cache.sqlite"),
+        "--save",
+        str(tmp_path / "saved.jsonl"),
     )
+    saved = [json.loads(line) for line in (tmp_path / "saved.jsonl").read_text().splitlines()]
+    assert saved == runs
     assert [r["config"]["mode"] for r in runs] == ["dense", "lexical"]
     for r in runs:
         assert r["format"] == "beir" and r["dataset"] == "beir/train" and r["queries"] == 3

@@ -240,3 +240,44 @@ def test_row_lookup_sorted_or_not():
     assert _rows_of(np.array([1, 3, 7, 9]), wanted).tolist() == [2, 1, -1]
     assert _rows_of(np.array([9, 7, 1, 3]), wanted).tolist() == [1, 3, -1]
     assert _rows_of(np.array([], dtype=np.int64), wanted).tolist() == [-1, -1, -1]
+
+
+def test_retrieve_fused_builds_the_retrieval_record(tmp_path, embedder):
+    from ragsift.retrieval.hybrid import Fusion, retrieve_fused
+    from ragsift.retrieval.search import Searcher
+    from ragsift.retrieval.store import IndexStore
+    from ragsift.retrieval.topk import TopK
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "cats.md").write_text("Cats purr when they are happy and content.\n")
+    (docs / "dogs.md").write_text("Dogs wag their tails when they are excited.\n")
+    (docs / "log.md").write_text("Reference code zq7x appeared in the build log.\n")
+    index = tmp_path / "index.db"
+    _build(docs, index, embedder)
+    with IndexStore.open(index, "r") as store:
+        searcher = Searcher(store, embedder=embedder)
+        strategy = TopK(k=2, threshold=0.3, reject_window=5)
+        (r,) = retrieve_fused(searcher, ["purring felines zq7x"], strategy, fusion=Fusion(depth=1))
+        dense_only = searcher.retrieve("purring felines zq7x", strategy)
+        (lex,) = retrieve_fused(searcher, ["zq7x"], strategy, mode="lexical")
+        (filtered,) = retrieve_fused(
+            searcher, ["zq7x cats"], strategy, mode="lexical", path_glob="*cats.md"
+        )
+    # fetch = k + window = 7 > depth 1: each side is widened to 7 so the record is complete
+    assert r.mode == "hybrid" and [c.fused_rank for c in r.candidates] == [1, 2, 3]
+    assert r.candidates_complete
+    log = next(c for c in r.candidates if c.path.endswith("log.md"))
+    assert log.lexical_rank == 1 and log.lexical_score > 0
+    # the threshold applies to the cosine in every mode: score == dense_score, and a weak
+    # lexical-only hit is rejected as below-threshold, visibly
+    cosine = {c.path: c.score for c in dense_only.candidates}
+    assert log.score == log.dense_score == pytest.approx(cosine[log.path], abs=1e-6)
+    assert (log.admitted, log.reason) == (
+        log.score >= 0.3,
+        None if log.score >= 0.3 else "below-threshold",
+    )
+    assert [c.path.rsplit("/", 1)[-1] for c in lex.candidates] == ["log.md"]
+    assert lex.candidates[0].lexical_rank == 1
+    assert [c.path.rsplit("/", 1)[-1] for c in filtered.candidates] == ["cats.md"]
+    assert filtered.searched == 1

@@ -81,6 +81,12 @@ def eval_command(
             "--thresholds", help="Also show how a cosine threshold would act on the top-k."
         ),
     ] = False,
+    save: Annotated[
+        Path | None,
+        typer.Option(
+            "--save", metavar="FILE", help="Also write the results as JSON lines to FILE."
+        ),
+    ] = None,
     cache_path: Annotated[
         Path | None,
         typer.Option(
@@ -120,6 +126,11 @@ def eval_command(
         results = evaluate(ds, cfgs, cache=cache, progress=warn)
     finally:
         cache.close()
+    if save is not None:
+        import json
+
+        with open(save, "w", encoding="utf-8") as fh:
+            fh.writelines(json.dumps(r.as_dict(), ensure_ascii=False) + "\n" for r in results)
     if json_out:
         write_jsonl(r.as_dict() for r in results)
     else:
