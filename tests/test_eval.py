@@ -204,7 +204,8 @@ def test_load_config(tmp_path):
     assert c.model is None
     assert "rrf_k" not in c.as_dict() and c.as_dict()["alpha"] == 0.7
     assert c.chunker_label() == "recursive 250/125 model"
-    assert EvalConfig().as_dict().get("fusion") is None  # dense: no fusion keys
+    assert EvalConfig(mode="dense").as_dict().get("fusion") is None  # dense: no fusion keys
+    assert (EvalConfig().mode, EvalConfig().fusion) == ("hybrid", "convex")  # chosen defaults
 
 
 @pytest.mark.parametrize(

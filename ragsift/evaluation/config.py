@@ -1,18 +1,18 @@
 """Evaluation configurations: chunker (+ options), embedder, retrieval mode and k, from TOML.
 
 ```toml
-name = "recursive-250-125"          # optional; defaults to the file's stem
+name = "tokens-250-125"             # optional; defaults to the file's stem
 [chunker]
-strategy = "recursive"              # any ragsift.chunkers.make_chunker strategy
+strategy = "tokens"                 # a make_chunker strategy, or chroma-recursive (reference)
 tokenizer = "cl100k"                # model (default: the embedder's tokens) | cl100k | chars
-size = 250                          # every other key goes to make_chunker as an option
-overlap = 125
+size = 250                          # every other key goes to the chunker as an option
+overlap = 125                       # (without size and tokenizer = model: the model max length)
 [embedder]
 model = "default"                   # "default" (all-MiniLM-L6-v2 int8) or an ONNX model folder
 [retrieval]
-mode = "dense"                      # dense | lexical | hybrid
+mode = "hybrid"                     # dense | lexical | hybrid
 k = 5
-fusion = "rrf"                      # hybrid: rrf | convex
+fusion = "convex"                   # hybrid: convex | rrf
 rrf_k = 60                          # rrf: 1 / (rrf_k + rank)
 alpha = 0.5                         # convex: weight of the dense side
 norm = "minmax"                     # convex: minmax | tmm (theoretical minimum)
@@ -30,8 +30,10 @@ from typing import Any
 import tomllib
 
 from ragsift.errors import RagsiftError
+from ragsift.retrieval.hybrid import Fusion  # cheap: numpy loads only when searching
 
 MODES = ("dense", "lexical", "hybrid")
+_FUSION = Fusion()  # the library's hybrid defaults, chosen with `ragsift eval`
 FUSIONS = ("rrf", "convex")
 NORMS = ("minmax", "tmm")
 
@@ -44,13 +46,13 @@ class EvalConfig:
     chunker_options: dict[str, Any] = field(default_factory=dict)
     model: str | None = None  # None: the default embedder
     embedder_options: dict[str, Any] = field(default_factory=dict)
-    mode: str = "dense"
+    mode: str = "hybrid"
     k: int = 5
-    fusion: str = "rrf"
-    rrf_k: int = 60
-    alpha: float = 0.5
-    norm: str = "minmax"
-    depth: int = 100
+    fusion: str = _FUSION.fusion
+    rrf_k: int = _FUSION.rrf_k
+    alpha: float = _FUSION.alpha
+    norm: str = _FUSION.norm
+    depth: int = _FUSION.depth
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -148,6 +150,7 @@ def config_from_dict(
         raise RagsiftError(f"config {default_name}: {exc}") from None
 
 
-# What ``ragsift eval`` scores without a configuration: the library's own defaults (the
-# chunker's default options, the default embedder, dense retrieval, k = 5).
+# What ``ragsift eval`` scores without a configuration: the defaults chosen by measurement
+# (bench/RESULTS-eval.md): recursive chunks sized in the embedder's tokens at its max length
+# (what `ragsift embed` builds), hybrid retrieval fused by a convex combination, k = 5.
 DEFAULT_CONFIG = EvalConfig(name="defaults")
