@@ -281,3 +281,25 @@ def test_retrieve_fused_builds_the_retrieval_record(tmp_path, embedder):
     assert lex.candidates[0].lexical_rank == 1
     assert [c.path.rsplit("/", 1)[-1] for c in filtered.candidates] == ["cats.md"]
     assert filtered.searched == 1
+
+
+def test_searcher_mode_dispatches_to_the_fusion(tmp_path, embedder):
+    from ragsift.retrieval.hybrid import Fusion
+    from ragsift.retrieval.search import Searcher
+    from ragsift.retrieval.store import IndexStore
+    from ragsift.retrieval.topk import TopK
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "cats.md").write_text("Cats purr when they are happy and content.\n")
+    (docs / "log.md").write_text("Reference code zq7x appeared in the build log.\n")
+    index = tmp_path / "index.db"
+    _build(docs, index, embedder)
+    strategy = TopK(k=1, threshold=None, reject_window=0)
+    with IndexStore.open(index, "r") as store:
+        dense = Searcher(store, embedder=embedder).retrieve("purring felines zq7x", strategy)
+        hybrid = Searcher(store, embedder=embedder, mode="hybrid", fusion=Fusion(depth=1))
+        fused = hybrid.retrieve("purring felines zq7x", strategy)
+    assert dense.mode == "dense" and dense.candidates[0].source is None
+    assert fused.mode == "hybrid" and fused.candidates[0].source in ("both", "dense", "lexical")
+    assert fused.as_dict()["candidates"][0]["source"] == fused.candidates[0].source

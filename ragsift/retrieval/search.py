@@ -126,10 +126,17 @@ class Searcher:
 
     ``store`` follows the ``IndexStore`` contract (``settings``, ``load_matrix``, ``chunks``).
     The embedder is loaded on first use and must match the index's model fingerprint.
+    ``mode`` "lexical" or "hybrid" orders candidates by FTS5 BM25 or by the fusion of both
+    sides (``ragsift.retrieval.hybrid``); the threshold still applies to the cosine.
     """
 
     def __init__(self, store: Any, embedder: Any = None, model_dir: str | None = None,
-                 preload_embedder: bool = False) -> None:
+                 preload_embedder: bool = False, mode: str = "dense",
+                 fusion: Any = None) -> None:
+        if mode not in ("dense", "lexical", "hybrid"):
+            raise RagsiftError(f"--mode must be dense, lexical or hybrid, not {mode!r}")
+        self.mode = mode
+        self.fusion = fusion
         self.store = store
         self.settings: dict = dict(store.settings() or {})
         self._loading: Any = None
@@ -261,6 +268,12 @@ class Searcher:
         """Embed ``queries`` in one batch, search, and apply ``strategy`` to each."""
         if not queries:
             return []
+        if self.mode != "dense":
+            from ragsift.retrieval.hybrid import Fusion, retrieve_fused
+
+            return retrieve_fused(self, queries, strategy, mode=self.mode,
+                                  fusion=self.fusion or Fusion(), path_glob=path_glob,
+                                  qvecs=qvecs)
         if self.matrix.shape[0] == 0:
             return [self._record(q, strategy, [], [], 0, path_glob) for q in queries]
         if qvecs is None:

@@ -124,6 +124,8 @@ class Candidate:
     ``score`` is the score the threshold applies to (the dense cosine in dense mode).
     ``dense_score``, ``lexical_score``, ``lexical_rank`` and ``fused_rank`` let other modes
     show both sides of a fused ranking; they stay ``None`` where a side was not computed.
+    ``source`` says which side brought a fused candidate in: "both", "dense" or "lexical"
+    (a lexical-only hit); ``None`` in dense mode.
     ``truncated`` counts tokens the embedder never saw for this chunk.
     """
 
@@ -149,6 +151,7 @@ class Candidate:
     lexical_score: float | None = None
     lexical_rank: int | None = None
     fused_rank: int | None = None
+    source: str | None = None
 
     @property
     def location(self) -> str:
@@ -308,6 +311,7 @@ def _candidate(rec: dict, score: float, rank: int, reason: str | None, mode: str
         lexical_score=rec.get("lexical_score"),
         lexical_rank=rec.get("lexical_rank"),
         fused_rank=rec.get("fused_rank"),
+        source=rec.get("source"),
     )
 
 
