@@ -3,6 +3,7 @@ FTS5 side kept in step with the chunks and lexical-only hits identifiable as suc
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -303,3 +304,35 @@ def test_searcher_mode_dispatches_to_the_fusion(tmp_path, embedder):
     assert dense.mode == "dense" and dense.candidates[0].source is None
     assert fused.mode == "hybrid" and fused.candidates[0].source in ("both", "dense", "lexical")
     assert fused.as_dict()["candidates"][0]["source"] == fused.candidates[0].source
+
+
+def test_explain_shows_a_lexical_only_hit(tmp_path, embedder):
+    """Through the CLI: more chunks than the dense side's depth (100), one of which only the
+    lexical side can find; `explain --mode hybrid` marks it, with its cosine and BM25 rank."""
+    from typer.testing import CliRunner
+
+    from ragsift.chunkers import make_chunker
+    from ragsift.cli import app
+    from ragsift.pipeline import build_index
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(110):  # one chunk each, close to the query in meaning, sharing no word
+        (docs / f"cat{i:03d}.md").write_text(f"Cats meow and kittens snuggle, cozy pet {i}.\n")
+    (docs / "log.md").write_text("Reference code zq7x appeared in the build log.\n")
+    index = str(tmp_path / "index.db")
+    chunker = make_chunker("recursive", tokenizer="cl100k")
+    build_index([str(docs)], index, chunker, embedder)
+    query = "purring felines zq7x"
+    args = ["explain", query, "--index", index, "--mode", "hybrid", "--threshold", "none"]
+    result = CliRunner().invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.stdout)
+    assert record["mode"] == "hybrid" and record["searched"] > 100  # more than the depth
+    (log,) = [c for c in record["candidates"] if c["path"].endswith("log.md")]
+    assert log["source"] == "lexical" and log["lexical_rank"] == 1
+    assert log["score"] == log["dense_score"]  # the threshold's score is the cosine
+    assert all(c["source"] == "dense" for c in record["candidates"] if c is not log)
+    human = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
+    assert human.exit_code == 0, human.output
+    assert "mode hybrid" in human.output and "lexical only" in human.output

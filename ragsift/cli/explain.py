@@ -16,6 +16,7 @@ from ragsift.cli.query import (
     INDEX_OPTION,
     K_OPTION,
     MAX_CHARS_OPTION,
+    MODE_OPTION,
     MODEL_OPTION,
     PATH_OPTION,
     REJECT_WINDOW_OPTION,
@@ -63,6 +64,7 @@ def explain_command(
     max_chars: int | None = MAX_CHARS_OPTION,
     path: str | None = PATH_OPTION,
     model: str | None = MODEL_OPTION,
+    mode: str = MODE_OPTION,
     units: int = typer.Option(3, "--units", min=0, max=12,
                               help="Closest citable units to show per hit."),
     as_json: bool = typer.Option(False, "--json", help="Print the full retrieval record plus "
@@ -76,7 +78,7 @@ def explain_command(
 
     if not text.strip():
         raise RagsiftError("the query is empty")
-    with open_searcher(index, model) as searcher:
+    with open_searcher(index, model, mode) as searcher:
         strategy = make_strategy(searcher, k, threshold, reject_window, max_chars)
         qvec = searcher.embed_queries([text])[0]
         r = searcher.retrieve(text, strategy, path_glob=path, qvec=qvec)
@@ -105,7 +107,7 @@ def render(console: Console, r: Retrieval, attributions: list[Attribution],
 
     floor = fmt_threshold(r.threshold) + (" (model default)" if default_floor else "")
     console.print(f"[bold]query[/]  {escape(r.query)}", highlight=False, soft_wrap=True)
-    details = (f"model {model} · k {r.k} · threshold {floor} · reject window "
+    details = (f"model {model} · mode {r.mode} · k {r.k} · threshold {floor} · reject window "
                f"{r.reject_window} · max chars {r.max_chars or '-'} · {r.searched} chunks "
                "searched")
     if r.path_filter:
@@ -119,6 +121,7 @@ def render(console: Console, r: Retrieval, attributions: list[Attribution],
         table.add_column("rank", justify="right", no_wrap=True, min_width=4)
         table.add_column("score", justify="right", no_wrap=True, min_width=5)
         table.add_column("margin", justify="right", no_wrap=True, min_width=6)
+        fused = _add_side_columns(table, r)
         table.add_column("where", overflow="fold", min_width=16, max_width=40)
         table.add_column("chunk (closest unit highlighted)", overflow="fold", ratio=1)
         for c in r.admitted:
@@ -127,7 +130,8 @@ def render(console: Console, r: Retrieval, attributions: list[Attribution],
                 where += "\n[dim]" + escape(" › ".join(c.headings)) + "[/]"
             if c.truncated:
                 where += f"\n[yellow]⚠ truncated: {c.truncated} tokens the model never saw[/]"
-            table.add_row(str(c.rank), f"{c.score:.3f}", _signed(c.margin(r.threshold)), where,
+            table.add_row(str(c.rank), f"{c.score:.3f}", _signed(c.margin(r.threshold)),
+                          *(_side_cells(c) if fused else ()), where,
                           highlighted(c, by_id.get(c.id)))
         console.print(table)
         _print_units(console, r, by_id)
@@ -141,12 +145,14 @@ def render(console: Console, r: Retrieval, attributions: list[Attribution],
         table.add_column("score", justify="right", no_wrap=True, min_width=5)
         table.add_column("gap", justify="right", no_wrap=True, min_width=5)
         table.add_column("reason", no_wrap=True, min_width=15)
+        fused = _add_side_columns(table, r)
         table.add_column("where", overflow="fold", min_width=16, max_width=40)
         table.add_column("preview", overflow="ellipsis", no_wrap=True, ratio=1, min_width=10)
         for c in rejected:
             where = escape(c.location) + (f" [yellow]⚠{c.truncated}[/]" if c.truncated else "")
             table.add_row(str(c.rank), f"{c.score:.3f}", _signed(c.margin(r.threshold)),
-                          c.reason or "", where, escape(_preview(c.text)))
+                          c.reason or "", *(_side_cells(c) if fused else ()), where,
+                          escape(_preview(c.text)))
         console.print(table)
 
     if r.candidates:
@@ -226,6 +232,26 @@ def score_picture(r: Retrieval, width: int = 40) -> list[str]:
     if r.threshold is not None:
         lines.append(f"[dim]{' ' * (13 + (col or 0))}┃ threshold {r.threshold:.2f}[/]")
     return lines
+
+
+def _add_side_columns(table, r: Retrieval) -> bool:
+    """Lexical/hybrid modes: columns for the lexical side and the fusion (score stays the
+    cosine, which the threshold applies to). Returns whether they were added."""
+    if r.mode == "dense":
+        return False
+    table.add_column("lexical", justify="right", no_wrap=True, min_width=7)
+    table.add_column("fused", justify="right", no_wrap=True, min_width=5)
+    table.add_column("via", no_wrap=True, min_width=7)
+    return True
+
+
+def _side_cells(c: Candidate) -> tuple[str, str, str]:
+    """BM25 score and rank (or -), fused rank, and which side brought the candidate in."""
+    lexical = "-" if c.lexical_rank is None else f"{c.lexical_score:.2f} #{c.lexical_rank}"
+    fused = "-" if c.fused_rank is None else f"#{c.fused_rank}"
+    via = {"lexical": "[magenta]lexical only[/]", "dense": "dense only"}.get(
+        c.source or "", c.source or "-")
+    return lexical, fused, via
 
 
 def _signed(value: float | None) -> str:

@@ -41,6 +41,11 @@ MAX_CHARS_OPTION = typer.Option(
 PATH_OPTION = typer.Option(None, "--path", metavar="GLOB",
                            help="Only search chunks of documents whose path matches GLOB "
                            "(`*` also matches `/`).")
+MODE_OPTION = typer.Option(
+    "dense", "--mode", metavar="dense|lexical|hybrid",
+    help="Candidate order: dense (cosine), lexical (FTS5 BM25) or hybrid (both, fused by a "
+    "convex combination of min-max normalised scores). The threshold always applies to the "
+    "cosine, so a hit found only by its words still has to clear it.")
 MODEL_OPTION = typer.Option(None, "--model", metavar="DIR",
                             help="ONNX model folder the index was built with (default: the bundled "
                             "all-MiniLM-L6-v2).")
@@ -75,13 +80,13 @@ def make_strategy(searcher: Searcher, k: int, threshold: str | None, reject_wind
 
 
 @contextmanager
-def open_searcher(index: str, model: str | None) -> Iterator[Searcher]:
+def open_searcher(index: str, model: str | None, mode: str = "dense") -> Iterator[Searcher]:
     """Open ``index`` read-only and load its matrix (the embedder loads on first use)."""
     from ragsift.retrieval.search import Searcher
     from ragsift.retrieval.store import IndexStore
 
     with IndexStore.open(index, "r") as store:
-        yield Searcher(store, model_dir=model, preload_embedder=True)
+        yield Searcher(store, model_dir=model, preload_embedder=True, mode=mode)
 
 
 def fmt_threshold(value: float | None) -> str:
@@ -144,6 +149,7 @@ def query_command(
     max_chars: int | None = MAX_CHARS_OPTION,
     path: str | None = PATH_OPTION,
     model: str | None = MODEL_OPTION,
+    mode: str = MODE_OPTION,
     as_json: bool = typer.Option(False, "--json", help="JSON lines: one hit per line."),
     rejected: bool = typer.Option(False, "--rejected", help="Also print the rejected "
                                   "candidates with their reason (--json: admitted: false)."),
@@ -154,7 +160,7 @@ def query_command(
     floor nothing is printed (no fallback to a weak match) and the exit status is 1.
     """
     queries, batch = read_queries(text)
-    with open_searcher(index, model) as searcher:
+    with open_searcher(index, model, mode) as searcher:
         strategy = make_strategy(searcher, k, threshold, reject_window, max_chars)
         results = searcher.retrieve_many(queries, strategy, path_glob=path)
     any_admitted = False

@@ -14,6 +14,7 @@ from ragsift.cli.query import (
     INDEX_OPTION,
     K_OPTION,
     MAX_CHARS_OPTION,
+    MODE_OPTION,
     MODEL_OPTION,
     PATH_OPTION,
     REJECT_WINDOW_OPTION,
@@ -58,6 +59,7 @@ def tune_command(
     max_chars: int | None = MAX_CHARS_OPTION,
     path: str | None = PATH_OPTION,
     model: str | None = MODEL_OPTION,
+    mode: str = MODE_OPTION,
     optimize: str = typer.Option("f1", "--optimize", metavar="TARGET",
                                  help="f1, recall@precision=P or precision@recall=R."),
     step: float = typer.Option(0.01, "--step", min=0.001, max=0.5,
@@ -74,7 +76,7 @@ def tune_command(
 
     objective = Objective.parse(optimize)
     labelled = load_queries(queries)
-    with open_searcher(index, model) as searcher:
+    with open_searcher(index, model, mode) as searcher:
         if searcher.matrix.shape[0] == 0:
             raise RagsiftError(f"index {index} holds no chunks")
         strategy = make_strategy(searcher, k, threshold, reject_window, max_chars)
