@@ -298,7 +298,7 @@ def test_searcher_mode_dispatches_to_the_fusion(tmp_path, embedder):
     _build(docs, index, embedder)
     strategy = TopK(k=1, threshold=None, reject_window=0)
     with IndexStore.open(index, "r") as store:
-        dense = Searcher(store, embedder=embedder).retrieve("purring felines zq7x", strategy)
+        dense = Searcher(store, embedder=embedder, mode="dense").retrieve("purring felines zq7x", strategy)
         hybrid = Searcher(store, embedder=embedder, mode="hybrid", fusion=Fusion(depth=1))
         fused = hybrid.retrieve("purring felines zq7x", strategy)
     assert dense.mode == "dense" and dense.candidates[0].source is None

@@ -206,7 +206,7 @@ def test_searcher_exact_order_filter_and_nan():
     m /= np.linalg.norm(m, axis=1, keepdims=True)
     m[7] = np.nan  # a broken vector never ranks
     paths = ["docs/a.md" if i % 2 else "notes/b.txt" for i in range(50)]
-    s = Searcher(FakeStore(m, paths))
+    s = Searcher(FakeStore(m, paths), mode="dense")
     q = _unit(rng.standard_normal(8))
     r = s.retrieve("q", TopK(k=3, threshold=None, reject_window=5), qvec=q)
     ref = np.nan_to_num(m @ q, nan=-np.inf)
@@ -228,7 +228,7 @@ def test_searcher_batch_equals_single():
     rng = np.random.default_rng(2)
     m = rng.standard_normal((40, 6)).astype(np.float32)
     m /= np.linalg.norm(m, axis=1, keepdims=True)
-    s = Searcher(FakeStore(m, ["a.md"] * 40))
+    s = Searcher(FakeStore(m, ["a.md"] * 40), mode="dense")
     qs = rng.standard_normal((5, 6)).astype(np.float32)
     qs /= np.linalg.norm(qs, axis=1, keepdims=True)
     strat = TopK(k=2, threshold=0.1, reject_window=3)
@@ -239,7 +239,7 @@ def test_searcher_batch_equals_single():
 
 
 def test_searcher_empty_index():
-    s = Searcher(FakeStore(np.zeros((0, 3)), []))
+    s = Searcher(FakeStore(np.zeros((0, 3)), []), mode="dense")
     r = s.retrieve("q", TopK(), qvec=np.ones(3, dtype=np.float32))
     assert r.corpus_empty and r.candidates == () and r.as_dict()["considered"] == 0
 

@@ -16,6 +16,7 @@ import typer
 
 from ragsift.cli._common import handle_errors, warn, write_jsonl
 from ragsift.errors import EXIT_NOTHING, EXIT_OK, RagsiftError
+from ragsift.retrieval.hybrid import DEFAULT_MODE
 
 if TYPE_CHECKING:
     from ragsift.retrieval.search import Searcher
@@ -42,7 +43,7 @@ PATH_OPTION = typer.Option(None, "--path", metavar="GLOB",
                            help="Only search chunks of documents whose path matches GLOB "
                            "(`*` also matches `/`).")
 MODE_OPTION = typer.Option(
-    "dense", "--mode", metavar="dense|lexical|hybrid",
+    DEFAULT_MODE, "--mode", metavar="dense|lexical|hybrid",
     help="Candidate order: dense (cosine), lexical (FTS5 BM25) or hybrid (both, fused by a "
     "convex combination of min-max normalised scores). The threshold always applies to the "
     "cosine, so a hit found only by its words still has to clear it.")
@@ -80,7 +81,7 @@ def make_strategy(searcher: Searcher, k: int, threshold: str | None, reject_wind
 
 
 @contextmanager
-def open_searcher(index: str, model: str | None, mode: str = "dense") -> Iterator[Searcher]:
+def open_searcher(index: str, model: str | None, mode: str = DEFAULT_MODE) -> Iterator[Searcher]:
     """Open ``index`` read-only and load its matrix (the embedder loads on first use)."""
     from ragsift.retrieval.search import Searcher
     from ragsift.retrieval.store import IndexStore

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ragsift.errors import RagsiftError
+from ragsift.retrieval.hybrid import DEFAULT_MODE
 from ragsift.retrieval.topk import Retrieval, TopK, build_retrieval
 
 if TYPE_CHECKING:
@@ -131,7 +132,7 @@ class Searcher:
     """
 
     def __init__(self, store: Any, embedder: Any = None, model_dir: str | None = None,
-                 preload_embedder: bool = False, mode: str = "dense",
+                 preload_embedder: bool = False, mode: str = DEFAULT_MODE,
                  fusion: Any = None) -> None:
         if mode not in ("dense", "lexical", "hybrid"):
             raise RagsiftError(f"--mode must be dense, lexical or hybrid, not {mode!r}")
