@@ -37,6 +37,7 @@ def run_cli(*args: str, cwd: Path | None = None, input: str | None = None,
         text=True,
         env=full_env,
         timeout=timeout,
+        check=False,
     )
 
 

@@ -6,8 +6,6 @@ Exit codes (an API, see README): 0 success, 1 nothing matched/produced, 2 usage 
 
 from __future__ import annotations
 
-from typing import Optional
-
 import typer
 
 from ragsift import __version__
@@ -32,7 +30,7 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: Optional[bool] = typer.Option(
+    version: bool | None = typer.Option(
         None, "--version", "-V", callback=_version, is_eager=True, help="Print the version and exit."
     ),
     debug: bool = typer.Option(False, "--debug", help="Show a traceback for errors."),
@@ -40,7 +38,7 @@ def _root(
     STATE["debug"] = STATE["debug"] or debug
 
 
-from ragsift.cli import chunk as _chunk  # noqa: E402
+from ragsift.cli import chunk as _chunk
 
 _chunk.register(app)
 

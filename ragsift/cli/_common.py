@@ -10,7 +10,8 @@ import functools
 import json
 import os
 import sys
-from typing import Any, Callable, Iterable, TypeVar
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 import typer
 
