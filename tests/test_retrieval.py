@@ -130,6 +130,20 @@ def test_record_carries_hybrid_evidence():
     assert r.as_dict()["mode"] == "hybrid"
 
 
+def test_hint_names_the_best_admissible_cosine_in_fused_order():
+    # hybrid order: a lexical-only hit with a low cosine can come first; the hint must quote
+    # the best cosine among the k admissible positions, and its suggestion must admit it
+    from ragsift.retrieval.topk import outcome_hint
+
+    r = build_retrieval(TopK(k=3, threshold=0.6), query="q", scores=[-0.1, 0.45, 0.3, 0.58],
+                        records=_records(4), dimensions=4, model="m", searched=4, mode="hybrid")
+    assert not r.admitted
+    assert r.best is r.candidates[1] and r.best.score == pytest.approx(0.45)
+    hint = outcome_hint(r)
+    assert hint is not None and hint.startswith("best candidate 0.45 < threshold 0.60")
+    assert "`--threshold 0.45` would admit 1" in hint
+
+
 def test_record_as_dict_is_json_and_complete():
     r = build_retrieval(TopK(k=2, threshold=0.5, reject_window=2), query="q",
                         scores=[0.9, 0.6, 0.55, 0.2, 0.1], records=_records(5),

@@ -212,7 +212,11 @@ class Retrieval:
 
     @property
     def best(self) -> Candidate | None:
-        return self.candidates[0] if self.candidates else None
+        """The highest-scoring candidate among the first k positions (the only ones that can
+        be admitted). In dense mode that is rank 1; in hybrid mode the fused order can put a
+        lower cosine first, and a hint must name the score that decides admission."""
+        eligible = self.candidates[: self.k]
+        return max(eligible, key=lambda c: c.score) if eligible else None
 
     def as_dict(self) -> dict[str, Any]:
         admitted = self.admitted
