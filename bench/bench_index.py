@@ -1,6 +1,6 @@
 """Benchmark of the index (``ragsift.retrieval.store``) and of incremental ``embed`` (not a test).
 
-Measures, and prints as a markdown table for bench/RESULTS-index.md:
+Measures, and prints as a markdown table for bench/RESULTS.md:
 
 1. ``IndexStore.load_matrix()`` on a 100,000 × 384 index (vectors in float32 blocks, as the
    pipeline writes them: small batches, then compaction), each timing in a fresh process

@@ -5,7 +5,7 @@ optimizers cannot fuse that pattern (per layer it keeps ~20 small nodes: K resha
 Softmax → IsNaN → Where guard, an unfused erf-GELU). The same weights wired as
 ``EmbedLayerNormalization`` → 6 × (``Attention`` → MatMul → ``SkipLayerNormalization`` →
 MatMul → ``BiasGelu`` → MatMul → ``SkipLayerNormalization``) (com.microsoft CPU kernels)
-compute the same function with fewer passes over memory (see bench/RESULTS-embed.md).
+compute the same function with fewer passes over memory (see bench/RESULTS.md).
 
 How: read the initializers and nodes straight from the ONNX protobuf (a few wire-format
 helpers; the ``onnx`` package is not a dependency), find each layer's weights by the bias

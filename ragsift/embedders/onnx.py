@@ -14,7 +14,7 @@ Algorithm of ``embed``:
 The pinned default model runs as onnxruntime's fused transformer kernels rebuilt in memory
 from the same int8 file (``fused.py``; identical vectors within 1e-5, ~12% less CPU).
 
-Numbers behind the defaults (2-core machine, see ``bench/RESULTS-embed.md``): batches of 8
+Numbers behind the defaults (2-core machine, see ``bench/RESULTS.md``): batches of 8
 beat 32 (and 4; 16 is no better); 2 intra-op threads ~1.8× one on a quiet machine; length
 sorting +26–95% on mixed lengths.
 

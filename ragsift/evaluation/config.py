@@ -151,6 +151,6 @@ def config_from_dict(
 
 
 # What ``ragsift eval`` scores without a configuration: the defaults chosen by measurement
-# (bench/RESULTS-eval.md): recursive chunks sized in the embedder's tokens at its max length
+# (bench/RESULTS.md): recursive chunks sized in the embedder's tokens at its max length
 # (what `ragsift embed` builds), hybrid retrieval fused by a convex combination, k = 5.
 DEFAULT_CONFIG = EvalConfig(name="defaults")

@@ -292,7 +292,7 @@ DEFAULT_MODE = "hybrid"
 @dataclass(frozen=True)
 class Fusion:
     """How hybrid mode fuses the two sides. Defaults chosen with ``ragsift eval`` on
-    chroma-dev and SciFact (bench/RESULTS-eval.md): the convex combination with α = 0.5 and
+    chroma-dev and SciFact (bench/RESULTS.md): the convex combination with α = 0.5 and
     min-max normalisation beat RRF on both sets (recall@5 96.7 vs 93.9; nDCG@10 72.6 vs 71.0)."""
 
     fusion: str = "convex"

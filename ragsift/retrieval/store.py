@@ -16,7 +16,7 @@ Guarantees:
 - A file that is not ours (no SQLite header, or another ``application_id``) is refused
   before anything is written, and so is one from a newer schema.
 - ``load_matrix`` copies contiguous float32 blocks into one preallocated array: no Python
-  object per vector (100k × 384 in ~50 ms here, see bench/RESULTS-index.md).
+  object per vector (100k × 384 in ~50 ms here, see bench/RESULTS.md).
 
 Not claimed: concurrent writers on network file systems (``flock`` semantics vary there).
 """
