@@ -25,7 +25,7 @@ Examples:
 
   ragsift eval ../shared/eval/chroma-dev --config bench/configs/baseline.toml
 
-  ragsift eval ../shared/eval/chroma-dev --compare bench/configs/baseline.toml bench/configs/default.toml
+  ragsift eval ../shared/eval/chroma-dev --compare bench/configs/baseline.toml bench/configs/rec256-convex50.toml
 
   ragsift eval ../shared/eval/scifact --split train --mode hybrid --json | jq .overall
 
