@@ -147,12 +147,17 @@ def render(console: Console, r: Retrieval, attributions: list[Attribution],
         table.add_column("reason", no_wrap=True, min_width=15)
         fused = _add_side_columns(table, r)
         table.add_column("where", overflow="fold", min_width=16, max_width=40)
-        table.add_column("preview", overflow="ellipsis", no_wrap=True, ratio=1, min_width=10)
+        # The numbers matter more than the preview: it gets what the other columns leave
+        # (bounded, so rich never squeezes rank/score/gap/where to nothing), or nothing.
+        room = console.width - (120 if fused else 90)
+        preview = room >= 12
+        if preview:
+            table.add_column("preview", overflow="ellipsis", no_wrap=True, max_width=room)
         for c in rejected:
             where = escape(c.location) + (f" [yellow]⚠{c.truncated}[/]" if c.truncated else "")
             table.add_row(str(c.rank), f"{c.score:.3f}", _signed(c.margin(r.threshold)),
                           c.reason or "", *(_side_cells(c) if fused else ()), where,
-                          escape(_preview(c.text)))
+                          *((escape(_preview(c.text)),) if preview else ()))
         console.print(table)
 
     if r.candidates:
