@@ -236,11 +236,38 @@ def chunker_key(chunker: Chunker) -> str:
                       default=str)
 
 
+# Embedder options an index records (``embedder_options`` setting) and ``query``/``explain``/
+# ``tune`` load the index's model with; absent = what the model folder declares / the default.
+EMBEDDER_OPTIONS = ("pooling", "normalize", "max_length", "query_prefix", "passage_prefix")
+
+
+def clean_embedder_options(options: dict | None) -> dict:
+    """The explicitly chosen ``load_embedder`` options: known keys, ``None`` values dropped."""
+    return {k: options[k] for k in EMBEDDER_OPTIONS
+            if options and options.get(k) is not None}
+
+
+def embedder_option_flags(options: dict | None) -> str:
+    """``embed`` flags that reproduce ``options`` (for messages), e.g. ``--pooling cls``."""
+    import shlex
+
+    flags = []
+    for key, value in clean_embedder_options(options).items():
+        if key == "normalize":
+            if not value:
+                flags.append("--no-normalize")
+        else:
+            flags.append(f"--{key.replace('_', '-')} {shlex.quote(str(value))}")
+    return " ".join(flags)
+
+
 def default_embed_chunker(model_dir: str | None = None, *, strategy: str = "recursive",
                           size: int | None = None, overlap: int | None = None,
-                          tokenizer: str | None = None) -> Chunker:
+                          tokenizer: str | None = None, max_length: int | None = None,
+                          passage_prefix: str | None = None) -> Chunker:
     """The chunker ``embed`` uses: by default recursive, sized in the model's own tokens at
-    the model's max length (special tokens included), so no chunk is ever truncated."""
+    the model's max length (special tokens included; ``max_length`` overrides it) less the
+    tokens of ``passage_prefix``, so no chunk is ever truncated."""
     from ragsift.chunkers import OPTIONS, make_chunker
 
     options: dict = {}
@@ -248,11 +275,14 @@ def default_embed_chunker(model_dir: str | None = None, *, strategy: str = "recu
         from ragsift.embedders import model_counter
 
         counter = model_counter(model_dir)
+        if max_length is not None:
+            counter.max_length = min(counter.max_length, max_length)
         if size is not None:
             options["size"] = size
         elif "size" in OPTIONS.get(strategy, ()):
             # the model's max length: no chunk of a sized strategy is ever truncated
-            options["size"] = counter.max_length
+            prefix = counter.count(passage_prefix) - counter.count("") if passage_prefix else 0
+            options["size"] = max(counter.max_length - prefix, 8)
         tok: object = counter
     else:
         tok = tokenizer
@@ -267,11 +297,14 @@ class _Run:
     """State of one ``build_index`` call (kept out of the function to keep it readable)."""
 
     def __init__(self, store, summary: EmbedSummary, embedder, model_dir, batch_size,
-                 progress: EmbedProgress) -> None:
+                 progress: EmbedProgress, options: dict | None = None) -> None:
         self.store = store
         self.summary = summary
         self._embedder = embedder
         self.model_dir = model_dir
+        # None: unknown (a ready embedder object was passed without its options): not recorded
+        self.options = clean_embedder_options(options) if options is not None or embedder is None \
+            else None
         self.batch_size = batch_size
         self.progress = progress
         self.pending: list = []  # DocumentWrite
@@ -288,16 +321,26 @@ class _Run:
         """Refuse a different model before any work, loading it only when it must be."""
         stored = self.settings.get("model_fingerprint")
         if not stored:
+            if self._embedder is None and self.options:
+                self.embedder()  # new index: bad options (e.g. --max-length) fail before work
             return
-        if self._embedder is None and self.settings.get("model_source") == self.model_source:
+        if self._embedder is None and self.settings.get("model_source") == self.model_source \
+                and not self._options_changed():
             return  # same model as last time: verified lazily if something needs embedding
         self.embedder()
+
+    def _options_changed(self) -> bool:
+        if self.options is None:
+            return False
+        return clean_embedder_options(self.settings.get("embedder_options")) != self.options
 
     def embedder(self):
         if self._embedder is None:
             from ragsift.embedders import load_embedder
 
-            options = {} if self.batch_size is None else {"batch_size": self.batch_size}
+            options = dict(self.options or {})
+            if self.batch_size is not None:
+                options["batch_size"] = self.batch_size
             self._embedder = load_embedder(self.model_dir, **options)
             self.summary.model_loaded = True
         emb = self._embedder
@@ -305,15 +348,24 @@ class _Run:
         if stored and stored != emb.fingerprint:
             from ragsift.errors import RagsiftError
 
+            was = embedder_option_flags(self.settings.get("embedder_options"))
+            now = embedder_option_flags(self.options)
+            options = ""
+            if was or now:
+                options = (f" (index built with {was or 'no embedder options'}; this run: "
+                           f"{now or 'no embedder options'})")
             raise RagsiftError(
                 f"index {self.store.path} was built with model {self.settings.get('model')} "
-                f"({stored}); this run uses {emb.name} ({emb.fingerprint}). Vectors of "
-                "different models cannot be mixed: pass --rebuild to re-embed everything, or "
-                "use the index's model")
-        if not stored or self.settings.get("model_source") != self.model_source:
-            self.store.set_settings(model=emb.name, model_fingerprint=emb.fingerprint,
-                                    dimensions=int(emb.dimensions),
-                                    model_source=self.model_source)
+                f"({stored}); this run uses {emb.name} ({emb.fingerprint}){options}. Vectors "
+                "of different models or embedder options cannot be mixed: pass --rebuild to "
+                "re-embed everything, or use the index's model and options")
+        if not stored or self.settings.get("model_source") != self.model_source \
+                or self._options_changed():
+            values = {"model": emb.name, "model_fingerprint": emb.fingerprint,
+                      "dimensions": int(emb.dimensions), "model_source": self.model_source}
+            if self.options is not None:
+                values["embedder_options"] = self.options
+            self.store.set_settings(**values)
             self.settings = self.store.settings()
         return emb
 
@@ -387,6 +439,7 @@ def build_index(
     wait: bool = False,
     model_dir: str | None = None,
     batch_size: int | None = None,
+    embedder_options: dict | None = None,
     stdin_lines: Iterable[str] | None = None,
     on_skip: Callable[[Skipped], None] | None = None,
     progress: EmbedProgress | None = None,
@@ -396,8 +449,11 @@ def build_index(
 
     ``paths == ["-"]`` reads ``ragsift chunk`` JSON lines from ``stdin_lines`` instead of
     files. ``chunker`` defaults to ``default_embed_chunker(model_dir)``; ``embedder`` (an
-    object, e.g. a caching wrapper) defaults to ``load_embedder(model_dir)``, loaded on
-    first need. Raises ``RagsiftError`` for a busy/foreign index or a model mismatch.
+    object, e.g. a caching wrapper) defaults to ``load_embedder(model_dir,
+    **embedder_options)``, loaded on first need. ``embedder_options`` (pooling, normalize,
+    max_length, query_prefix, passage_prefix; None = the model's own) are recorded in the
+    index settings so ``query``/``explain``/``tune`` load the same embedder. Raises
+    ``RagsiftError`` for a busy/foreign index or a model (or vector-changing option) mismatch.
     """
     import sqlite3
     import time
@@ -412,7 +468,9 @@ def build_index(
     if use_stdin and len(paths) > 1:
         raise RagsiftError("- (chunk JSON lines on stdin) cannot be combined with other paths")
     if not use_stdin and chunker is None:
-        chunker = default_embed_chunker(model_dir)
+        opts = clean_embedder_options(embedder_options)
+        chunker = default_embed_chunker(model_dir, max_length=opts.get("max_length"),
+                                        passage_prefix=opts.get("passage_prefix"))
 
     def skip(s: Skipped) -> None:
         summary.skipped.append(s)
@@ -423,7 +481,8 @@ def build_index(
     try:
         if rebuild:
             store.clear()
-        run = _Run(store, summary, embedder, model_dir, batch_size, progress)
+        run = _Run(store, summary, embedder, model_dir, batch_size, progress,
+                   embedder_options)
         run.on_warning = on_warning
         run.check_model_early()
         if use_stdin:

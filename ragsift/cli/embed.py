@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from enum import Enum
 from typing import Annotated
 
 import typer
@@ -13,6 +14,11 @@ from ragsift.cli.chunk import Strategy, Tokenizer
 from ragsift.errors import EXIT_NOTHING, EXIT_OK, EXIT_SKIPPED
 
 DEFAULT_INDEX = "ragsift.db"
+
+
+class Pooling(str, Enum):
+    mean = "mean"
+    cls = "cls"
 
 
 EPILOG = """
@@ -25,6 +31,13 @@ Examples:
   ragsift chunk book.txt --strategy sentence --size 128 | ragsift embed - --index book.db
 
   ragsift embed docs/ --json | jq .embedded
+
+  ragsift embed docs/ --model e5/ --query-prefix 'query: ' --passage-prefix 'passage: '
+
+--pooling, --no-normalize, --max-length, --query-prefix and --passage-prefix set how the model
+embeds (default: what its folder's configs declare). They are stored in the index, so query,
+explain and tune embed queries the same way (with the query prefix) without repeating them.
+Changing any but --query-prefix changes the vectors: like a model change, it needs --rebuild.
 
 A re-run only reads what changed: files with the same size and mtime (or, failing that, the
 same sha256) are not read again, chunks whose text already has a vector are not embedded
@@ -46,6 +59,11 @@ def embed_command(
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Start the index afresh (required to change the model).")] = False,
     no_prune: Annotated[bool, typer.Option("--no-prune", help="Keep documents whose files disappeared from the given folders.")] = False,
     wait: Annotated[bool, typer.Option("--wait", help="If another process is writing the index, wait for it instead of failing.")] = False,
+    pooling: Annotated[Pooling | None, typer.Option("--pooling", help="Pool token states by mean or the [CLS] token (default: the model folder's 1_Pooling/config.json, else mean).")] = None,
+    no_normalize: Annotated[bool, typer.Option("--no-normalize", help="Keep vectors as pooled instead of L2-normalising them.")] = False,
+    max_length: Annotated[int | None, typer.Option("--max-length", min=2, max=512, help="Model tokens per text; longer texts are truncated (default: the model's max_seq_length, at most 512).")] = None,
+    query_prefix: Annotated[str | None, typer.Option("--query-prefix", metavar="TEXT", help="Prepended to every query (e.g. 'query: ' for e5); stored in the index.")] = None,
+    passage_prefix: Annotated[str | None, typer.Option("--passage-prefix", metavar="TEXT", help="Prepended to every chunk before embedding (e.g. 'passage: ' for e5).")] = None,
     batch_size: Annotated[int | None, typer.Option("--batch-size", min=1, help="Texts per model call (default 8, measured fastest here).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no summary (skips, warnings and errors still go to stderr).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the run summary as JSON on stdout.")] = False,
@@ -57,10 +75,18 @@ def embed_command(
     """
     from ragsift.pipeline import build_index, default_embed_chunker
 
+    options = {
+        "pooling": pooling.value if pooling is not None else None,
+        "normalize": False if no_normalize else None,
+        "max_length": max_length,
+        "query_prefix": query_prefix,
+        "passage_prefix": passage_prefix,
+    }
     chunker = None
     if paths != ["-"]:
         chunker = default_embed_chunker(model, strategy=strategy.value, size=size,
-                                        overlap=overlap, tokenizer=tokenizer.value)
+                                        overlap=overlap, tokenizer=tokenizer.value,
+                                        max_length=max_length, passage_prefix=passage_prefix)
     progress = _make_progress(quiet)
     summary = build_index(
         paths,
@@ -73,6 +99,7 @@ def embed_command(
         wait=wait,
         model_dir=model,
         batch_size=batch_size,
+        embedder_options=options,
         stdin_lines=sys.stdin if paths == ["-"] else None,
         on_skip=lambda s: warn(f"skipped {s.path}: {s.reason}"),
         on_warning=lambda path, message: warn(f"warning: {path}: {message}"),

@@ -15,7 +15,7 @@ matrix product, where BLAS is at its best.
 Exact at every size, by measurement: a float32 scan of 1M x 384 is memory-bound at ~65 ms on
 one core, inside the 150 ms target. numpy has no fast float16/int8 kernels (a float16 scan
 measured 10x slower than float32, int8 no faster), so a reduced-precision pre-scan would add
-error without saving time; see ``bench/RESULTS-search.md``.
+error without saving time; see ``bench/RESULTS.md``.
 
 Order is total and deterministic: score descending, then rowid ascending. Ties at the cut of
 ``argpartition`` are resolved by that order too, so the best ``n`` are always a prefix of the
@@ -300,10 +300,18 @@ class Searcher:
 
 
 def embedder_for(settings: dict, model_dir: str | None = None) -> Any:
-    """Load the embedder an index was built with, refusing a different model."""
+    """Load the embedder an index was built with, refusing a different model.
+
+    The embedder options the index recorded (``embedder_options``: pooling, normalize,
+    max_length, query_prefix, passage_prefix) are applied, so queries get the same pooling
+    and their own prefix without any flag.
+    """
     from ragsift.embedders import load_embedder
 
-    embedder = load_embedder(model_dir)
+    stored = settings.get("embedder_options")
+    options = {k: stored[k] for k in _EMBEDDER_OPTIONS
+               if isinstance(stored, dict) and stored.get(k) is not None}
+    embedder = load_embedder(model_dir, **options)
     want = settings.get("model_fingerprint")
     if want and getattr(embedder, "fingerprint", None) != want:
         raise RagsiftError(
@@ -311,6 +319,10 @@ def embedder_for(settings: dict, model_dir: str | None = None) -> Any:
             f"(fingerprint {want}); the loaded model is {embedder.fingerprint}. "
             "Pass --model with the folder of the index's model, or rebuild the index")
     return embedder
+
+
+# keys of the ``embedder_options`` index setting (``ragsift.pipeline.EMBEDDER_OPTIONS``)
+_EMBEDDER_OPTIONS = ("pooling", "normalize", "max_length", "query_prefix", "passage_prefix")
 
 
 def default_threshold(embedder: Any) -> float | None:
