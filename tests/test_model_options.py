@@ -74,7 +74,9 @@ def test_options_are_recorded_in_the_index(built):
     assert "passage_prefix='passage: '" in settings["model_fingerprint"]
     proc = run("info", "--index", str(index), "--json", "--check")
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["model_fingerprint"] == settings["model_fingerprint"]
+    shown = json.loads(proc.stdout)
+    assert shown["model_fingerprint"] == settings["model_fingerprint"]
+    assert shown["embedder_options"] == OPTIONS
 
 
 def test_query_uses_the_stored_options_and_the_query_prefix(built, model_dir):

@@ -51,6 +51,7 @@ def _settings_view(settings: dict) -> dict:
         "model": settings.get("model"),
         "model_fingerprint": settings.get("model_fingerprint"),
         "dimensions": settings.get("dimensions"),
+        "embedder_options": settings.get("embedder_options") or {},
         "chunker": settings.get("chunker"),
         "chunker_options": settings.get("chunker_options"),
         "schema_version": settings.get("schema_version"),
@@ -82,6 +83,7 @@ def _print_table(info: dict) -> None:
         ("truncated chunks", f"{info['truncated']:,}"),
         ("model", str(info.get("model") or "-")),
         ("model fingerprint", str(info.get("model_fingerprint") or "-")),
+        ("embedder options", json.dumps(info.get("embedder_options") or {}, sort_keys=True)),
         ("chunker", str(info.get("chunker") or "-")
          + (f" {json.dumps(opts, sort_keys=True)}" if opts else "")),
         ("size on disk", _human(info["size_bytes"])),
