@@ -161,6 +161,17 @@ def test_lexical_search_any_text(tmp_path, text):
         s.lexical_search(text, 5)
 
 
+def test_lexical_search_drops_function_words_unless_nothing_else(index):
+    # "of"/"the" would match every row below; dropped, only the content word decides
+    with IndexStore.open(index, "w") as s:
+        s.write_documents([_doc("a.md", ["the history of the bees", "the end of the road",
+                                          "rules of the game"])])
+        ids, _ = s.load_matrix()
+        assert [r for r, _ in s.lexical_search("the history of", 10)] == [int(ids[0])]
+        # a query made only of function words still searches with them
+        assert len(s.lexical_search("of the", 10)) == 3
+
+
 def test_lexical_search_ranks_filters_and_stems(index):
     with IndexStore.open(index, "w") as s:
         s.write_documents([_doc("a.md", ["the cat sat", "cats and dogs running", "nothing"])])
