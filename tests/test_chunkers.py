@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 
@@ -133,6 +134,27 @@ def test_recursive(text, size):
     check(text, ch.chunk(text), ch)
 
 
+def test_recursive_overlap_on_prose():
+    # overlapped chunks start on a word boundary inside the previous chunk (the packer keeps
+    # overlap where chunks end at the top rule level, here paragraphs)
+    text = "\n\n".join(f"Paragraph {i} talks about bees and honey in summer." for i in range(99))
+    ch = RecursiveChunker(size=40, overlap=12)
+    chunks = ch.chunk(text)
+    pairs = list(itertools.pairwise(chunks))
+    assert sum(b.start < a.end for a, b in pairs) >= len(pairs) - 1
+    for a, b in pairs:
+        assert b.start > a.start and b.end > a.end
+        assert text[b.start - 1].isspace()
+    check(text, chunks, ch, overlap=True)
+
+
+@SETTINGS
+@given(TEXTS, st.integers(8, 80), st.integers(1, 7))
+def test_recursive_overlap(text, size, overlap):
+    ch = RecursiveChunker(size=size, overlap=overlap)
+    check(text, ch.chunk(text), ch, overlap=True)
+
+
 @SETTINGS
 @given(TEXTS, st.integers(24, 80), st.sampled_from(["default", "markdown"]))
 def test_recursive_headers_prefix_rules(text, size, rules):
@@ -248,6 +270,7 @@ REAL_CONFIGS = [
     ("recursive", {}), ("recursive", {"size": 64, "retain_headers": True}),
     ("recursive", {"size": 96, "rules": "markdown"}),
     ("sentence", {"size": 64}), ("sentence", {"size": 64, "overlap": 16}),
+    ("recursive", {"size": 64, "overlap": 16}),
     ("markdown", {"size": 128}), ("heading", {}), ("heading", {"max_chars": 400}),
     ("paragraph", {"max_chars": 300}), ("chars", {}), ("tokens", {"size": 64, "overlap": 8}),
     ("whole", {}),

@@ -34,7 +34,8 @@ STRATEGIES: dict[str, type] = {
 
 # The options each strategy takes (the keyword arguments of its class, minus the counter).
 OPTIONS: dict[str, tuple[str, ...]] = {
-    "recursive": ("size", "rules", "min_chars", "prefix", "retain_headers", "include_delim"),
+    "recursive": ("size", "overlap", "rules", "min_chars", "prefix", "retain_headers",
+                  "include_delim"),
     "sentence": ("size", "overlap", "min_sentences", "min_chars_per_sentence", "delimiters",
                  "include_delim", "allow_oversize"),
     "markdown": ("size", "prefix", "page_break_tags"),

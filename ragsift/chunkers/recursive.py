@@ -7,9 +7,12 @@ within the budget, so a chunk holds as many whole paragraphs as fit; a paragraph
 the budget is cut at its last fitting sentence end, a sentence too big at punctuation, and
 so on down to a hard cut on a token boundary. Pieces under ``min_chars`` are never cut off on
 their own (the cut moves past them), and a short last chunk merges backward when it fits.
+With ``overlap`` (tokens), each chunk after the first starts at the earliest word boundary
+whose tail up to the previous chunk's end fits in ``overlap`` tokens (the packer's overlap,
+as in LangChain's recursive splitter and Chroma's published 250/125 configuration).
 
 Guarantees (tested with hypothesis and on real corpora): ``text[start:end] == chunk.text``;
-chunks in order, disjoint, covering every non-whitespace character; ``tokens`` is a fresh
+chunks in order, disjoint unless ``overlap`` > 0, covering every non-whitespace character; ``tokens`` is a fresh
 count of ``context + text`` and never exceeds ``size``; ``level`` is the rule level of the
 cut before the chunk (0 = top; ``len(rules)`` = a hard token cut).
 """
@@ -20,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragsift.chunkers.base import Chunk, TokenCounter
 from ragsift.chunkers.common import BaseChunker
+from ragsift.chunkers.levels import WhitespaceLevel
 from ragsift.chunkers.packer import Packer
 from ragsift.chunkers.rules import RecursiveRules
 from ragsift.errors import RagsiftError
@@ -41,14 +45,17 @@ class RecursiveChunker(BaseChunker):
         prefix: str = "",
         retain_headers: bool = False,
         include_delim: str | None = None,
+        overlap: int = 0,
     ) -> None:
         self.rules = RecursiveRules.load(rules)
+        if overlap < 0 or overlap >= size:
+            raise RagsiftError(f"--overlap {overlap} must be at least 0 and less than --size {size}")
         if include_delim not in (None, "prev", "next"):
             raise RagsiftError("recursive: --include-delim must be prev or next")
         super().__init__(tokenizer, {
             "size": size, "rules": self.rules.to_dict(), "min_chars": min_chars,
             "prefix": prefix, "retain_headers": retain_headers,
-            "include_delim": include_delim,
+            "include_delim": include_delim, "overlap": overlap,
         })
         self._check_prefix(prefix, size)
         self.size = self.budget = size
@@ -56,6 +63,8 @@ class RecursiveChunker(BaseChunker):
         self.retain_headers = retain_headers
         levels = [lv.boundary_level(include_delim) for lv in self.rules.levels]
         self._packer = Packer(levels, budget=size, min_chars=min_chars, tail_min=min_chars,
+                              overlap=overlap,
+                              overlap_level=WhitespaceLevel() if overlap else None,
                               stats=self.stats)
 
     def _chunk(self, text: str, doc: Document | None, index: Any) -> list[Chunk]:

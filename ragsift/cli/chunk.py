@@ -63,7 +63,7 @@ def chunk_command(
     paths: list[str] = typer.Argument(..., help="Files, folders (walked recursively) or - for stdin."),
     strategy: Strategy = typer.Option(Strategy.recursive, "--strategy", "-s", help="Chunking strategy."),
     size: int | None = typer.Option(None, "--size", "-n", min=1, help="Chunk budget in units of --tokenizer [512]. heading/paragraph/chars are capped by --max-chars; --size adds a token cap (with --unit chars it is the character cap)."),
-    overlap: int | None = typer.Option(None, "--overlap", min=0, help="Overlap between chunks (sentence, tokens, chars) [0; chars: 150]."),
+    overlap: int | None = typer.Option(None, "--overlap", min=0, help="Overlap between chunks (recursive, sentence, tokens, chars) [0; chars: 150]."),
     unit: Unit = typer.Option(Unit.tokens, "--unit", help="Count sizes in tokens (of --tokenizer) or characters."),
     tokenizer: Tokenizer = typer.Option(Tokenizer.cl100k, "--tokenizer", help="Token counter: cl100k (tiktoken), model (the embedder's WordPiece), chars."),
     fmt: Format = typer.Option(Format.jsonl, "--format", "-f", help="Output: jsonl (one chunk per line), table (for people), text."),
