@@ -4,7 +4,8 @@ Role: a benchmark instrument, not a product chunker. The published chroma-dev ba
 (recursive 250 cl100k tokens, overlap 125) comes from Chroma's chunking evaluation, whose
 recursive splitter is LangChain's ``RecursiveCharacterTextSplitter`` measured in cl100k tokens.
 ragsift's own ``recursive`` chunker packs differently (its overlap starts on a word boundary and
-is kept only where a chunk ends at the top rule level), so to run the
+is kept only where a chunk ends at the top rule level), so to run the published baseline in
+this harness this module re-implements that algorithm:
 
 1. Pick the first separator of ``"\\n\\n", "\\n", ".", "?", "!", " ", ""`` present in the text;
    split there, each separator kept at the START of the piece that follows it.
