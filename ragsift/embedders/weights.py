@@ -13,6 +13,7 @@ trust level as the package install itself. An unwritable cache dir only costs th
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -82,13 +83,12 @@ def file_sha256(path: Path) -> str:
     except OSError as exc:
         raise RagsiftError(f"cannot read model weights {path}: {exc.strerror or exc}") from exc
     entries[key] = {**stamp, "sha256": sha}
-    try:
+    # A read-only home or cache only costs a re-hash next time: correctness holds.
+    with contextlib.suppress(OSError):
         cache_file.parent.mkdir(parents=True, exist_ok=True)
         tmp = cache_file.with_name(f"{cache_file.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(entries, indent=0, sort_keys=True), encoding="utf-8")
         os.replace(tmp, cache_file)
-    except OSError:
-        pass  # read-only home or cache: correctness holds, we just hash again next time
     return sha
 
 
