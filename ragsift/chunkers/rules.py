@@ -119,7 +119,7 @@ class RecursiveRules:
 
     @classmethod
     def from_file(cls, path: str | Path) -> RecursiveRules:
-        """Rules from a ``.json`` or ``.toml`` file (TOML needs Python 3.11+ ``tomllib``)."""
+        """Rules from a ``.json`` or ``.toml`` file (TOML via ``tomllib``; ``tomli`` on Python 3.10)."""
         p = Path(path)
         try:
             raw = p.read_text(encoding="utf-8")
@@ -128,10 +128,8 @@ class RecursiveRules:
         if p.suffix.lower() == ".toml":
             try:
                 import tomllib
-            except ImportError as exc:  # Python 3.10
-                raise RagsiftError(
-                    f"{path}: TOML rules need Python 3.11+; write the rules as JSON instead"
-                ) from exc
+            except ModuleNotFoundError:  # Python 3.10: the same parser from PyPI
+                import tomli as tomllib
             try:
                 data = tomllib.loads(raw)
             except tomllib.TOMLDecodeError as exc:

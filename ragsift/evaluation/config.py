@@ -27,7 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import tomllib
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the same parser from PyPI (a 3.10-only dependency)
+    import tomli as tomllib
 
 from ragsift.errors import RagsiftError
 from ragsift.retrieval.hybrid import Fusion  # cheap: numpy loads only when searching
