@@ -500,10 +500,17 @@ class IndexStore:
         out: dict[str, tuple[np.ndarray, int]] = {}
         width = dim * 4
         for block_id, items in where.items():
-            with self.db.blobopen("vec_blocks", "data", block_id, readonly=True) as blob:
+            if hasattr(self.db, "blobopen"):  # Python 3.11+: read only the rows needed
+                with self.db.blobopen("vec_blocks", "data", block_id, readonly=True) as blob:
+                    for pos, h, truncated in items:
+                        blob.seek(pos * width)
+                        out[h] = (np.frombuffer(blob.read(width), "<f4").copy(), int(truncated))
+            else:  # Python 3.10: substr() reads the same bytes through SQL
                 for pos, h, truncated in items:
-                    blob.seek(pos * width)
-                    out[h] = (np.frombuffer(blob.read(width), "<f4").copy(), int(truncated))
+                    (raw,) = self.db.execute(
+                        "SELECT substr(data, ?, ?) FROM vec_blocks WHERE id = ?",
+                        (pos * width + 1, width, block_id)).fetchone()
+                    out[h] = (np.frombuffer(raw, "<f4").copy(), int(truncated))
         return out
 
     def clear(self) -> None:
