@@ -547,7 +547,7 @@ def _ingest_files(run: _Run, paths, chunker, include, exclude, prune: bool, skip
             run.progress.advance(files=1)
             continue
         try:
-            doc = load_document(sf)
+            doc = load_document(sf, data)
         except SkipFile as exc:
             skip(Skipped(sf.relpath, exc.reason))
             run.progress.advance(files=1)

@@ -39,14 +39,18 @@ def format_of(sf: SourceFile) -> str:
     return FORMATS.get(name[dot:], "text") if dot > 0 else "text"
 
 
-def load_document(sf: SourceFile) -> Document:
-    """Read and parse ``sf``; raises ``SkipFile`` with a one-line reason when unusable."""
+def load_document(sf: SourceFile, data: bytes | None = None) -> Document:
+    """Read and parse ``sf``; raises ``SkipFile`` with a one-line reason when unusable.
+
+    ``data``: the file's bytes when the caller already read them (``embed`` hashes a file
+    before parsing it), so the file is read once."""
     name = sf.relpath.rsplit("/", 1)[-1].lower()
     suffix = name[name.rfind("."):] if name.rfind(".") > 0 else ""
     if sf.path is not None and suffix in BINARY_SUFFIXES:
         raise SkipFile(f"binary file ({suffix} is not a text format)")
     fmt = format_of(sf)
-    data = read_bytes(sf)
+    if data is None:
+        data = read_bytes(sf)
     source = "" if sf.path is None else str(sf.path)
     if fmt == "pdf":
         from ragsift.sources.pdf_reader import parse_pdf
