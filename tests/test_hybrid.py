@@ -208,9 +208,8 @@ def test_fts_index_follows_updates_and_deletions(tmp_path, embedder):
     assert paths == {"zoo.md"}
 
 
-def test_a_lexical_only_hit_is_identifiable(tmp_path, embedder):
-    from ragsift.retrieval.store import IndexStore
-
+def _cats_dogs_log_index(tmp_path, embedder):
+    """Three one-line documents: "zq7x" is findable only by its words (in log.md)."""
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "cats.md").write_text("Cats purr when they are happy and content.\n")
@@ -218,6 +217,13 @@ def test_a_lexical_only_hit_is_identifiable(tmp_path, embedder):
     (docs / "log.md").write_text("Reference code zq7x appeared in the build log.\n")
     index = tmp_path / "index.db"
     _build(docs, index, embedder)
+    return index
+
+
+def test_a_lexical_only_hit_is_identifiable(tmp_path, embedder):
+    from ragsift.retrieval.store import IndexStore
+
+    index = _cats_dogs_log_index(tmp_path, embedder)
     query = "purring felines zq7x"
     with IndexStore.open(index, "r") as store:
         rowids, matrix = store.load_matrix()
@@ -249,13 +255,7 @@ def test_retrieve_fused_builds_the_retrieval_record(tmp_path, embedder):
     from ragsift.retrieval.store import IndexStore
     from ragsift.retrieval.topk import TopK
 
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "cats.md").write_text("Cats purr when they are happy and content.\n")
-    (docs / "dogs.md").write_text("Dogs wag their tails when they are excited.\n")
-    (docs / "log.md").write_text("Reference code zq7x appeared in the build log.\n")
-    index = tmp_path / "index.db"
-    _build(docs, index, embedder)
+    index = _cats_dogs_log_index(tmp_path, embedder)
     with IndexStore.open(index, "r") as store:
         searcher = Searcher(store, embedder=embedder)
         strategy = TopK(k=2, threshold=0.3, reject_window=5)
