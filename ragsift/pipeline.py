@@ -18,7 +18,7 @@ from ragsift.errors import SkipFile
 
 if TYPE_CHECKING:
     from ragsift.chunkers.base import Chunk, Chunker
-    from ragsift.sources import Document, Skipped
+    from ragsift.sources import Document, Skipped, SourceFile, Walk
 
 
 @dataclass
@@ -31,11 +31,13 @@ class ChunkSummary:
     token_counts: list[int] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     over_budget: int = 0
+    ignored: dict[str, int] = field(default_factory=dict)  # reason → files (not documents)
 
     def as_dict(self) -> dict:
         tc = sorted(self.token_counts)
         return {
             "files": self.files,
+            "ignored": sum(self.ignored.values()),
             "parsed": self.parsed,
             "chunks": self.chunks,
             "tokens": sum(tc),
@@ -76,29 +78,81 @@ def iter_documents(
     on_skip: Callable[[Skipped], None] | None = None,
     summary: ChunkSummary | None = None,
     on_warning: Callable[[str, str], None] | None = None,
+    max_file_size: int | None = None,
+    follow_links: bool = False,
 ) -> Iterator[Document]:
-    """Discover and parse files in deterministic order; unusable files are reported, not raised."""
-    from ragsift.sources import Skipped, discover, load_document
+    """Discover and parse files in deterministic order; unusable files are reported, not raised.
 
+    Raises ``RagsiftError`` (usage) for a path that does not exist or an invalid glob, before
+    anything is read. ``max_file_size``: bytes per input file (None: the default cap)."""
     summary = summary if summary is not None else ChunkSummary()
-    files, missing = discover(paths, include=include or [], exclude=exclude or [])
-    for s in missing:
+
+    def skip(s: Skipped) -> None:
         summary.skipped.append(s)
         if on_skip:
             on_skip(s)
-    for sf in files:
+
+    found = _walk(paths, include, exclude, follow_links, skip, on_warning, summary.ignored)
+
+    def count(sf: SourceFile) -> bool:
         summary.files += 1
-        try:
-            doc = load_document(sf)
-        except SkipFile as exc:
-            s = Skipped(sf.relpath, exc.reason)
-            summary.skipped.append(s)
-            if on_skip:
-                on_skip(s)
-            continue
+        return False
+
+    for _sf, _data, doc in _load_each(found.files, skip=skip, on_warning=on_warning,
+                                      max_file_size=max_file_size, before_read=count):
         summary.parsed += 1
-        _report_warnings(doc, on_warning)
         yield doc
+
+
+def _walk(paths, include, exclude, follow_links: bool, skip, on_warning,
+          ignored: dict[str, int]) -> Walk:
+    """Discovery, its skips and warnings reported, its ignored files counted by reason."""
+    from ragsift.sources import walk
+
+    found = walk(list(paths), include or [], exclude or [], follow_links=follow_links)
+    for s in found.skipped:
+        skip(s)
+    if on_warning is not None:
+        for path, message in found.warnings:
+            on_warning(path, message)
+    for reason, n in found.ignored_counts().items():
+        ignored[reason] = ignored.get(reason, 0) + n
+    return found
+
+
+def _load_each(
+    files: list[SourceFile],
+    *,
+    skip: Callable[[Skipped], None],
+    on_warning: Callable[[str, str], None] | None,
+    max_file_size: int | None,
+    before_read: Callable[[SourceFile], bool] | None = None,
+    after_read: Callable[[SourceFile, bytes], bool] | None = None,
+) -> Iterator[tuple[SourceFile, bytes, Document]]:
+    """The one read → parse loop of ``chunk`` and ``embed``: ``(file, bytes, document)`` for
+    every usable file; an unusable one is passed to ``skip`` (one line) and the loop goes on.
+    ``before_read``/``after_read`` return True to pass over a file (``embed``: unchanged)."""
+    from ragsift.sources import DEFAULT_MAX_FILE_SIZE, Skipped, load_document, read_bytes
+
+    cap = DEFAULT_MAX_FILE_SIZE if max_file_size is None else max_file_size
+    for sf in files:
+        if before_read is not None and before_read(sf):
+            continue
+        try:
+            data = read_bytes(sf, cap)
+            if after_read is not None and after_read(sf, data):
+                continue
+            doc = load_document(sf, data)
+        except SkipFile as exc:
+            skip(Skipped(sf.relpath, exc.reason))
+            continue
+        except (RecursionError, ValueError, UnicodeError, OverflowError, MemoryError) as exc:
+            # a parser's limit on a hostile file: that file is skipped, the run goes on
+            skip(Skipped(sf.relpath, f"unparsable: {type(exc).__name__}: "
+                                     f"{' '.join(str(exc).split())[:200]}"))
+            continue
+        _report_warnings(doc, on_warning)
+        yield sf, data, doc
 
 
 def _report_warnings(doc: Document, on_warning: Callable[[str, str], None] | None) -> None:
@@ -124,12 +178,14 @@ def iter_chunks(
     summary: ChunkSummary | None = None,
     budget: int | None = None,
     on_warning: Callable[[str, str], None] | None = None,
+    max_file_size: int | None = None,
+    follow_links: bool = False,
 ) -> Iterator[dict]:
     """Yield ``chunk_record`` dicts for every chunk of every readable file under ``paths``."""
     summary = summary if summary is not None else ChunkSummary()
     for doc in iter_documents(
         paths, include=include, exclude=exclude, on_skip=on_skip, summary=summary,
-        on_warning=on_warning,
+        on_warning=on_warning, max_file_size=max_file_size, follow_links=follow_links,
     ):
         doc = _prepared(chunker, doc)
         for i, ch in enumerate(chunker.chunk(doc)):
@@ -182,6 +238,7 @@ class EmbedSummary:
     reused: int = 0
     removed: int = 0
     skipped: list[Skipped] = field(default_factory=list)
+    ignored: dict[str, int] = field(default_factory=dict)  # reason → files (not documents)
     truncated: int = 0
     truncated_tokens: int = 0
     tokens: int = 0
@@ -199,6 +256,7 @@ class EmbedSummary:
             "reused": self.reused,
             "removed": self.removed,
             "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
+            "ignored": sum(self.ignored.values()),
             "truncated": self.truncated,
             "truncated_tokens": self.truncated_tokens,
             "tokens": self.tokens,
@@ -264,13 +322,14 @@ def embedder_option_flags(options: dict | None) -> str:
 def default_embed_chunker(model_dir: str | None = None, *, strategy: str = "recursive",
                           size: int | None = None, overlap: int | None = None,
                           tokenizer: str | None = None, max_length: int | None = None,
-                          passage_prefix: str | None = None) -> Chunker:
-    """The chunker ``embed`` uses: by default recursive, sized in the model's own tokens at
-    the model's max length (special tokens included; ``max_length`` overrides it) less the
-    tokens of ``passage_prefix``, so no chunk is ever truncated."""
+                          passage_prefix: str | None = None, **extra) -> Chunker:
+    """The chunker ``embed`` uses (and ``chunk``, so that it previews ``embed``): by default
+    recursive, sized in the model's own tokens at the model's max length (special tokens
+    included; ``max_length`` overrides it) less the tokens of ``passage_prefix``, so no chunk
+    is ever truncated. ``extra``: further strategy options (``None`` values dropped)."""
     from ragsift.chunkers import OPTIONS, make_chunker
 
-    options: dict = {}
+    options: dict = {k: v for k, v in extra.items() if v is not None}
     if tokenizer in (None, "model"):
         from ragsift.embedders import model_counter
 
@@ -444,6 +503,8 @@ def build_index(
     on_skip: Callable[[Skipped], None] | None = None,
     progress: EmbedProgress | None = None,
     on_warning: Callable[[str, str], None] | None = None,
+    max_file_size: int | None = None,
+    follow_links: bool = False,
 ) -> EmbedSummary:
     """Bring the index at ``index`` up to date with ``paths`` (see the comment above).
 
@@ -453,7 +514,9 @@ def build_index(
     **embedder_options)``, loaded on first need. ``embedder_options`` (pooling, normalize,
     max_length, query_prefix, passage_prefix; None = the model's own) are recorded in the
     index settings so ``query``/``explain``/``tune`` load the same embedder. Raises
-    ``RagsiftError`` for a busy/foreign index or a model (or vector-changing option) mismatch.
+    ``RagsiftError`` for a busy/foreign index or a model (or vector-changing option) mismatch,
+    and (before the index is opened or created) for a path that does not exist or a bad glob.
+    Pruning removes only documents whose absence is certain (``Walk.may_prune``).
     """
     import sqlite3
     import time
@@ -467,6 +530,10 @@ def build_index(
     use_stdin = "-" in paths
     if use_stdin and len(paths) > 1:
         raise RagsiftError("- (chunk JSON lines on stdin) cannot be combined with other paths")
+    if not use_stdin:
+        from ragsift.sources import check_arguments
+
+        check_arguments(list(paths), include or [], exclude or [])  # before the index exists
     if not use_stdin and chunker is None:
         opts = clean_embedder_options(embedder_options)
         chunker = default_embed_chunker(model_dir, max_length=opts.get("max_length"),
@@ -488,7 +555,8 @@ def build_index(
         if use_stdin:
             _ingest_records(run, stdin_lines if stdin_lines is not None else [], skip)
         else:
-            _ingest_files(run, paths, chunker, include, exclude, prune, skip)
+            _ingest_files(run, paths, chunker, include, exclude, prune, skip,
+                          max_file_size=max_file_size, follow_links=follow_links)
         run.flush()
         store.compact()
         summary.index = {k: v for k, v in store.stats().items() if k != "writer_pid"}
@@ -501,73 +569,74 @@ def build_index(
     return summary
 
 
-def _ingest_files(run: _Run, paths, chunker, include, exclude, prune: bool, skip) -> None:
+def _ingest_files(run: _Run, paths, chunker, include, exclude, prune: bool, skip, *,
+                  max_file_size: int | None = None, follow_links: bool = False) -> None:
     import hashlib
 
     from ragsift.retrieval.store import DocumentWrite
-    from ragsift.sources import Skipped, discover, load_document, read_bytes
+    from ragsift.sources import path_key
 
     store, s = run.store, run.summary
     key_of_chunker = chunker_key(chunker)
     if run.settings.get("chunker_options") != chunker.options() or \
             run.settings.get("chunker") != chunker.name:
         store.set_settings(chunker=chunker.name, chunker_options=chunker.options())
-    files, missing = discover(list(paths), include=include or [], exclude=exclude or [])
-    for m in missing:
-        skip(m)
+    found = _walk(paths, include, exclude, follow_links, skip, run.on_warning, s.ignored)
     state = store.documents_state()
     seen: set[str] = set()
-    run.progress.start(len(files))
-    for sf in files:
+    shas: dict[str, str] = {}
+    run.progress.start(len(found.files))
+
+    def skip_file(sk: Skipped) -> None:
+        skip(sk)
+        run.progress.advance(files=1)
+
+    def before_read(sf: SourceFile) -> bool:  # size and mtime unchanged: nothing to read
         s.discovered += 1
-        key = os.path.abspath(str(sf.path))
+        key = path_key(sf.path)
         seen.add(key)
         old = state.get(key)
-        same_chunker = old is not None and old.chunker == key_of_chunker
-        if same_chunker and old.size == sf.size and old.mtime == sf.mtime:
+        if old is not None and old.chunker == key_of_chunker and old.size == sf.size \
+                and old.mtime == sf.mtime:
             s.unchanged += 1
             if old.path != sf.relpath:
                 store.touch_document(key, path=sf.relpath)
             run.progress.advance(files=1)
-            continue
-        try:
-            data = read_bytes(sf)
-        except OSError as exc:
-            skip(Skipped(sf.relpath, (exc.strerror or str(exc)).lower()))
-            run.progress.advance(files=1)
-            continue
-        except SkipFile as exc:
-            skip(Skipped(sf.relpath, exc.reason))
-            run.progress.advance(files=1)
-            continue
-        sha = hashlib.sha256(data).hexdigest()
-        if same_chunker and old.sha256 == sha:
+            return True
+        return False
+
+    def after_read(sf: SourceFile, data: bytes) -> bool:  # same bytes: nothing to parse
+        key = path_key(sf.path)
+        sha = shas[key] = hashlib.sha256(data).hexdigest()
+        old = state.get(key)
+        if old is not None and old.chunker == key_of_chunker and old.sha256 == sha:
             s.unchanged += 1
             store.touch_document(key, path=sf.relpath, size=sf.size, mtime=sf.mtime)
             run.progress.advance(files=1)
-            continue
-        try:
-            doc = load_document(sf, data)
-        except SkipFile as exc:
-            skip(Skipped(sf.relpath, exc.reason))
-            run.progress.advance(files=1)
-            continue
+            return True
+        return False
+
+    for sf, _data, doc in _load_each(found.files, skip=skip_file, on_warning=run.on_warning,
+                                     max_file_size=max_file_size, before_read=before_read,
+                                     after_read=after_read):
+        key = path_key(sf.path)
         s.parsed += 1
-        _report_warnings(doc, run.on_warning)
         doc = _prepared(chunker, doc)
         records = []
         for i, ch in enumerate(chunker.chunk(doc)):
             rec = chunk_record(doc, i, ch)
             rec["content_hash"] = content_hash(rec["context"] + rec["text"])
             records.append(rec)
-        run.add(DocumentWrite(key=key, path=doc.path, sha256=sha, records=records, vectors=None,
-                              source=key, size=sf.size, mtime=sf.mtime, format=doc.format,
-                              chunker=key_of_chunker))
+        run.add(DocumentWrite(key=key, path=doc.path, sha256=shas.pop(key), records=records,
+                              vectors=None, source=key, size=sf.size, mtime=sf.mtime,
+                              format=doc.format, chunker=key_of_chunker))
     run.flush()
     if prune:
-        roots = [os.path.abspath(p) for p in paths]
+        # Only what is certainly gone (or deliberately left out) from a folder listed in this
+        # run; whatever could not be read this time is kept.
+        roots = [path_key(p) for p in paths]
         gone = [k for k, st in state.items()
-                if st.source and k not in seen and _under(k, roots)]
+                if st.source and k not in seen and _under(k, roots) and found.may_prune(k)]
         if gone:
             s.removed += store.remove_documents(gone)
 
@@ -579,8 +648,10 @@ def _under(path: str, roots: list[str]) -> bool:
     return False
 
 
-def _ingest_records(run: _Run, lines: Iterable[str], skip) -> None:
-    """Chunk JSON lines (as ``ragsift chunk`` prints them) → documents grouped by ``path``."""
+def _ingest_records(run: _Run, lines: Iterable[str] | Iterable[bytes], skip) -> None:
+    """Chunk JSON lines (as ``ragsift chunk`` prints them) → documents grouped by ``path``.
+
+    ``lines`` may be bytes (``sys.stdin.buffer``): a line that is not UTF-8 is one skip."""
     import hashlib
     import json
 
@@ -593,6 +664,13 @@ def _ingest_records(run: _Run, lines: Iterable[str], skip) -> None:
         if not line.strip():
             continue
         where = f"stdin line {lineno}"
+        if isinstance(line, bytes):
+            try:
+                line = line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                skip(Skipped(where, f"not UTF-8 (byte {exc.start}); expected records as "
+                                    "printed by `ragsift chunk`"))
+                continue
         try:
             rec = json.loads(line)
         except ValueError as exc:
@@ -645,8 +723,27 @@ def _record_problem(rec: object) -> str | None:
         if isinstance(value, bool) or not isinstance(value, types):
             want = " or ".join("null" if t is type(None) else t.__name__ for t in types)
             return f"field {name!r} must be {want}, not {type(value).__name__}"
+    for name, value in rec.items():
+        if name not in _RECORD_FIELDS:
+            continue
+        if isinstance(value, int) and not isinstance(value, bool) and \
+                not -(2**63) <= value < 2**63:
+            return f"field {name!r} is out of range ({len(str(abs(value)))} digits)"
+        texts = value if name == "headings" else [value]
+        for t in texts:
+            if isinstance(t, str) and not _is_text(t):
+                return f"field {name!r} holds a lone surrogate (\\ud800-\\udfff is not text)"
     if rec["index"] < 0:
         return "field 'index' must be >= 0"
     if not rec["text"].strip():
         return "field 'text' is empty"
     return None
+
+
+def _is_text(value: str) -> bool:
+    """False for a string holding a lone surrogate (``"\\ud800"`` in JSON): not encodable."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

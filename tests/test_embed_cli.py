@@ -68,7 +68,8 @@ def test_embed_fixtures_end_to_end(fixtures_index):
     index, s, err, rc = fixtures_index
     assert rc == 3  # fixtures/bad holds files that must be skipped
     bad = {Path(x["path"]).name for x in s["skipped"]}
-    assert {"blob.bin", "broken.json", "empty.txt"} <= bad
+    assert {"broken.json", "empty.txt"} <= bad
+    assert s["ignored"] == 1  # blob.bin: not a document type, counted, not a skip
     for x in s["skipped"]:
         assert f"ragsift: skipped {x['path']}: {x['reason']}" in err
     assert s["parsed"] >= 6 and s["chunks"] == s["embedded"] > 0 and s["reused"] == 0
@@ -249,7 +250,7 @@ def test_foreign_index_busy_index_and_exit_codes(tmp_path):
     proc = run("embed", str(empty), "--index", str(tmp_path / "e.db"))
     assert proc.returncode == 1  # nothing indexed
     proc = run("embed", str(tmp_path / "missing"), "--index", str(tmp_path / "e.db"))
-    assert proc.returncode == 3 and "skipped" in proc.stderr
+    assert proc.returncode == 2 and "missing: no such file or directory" in proc.stderr
 
 
 def test_default_index_and_env(tmp_path):

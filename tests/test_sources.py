@@ -14,8 +14,9 @@ The fixture corpus (``fixtures/``, original prose written for this project, ~3,4
 - ``sourdough.rst``           reStructuredText, read as plain text.
 - ``field-notes.txt``         plain text: a year of garden and bee notes.
 - ``legacy/market-notes.txt`` cp1252 bytes (curly quotes, é, £, €): decoded with a warning.
-- ``bad/blob.bin`` (NUL bytes), ``bad/empty.txt`` (0 bytes), ``bad/broken.json`` (a syntax
-  error on line 3): each is skipped with a one-line reason. ``--exclude 'bad/*'`` leaves the
+- ``bad/empty.txt`` (0 bytes), ``bad/broken.json`` (a syntax error on line 3): each is
+  skipped with a one-line reason; ``bad/blob.bin`` (NUL bytes) is not a document type, so a
+  walk ignores it (counted) and reading it by name skips it. ``--exclude 'bad/*'`` leaves the
   good part.
 """
 
@@ -30,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from ragsift.errors import SkipFile
+from ragsift.errors import RagsiftError, SkipFile
 from ragsift.sources import (
     Document,
     SourceFile,
@@ -93,10 +94,14 @@ def test_explicit_hidden_file_missing_path_dedupe_and_stdin(tmp_path, monkeypatc
     _write(tmp_path, ".hidden.md")
     _write(tmp_path, "a.md")
     monkeypatch.chdir(tmp_path)
-    files, skipped = discover([".hidden.md", "nope.md", ".", "./a.md", "-", "-"])
+    files, skipped = discover([".hidden.md", ".", "./a.md", "-", "-"])
     assert [f.relpath for f in files] == [".hidden.md", "a.md", "-"]
     assert files[-1].path is None
-    assert [(s.path, s.reason) for s in skipped] == [("nope.md", "no such file or directory")]
+    assert skipped == []
+    # a path argument that does not exist is a usage error, not a skip (issue 9 item 1)
+    with pytest.raises(RagsiftError, match="^nope.md: no such file or directory$") as err:
+        discover([".hidden.md", "nope.md", "."])
+    assert err.value.exit_code == 2
 
 
 def test_gitignore_subset(tmp_path, monkeypatch):
@@ -109,8 +114,10 @@ def test_gitignore_subset(tmp_path, monkeypatch):
     # A nested .gitignore applies to its subtree only and can override its parent.
     _write(tmp_path, "sub/.gitignore", "secret.md\n/inner/*\n!/inner/keep.md\n")
     monkeypatch.chdir(tmp_path)
-    assert _rels(["."]) == ["file10.md", "keep.log", "other/secret.md", "src/build",
-                            "src/top.txt", "sub/inner/keep.md"]
+    # --include '*': every type, so only the .gitignore rules decide here
+    files, _ = discover(["."], include=["*"])
+    assert [f.relpath for f in files] == ["file10.md", "keep.log", "other/secret.md",
+                                          "src/build", "src/top.txt", "sub/inner/keep.md"]
 
 
 def test_gitignore_of_enclosing_work_tree_applies_to_a_subfolder_root(tmp_path, monkeypatch):
@@ -405,10 +412,14 @@ def test_other_unusable_files(tmp_path, monkeypatch):
         _load(_write(tmp_path, "i.png", b"\x89PNG"))
     p = _write(tmp_path, "locked.md", "secret")
 
-    def denied(self):
-        raise PermissionError(13, "Permission denied")
+    real_open = os.open
 
-    monkeypatch.setattr(Path, "read_bytes", denied)
+    def denied(path, *args, **kwargs):  # tests run as root: chmod 000 would not stop a read
+        if str(path) == str(p):
+            raise PermissionError(13, "Permission denied")
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", denied)
     with pytest.raises(SkipFile, match="^unreadable: permission denied$"):
         _load(p)
 
@@ -479,11 +490,11 @@ def test_pipeline_iter_documents_on_fixtures(monkeypatch):
         "fixtures/tidepools.html",
     ]
     assert {s.path: s.reason for s in summary.skipped} == {
-        "fixtures/bad/blob.bin": "binary file (NUL bytes)",
         "fixtures/bad/broken.json": "unparsable JSON: Expecting value at line 3 column 18",
         "fixtures/bad/empty.txt": "empty file",
     }
-    assert summary.files == 11 and summary.parsed == 8
+    assert summary.ignored == {"not a document type": 1}  # fixtures/bad/blob.bin
+    assert summary.files == 10 and summary.parsed == 8
     words = sum(len(d.text.split()) for d in docs)
     assert words > 2500
     assert json.dumps([d.warnings for d in docs if d.warnings]) == \

@@ -44,10 +44,43 @@ class Delim(str, Enum):
     none = "none"
 
 
+def max_file_size_bytes(value: str | None) -> int | None:
+    """``--max-file-size`` (``64M``, ``1G``, ``500k``, bytes) → bytes; None: the default cap."""
+    if value is None:
+        return None
+    from ragsift.sources import parse_size
+
+    try:
+        return parse_size(value)
+    except ValueError:
+        raise typer.BadParameter(f"{value!r} is not a size (e.g. 64M, 1G, 500k)",
+                                 param_hint="--max-file-size") from None
+
+
+def summary_parts(skipped: int, ignored: dict[str, int]) -> str:
+    """``3 skipped, 4 ignored: not a document type`` (ignored reasons grouped)."""
+    line = f"{skipped} skipped"
+    for reason, n in sorted(ignored.items(), key=lambda kv: -kv[1]):
+        line += f", {n} ignored: {reason}"
+    return line
+
+
+# What a walked folder contributes, for --help (README: "Which files are indexed").
+FILES_HELP = """
+Which files: a folder contributes its documents — .md .markdown .mdx .html .htm .json .jsonl
+.ndjson .rst .txt .adoc .asciidoc .org .tex (and .pdf with the pdf extra). Other files
+(images, CSS, JS, SVG, ...) are ignored: counted in the summary, no error. --include GLOB
+replaces that default set (e.g. --include '*.md' --include '*.svg'); a file named on the
+command line is always read. Symlinks leading out of the folder need --follow-links.
+Files over --max-file-size (default 64M) are skipped.
+"""
+
 EPILOG = """
 Examples:
 
   ragsift chunk docs/ | jq -r .text
+
+  ragsift chunk docs/ --include '*.md' --include '*.css'
 
   ragsift chunk notes.md --strategy markdown --size 256 --format table
 
@@ -56,19 +89,32 @@ Examples:
   ragsift chunk docs/ --strategy heading --max-chars 1500 --min-chars 300
 
   cat page.md | ragsift chunk - --strategy recursive --rules markdown
+
+Defaults are embed's (recursive, the model's own tokens, the model's max length), so
+`ragsift chunk docs/` prints exactly the chunks `ragsift embed docs/` would index with the
+same flags. Use --tokenizer cl100k --size 512 for the former chunk defaults.
+""" + FILES_HELP + """
+Exit codes: 0 ok, 1 nothing produced, 2 usage error (e.g. a PATH that does not exist),
+3 done but some files were skipped (0 with --skips-ok).
 """
 
 
 def chunk_command(
     paths: list[str] = typer.Argument(..., help="Files, folders (walked recursively) or - for stdin."),
     strategy: Strategy = typer.Option(Strategy.recursive, "--strategy", "-s", help="Chunking strategy."),
-    size: int | None = typer.Option(None, "--size", "-n", min=1, help="Chunk budget in units of --tokenizer [512]. heading/paragraph/chars are capped by --max-chars; --size adds a token cap (with --unit chars it is the character cap)."),
+    size: int | None = typer.Option(None, "--size", "-n", min=1, help="Chunk budget in units of --tokenizer [as embed: the model's max length (256) with --tokenizer model, else 512]. heading/paragraph/chars are capped by --max-chars; --size adds a token cap (with --unit chars it is the character cap)."),
     overlap: int | None = typer.Option(None, "--overlap", min=0, help="Overlap between chunks (recursive, sentence, tokens, chars) [0; chars: 150]."),
     unit: Unit = typer.Option(Unit.tokens, "--unit", help="Count sizes in tokens (of --tokenizer) or characters."),
-    tokenizer: Tokenizer = typer.Option(Tokenizer.cl100k, "--tokenizer", help="Token counter: cl100k (tiktoken), model (the embedder's WordPiece), chars."),
+    tokenizer: Tokenizer = typer.Option(Tokenizer.model, "--tokenizer", help="Token counter: model (the embedder's WordPiece, as embed) [default], cl100k (tiktoken), chars."),
+    model: str | None = typer.Option(None, "--model", help="As for embed: the model folder whose tokens and max length set the defaults."),
+    max_length: int | None = typer.Option(None, "--max-length", min=2, max=512, help="As for embed: the model's max length, which sets the default --size."),
+    passage_prefix: str | None = typer.Option(None, "--passage-prefix", metavar="TEXT", help="As for embed: its tokens are left out of the default --size."),
     fmt: Format = typer.Option(Format.jsonl, "--format", "-f", help="Output: jsonl (one chunk per line), table (for people), text."),
     include: list[str] = typer.Option([], "--include", help="Only files matching this glob (repeatable)."),
     exclude: list[str] = typer.Option([], "--exclude", help="Skip files matching this glob (repeatable)."),
+    follow_links: bool = typer.Option(False, "--follow-links", help="Follow symlinks that lead out of the walked folder (links inside it are always followed)."),
+    max_file_size: str | None = typer.Option(None, "--max-file-size", metavar="SIZE", help="Skip input files larger than this (e.g. 64M, 1G) [64M]."),
+    skips_ok: bool = typer.Option(False, "--skips-ok", help="Exit 0 even if some files were skipped (each is still named on stderr)."),
     rules: str | None = typer.Option(None, "--rules", help="recursive: rule levels from a TOML/JSON file, or a shipped set name (default, markdown)."),
     min_chars: int | None = typer.Option(None, "--min-chars", min=0, help="recursive [24] / heading, paragraph [min(250, max_chars/4)]: smaller pieces merge with a neighbour."),
     max_chars: int | None = typer.Option(None, "--max-chars", min=1, help="heading, paragraph, chars: maximum characters per chunk [1000]."),
@@ -87,13 +133,11 @@ def chunk_command(
     Every chunk satisfies document.text[start:end] == text; what is added for embedding
     (heading trail, prefix) is in `context`, and `tokens` counts context + text.
     """
-    from ragsift.chunkers import make_chunker
-    from ragsift.pipeline import ChunkSummary, iter_chunks
+    from ragsift.pipeline import ChunkSummary, default_embed_chunker, iter_chunks
 
+    cap = max_file_size_bytes(max_file_size)
     counter = "chars" if unit is Unit.chars else tokenizer.value
     options = {
-        "size": size,
-        "overlap": overlap,
         "rules": rules,
         "min_chars": min_chars,
         "max_chars": max_chars,
@@ -107,9 +151,10 @@ def chunk_command(
         "include_delim": include_delim.value if include_delim else None,
         "allow_oversize": allow_oversize or None,
     }
-    chunker = make_chunker(
-        strategy.value, tokenizer=counter, **{k: v for k, v in options.items() if v is not None}
-    )
+    # the chunker embed would use with these flags: chunk previews embed
+    chunker = default_embed_chunker(model, strategy=strategy.value, size=size, overlap=overlap,
+                                    tokenizer=counter, max_length=max_length,
+                                    passage_prefix=passage_prefix, **options)
     summary = ChunkSummary()
     records = iter_chunks(
         paths,
@@ -120,6 +165,8 @@ def chunk_command(
         on_warning=lambda path, message: warn(f"warning: {path}: {message}"),
         summary=summary,
         budget=getattr(chunker, "budget", None),
+        max_file_size=cap,
+        follow_links=follow_links,
     )
     if fmt is Format.jsonl:
         write_jsonl(records)
@@ -137,7 +184,7 @@ def chunk_command(
              "budget won (--allow-oversize lets them grow past it)")
     if summary.chunks == 0 and not summary.skipped:
         raise typer.Exit(EXIT_NOTHING)
-    raise typer.Exit(EXIT_SKIPPED if summary.skipped else EXIT_OK)
+    raise typer.Exit(EXIT_SKIPPED if summary.skipped and not skips_ok else EXIT_OK)
 
 
 def _print_table(records: list[dict]) -> None:
@@ -162,7 +209,8 @@ def _print_table(records: list[dict]) -> None:
 def _print_summary(summary, counter: str) -> None:
     d = summary.as_dict()
     unit = "chars" if counter == "chars" else f"{counter} tokens"
-    line = (f"{d['files']} files, {d['parsed']} parsed, {len(d['skipped'])} skipped; "
+    line = (f"{d['files']} files, {d['parsed']} parsed, "
+            f"{summary_parts(len(d['skipped']), summary.ignored)}; "
             f"{d['chunks']} chunks, {d['tokens']} {unit} "
             f"(min {d['min_tokens']}, median {d['median_tokens']:g}, max {d['max_tokens']})")
     if d["over_budget"]:

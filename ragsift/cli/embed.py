@@ -10,7 +10,13 @@ from typing import Annotated
 import typer
 
 from ragsift.cli._common import handle_errors, warn
-from ragsift.cli.chunk import Strategy, Tokenizer
+from ragsift.cli.chunk import (
+    FILES_HELP,
+    Strategy,
+    Tokenizer,
+    max_file_size_bytes,
+    summary_parts,
+)
 from ragsift.errors import EXIT_NOTHING, EXIT_OK, EXIT_SKIPPED
 
 DEFAULT_INDEX = "ragsift.db"
@@ -32,6 +38,8 @@ Examples:
 
   ragsift embed docs/ --json | jq .embedded
 
+  ragsift embed docs/ --index docs.db --skips-ok     # a Makefile step: green unless it failed
+
   ragsift embed docs/ --model e5/ --query-prefix 'query: ' --passage-prefix 'passage: '
 
 --pooling, --no-normalize, --max-length, --query-prefix and --passage-prefix set how the model
@@ -41,8 +49,12 @@ Changing any but --query-prefix changes the vectors: like a model change, it nee
 
 A re-run only reads what changed: files with the same size and mtime (or, failing that, the
 same sha256) are not read again, chunks whose text already has a vector are not embedded
-again, and files gone from the given folders are removed (--no-prune keeps them).
-Exit codes: 0 ok, 1 nothing indexed, 2 usage error, 3 done but some files were skipped.
+again, and files gone from the given folders are removed (--no-prune keeps them): only from
+folders listed successfully in this run; what could not be read is kept and named.
+""" + FILES_HELP + """
+Exit codes: 0 ok, 1 nothing indexed, 2 usage error (e.g. a PATH that does not exist: the
+index is not touched), 3 done but some files were skipped (0 with --skips-ok). Ignored
+files (not documents) never change the exit code.
 """
 
 
@@ -58,6 +70,9 @@ def embed_command(
     exclude: Annotated[list[str] | None, typer.Option("--exclude", help="Skip files matching this glob (repeatable).")] = None,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Start the index afresh (required to change the model).")] = False,
     no_prune: Annotated[bool, typer.Option("--no-prune", help="Keep documents whose files disappeared from the given folders.")] = False,
+    follow_links: Annotated[bool, typer.Option("--follow-links", help="Follow symlinks that lead out of the walked folder (links inside it are always followed).")] = False,
+    max_file_size: Annotated[str | None, typer.Option("--max-file-size", metavar="SIZE", help="Skip input files larger than this (e.g. 64M, 1G) [64M].")] = None,
+    skips_ok: Annotated[bool, typer.Option("--skips-ok", help="Exit 0 even if some files were skipped (each is still named on stderr); for Make/CI steps.")] = False,
     wait: Annotated[bool, typer.Option("--wait", help="If another process is writing the index, wait for it instead of failing.")] = False,
     pooling: Annotated[Pooling | None, typer.Option("--pooling", help="Pool token states by mean or the [CLS] token (default: the model folder's 1_Pooling/config.json, else mean).")] = None,
     no_normalize: Annotated[bool, typer.Option("--no-normalize", help="Keep vectors as pooled instead of L2-normalising them.")] = False,
@@ -74,6 +89,8 @@ def embed_command(
     keeps everything committed and the next run finishes the rest.
     """
     from ragsift.pipeline import build_index, default_embed_chunker
+
+    cap = max_file_size_bytes(max_file_size)
 
     options = {
         "pooling": pooling.value if pooling is not None else None,
@@ -100,10 +117,12 @@ def embed_command(
         model_dir=model,
         batch_size=batch_size,
         embedder_options=options,
-        stdin_lines=sys.stdin if paths == ["-"] else None,
+        stdin_lines=sys.stdin.buffer if paths == ["-"] else None,
         on_skip=lambda s: warn(f"skipped {s.path}: {s.reason}"),
         on_warning=lambda path, message: warn(f"warning: {path}: {message}"),
         progress=progress,
+        max_file_size=cap,
+        follow_links=follow_links,
     )
     if summary.truncated:
         warn(f"warning: {summary.truncated} chunks were longer than the model's max length; "
@@ -116,7 +135,7 @@ def embed_command(
         sys.stdout.flush()
     elif not quiet:
         warn(_summary_line(summary))
-    if summary.skipped:
+    if summary.skipped and not skips_ok:
         raise typer.Exit(EXIT_SKIPPED)
     raise typer.Exit(EXIT_NOTHING if not summary.index.get("chunks") else EXIT_OK)
 
@@ -124,7 +143,8 @@ def embed_command(
 def _summary_line(s) -> str:
     idx = s.index
     line = (f"{s.discovered} discovered, {s.unchanged} unchanged, {s.parsed} parsed, "
-            f"{len(s.skipped)} skipped, {s.removed} removed; {s.chunks} chunks written "
+            f"{summary_parts(len(s.skipped), s.ignored)}, {s.removed} removed; "
+            f"{s.chunks} chunks written "
             f"({s.embedded} embedded, {s.reused} reused), {s.truncated} truncated; "
             f"{s.seconds:.1f} s")
     if idx:

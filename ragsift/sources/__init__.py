@@ -2,10 +2,13 @@
 
 Contract used by the pipeline (see docs/CONTRACTS.md):
 
-- ``discover(paths, include=[], exclude=[]) -> (list[SourceFile], list[Skipped])``
+- ``discover(paths, include=[], exclude=[]) -> (list[SourceFile], list[Skipped])``; ``walk(...)
+  -> Walk`` adds what was ignored (not a document type), warnings, and which folders were
+  listed (``Walk.may_prune(path_key)``); ``check_arguments`` refuses missing paths and bad globs
 - ``load_document(source_file) -> Document`` (raises ``ragsift.errors.SkipFile``); decoding
   guesses are reported in ``Document.warnings``
-- ``read_bytes(source_file) -> bytes`` (stdin read once and cached)
+- ``read_bytes(source_file, max_size) -> bytes`` (regular files only, size-capped; stdin read
+  once and cached)
 - ``json_units(value, max=None, max_length=None)`` / ``text_units(text, max=12,
   max_length=200)``: citable units for explanations
 - ``render_markdown_tables(doc) -> Document``: GFM tables as numbered lists (markdown chunker)
@@ -13,10 +16,19 @@ Contract used by the pipeline (see docs/CONTRACTS.md):
 Only the standard library is imported here; markdown-it-py and pypdf load on first use.
 """
 
-from ragsift.sources.discovery import Skipped, SourceFile, discover
+from ragsift.sources.discovery import (
+    Skipped,
+    SourceFile,
+    Walk,
+    check_arguments,
+    discover,
+    path_key,
+    printable,
+    walk,
+)
 from ragsift.sources.document import Document, OffsetMap
 from ragsift.sources.loader import load_document
-from ragsift.sources.reading import read_bytes
+from ragsift.sources.reading import DEFAULT_MAX_FILE_SIZE, parse_size, read_bytes
 from ragsift.sources.units import json_units, text_units
 
 
@@ -28,6 +40,13 @@ def render_markdown_tables(doc: Document) -> Document:
 
 
 __all__ = [
+    "DEFAULT_MAX_FILE_SIZE",
+    "Walk",
+    "check_arguments",
+    "parse_size",
+    "path_key",
+    "printable",
+    "walk",
     "Document",
     "OffsetMap",
     "Skipped",

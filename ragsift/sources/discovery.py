@@ -3,18 +3,33 @@
 Rules, in the order they apply to a walked folder:
 
 - Arguments keep their order; folders are walked recursively, entries sorted by name, so two
-  runs over the same tree list the same files in the same order.
+  runs over the same tree list the same files in the same order. A path argument that does
+  not exist is a usage error (``RagsiftError``, exit 2), as is an invalid ``--include`` /
+  ``--exclude`` glob: nothing is read and no index is touched.
 - Skipped by default while walking (never when named as an argument): hidden entries
   (``.name``), ``node_modules``, ``__pycache__``, ``venv`` and any folder holding a
   ``pyvenv.cfg`` (a virtualenv under any name).
 - ``.gitignore`` files are honoured in the walked tree, and in the folders above the root up
-  to the enclosing git work tree (if there is one). See ``globs`` for the supported subset.
+  to the enclosing git work tree (if there is one). See ``globs`` for the supported subset; an
+  invalid pattern is ignored with one warning.
 - ``--exclude`` prunes folders and files; ``--include`` keeps only matching files. Both also
   filter files named as arguments (but not stdin).
-- Symlinked folders are followed once: a folder whose real path was already walked is not
-  walked again, and a link back into its own ancestry is reported as a symlink loop. A file
-  reached twice (by two arguments, or through a link) is listed once, first sighting wins.
-- A missing argument becomes ``Skipped(arg, "no such file or directory")``.
+- Document types (``formats``): without ``--include``, a walked file whose suffix is not a
+  document format is *ignored* (``Walk.ignored``: counted, not a skip). With ``--include`` the
+  globs decide, except that known binary suffixes stay ignored. A file named as an argument
+  is always read.
+- Only regular files are listed; a FIFO, socket or device found while walking is skipped
+  ("not a regular file"). A FIFO named as an argument (``<(command)``) is read as a stream.
+- Symlinks: followed while they stay inside the walked folder (its real path); one that
+  leads out of it is ignored unless ``follow_links`` (``--follow-links``). A symlinked folder
+  is walked once (first sighting wins); a link back into its own ancestry is skipped as a
+  symlink loop. A file reached twice is listed once.
+- File names that are not valid UTF-8 are shown with their undecodable bytes escaped as
+  ``\\xNN`` (``printable``), in ``relpath`` and in every message; the file itself is read
+  through its real name.
+
+Pruning needs certainty (``Walk.may_prune``): a document may be removed only when its folder
+was listed successfully in this run and nothing on the way down was unreadable.
 
 ``relpath`` is the path as the user would type it: the normalised argument joined with the
 path below it (``fixtures/`` → ``fixtures/a.md``; ``.`` → ``a.md``), with ``/`` separators.
@@ -24,11 +39,15 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from ragsift.errors import RagsiftError
+from ragsift.sources.formats import BINARY_SUFFIXES, NOT_A_DOCUMENT, not_a_document, suffix_of
 from ragsift.sources.globs import (
+    GlobError,
     IgnoreFile,
+    check_glob,
     is_ignored,
     path_matches,
     read_ignore_file,
@@ -37,16 +56,19 @@ from ragsift.sources.globs import (
 
 SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", "venv"})
 STDIN = "-"
+LINK_OUT = "symlink out of the folder (--follow-links follows it)"
 
 
 @dataclass(frozen=True)
 class SourceFile:
-    """A file to parse. ``path is None`` and ``relpath == "-"`` means stdin."""
+    """A file to parse. ``path is None`` and ``relpath == "-"`` means stdin. ``stream``: a
+    FIFO named as an argument, read as a stream."""
 
     path: Path | None
     relpath: str
     size: int
     mtime: float
+    stream: bool = False
 
     @property
     def is_stdin(self) -> bool:
@@ -61,25 +83,104 @@ class Skipped:
     reason: str
 
 
+@dataclass
+class Walk:
+    """Everything a discovery run found out."""
+
+    files: list[SourceFile] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)  # could not be read: a skip line each
+    ignored: list[Skipped] = field(default_factory=list)  # not documents: counted only
+    warnings: list[tuple[str, str]] = field(default_factory=list)  # (path, message)
+    listed: set[str] = field(default_factory=set)  # path_key of folders listed successfully
+    unsure: set[str] = field(default_factory=set)  # path_key of entries that failed
+
+    def ignored_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for s in self.ignored:
+            counts[s.reason] = counts.get(s.reason, 0) + 1
+        return counts
+
+    def may_prune(self, key: str) -> bool:
+        """True when the document stored under ``key`` (a ``path_key``) and not found in this
+        run is certainly gone or deliberately left out: a folder above it was listed
+        successfully, and neither it nor any folder between failed to read."""
+        listed = False
+        current = key
+        while True:
+            if current in self.unsure:
+                return False
+            parent = os.path.dirname(current)
+            if parent == current:
+                return listed
+            if parent in self.listed:
+                listed = True
+            current = parent
+
+
+def printable(path: str) -> str:
+    """``path`` as valid text: bytes that were not UTF-8 (surrogate-escaped by the OS layer)
+    become ``\\xNN``, e.g. ``latin\\xe9.md``."""
+    try:
+        path.encode("utf-8")
+        return path
+    except UnicodeEncodeError:
+        return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def path_key(path: str | os.PathLike) -> str:
+    """The identity of a file in the index: its absolute path, ``printable``."""
+    return printable(os.path.abspath(os.fspath(path)))
+
+
+def check_arguments(paths: list[str], include: list[str] = [],  # noqa: B006 - read only
+                    exclude: list[str] = []) -> None:  # noqa: B006
+    """Raise ``RagsiftError`` (usage, exit 2) for a path that does not exist or a bad glob."""
+    for flag, patterns in (("--include", include), ("--exclude", exclude)):
+        for p in patterns:
+            try:
+                check_glob(p)
+            except GlobError as exc:
+                raise RagsiftError(f"{flag}: {exc}") from None
+    for arg in paths:
+        if arg != STDIN and not os.path.lexists(arg):
+            raise RagsiftError(f"{printable(arg)}: no such file or directory")
+        if arg != STDIN and not os.path.exists(arg):
+            raise RagsiftError(f"{printable(arg)}: broken symlink")
+
+
 def discover(
     paths: list[str], include: list[str] = [], exclude: list[str] = []  # noqa: B006 - read only
 ) -> tuple[list[SourceFile], list[Skipped]]:
     """Expand ``paths`` (files, folders, ``-``) into source files; see the module docstring."""
-    walker = _Walker(list(include), list(exclude))
+    w = walk(paths, include, exclude)
+    return w.files, w.skipped
+
+
+def walk(paths: list[str], include: list[str] = [],  # noqa: B006 - read only
+         exclude: list[str] = [], *, follow_links: bool = False) -> Walk:  # noqa: B006
+    """``discover`` with everything it found out: ignored files, warnings, listed folders."""
+    check_arguments(paths, include, exclude)
+    walker = _Walker(list(include), list(exclude), follow_links)
     for arg in paths:
         walker.add_argument(arg)
-    return walker.files, walker.skipped
+    return walker.result
 
 
 class _Walker:
-    def __init__(self, include: list[str], exclude: list[str]) -> None:
+    def __init__(self, include: list[str], exclude: list[str], follow_links: bool) -> None:
         self.include = [p for p in include if p.strip()]
         self.exclude = [p for p in exclude if p.strip()]
-        self.files: list[SourceFile] = []
-        self.skipped: list[Skipped] = []
+        self.follow_links = follow_links
+        self.result = Walk()
+        self.files = self.result.files
         self.seen_files: set[str] = set()
         self.seen_dirs: set[str] = set()
         self.stdin_added = False
+
+    def skip(self, display: str, reason: str, fs_path: str | None = None) -> None:
+        self.result.skipped.append(Skipped(display, reason))
+        if fs_path is not None:
+            self.result.unsure.add(path_key(fs_path))
 
     # -- arguments ---------------------------------------------------------------------
     def add_argument(self, arg: str) -> None:
@@ -88,26 +189,25 @@ class _Walker:
                 self.stdin_added = True
                 self.files.append(SourceFile(None, STDIN, 0, 0.0))
             return
-        display = _normalise(arg)
+        display = printable(_normalise(arg))
         try:
             st = os.stat(arg)
-        except FileNotFoundError:
-            reason = "no such file or directory"
-            if os.path.islink(arg):
-                reason += " (broken symlink)"
-            self.skipped.append(Skipped(display, reason))
-            return
         except OSError as exc:
-            self.skipped.append(Skipped(display, _os_reason(exc)))
+            reason = "broken symlink" if isinstance(exc, FileNotFoundError) else _os_reason(exc)
+            self.skip(display, reason, arg)
             return
         if stat.S_ISDIR(st.st_mode):
             self._walk_root(arg, display)
+            return
+        # Named explicitly: hidden, ignored and non-document files are taken; so are FIFOs
+        # such as `<(command)` process substitution. Only the user's globs filter it.
+        parent, _, name = display.rpartition("/")
+        if not self._wanted(name, parent or ("/" if display.startswith("/") else "")):
+            return
+        if stat.S_ISREG(st.st_mode) or stat.S_ISFIFO(st.st_mode):
+            self._add_file(Path(arg), display, st, stream=stat.S_ISFIFO(st.st_mode))
         else:
-            # Named explicitly: hidden and ignored files are taken; so are FIFOs such as
-            # `<(command)` process substitution. Only the user's globs filter it.
-            parent, _, name = display.rpartition("/")
-            if self._wanted(name, parent or ("/" if display.startswith("/") else "")):
-                self._add_file(Path(arg), display, st)
+            self.skip(display, f"not a regular file ({_kind(st.st_mode)})", arg)
 
     # -- filters -----------------------------------------------------------------------
     def _wanted(self, rel: str, root: str) -> bool:
@@ -118,21 +218,26 @@ class _Walker:
     def _excluded_dir(self, rel: str, root: str) -> bool:
         return any(path_matches(p, rel, root) for p in self.exclude)
 
-    def _add_file(
-        self, path: Path, display: str, st: os.stat_result, into: list[SourceFile] | None = None
-    ) -> None:
+    def _type_ignored(self, name: str) -> str | None:
+        """Why a walked file is not a document (``None``: read it)."""
+        if self.include:  # the user's globs decide; containers are still not documents
+            return NOT_A_DOCUMENT if suffix_of(name) in BINARY_SUFFIXES else None
+        return not_a_document(name)
+
+    def _add_file(self, path: Path, display: str, st: os.stat_result,
+                  into: list[SourceFile] | None = None, stream: bool = False) -> None:
         key = os.path.realpath(path)
         if key in self.seen_files:
             return
         self.seen_files.add(key)
         (self.files if into is None else into).append(
-            SourceFile(path, display, st.st_size, st.st_mtime)
+            SourceFile(path, display, st.st_size, st.st_mtime, stream)
         )
 
     # -- walking -----------------------------------------------------------------------
     def _walk_root(self, root: str, display_root: str) -> None:
         abs_root = to_posix(os.path.abspath(root))
-        ignores = _ancestor_ignores(abs_root)
+        ignores = self._ancestor_ignores(abs_root)
         # Explicit stack instead of recursion: deep trees cannot hit the recursion limit.
         # Entries: (fs path, rel below root, ignore stack, real paths of the ancestors).
         real_root = os.path.realpath(root)
@@ -145,32 +250,39 @@ class _Walker:
         found: list[SourceFile] = []
         while stack:
             folder, rel_folder, ignores, ancestry = stack.pop()
-            own = read_ignore_file(folder, f"{abs_root}/{rel_folder}" if rel_folder else abs_root)
-            if own is not None and own.rules:
-                ignores = [*ignores, own]
+            shown = _join(display_root, printable(rel_folder)) if rel_folder else display_root
             try:
                 with os.scandir(folder) as it:
                     entries = sorted(it, key=lambda e: e.name)
             except OSError as exc:
-                shown = _join(display_root, rel_folder) if rel_folder else display_root
-                self.skipped.append(Skipped(shown, _os_reason(exc)))
+                self.skip(shown, _os_reason(exc), folder)
                 continue
+            self.result.listed.add(path_key(folder))
+            own = self._read_ignores(folder, f"{abs_root}/{rel_folder}" if rel_folder
+                                     else abs_root, shown)
+            if own is not None:
+                ignores = [*ignores, own]
             subdirs: list[tuple[str, str, list[IgnoreFile], frozenset[str]]] = []
             for entry in entries:
                 name = entry.name
                 if name.startswith(".") or name in SKIP_DIRS:
                     continue
                 rel = f"{rel_folder}/{name}" if rel_folder else name
-                display = _join(display_root, rel)
+                display = _join(display_root, printable(rel))
                 abs_entry = f"{abs_root}/{rel}"
                 try:
-                    is_dir = entry.is_dir()  # follows symlinks
-                    st = entry.stat()
-                except OSError:
-                    if entry.is_symlink():
-                        self.skipped.append(Skipped(display, "broken symlink"))
+                    is_link = entry.is_symlink()
+                    st = entry.stat()  # follows symlinks
+                except OSError as exc:
+                    if isinstance(exc, FileNotFoundError) and entry.is_symlink():
+                        if not self.include and not_a_document(name):
+                            self.result.ignored.append(Skipped(display, NOT_A_DOCUMENT))
+                        else:
+                            self.skip(display, "broken symlink", entry.path)
+                    else:
+                        self.skip(display, _os_reason(exc), entry.path)
                     continue
-                if is_dir:
+                if stat.S_ISDIR(st.st_mode):
                     if os.path.exists(os.path.join(entry.path, "pyvenv.cfg")):
                         continue
                     if is_ignored(ignores, abs_entry, True):
@@ -179,40 +291,69 @@ class _Walker:
                         continue
                     real = os.path.realpath(entry.path)
                     if real in ancestry:
-                        self.skipped.append(Skipped(display, "symlink loop (not followed)"))
+                        self.skip(display, "symlink loop (not followed)")
+                        continue
+                    if is_link and not self._link_allowed(real, real_root):
+                        self.result.ignored.append(Skipped(display, LINK_OUT))
                         continue
                     if real in self.seen_dirs:
                         continue  # a second link to a folder already walked
                     self.seen_dirs.add(real)
                     subdirs.append((entry.path, rel, ignores, ancestry | {real}))
-                elif stat.S_ISREG(st.st_mode):
-                    if is_ignored(ignores, abs_entry, False):
-                        continue
-                    if not self._wanted(rel, display_root):
-                        continue
-                    self._add_file(Path(entry.path), display, st, found)
+                    continue
+                if is_ignored(ignores, abs_entry, False):
+                    continue
+                if not self._wanted(rel, display_root):
+                    continue
+                why = self._type_ignored(name)
+                if why is not None:
+                    self.result.ignored.append(Skipped(display, why))
+                    continue
+                if is_link and not self._link_allowed(os.path.realpath(entry.path), real_root):
+                    self.result.ignored.append(Skipped(display, LINK_OUT))
+                    continue
+                if not stat.S_ISREG(st.st_mode):
+                    self.skip(display, f"not a regular file ({_kind(st.st_mode)})", entry.path)
+                    continue
+                self._add_file(Path(entry.path), display, st, found)
             stack.extend(reversed(subdirs))
         # Sorted by path components, so `a/x` comes before `a-b/x` and before `b.md`.
         found.sort(key=lambda f: f.relpath.split("/"))
         self.files.extend(found)
 
+    def _link_allowed(self, real: str, real_root: str) -> bool:
+        return self.follow_links or real == real_root or real.startswith(
+            real_root.rstrip(os.sep) + os.sep)
 
-def _ancestor_ignores(abs_root: str) -> list[IgnoreFile]:
-    """``.gitignore`` files above ``abs_root`` up to the git work tree's top (outer first)."""
-    found: list[IgnoreFile] = []
-    current = os.path.dirname(abs_root)
-    if os.path.exists(os.path.join(abs_root, ".git")):
-        return found  # the root is the top of a work tree: nothing above applies
-    while True:
-        f = read_ignore_file(current, current)
-        if f is not None and f.rules:
-            found.append(f)
-        if os.path.exists(os.path.join(current, ".git")):
-            return list(reversed(found))
-        parent = os.path.dirname(current)
-        if parent == current:
-            return []  # not inside a git work tree: parents' .gitignore files do not apply
-        current = parent
+    def _read_ignores(self, folder: str, base: str, shown: str) -> IgnoreFile | None:
+        f = read_ignore_file(folder, base)
+        if f is None:
+            return None
+        where = _join(shown, ".gitignore") if shown != "." else ".gitignore"
+        for message in f.errors:
+            self.result.warnings.append((where, message))
+        return f if f.rules else None
+
+    def _ancestor_ignores(self, abs_root: str) -> list[IgnoreFile]:
+        """``.gitignore`` files above ``abs_root`` up to the git work tree's top (outer first)."""
+        found: list[IgnoreFile] = []
+        current = os.path.dirname(abs_root)
+        if os.path.exists(os.path.join(abs_root, ".git")):
+            return found  # the root is the top of a work tree: nothing above applies
+        warnings: list[tuple[str, str]] = []
+        while True:
+            f = read_ignore_file(current, current)
+            if f is not None:
+                warnings.extend((printable(f"{current}/.gitignore"), m) for m in f.errors)
+                if f.rules:
+                    found.append(f)
+            if os.path.exists(os.path.join(current, ".git")):
+                self.result.warnings.extend(warnings)
+                return list(reversed(found))
+            parent = os.path.dirname(current)
+            if parent == current:
+                return []  # not inside a git work tree: parents' .gitignore files do not apply
+            current = parent
 
 
 def _normalise(arg: str) -> str:
@@ -223,7 +364,15 @@ def _join(display_root: str, rel: str) -> str:
     return rel if display_root == "." else f"{display_root.rstrip('/')}/{rel}"
 
 
+def _kind(mode: int) -> str:
+    from ragsift.sources.reading import file_kind
+
+    return file_kind(mode)
+
+
 def _os_reason(exc: OSError) -> str:
     if isinstance(exc, PermissionError):
         return "permission denied"
+    if isinstance(exc, FileNotFoundError):
+        return "no such file or directory (removed while running?)"
     return (exc.strerror or str(exc)).lower()

@@ -21,9 +21,22 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 
+class GlobError(ValueError):
+    """A pattern that cannot be compiled (e.g. the range ``[z-a]``); the message says why."""
+
+
+def check_glob(pattern: str) -> None:
+    """Raise ``GlobError`` when ``pattern`` (an ``--include``/``--exclude`` glob) is invalid."""
+    pat = pattern.strip().rstrip("/").removeprefix("./")
+    if pat:
+        glob_regex(pat, slash_stars=True)
+
+
 @lru_cache(maxsize=512)
 def glob_regex(pattern: str, *, slash_stars: bool) -> re.Pattern[str]:
-    """Compile ``pattern`` to a full-match regex. ``slash_stars``: ``*``/``?`` cross ``/``."""
+    """Compile ``pattern`` to a full-match regex. ``slash_stars``: ``*``/``?`` cross ``/``.
+
+    Raises ``GlobError`` for a pattern no regex can express (a reversed range ``[z-a]``)."""
     star = ".*" if slash_stars else "[^/]*"
     one = "." if slash_stars else "[^/]"
     out: list[str] = []
@@ -65,7 +78,10 @@ def glob_regex(pattern: str, *, slash_stars: bool) -> re.Pattern[str]:
         else:
             out.append(re.escape(c))
         i += 1
-    return re.compile("".join(out), re.DOTALL)
+    try:
+        return re.compile("".join(out), re.DOTALL)
+    except re.error as exc:
+        raise GlobError(f"invalid pattern {pattern!r}: {exc.msg}") from None
 
 
 def path_matches(pattern: str, rel: str, root: str = "") -> bool:
@@ -102,11 +118,14 @@ class IgnoreFile:
 
     base: str
     rules: tuple[IgnoreRule, ...]
+    # invalid patterns, ignored (one message each, e.g. "line 3: invalid pattern '[z-a]': ...")
+    errors: tuple[str, ...] = ()
 
     @classmethod
     def parse(cls, base: str, text: str) -> IgnoreFile:
         rules: list[IgnoreRule] = []
-        for raw in text.splitlines():
+        errors: list[str] = []
+        for line_no, raw in enumerate(text.splitlines(), 1):
             line = raw.rstrip()
             if not line or line.startswith("#"):
                 continue
@@ -121,10 +140,13 @@ class IgnoreFile:
             line = line.lstrip("/")
             if line.startswith("**/"):
                 anchored = True  # `**/x` is the same as unanchored `x`, compiled as anchored
-            rules.append(
-                IgnoreRule(glob_regex(line, slash_stars=False), negate, dir_only, anchored)
-            )
-        return cls(base, tuple(rules))
+            try:
+                regex = glob_regex(line, slash_stars=False)
+            except GlobError as exc:
+                errors.append(f"line {line_no}: {exc} (pattern ignored)")
+                continue
+            rules.append(IgnoreRule(regex, negate, dir_only, anchored))
+        return cls(base, tuple(rules), tuple(errors))
 
     def verdict(self, abspath: str, is_dir: bool) -> bool | None:
         """True: ignored, False: re-included by a ``!`` rule, None: no rule matched."""
@@ -152,15 +174,25 @@ def is_ignored(stack: list[IgnoreFile], abspath: str, is_dir: bool) -> bool:
     return ignored
 
 
+IGNORE_FILE_CAP = 1 << 20  # a .gitignore larger than 1 MiB is not one
+
+
 def read_ignore_file(folder: str, base: str) -> IgnoreFile | None:
-    """The ``.gitignore`` in ``folder``; ``base`` is that folder's absolute posix path."""
+    """The ``.gitignore`` in ``folder``; ``base`` is that folder's absolute posix path.
+
+    Read like any input (regular files only, never blocking on a FIFO, size-capped); one that
+    cannot be read is treated as absent."""
+    from ragsift.errors import SkipFile
+    from ragsift.sources.reading import read_path
+
     path = os.path.join(folder, ".gitignore")
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            text = fh.read()
-    except OSError:
+    if not os.path.lexists(path):
         return None
-    return IgnoreFile.parse(base, text)
+    try:
+        data = read_path(path, IGNORE_FILE_CAP)
+    except SkipFile:
+        return None
+    return IgnoreFile.parse(base, data.decode("utf-8", errors="replace"))
 
 
 def to_posix(path: str) -> str:

@@ -59,11 +59,22 @@ def parse_json(
     )
 
 
+def _int_or_digits(digits: str) -> int | str:
+    """An integer too long for ``int()`` (over ``sys.get_int_max_str_digits()``) stays text:
+    the document keeps the number as written instead of being refused."""
+    try:
+        return int(digits)
+    except ValueError:
+        return digits
+
+
 def _loads(text: str, line_no: int | None) -> object:
     try:
-        return json.loads(text)
+        return json.loads(text, parse_int=_int_or_digits)
     except json.JSONDecodeError as exc:
         where = f"line {line_no or exc.lineno} column {exc.colno}"
         raise SkipFile(f"unparsable JSON: {exc.msg} at {where}") from None
     except RecursionError:
         raise SkipFile("unparsable JSON: nested too deeply") from None
+    except ValueError as exc:  # any other limit of the parser: still one line
+        raise SkipFile(f"unparsable JSON: {' '.join(str(exc).split())}") from None

@@ -12,45 +12,29 @@ from __future__ import annotations
 from ragsift.errors import SkipFile
 from ragsift.sources.discovery import SourceFile
 from ragsift.sources.document import Document, OffsetMap
-from ragsift.sources.reading import decode, read_bytes
+from ragsift.sources.formats import BINARY_SUFFIXES, FORMATS, format_for, suffix_of
+from ragsift.sources.reading import DEFAULT_MAX_FILE_SIZE, decode, read_bytes
 
-FORMATS = {
-    ".md": "markdown", ".markdown": "markdown", ".mdown": "markdown", ".mkd": "markdown",
-    ".html": "html", ".htm": "html", ".xhtml": "html",
-    ".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl",
-    ".pdf": "pdf",
-    ".rst": "rst", ".txt": "text", ".text": "text",
-}
-# Refused by name, before reading: their bytes are containers, not text.
-BINARY_SUFFIXES = frozenset({
-    ".png", ".jpg", ".jpeg", ".gif", ".webp", ".ico", ".bmp", ".tif", ".tiff", ".zip", ".gz",
-    ".tgz", ".bz2", ".xz", ".7z", ".tar", ".rar", ".docx", ".xlsx", ".pptx", ".odt", ".epub",
-    ".exe", ".dll", ".so", ".dylib", ".o", ".a", ".class", ".jar", ".pyc", ".whl", ".mp3",
-    ".mp4", ".wav", ".mov", ".avi", ".woff", ".woff2", ".ttf", ".otf", ".sqlite", ".db",
-    ".onnx", ".npy", ".parquet",
-})
-
+__all__ = ["BINARY_SUFFIXES", "FORMATS", "format_of", "load_document"]
 
 def format_of(sf: SourceFile) -> str:
     if sf.path is None:
         return "markdown"
-    name = sf.relpath.rsplit("/", 1)[-1].lower()
-    dot = name.rfind(".")
-    return FORMATS.get(name[dot:], "text") if dot > 0 else "text"
+    return format_for(sf.relpath)
 
 
-def load_document(sf: SourceFile, data: bytes | None = None) -> Document:
+def load_document(sf: SourceFile, data: bytes | None = None,
+                  max_size: int | None = DEFAULT_MAX_FILE_SIZE) -> Document:
     """Read and parse ``sf``; raises ``SkipFile`` with a one-line reason when unusable.
 
     ``data``: the file's bytes when the caller already read them (``embed`` hashes a file
-    before parsing it), so the file is read once."""
-    name = sf.relpath.rsplit("/", 1)[-1].lower()
-    suffix = name[name.rfind("."):] if name.rfind(".") > 0 else ""
+    before parsing it), so the file is read once. ``max_size``: the size cap for reading."""
+    suffix = suffix_of(sf.relpath)
     if sf.path is not None and suffix in BINARY_SUFFIXES:
         raise SkipFile(f"binary file ({suffix} is not a text format)")
     fmt = format_of(sf)
     if data is None:
-        data = read_bytes(sf)
+        data = read_bytes(sf, max_size)
     source = "" if sf.path is None else str(sf.path)
     if fmt == "pdf":
         from ragsift.sources.pdf_reader import parse_pdf

@@ -1,5 +1,11 @@
 """Reading bytes and decoding them to text, refusing what is not text.
 
+Reading: only regular files are read (a FIFO only when named as an argument, e.g. ``<(cmd)``).
+A file is opened with ``O_NONBLOCK`` and checked with ``fstat`` on the open descriptor, so a
+file replaced by a FIFO or a device after it was listed is refused, never waited on. At most
+``max_size`` bytes are read (``DEFAULT_MAX_FILE_SIZE``, ``--max-file-size``): a larger file,
+or a stream that keeps going (``/dev/zero``), is skipped with its size in the reason.
+
 Decoding order: a BOM (UTF-8, UTF-16 LE/BE, UTF-32 LE/BE) decides and is stripped; NUL bytes
 in the first 8 KiB mean binary; strict UTF-8; then an encoding the file declares (HTML
 ``<meta charset>``, the XML declaration, a ``-*- coding: x -*-`` line); then cp1252 when bytes
@@ -12,7 +18,9 @@ counted).
 from __future__ import annotations
 
 import codecs
+import os
 import re
+import stat
 import sys
 
 from ragsift.errors import SkipFile
@@ -37,26 +45,121 @@ _DECLARED = (
 # PEP 263 / emacs `-*- coding: x -*-`, looked for in the first two lines only.
 _CODING_LINE = re.compile(rb"coding[:=]\s*([-\w.]+)")
 
+# Declared encodings that are not character sets (they can produce lone surrogates or
+# execute escapes): a declaration naming one is ignored.
+_NOT_CHARSETS = frozenset({
+    "unicode-escape", "raw-unicode-escape", "utf-7", "punycode", "idna", "utf-16", "utf-32",
+    "utf-8",
+})
+
+DEFAULT_MAX_FILE_SIZE = 64 * 1024 * 1024  # bytes; one input file larger than this is skipped
+_READ_STEP = 1 << 20
+
 _stdin_cache: bytes | None = None
 
 
-def read_bytes(sf: SourceFile) -> bytes:
-    """The file's bytes; stdin is read once and cached, so asking again is safe."""
+def read_bytes(sf: SourceFile, max_size: int | None = DEFAULT_MAX_FILE_SIZE) -> bytes:
+    """The file's bytes (at most ``max_size``, else ``SkipFile``); stdin is read once and
+    cached, so asking again is safe."""
     global _stdin_cache
     if sf.path is None:
         if _stdin_cache is None:
-            _stdin_cache = sys.stdin.buffer.read()
+            data = sys.stdin.buffer.read(-1 if max_size is None else max_size + 1)
+            if max_size is not None and len(data) > max_size:
+                raise SkipFile(too_large(None, max_size))
+            _stdin_cache = data
         return _stdin_cache
+    return read_path(sf.path, max_size, stream=sf.stream)
+
+
+def read_path(path: str | os.PathLike, max_size: int | None = DEFAULT_MAX_FILE_SIZE, *,
+              stream: bool = False) -> bytes:
+    """Bytes of the regular file at ``path``; ``stream``: a FIFO named by the user is read
+    (blocking, capped) too. Raises ``SkipFile`` with a one-line reason otherwise."""
+    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
+    if not stream:
+        flags |= os.O_NONBLOCK  # opening a FIFO must never wait for a writer
     try:
-        return sf.path.read_bytes()
-    except PermissionError:
-        raise SkipFile("unreadable: permission denied") from None
-    except IsADirectoryError:
-        raise SkipFile("unreadable: is a directory") from None
-    except FileNotFoundError:
-        raise SkipFile("unreadable: no such file (removed while running?)") from None
+        fd = os.open(path, flags)
     except OSError as exc:
-        raise SkipFile(f"unreadable: {(exc.strerror or str(exc)).lower()}") from None
+        raise SkipFile(f"unreadable: {os_reason(exc)}") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode):
+            if max_size is not None and st.st_size > max_size:
+                raise SkipFile(too_large(st.st_size, max_size))
+        elif not (stream and stat.S_ISFIFO(st.st_mode)):
+            raise SkipFile(f"not a regular file ({file_kind(st.st_mode)})")
+        return _read_capped(fd, max_size)
+    except OSError as exc:
+        raise SkipFile(f"unreadable: {os_reason(exc)}") from None
+    finally:
+        os.close(fd)
+
+
+def _read_capped(fd: int, max_size: int | None) -> bytes:
+    parts: list[bytes] = []
+    total = 0
+    while True:
+        step = _READ_STEP if max_size is None else min(_READ_STEP, max_size + 1 - total)
+        block = os.read(fd, step)
+        if not block:
+            return b"".join(parts)
+        parts.append(block)
+        total += len(block)
+        if max_size is not None and total > max_size:
+            raise SkipFile(too_large(None, max_size))
+
+
+def too_large(size: int | None, max_size: int) -> str:
+    got = human_size(size) if size is not None else f"more than {human_size(max_size)}"
+    return f"too large ({got}; the cap is {human_size(max_size)}; --max-file-size raises it)"
+
+
+def human_size(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            value = n / scale
+            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+    return f"{n} bytes"
+
+
+def parse_size(text: str) -> int:
+    """``"64M"``, ``"1.5G"``, ``"500k"``, ``"1000"`` → bytes (binary multiples); ValueError."""
+    raw = text.strip().lower().removesuffix("b").removesuffix("i")
+    scale = 1
+    if raw[-1:] in ("k", "m", "g", "t"):
+        scale = 1 << (10 * ("kmgt".index(raw[-1]) + 1))
+        raw = raw[:-1]
+    value = float(raw)
+    if not value >= 0 or value != value:
+        raise ValueError(text)
+    return int(value * scale)
+
+
+def file_kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "directory"
+    if stat.S_ISFIFO(mode):
+        return "FIFO"
+    if stat.S_ISCHR(mode):
+        return "character device"
+    if stat.S_ISBLK(mode):
+        return "block device"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    return "special file"
+
+
+def os_reason(exc: OSError) -> str:
+    """A one-line lower-case reason for an ``OSError`` (no path: the caller names the file)."""
+    if isinstance(exc, PermissionError):
+        return "permission denied"
+    if isinstance(exc, IsADirectoryError):
+        return "is a directory"
+    if isinstance(exc, FileNotFoundError):
+        return "no such file (removed while running?)"
+    return (exc.strerror or str(exc)).lower()
 
 
 def decode(data: bytes) -> tuple[str, str, tuple[str, ...]]:
@@ -83,10 +186,11 @@ def decode(data: bytes) -> tuple[str, str, tuple[str, ...]]:
     declared = _declared_encoding(head)
     if declared == "iso8859-1":
         declared = "cp1252"  # what browsers do with a latin-1 label (WHATWG encoding spec)
-    if declared and declared not in ("utf-8", "utf-16", "utf-32"):
+    if declared and declared.replace("_", "-") not in _NOT_CHARSETS:
         try:
             text = data.decode(declared)
-        except (UnicodeDecodeError, LookupError):
+            text.encode("utf-8")  # no lone surrogates: every later layer needs valid text
+        except (UnicodeError, LookupError):
             pass
         else:
             return _not_blank(text), declared, (f"not UTF-8; decoded as {declared} (declared)",)

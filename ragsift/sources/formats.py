@@ -1,0 +1,62 @@
+"""Which files are documents: the file-name suffix → format table, in one place.
+
+``discover`` uses it to decide what a walked folder contributes by default, ``load_document``
+to pick the parser. The default set is the formats ragsift parses, plus plain-text documentation
+formats read as text. Anything else found while walking a folder is *ignored* (counted, no
+skip line, exit code unchanged) unless ``--include`` names it; a file named as an argument is
+always read. Only the standard library is imported here.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+FORMATS: dict[str, str] = {
+    ".md": "markdown", ".markdown": "markdown", ".mdown": "markdown", ".mkd": "markdown",
+    ".mdx": "markdown",
+    ".html": "html", ".htm": "html", ".xhtml": "html",
+    ".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl",
+    ".pdf": "pdf",
+    ".rst": "rst", ".txt": "text", ".text": "text",
+    # plain-text documentation formats, read as text
+    ".adoc": "text", ".asciidoc": "text", ".org": "text", ".textile": "text", ".rdoc": "text",
+    ".pod": "text", ".tex": "text",
+}
+
+# Containers, not text: refused by name before reading (also when named as an argument).
+BINARY_SUFFIXES = frozenset({
+    ".png", ".jpg", ".jpeg", ".gif", ".webp", ".ico", ".bmp", ".tif", ".tiff", ".zip", ".gz",
+    ".tgz", ".bz2", ".xz", ".7z", ".tar", ".rar", ".docx", ".xlsx", ".pptx", ".odt", ".epub",
+    ".exe", ".dll", ".so", ".dylib", ".o", ".a", ".class", ".jar", ".pyc", ".whl", ".mp3",
+    ".mp4", ".wav", ".mov", ".avi", ".woff", ".woff2", ".ttf", ".otf", ".sqlite", ".db",
+    ".onnx", ".npy", ".parquet",
+})
+
+NOT_A_DOCUMENT = "not a document type"
+PDF_NEEDS_EXTRA = "PDF (needs the pdf extra: pip install 'ragsift[pdf]')"
+
+
+def suffix_of(name: str) -> str:
+    """The lower-cased suffix of a file name (``""`` for none or a leading-dot-only name)."""
+    name = name.rsplit("/", 1)[-1].lower()
+    dot = name.rfind(".")
+    return name[dot:] if dot > 0 else ""
+
+
+def format_for(name: str) -> str:
+    """The parser for a file name: a ``FORMATS`` value, ``"text"`` for anything else."""
+    return FORMATS.get(suffix_of(name), "text")
+
+
+def _pdf_available() -> bool:
+    return importlib.util.find_spec("pypdf") is not None
+
+
+def not_a_document(name: str) -> str | None:
+    """Why a walked file is ignored by default (``None``: it is a document to read)."""
+    suffix = suffix_of(name)
+    if suffix not in FORMATS:
+        return NOT_A_DOCUMENT
+    if suffix == ".pdf" and not _pdf_available():
+        return PDF_NEEDS_EXTRA
+    return None
