@@ -58,10 +58,15 @@ def max_file_size_bytes(value: str | None) -> int | None:
 
 
 def summary_parts(skipped: int, ignored: dict[str, int]) -> str:
-    """``3 skipped, 4 ignored: not a document type`` (ignored reasons grouped)."""
+    """``3 skipped, 4 ignored: not a document type``; with several reasons
+    ``5 ignored: 4 not a document type, 1 symlink ...``."""
     line = f"{skipped} skipped"
-    for reason, n in sorted(ignored.items(), key=lambda kv: -kv[1]):
-        line += f", {n} ignored: {reason}"
+    reasons = sorted(ignored.items(), key=lambda kv: (-kv[1], kv[0]))
+    if len(reasons) == 1:
+        line += f", {reasons[0][1]} ignored: {reasons[0][0]}"
+    elif reasons:
+        line += f", {sum(ignored.values())} ignored: " + ", ".join(
+            f"{n} {reason}" for reason, n in reasons)
     return line
 
 

@@ -56,7 +56,7 @@ from ragsift.sources.globs import (
 
 SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", "venv"})
 STDIN = "-"
-LINK_OUT = "symlink out of the folder (--follow-links follows it)"
+LINK_OUT = "symlink out of the folder (see --follow-links)"
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """``load_document``: one ``SourceFile`` → one ``Document``, or ``SkipFile(reason)``.
 
-The format comes from the extension: ``.md``/``.markdown`` markdown; ``.html``/``.htm``
-HTML; ``.json`` JSON; ``.jsonl``/``.ndjson`` JSON Lines; ``.pdf`` PDF; ``.rst`` and
-everything else plain text (binary content is refused while decoding). Stdin is read as
+The format comes from the extension (``formats.FORMATS``): ``.md``/``.markdown`` markdown;
+``.html``/``.htm`` HTML; ``.json`` JSON; ``.jsonl``/``.ndjson`` JSON Lines; ``.pdf`` PDF;
+``.rst``, ``.adoc`` and everything else plain text (binary content is refused while
+decoding). Which walked files reach this function at all is ``discover``'s decision. Stdin is read as
 markdown: markdown parsing of plain text is harmless and keeps headings when there are any.
 Decoding warnings (a non-UTF-8 guess) travel in ``Document.warnings`` for the caller to show.
 """
