@@ -8,6 +8,7 @@ import typer
 
 from ragsift.cli._common import handle_errors, warn, write_jsonl
 from ragsift.errors import EXIT_NOTHING, EXIT_OK, EXIT_SKIPPED
+from ragsift.sources.formats import FORMATS
 
 
 class Strategy(str, Enum):
@@ -71,14 +72,15 @@ def summary_parts(skipped: int, ignored: dict[str, int]) -> str:
 
 
 # What a walked folder contributes, for --help (README: "Which files are indexed").
-FILES_HELP = """
-Which files: a folder contributes its documents — .md .markdown .mdx .html .htm .json .jsonl
-.ndjson .rst .txt .adoc .asciidoc .org .tex (and .pdf with the pdf extra). Other files
-(images, CSS, JS, SVG, ...) are ignored: counted in the summary, no error. --include GLOB
-replaces that default set (e.g. --include '*.md' --include '*.svg'); a file named on the
-command line is always read. Symlinks leading out of the folder need --follow-links.
-Files over --max-file-size (default 64M) are skipped.
-"""
+FILES_HELP = (
+    "Which files: a folder contributes its documents: "
+    + " ".join(sorted(FORMATS, key=lambda x: (FORMATS[x], x)))
+    + " (.pdf with the pdf extra). Other files (images, CSS, JS, SVG, ...) are ignored: "
+    "counted in the summary, not an error. --include GLOB replaces that default set (e.g. "
+    "--include '*.md' --include '*.svg'); a file named on the command line is always read. "
+    "Symlinks leading out of the folder need --follow-links. Files over --max-file-size "
+    "(default 64M) are skipped."
+)
 
 EPILOG = """
 Examples:
@@ -95,12 +97,11 @@ Examples:
 
   cat page.md | ragsift chunk - --strategy recursive --rules markdown
 
-Defaults are embed's (recursive, the model's own tokens, the model's max length), so
-`ragsift chunk docs/` prints exactly the chunks `ragsift embed docs/` would index with the
-same flags. Use --tokenizer cl100k --size 512 for the former chunk defaults.
+Defaults are embed's (recursive, the model's own tokens, the model's max length), so `ragsift chunk docs/` prints exactly the chunks `ragsift embed docs/` would index with the same flags. Use --tokenizer cl100k --size 512 for the former chunk defaults.
+
 """ + FILES_HELP + """
-Exit codes: 0 ok, 1 nothing produced, 2 usage error (e.g. a PATH that does not exist),
-3 done but some files were skipped (0 with --skips-ok).
+
+Exit codes: 0 ok, 1 nothing produced, 2 usage error (e.g. a PATH that does not exist), 3 done but some files were skipped (0 with --skips-ok).
 """
 
 

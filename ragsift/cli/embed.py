@@ -38,23 +38,17 @@ Examples:
 
   ragsift embed docs/ --json | jq .embedded
 
-  ragsift embed docs/ --index docs.db --skips-ok     # a Makefile step: green unless it failed
+  ragsift embed docs/ --index docs.db --skips-ok
 
   ragsift embed docs/ --model e5/ --query-prefix 'query: ' --passage-prefix 'passage: '
 
---pooling, --no-normalize, --max-length, --query-prefix and --passage-prefix set how the model
-embeds (default: what its folder's configs declare). They are stored in the index, so query,
-explain and tune embed queries the same way (with the query prefix) without repeating them.
-Changing any but --query-prefix changes the vectors: like a model change, it needs --rebuild.
+--pooling, --no-normalize, --max-length, --query-prefix and --passage-prefix set how the model embeds (default: what its folder's configs declare). They are stored in the index, so query, explain and tune embed queries the same way (with the query prefix) without repeating them. Changing any but --query-prefix changes the vectors: like a model change, it needs --rebuild.
 
-A re-run only reads what changed: files with the same size and mtime (or, failing that, the
-same sha256) are not read again, chunks whose text already has a vector are not embedded
-again, and files gone from the given folders are removed (--no-prune keeps them): only from
-folders listed successfully in this run; what could not be read is kept and named.
+A re-run only reads what changed: files with the same size and mtime (or, failing that, the same sha256) are not read again, chunks whose text already has a vector are not embedded again, and files gone from the given folders are removed (--no-prune keeps them): only from folders listed successfully in this run; what could not be read is kept and named.
+
 """ + FILES_HELP + """
-Exit codes: 0 ok, 1 nothing indexed, 2 usage error (e.g. a PATH that does not exist: the
-index is not touched), 3 done but some files were skipped (0 with --skips-ok). Ignored
-files (not documents) never change the exit code.
+
+Exit codes: 0 ok, 1 nothing indexed, 2 usage error (e.g. a PATH that does not exist: the index is not touched), 3 done but some files were skipped (0 with --skips-ok). Ignored files (not documents) never change the exit code.
 """
 
 

@@ -16,20 +16,46 @@ Contract used by the pipeline (see docs/CONTRACTS.md):
 Only the standard library is imported here; markdown-it-py and pypdf load on first use.
 """
 
-from ragsift.sources.discovery import (
-    Skipped,
-    SourceFile,
-    Walk,
-    check_arguments,
-    discover,
-    path_key,
-    printable,
-    walk,
-)
-from ragsift.sources.document import Document, OffsetMap
-from ragsift.sources.loader import load_document
-from ragsift.sources.reading import DEFAULT_MAX_FILE_SIZE, parse_size, read_bytes
-from ragsift.sources.units import json_units, text_units
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ragsift.sources.discovery import (
+        Skipped,
+        SourceFile,
+        Walk,
+        check_arguments,
+        discover,
+        path_key,
+        printable,
+        walk,
+    )
+    from ragsift.sources.document import Document, OffsetMap
+    from ragsift.sources.loader import load_document
+    from ragsift.sources.reading import DEFAULT_MAX_FILE_SIZE, parse_size, read_bytes
+    from ragsift.sources.units import json_units, text_units
+
+# Names resolve on first use (PEP 562), so importing one small module of this package (e.g.
+# ``sources.formats`` for ``--help`` text) does not import the readers.
+_HOME = {
+    **dict.fromkeys(("Skipped", "SourceFile", "Walk", "check_arguments", "discover", "path_key",
+                     "printable", "walk"), "discovery"),
+    "Document": "document", "OffsetMap": "document",
+    "load_document": "loader",
+    "DEFAULT_MAX_FILE_SIZE": "reading", "parse_size": "reading", "read_bytes": "reading",
+    "json_units": "units", "text_units": "units",
+}
+
+
+def __getattr__(name: str):
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module 'ragsift.sources' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"ragsift.sources.{home}"), name)
+    globals()[name] = value
+    return value
 
 
 def render_markdown_tables(doc: Document) -> Document:
