@@ -110,11 +110,11 @@ def _walk(paths, include, exclude, follow_links: bool, skip, on_warning,
     from ragsift.sources import walk
 
     found = walk(list(paths), include or [], exclude or [], follow_links=follow_links)
-    for s in found.skipped:
-        skip(s)
-    if on_warning is not None:
-        for path, message in found.warnings:
-            on_warning(path, message)
+    for s, warning in found.notes:  # in the order they happened
+        if s is not None:
+            skip(s)
+        elif on_warning is not None and warning is not None:
+            on_warning(*warning)
     for reason, n in found.ignored_counts().items():
         ignored[reason] = ignored.get(reason, 0) + n
     return found

@@ -422,3 +422,11 @@ def test_chunk_prints_exactly_what_embed_indexes(tmp_path, fixtures_dir):
     assert [{f: r[f] for f in fields} for r in sorted(stored, key=key)] == \
         sorted(printed, key=key)
     assert max(r["tokens"] for r in printed) <= 256  # the model's max length, not 512 cl100k
+
+
+def test_gitignore_that_is_a_fifo_never_blocks_and_is_named(tmp_path, guard):
+    _w(tmp_path, "a.md")
+    os.mkfifo(tmp_path / ".gitignore")
+    w = walk([str(tmp_path)])
+    assert [f.relpath for f in w.files] == [f"{tmp_path}/a.md"]
+    assert w.warnings == [(f"{tmp_path}/.gitignore", "not applied: not a regular file (FIFO)")]

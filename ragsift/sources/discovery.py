@@ -93,6 +93,8 @@ class Walk:
     warnings: list[tuple[str, str]] = field(default_factory=list)  # (path, message)
     listed: set[str] = field(default_factory=set)  # path_key of folders listed successfully
     unsure: set[str] = field(default_factory=set)  # path_key of entries that failed
+    # skips and warnings in the order they happened: (Skipped, None) or (None, (path, msg))
+    notes: list[tuple[Skipped | None, tuple[str, str] | None]] = field(default_factory=list)
 
     def ignored_counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -178,9 +180,15 @@ class _Walker:
         self.stdin_added = False
 
     def skip(self, display: str, reason: str, fs_path: str | None = None) -> None:
-        self.result.skipped.append(Skipped(display, reason))
+        s = Skipped(display, reason)
+        self.result.skipped.append(s)
+        self.result.notes.append((s, None))
         if fs_path is not None:
             self.result.unsure.add(path_key(fs_path))
+
+    def warn(self, path: str, message: str) -> None:
+        self.result.warnings.append((path, message))
+        self.result.notes.append((None, (path, message)))
 
     # -- arguments ---------------------------------------------------------------------
     def add_argument(self, arg: str) -> None:
@@ -331,7 +339,7 @@ class _Walker:
             return None
         where = _join(shown, ".gitignore") if shown != "." else ".gitignore"
         for message in f.errors:
-            self.result.warnings.append((where, message))
+            self.warn(where, message)
         return f if f.rules else None
 
     def _ancestor_ignores(self, abs_root: str) -> list[IgnoreFile]:
@@ -348,7 +356,8 @@ class _Walker:
                 if f.rules:
                     found.append(f)
             if os.path.exists(os.path.join(current, ".git")):
-                self.result.warnings.extend(warnings)
+                for where, message in warnings:
+                    self.warn(where, message)
                 return list(reversed(found))
             parent = os.path.dirname(current)
             if parent == current:

@@ -181,7 +181,7 @@ def read_ignore_file(folder: str, base: str) -> IgnoreFile | None:
     """The ``.gitignore`` in ``folder``; ``base`` is that folder's absolute posix path.
 
     Read like any input (regular files only, never blocking on a FIFO, size-capped); one that
-    cannot be read is treated as absent."""
+    cannot be read applies no rules and carries one error saying why."""
     from ragsift.errors import SkipFile
     from ragsift.sources.reading import read_path
 
@@ -190,8 +190,8 @@ def read_ignore_file(folder: str, base: str) -> IgnoreFile | None:
         return None
     try:
         data = read_path(path, IGNORE_FILE_CAP)
-    except SkipFile:
-        return None
+    except SkipFile as exc:  # said once, so that files it would ignore are not a surprise
+        return IgnoreFile(base, (), (f"not applied: {exc.reason}",))
     return IgnoreFile.parse(base, data.decode("utf-8", errors="replace"))
 
 
