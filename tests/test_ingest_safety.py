@@ -430,3 +430,18 @@ def test_gitignore_that_is_a_fifo_never_blocks_and_is_named(tmp_path, guard):
     w = walk([str(tmp_path)])
     assert [f.relpath for f in w.files] == [f"{tmp_path}/a.md"]
     assert w.warnings == [(f"{tmp_path}/.gitignore", "not applied: not a regular file (FIFO)")]
+
+
+def test_files_left_out_by_the_rules_are_pruned_like_deleted_ones(tmp_path):
+    docs = tmp_path / "docs"
+    _docs_with_assets(docs)
+    index = tmp_path / "docs.db"
+    proc = run_cli("embed", str(docs), "--index", str(index), "--include", "*", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["ignored"] == 1  # the .png: a container, even with '*'
+    assert len(_docs(index)) == 5
+    # the default set: CSS, JS and SVG are now ignored, so their documents go
+    proc = run_cli("embed", str(docs), "--index", str(index), "--json")
+    s = json.loads(proc.stdout)
+    assert proc.returncode == 0 and s["removed"] == 3 and s["ignored"] == 4
+    assert _docs(index) == [f"{docs}/index.md", f"{docs}/usage.adoc"]

@@ -112,8 +112,10 @@ def _read_capped(fd: int, max_size: int | None) -> bytes:
 
 
 def too_large(size: int | None, max_size: int) -> str:
-    got = human_size(size) if size is not None else f"more than {human_size(max_size)}"
-    return f"too large ({got}; the cap is {human_size(max_size)}; --max-file-size raises it)"
+    if size is None:  # a stream or a growing file: only known to be over the cap
+        return f"too large (over the cap of {human_size(max_size)}; --max-file-size raises it)"
+    return (f"too large ({human_size(size)}; the cap is {human_size(max_size)}; "
+            "--max-file-size raises it)")
 
 
 def human_size(n: int) -> str:
