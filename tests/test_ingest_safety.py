@@ -8,16 +8,14 @@ from __future__ import annotations
 import json
 import os
 import signal
-import stat
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
-
-from ragsift.errors import RagsiftError, SkipFile
+from ragsift.errors import SkipFile
 from ragsift.sources import SourceFile, load_document, read_bytes, walk
+from tests.conftest import run_cli
 
 
 def _w(root: Path, rel: str | bytes, content: str | bytes = "# Title\n\nSome words here.\n"):
@@ -243,8 +241,8 @@ def test_devices_are_refused_and_fifos_never_block(tmp_path, guard):
     (docs / "rand.txt").symlink_to("/dev/urandom")
     proc = run_cli("chunk", str(docs), timeout=120)
     assert proc.returncode == 3
-    assert _skip_lines(proc.stderr) == [f"ragsift: skipped {docs}/pipe.md: not a regular file "
-                                        "(FIFO)"]
+    assert _skip_lines(proc.stderr) == [(f"ragsift: skipped {docs}/pipe.md: not a regular file "
+                                        "(FIFO)")]
     assert "2 ignored: symlink out of the folder (see --follow-links)" in proc.stderr
     proc = run_cli("chunk", str(docs), "--follow-links", timeout=120)
     assert sorted(_skip_lines(proc.stderr)) == sorted(
@@ -267,8 +265,8 @@ def test_size_cap_skips_with_one_line_and_a_flag_raises_it(tmp_path):
     proc = run_cli("chunk", str(tmp_path), "--max-file-size", "4k")
     assert proc.returncode == 3
     assert _skip_lines(proc.stderr) == [
-        f"ragsift: skipped {tmp_path}/big.txt: too large (4.9 KiB; the cap is 4 KiB; "
-        "--max-file-size raises it)"]
+        (f"ragsift: skipped {tmp_path}/big.txt: too large (4.9 KiB; the cap is 4 KiB; "
+        "--max-file-size raises it)")]
     assert run_cli("chunk", str(tmp_path), "--max-file-size", "8k").returncode == 0
     assert run_cli("chunk", str(tmp_path), "--max-file-size", "lots").returncode == 2
 
@@ -305,12 +303,12 @@ def test_stdin_records_with_surrogates_huge_numbers_or_bad_bytes_are_one_line_ea
     assert proc.returncode == 3, err
     assert "Traceback" not in err and "internal error" not in err
     assert _skip_lines(err) == [
-        "ragsift: skipped stdin line 2: field 'text' holds a lone surrogate (\\ud800-\\udfff "
-        "is not text)",
+        ("ragsift: skipped stdin line 2: field 'text' holds a lone surrogate (\\ud800-\\udfff "
+        "is not text)"),
         "ragsift: skipped stdin line 3: field 'page' is out of range (31 digits)",
         "ragsift: skipped stdin line 4: field 'level' is out of range (41 digits)",
-        "ragsift: skipped stdin line 5: not UTF-8 (byte 11); expected records as printed by "
-        "`ragsift chunk`",
+        ("ragsift: skipped stdin line 5: not UTF-8 (byte 11); expected records as printed by "
+        "`ragsift chunk`"),
     ]
     assert _docs(index) == ["a"]
 
@@ -396,8 +394,8 @@ def test_make_step_green_when_complete_red_on_a_real_failure(tmp_path):
     proc = run_cli("embed", str(docs), "--index", str(index))
     assert proc.returncode == 3  # a document that failed to parse is still a skip
     assert _skip_lines(proc.stderr) == [
-        f"ragsift: skipped {docs}/broken.json: unparsable JSON: Expecting property name "
-        "enclosed in double quotes at line 1 column 3"]
+        (f"ragsift: skipped {docs}/broken.json: unparsable JSON: Expecting property name "
+        "enclosed in double quotes at line 1 column 3")]
     proc = run_cli("embed", str(docs), "--index", str(index), "--skips-ok")
     assert proc.returncode == 0 and len(_skip_lines(proc.stderr)) == 1
     proc = run_cli("embed", str(tmp_path / "nope"), "--index", str(index), "--skips-ok")
@@ -418,7 +416,7 @@ def test_chunk_prints_exactly_what_embed_indexes(tmp_path, fixtures_dir):
         rowids, _ = store.load_matrix()
         stored = store.chunks([int(r) for r in rowids])
     fields = list(printed[0])
-    key = lambda r: (r["path"], r["index"])  # noqa: E731
+    key = lambda r: (r["path"], r["index"])
     assert [{f: r[f] for f in fields} for r in sorted(stored, key=key)] == \
         sorted(printed, key=key)
     assert max(r["tokens"] for r in printed) <= 256  # the model's max length, not 512 cl100k

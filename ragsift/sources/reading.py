@@ -134,7 +134,7 @@ def parse_size(text: str) -> int:
         scale = 1 << (10 * ("kmgt".index(raw[-1]) + 1))
         raw = raw[:-1]
     value = float(raw)
-    if not value >= 0 or value != value:
+    if not 0 <= value < float("inf"):  # also refuses nan
         raise ValueError(text)
     return int(value * scale)
 
