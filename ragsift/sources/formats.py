@@ -9,8 +9,6 @@ always read. Only the standard library is imported here.
 
 from __future__ import annotations
 
-import importlib.util
-
 FORMATS: dict[str, str] = {
     ".md": "markdown", ".markdown": "markdown", ".mdown": "markdown", ".mkd": "markdown",
     ".mdx": "markdown",
@@ -48,8 +46,15 @@ def format_for(name: str) -> str:
     return FORMATS.get(suffix_of(name), "text")
 
 
+_PDF: list[bool] = []  # memo: is pypdf importable?
+
+
 def _pdf_available() -> bool:
-    return importlib.util.find_spec("pypdf") is not None
+    if not _PDF:
+        import importlib.util  # here, not at import: `--help` imports this module
+
+        _PDF.append(importlib.util.find_spec("pypdf") is not None)
+    return _PDF[0]
 
 
 def not_a_document(name: str) -> str | None:
