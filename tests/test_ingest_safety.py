@@ -443,3 +443,17 @@ def test_files_left_out_by_the_rules_are_pruned_like_deleted_ones(tmp_path):
     s = json.loads(proc.stdout)
     assert proc.returncode == 0 and s["removed"] == 3 and s["ignored"] == 4
     assert _docs(index) == [f"{docs}/index.md", f"{docs}/usage.adoc"]
+
+
+def test_pdfs_are_ignored_with_a_reason_when_the_extra_is_missing(tmp_path, monkeypatch):
+    from ragsift.sources import formats
+
+    _w(tmp_path, "a.md")
+    _w(tmp_path, "b.pdf", b"%PDF-1.4\n")
+    monkeypatch.setattr(formats, "_PDF", [False])  # as if pypdf were not installed
+    w = walk([str(tmp_path)])
+    assert [f.relpath for f in w.files] == [f"{tmp_path}/a.md"]
+    assert w.ignored_counts() == {"PDF (needs the pdf extra: pip install 'ragsift[pdf]')": 1}
+    monkeypatch.setattr(formats, "_PDF", [True])
+    assert [f.relpath for f in walk([str(tmp_path)]).files] == [
+        f"{tmp_path}/a.md", f"{tmp_path}/b.pdf"]
