@@ -71,6 +71,16 @@ def warn(message: str) -> None:
         pass  # stderr itself is gone: nothing left to tell
 
 
+def waiting_notice(index: str) -> Callable[[int | None], None]:
+    """For ``IndexStore.open(..., wait=...)``: say once, on stderr, whom ``--wait`` waits for."""
+
+    def notice(pid: int | None) -> None:
+        who = f"PID {pid}" if pid else "another process"
+        warn(f"index {index} is being written by {who}; waiting for it to finish (--wait)")
+
+    return notice
+
+
 # -- errors -------------------------------------------------------------------------------------
 class OutputError(RagsiftError):
     """Writing to stdout failed for a reason other than a closed pipe (disk full, I/O error)."""
