@@ -221,6 +221,10 @@ def _safe_console(**kwargs: Any):  # -> rich.console.Console
         def render_str(self, text: str, **kw: Any):  # noqa: ANN202
             return super().render_str(printable(text), **kw)
 
+        def on_broken_pipe(self) -> None:
+            # rich's own answer is exit 1; ours is the one in handle_errors (quiet, exit 0)
+            raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
     return SafeConsole(**kwargs)
 
 

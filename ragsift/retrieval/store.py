@@ -702,12 +702,15 @@ def _connect_reader(path: str) -> sqlite3.Connection:
         db = sqlite3.connect(sqlite_uri(path, "rw"), **kw)
         db.execute("PRAGMA query_only = 1")
         return db
-    db = sqlite3.connect(sqlite_uri(path, "ro"), **kw)
     try:
-        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        db = sqlite3.connect(sqlite_uri(path, "ro"), **kw)
+        try:
+            db.execute("SELECT count(*) FROM sqlite_master").fetchone()  # opens -shm/-wal
+        except BaseException:
+            db.close()
+            raise
         return db
     except sqlite3.OperationalError as exc:
-        db.close()
         if _result_code(exc) not in _READONLY_CODES:
             raise
     wal = f"{path}-wal"
