@@ -245,6 +245,13 @@ def run_app(app: Callable[[], Any]) -> None:
         app()
     except SystemExit as exc:
         code = exc.code
+    except BrokenPipeError:  # outside a command (help, --version)
+        _silence_stdout()
+        code = 0
+    except OutputError as exc:
+        _silence_stdout()
+        warn(exc.message)
+        code = exc.exit_code
     try:
         sys.stdout.flush()
     except BrokenPipeError:
