@@ -355,14 +355,15 @@ def _cannot_write(proc: subprocess.CompletedProcess, reason: str) -> None:
     assert _one_line(proc.stderr) == f"ragsift: cannot write output: {reason}"
 
 
-@pytest.mark.parametrize("command", ["chunk", "query", "info", "embed"])
+@pytest.mark.parametrize("command", ["chunk", "query", "info", "embed", "--help"])
 def test_full_disk_on_stdout_is_one_line_and_exit_4(built, corpus, tmp_path, command):
     index = tmp_path / "copy.db"
     shutil.copyfile(built, index)
     args = {"chunk": [str(corpus)],
             "query": ["honeybees", "--index", str(index)],
             "info": ["--index", str(index)],
-            "embed": [str(corpus), "--index", str(index), "--json", "--quiet"]}[command]
+            "embed": [str(corpus), "--index", str(index), "--json", "--quiet"],
+            "--help": []}[command]
     with open("/dev/full", "w") as full:
         proc = run(command, *args, stdout=full)
     _cannot_write(proc, "No space left on device")
@@ -377,6 +378,41 @@ def test_file_size_limit_on_output_file_is_one_line_and_exit_4(corpus, tmp_path)
     with open(out, "w") as fh:
         proc = run("chunk", str(corpus), stdout=fh, preexec_fn=limit)
     _cannot_write(proc, "File too large")
+
+
+def _fsize_limit(limit: int):
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
+
+
+def test_index_that_cannot_grow_is_one_line_exit_4_and_keeps_committed_batches(corpus, tmp_path):
+    # a new index that cannot even be created: nothing is left behind
+    proc = run("embed", str(corpus), "--index", str(tmp_path / "new.db"),
+               preexec_fn=_fsize_limit(20_000))
+    assert proc.returncode == 4
+    assert "cannot write index" in _one_line(proc.stderr)
+    assert _files(tmp_path) == []
+    # an index that can no longer grow: the run stops with one line; what was committed stays
+    docs = tmp_path / "docs"
+    shutil.copytree(corpus, docs)
+    index = tmp_path / "idx.db"
+    assert run("embed", str(docs), "--index", str(index)).returncode == 0
+    size = index.stat().st_size
+    for i in range(40):
+        (docs / f"more-{i:02d}.txt").write_text(f"Lantern note {i}: trim the wick, fill oil. " * 40)
+    proc = run("embed", str(docs), "--index", str(index), preexec_fn=_fsize_limit(size))
+    assert proc.returncode == 4
+    line = _one_line(proc.stderr.splitlines()[-1] + "\n")
+    assert "cannot write index" in line and "kept" in line
+    with IndexStore.open(index, "w") as w:
+        assert w.verify() == []
+        assert w.stats()["documents"] >= 2
+    proc = run("embed", str(docs), "--index", str(index), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["index"]["documents"] == 42
+    assert sorted(_files(tmp_path)) == ["docs", "idx.db"]
 
 
 def test_closed_pipe_exits_quietly(tmp_path):

@@ -1,7 +1,7 @@
 """The ``ragsift`` command line. One module per subcommand; each registers itself here.
 
 Exit codes (an API, see README): 0 success, 1 nothing matched/produced, 2 usage error,
-3 completed with some files skipped, 4 output could not be written (disk full).
+3 completed with some files skipped, 4 output or index could not be written (disk full).
 """
 
 from __future__ import annotations

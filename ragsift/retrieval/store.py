@@ -408,7 +408,8 @@ class IndexStore:
         try:
             yield
         except BaseException:
-            self.db.execute("ROLLBACK")
+            if self.db.in_transaction:  # SQLite already rolled back after e.g. a full disk
+                self.db.execute("ROLLBACK")
             raise
         self.db.execute("COMMIT")
 
@@ -658,14 +659,20 @@ def _create(path: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(stale)
     tmp = f"{path}.creating-{os.getpid()}"
-    db = sqlite3.connect(sqlite_uri(tmp, "rwc"), uri=True, isolation_level=None)
     try:
-        db.execute(f"PRAGMA page_size = {migrations.PAGE_SIZE}")
-        db.execute(f"PRAGMA application_id = {migrations.APPLICATION_ID}")
-        migrations.migrate(db)
-    finally:
-        db.close()
-    os.replace(tmp, path)
+        db = sqlite3.connect(sqlite_uri(tmp, "rwc"), uri=True, isolation_level=None)
+        try:
+            db.execute(f"PRAGMA page_size = {migrations.PAGE_SIZE}")
+            db.execute(f"PRAGMA application_id = {migrations.APPLICATION_ID}")
+            migrations.migrate(db)
+        finally:
+            db.close()
+        os.replace(tmp, path)
+    except BaseException:  # e.g. a full disk: leave nothing behind
+        for leftover in (tmp, f"{tmp}-journal", f"{tmp}-wal", f"{tmp}-shm"):
+            with contextlib.suppress(OSError):
+                os.unlink(leftover)
+        raise
 
 
 def sqlite_uri(path: str, mode: str, **params: int) -> str:
@@ -742,6 +749,10 @@ def _result_code(exc: sqlite3.Error) -> int | None:
         return 8
     if "unable to open" in text:
         return 14
+    if "disk is full" in text:
+        return 13
+    if "disk I/O error" in text:
+        return 10
     if "malformed" in text:
         return 11
     if "not a database" in text:
@@ -768,7 +779,26 @@ def _corrupt(path: str, exc: Exception) -> RagsiftError:
     code = _result_code(exc) if isinstance(exc, sqlite3.Error) else None
     if code in (11, 26):  # SQLITE_CORRUPT, SQLITE_NOTADB: the file itself is damaged
         return RagsiftError(f"index {path} is corrupt ({exc}); it was not modified")
+    if code in _WRITE_FAILED:
+        return write_error(path, exc)
     return RagsiftError(f"cannot use index {path}: {exc}; it was not modified")
+
+
+_WRITE_FAILED = (13, 10)  # SQLITE_FULL, SQLITE_IOERR (a full disk, a file-size limit, EIO)
+
+
+def write_error(path: str, exc: Exception) -> RagsiftError:
+    """The one line for an SQLite error while writing ``path``: a full disk (or a file-size
+    limit, or an I/O error) is ``EXIT_OUTPUT`` and says that committed batches are kept;
+    anything else is a plain ``index PATH: error`` (exit 2)."""
+    from ragsift.errors import EXIT_OUTPUT
+
+    code = _result_code(exc) if isinstance(exc, sqlite3.Error) else None
+    if code in _WRITE_FAILED:
+        return RagsiftError(
+            f"cannot write index {path}: {exc}; every batch committed before is kept, the "
+            "next run continues from there", EXIT_OUTPUT)
+    return RagsiftError(f"index {path}: {exc}")
 
 
 def _record(row: tuple) -> dict:
