@@ -28,7 +28,7 @@ import pytest
 
 from ragsift.errors import RagsiftError
 from ragsift.retrieval import store as store_mod
-from ragsift.retrieval.locking import WriterLock
+from ragsift.retrieval.locking import WriterLock, holder_pid
 from ragsift.retrieval.store import IndexStore
 
 REPO = Path(__file__).resolve().parent.parent
@@ -115,6 +115,7 @@ def test_lock_file_that_is_not_ours_is_refused_untouched(tmp_path, kind):
     before = os.lstat(lock)
     with pytest.raises(RagsiftError, match="not a ragsift lock|is a directory"):
         WriterLock(index).acquire()
+    assert holder_pid(index) is None  # `info` asks too: never blocks on a FIFO, never follows
     after = os.lstat(lock)
     assert (after.st_ino, after.st_mode, after.st_size) == (before.st_ino, before.st_mode,
                                                            before.st_size)
