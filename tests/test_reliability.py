@@ -370,6 +370,14 @@ def test_full_disk_on_stdout_is_one_line_and_exit_4(built, corpus, tmp_path, com
     _cannot_write(proc, "No space left on device")
 
 
+def test_closed_stdout_is_one_line_and_exit_4(built):
+    proc = subprocess.run([sys.executable, "-m", "ragsift", "info", "--index", str(built)],
+                          cwd=REPO, env=_env(), stderr=subprocess.PIPE, text=True, timeout=300,
+                          check=False, pass_fds=(), stdin=subprocess.DEVNULL,
+                          preexec_fn=lambda: os.close(1))  # `>&-`
+    _cannot_write(proc, "stdout is closed")
+
+
 def test_file_size_limit_on_output_file_is_one_line_and_exit_4(corpus, tmp_path):
     out = tmp_path / "out.jsonl"
 

@@ -168,6 +168,25 @@ class _GuardedStdout:
         return getattr(self._stream, name)
 
 
+class _ClosedStdout:
+    """``sys.stdout`` when the process started without one: writing is an output error."""
+
+    encoding = "utf-8"
+    errors = "strict"
+
+    def write(self, text: str) -> int:
+        raise OutputError(OSError(errno.EBADF, "stdout is closed"))
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        raise OSError(errno.EBADF, "stdout is closed")
+
+
 def _output_error(exc: OSError) -> OSError | OutputError:
     if isinstance(exc, BrokenPipeError) or exc.errno in _PIPE_GONE:
         return exc
@@ -181,7 +200,10 @@ def read_stdin_text(what: str = "stdin") -> str:
     for bytes that are not UTF-8, naming the offset, instead of a ``UnicodeDecodeError``.
     """
     stream = getattr(sys.stdin, "buffer", None)
-    raw = stream.read() if stream is not None else sys.stdin.read().encode("utf-8", "surrogateescape")
+    if stream is not None:
+        raw = stream.read()
+    else:  # a text-only stdin (tests, embedding): take its text as it is
+        raw = sys.stdin.read().encode("utf-8", "surrogateescape")
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")) or (b"\x00" in raw[:4096]):
         raise RagsiftError(
             f"{what} looks like UTF-16 or UTF-32 text; ragsift reads UTF-8 "
@@ -239,25 +261,30 @@ def stdout_console():
 def run_app(app: Callable[[], Any]) -> None:
     """Run the typer app, then flush stdout ourselves so a late output failure is also one
     line and an exit code (not "Exception ignored ..." from the interpreter's last flush)."""
-    sys.stdout = _GuardedStdout(sys.stdout)  # type: ignore[assignment]
+    original = sys.stdout  # None when started with stdout closed (`>&-`)
+    guarded = _GuardedStdout(original) if original is not None else _ClosedStdout()
+    sys.stdout = guarded  # type: ignore[assignment]
     code: Any = 0
     try:
-        app()
-    except SystemExit as exc:
-        code = exc.code
-    except BrokenPipeError:  # outside a command (help, --version)
-        _silence_stdout()
-        code = 0
-    except OutputError as exc:
-        _silence_stdout()
-        warn(exc.message)
-        code = exc.exit_code
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:
-        _silence_stdout()
-    except OutputError as exc:
-        _silence_stdout()
-        warn(exc.message)
-        code = exc.exit_code
+        try:
+            app()
+        except SystemExit as exc:
+            code = exc.code
+        except BrokenPipeError:  # outside a command (help, --version)
+            _silence_stdout()
+            code = 0
+        except OutputError as exc:
+            _silence_stdout()
+            warn(exc.message)
+            code = exc.exit_code
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _silence_stdout()
+        except OutputError as exc:
+            _silence_stdout()
+            warn(exc.message)
+            code = exc.exit_code
+    finally:
+        sys.stdout = original
     sys.exit(code)
