@@ -80,6 +80,16 @@ def _files(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir())
 
 
+_libc = ctypes.CDLL(None, use_errno=True)
+PR_CAPBSET_DROP, CAP_DAC_OVERRIDE = 24, 1
+
+
+def _without_dac_override() -> None:
+    """preexec_fn: as root, give up the right to ignore permission bits (after exec)."""
+    if os.geteuid() == 0 and _libc.prctl(PR_CAPBSET_DROP, CAP_DAC_OVERRIDE, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP) failed")
+
+
 # -- item 3: the lock file --------------------------------------------------------------------
 
 def test_lock_file_symlink_is_refused_and_its_target_untouched(corpus, tmp_path):
@@ -148,8 +158,8 @@ def test_index_path_opens_exactly_that_file(corpus, tmp_path, name):
     assert _files(folder) == [name]
 
 
-def test_read_only_a_question_mark_path_never_answers_from_its_neighbour(built, corpus,
-                                                                        tmp_path):
+def test_read_only_a_question_mark_path_never_answers_from_its_neighbour(
+        built, corpus, tmp_path, permissions_enforced):
     folder = tmp_path / "ro"
     folder.mkdir()
     target = folder / "a?b.db"
@@ -260,18 +270,25 @@ def test_dangling_symlink_as_index_is_not_replaced(corpus, tmp_path):
 
 # -- item 7: read-only indexes --------------------------------------------------------------
 
-_libc = ctypes.CDLL(None, use_errno=True)
-PR_CAPBSET_DROP, CAP_DAC_OVERRIDE = 24, 1
-
-
-def _without_dac_override() -> None:
-    """preexec_fn: as root, give up the right to ignore permission bits (after exec)."""
-    if os.geteuid() == 0 and _libc.prctl(PR_CAPBSET_DROP, CAP_DAC_OVERRIDE, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP) failed")
+@pytest.fixture(scope="module")
+def permissions_enforced(tmp_path_factory) -> None:
+    """Skip (with the reason) only where a child cannot be made to obey ``chmod``: running as
+    root without CAP_SETPCAP. The monkeypatched test below covers the same code anyway."""
+    folder = tmp_path_factory.mktemp("probe")
+    os.chmod(folder, 0o555)
+    try:
+        probe = subprocess.run([sys.executable, "-c", f"open({str(folder / 'x')!r}, 'w')"],
+                               preexec_fn=_without_dac_override, capture_output=True,
+                               check=False)
+    except subprocess.SubprocessError as exc:
+        pytest.skip(f"root here cannot drop CAP_DAC_OVERRIDE for a child ({exc})")
+    finally:
+        os.chmod(folder, 0o755)
+    assert probe.returncode != 0  # the child really cannot write a folder it may not write
 
 
 @pytest.fixture
-def read_only_index(built, tmp_path) -> Path:
+def read_only_index(built, tmp_path, permissions_enforced) -> Path:
     """A copy of the index (WAL checkpointed: no -wal, no -shm) in a folder nobody may write."""
     folder = tmp_path / "ro"
     folder.mkdir()
@@ -303,7 +320,8 @@ def test_read_only_index_in_read_only_folder_answers_query_explain_info(read_onl
     assert _files(folder) == ["idx.db"]  # nothing created next to it
 
 
-def test_read_only_folder_with_pending_wal_says_what_is_missing(built, tmp_path):
+def test_read_only_folder_with_pending_wal_says_what_is_missing(built, tmp_path,
+                                                              permissions_enforced):
     folder = tmp_path / "w"
     folder.mkdir()
     index = folder / "idx.db"
