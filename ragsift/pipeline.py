@@ -561,7 +561,9 @@ def build_index(
         store.compact()
         summary.index = {k: v for k, v in store.stats().items() if k != "writer_pid"}
     except sqlite3.DatabaseError as exc:
-        raise RagsiftError(f"index {index}: {exc}") from None
+        from ragsift.retrieval.store import write_error
+
+        raise write_error(index, exc) from None  # a full disk: exit 4, else "index X: ..."
     finally:
         progress.finish()
         store.close()

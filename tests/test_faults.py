@@ -1,13 +1,20 @@
-"""Nothing is lost under faults: ``ragsift embed`` killed with SIGKILL at random moments.
+"""Nothing is lost under faults: ``ragsift embed`` killed with SIGKILL at chosen points of progress.
 
-The corpus is generated in tmp_path (32 small files, ~3 chunks each, so a run commits in
+The corpus is generated in tmp_path (48 small files, ~3 chunks each, so a run commits in
 several batches). Each round starts a fresh index and kills a real ``ragsift embed``
-subprocess (real model, real chunker) a few times at random delays while this process reads
-the index concurrently (WAL readers must not be blocked). After every kill the index must
-open, be internally consistent (vectors ↔ chunks ↔ documents ↔ FTS), hold at least every
-document a reader saw committed, and answer a lexical query. A last, uninterrupted run must
-finish the rest embedding only chunks that were not committed, and end identical to an
-index built without interruption.
+subprocess (real model, real chunker) a few times while this process reads the index
+concurrently (WAL readers must not be blocked). After every kill the index must open, be
+internally consistent (vectors ↔ chunks ↔ documents ↔ FTS), hold at least every document a
+reader saw committed, and answer a lexical query. A last, uninterrupted run must finish the
+rest embedding only chunks that were not committed, and end identical to an index built
+without interruption.
+
+Independent of machine load: when to kill is decided by observed progress, never by a clock.
+The writer runs in short slices (SIGCONT, a brief pause, SIGSTOP, then ``waitpid`` until it
+has really stopped); the committed documents are counted only while it is stopped, and the
+kill is sent while it is still stopped. So the kill lands exactly in the state just observed
+(a busy machine only makes each slice do less work), and a run that still had a batch to
+commit is always killed mid-way.
 """
 
 from __future__ import annotations
@@ -23,12 +30,14 @@ import time
 import numpy as np
 
 from ragsift.errors import RagsiftError
+from ragsift.pipeline import FLUSH_FILES
 from ragsift.retrieval.store import IndexStore
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROUNDS = 3
 KILLS_PER_ROUND = 4
-N_FILES = 32
+N_FILES = 48
+SLICE = 0.02  # seconds the writer runs between two looks (only how often we look)
 
 WORDS = [
     "amber", "basalt", "cedar", "delta", "ember", "fjord", "glacier", "harbor", "iris",
@@ -59,12 +68,54 @@ def _env() -> dict:
     return env
 
 
-def _committed_documents(index) -> int:
+def _committed_documents(index) -> int | None:
+    """Documents committed now (a reader's view); None when the index cannot be read at this
+    instant (e.g. the stopped writer holds a lock a new reader would wait for)."""
     try:
         with IndexStore.open(index) as r:
             return r.stats()["documents"]
-    except RagsiftError:  # not created yet
-        return 0
+    except RagsiftError as exc:
+        return 0 if "no index at" in exc.message else None
+
+
+class _Sliced:
+    """A subprocess run in slices: ``step()`` lets it run briefly and stops it again."""
+
+    def __init__(self, cmd: list[str]) -> None:
+        self.proc = subprocess.Popen(cmd, cwd=REPO, env=_env(), stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        self.exited = False
+        self._stop()
+
+    def _stop(self) -> None:
+        """SIGSTOP, then wait until the kernel reports it stopped (or gone)."""
+        if self.exited:
+            return
+        try:
+            os.kill(self.proc.pid, signal.SIGSTOP)
+        except ProcessLookupError:
+            pass
+        _, status = os.waitpid(self.proc.pid, os.WUNTRACED)
+        if not os.WIFSTOPPED(status):
+            self.exited = True
+            self.proc.returncode = os.waitstatus_to_exitcode(status)
+
+    def step(self) -> None:
+        if not self.exited:
+            os.kill(self.proc.pid, signal.SIGCONT)
+            time.sleep(SLICE)
+            self._stop()
+
+    def kill(self) -> bool:
+        """SIGKILL while stopped; True if it was still running (a real kill mid-run)."""
+        if self.exited:
+            return False
+        os.kill(self.proc.pid, signal.SIGKILL)
+        os.kill(self.proc.pid, signal.SIGCONT)
+        _, status = os.waitpid(self.proc.pid, 0)
+        self.exited = True
+        self.proc.returncode = os.waitstatus_to_exitcode(status)
+        return True
 
 
 def _check_after_kill(index, seen: int) -> set[str]:
@@ -106,39 +157,41 @@ def test_kill_9_at_random_points_loses_nothing(tmp_path):
     corpus = tmp_path / "corpus"
     _corpus(corpus)
     reference = tmp_path / "reference.db"
-    t0 = time.perf_counter()
     full = _run_to_end(corpus, reference)
-    full_seconds = time.perf_counter() - t0
     assert full["parsed"] == N_FILES and full["embedded"] == full["chunks"] > N_FILES * 2
     want = _snapshot(reference)
 
     rng = random.Random(20240611)
-    kills = 0
+    kills = killable = 0
     for rnd in range(ROUNDS):
         index = tmp_path / f"killed-{rnd}.db"
         for attempt in range(KILLS_PER_ROUND):
-            # Even attempts: a random moment anywhere in a run (start-up, model load,
-            # embedding, commit). Odd ones: just after a commit a reader saw, plus jitter,
-            # to land in the middle of the next batch or its commit.
+            first = _committed_documents(index) or 0
+            # Even attempts: anywhere in a run (start-up, model load, parsing, embedding, a
+            # commit): after 0-60 slices. Odd ones: just after the first commit a reader
+            # sees, plus 0-3 slices, to land in the next batch or its commit. Never more
+            # than ``cap`` documents: each attempt leaves work to the next.
             after_commit = attempt % 2 == 1
-            proc = subprocess.Popen(_cmd(corpus, index), cwd=REPO, env=_env(),
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            start = time.perf_counter()
-            deadline = start + rng.uniform(0.05, full_seconds)
-            seen = first = _committed_documents(index)
-            while proc.poll() is None:
-                seen = max(seen, _committed_documents(index))  # a reader during the write
-                now = time.perf_counter()
-                if after_commit and seen > first:
-                    deadline = now + rng.uniform(0.0, 0.4)
-                    after_commit = False
-                if now >= deadline or now - start > 2 * full_seconds:
-                    break
-                time.sleep(0.02)
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGKILL)
-                kills += 1
-            proc.wait(30)
+            target = first + 1 if after_commit else first
+            extra = rng.randint(0, 3) if after_commit else rng.randint(0, 60)
+            cap = first + (2 if after_commit else 1) * FLUSH_FILES
+            work_left = cap < N_FILES  # then the kill must land before the run's end
+            run = _Sliced(_cmd(corpus, index))
+            seen, steps_after = first, 0
+            while not run.exited:
+                now = _committed_documents(index)  # a reader during the write (it is stopped)
+                if now is not None:
+                    seen = max(seen, now)
+                if seen >= target:
+                    if steps_after >= extra or seen >= cap:
+                        break
+                    steps_after += 1
+                run.step()
+            killed = run.kill()
+            kills += killed
+            if work_left:
+                killable += 1
+                assert killed, "a run with a batch left finished before its kill"
             _check_after_kill(index, seen)
         before = _check_after_kill(index, 0)
         done = _run_to_end(corpus, index)
@@ -149,7 +202,7 @@ def test_kill_9_at_random_points_loses_nothing(tmp_path):
         for cid, (text, vec) in want.items():
             assert got[cid][0] == text
             assert np.allclose(got[cid][1], vec, atol=1e-4)
-    assert kills >= ROUNDS * KILLS_PER_ROUND // 2  # most runs really were killed mid-way
+    assert kills >= killable >= ROUNDS * KILLS_PER_ROUND // 2  # most runs were killed mid-way
 
 
 def _hashes(index) -> list[str]:

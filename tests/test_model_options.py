@@ -124,4 +124,4 @@ def test_changing_vector_options_is_refused_unless_rebuild(built, model_dir, tmp
     with IndexStore.open(copy) as store:
         settings = store.settings()
     assert settings["embedder_options"] == {"pooling": "mean"}
-    assert "pooling" not in settings["model_fingerprint"]  # mean is what the folder declares
+    assert "pooling=mean" in settings["model_fingerprint"]  # the effective pooling, always

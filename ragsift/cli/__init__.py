@@ -1,7 +1,7 @@
 """The ``ragsift`` command line. One module per subcommand; each registers itself here.
 
 Exit codes (an API, see README): 0 success, 1 nothing matched/produced, 2 usage error,
-3 completed with some files skipped.
+3 completed with some files skipped, 4 output or index could not be written (disk full).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import typer
 
 from ragsift import __version__
-from ragsift.cli._common import STATE
+from ragsift.cli._common import STATE, run_app
 
 app = typer.Typer(
     name="ragsift",
@@ -54,4 +54,4 @@ for _name in ("embed", "info", "query", "explain", "tune", "evaluate"):
 
 
 def main() -> None:
-    app()
+    run_app(app)

@@ -1,4 +1,6 @@
-"""Shared CLI plumbing: one place that turns ``RagsiftError`` into ``ragsift: msg`` + exit code.
+"""Shared CLI plumbing: the one place where errors become ``ragsift: msg`` + an exit code,
+where output failures (full disk, closed pipe) are handled, and where text from documents is
+made safe for a terminal.
 
 Only ``cli`` imports typer or prints. Heavy modules are imported inside command bodies so
 that ``ragsift --help`` stays fast.
@@ -6,26 +8,85 @@ that ``ragsift --help`` stays fast.
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import typer
 
-from ragsift.errors import EXIT_USAGE, RagsiftError
+from ragsift.errors import EXIT_OUTPUT, EXIT_USAGE, RagsiftError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 STATE = {"debug": bool(os.environ.get("RAGSIFT_DEBUG"))}
 
+# -- terminal safety ----------------------------------------------------------------------------
+# C0 controls except tab and newline, DEL, and C1 controls: ESC starts colour, title, clear-screen
+# and hyperlink sequences, BEL rings, CR overwrites the line, U+009B is a one-byte CSI.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL_ONE_LINE = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def _picture(match: re.Match) -> str:
+    code = ord(match.group())
+    if code < 0x20:
+        return chr(0x2400 + code)  # the Unicode control picture: ESC -> U+241B, BEL -> U+2407
+    if code == 0x7F:
+        return "\u2421"  # DEL
+    return "\ufffd"  # C1 controls have no picture
+
+
+def printable(text: str, *, one_line: bool = False) -> str:
+    """``text`` with every terminal control character replaced by a visible stand-in.
+
+    C0 controls become their Unicode control pictures (ESC -> ``␛``, BEL -> ``␇``, CR -> ``␍``),
+    DEL ``␡``, C1 controls ``�``; one character for one, so offsets into the text still hold.
+    Tab and newline are kept (``one_line=True`` replaces them too: ``␉``, ``␊``).
+    Applied to everything ragsift shows on a terminal that came from documents or file names
+    (rich consoles from ``stdout_console``/``stderr_console`` and ``warn`` do it themselves);
+    JSON output is left exact (JSON escapes control characters).
+    """
+    pattern = _CONTROL_ONE_LINE if one_line else _CONTROL
+    return pattern.sub(_picture, text) if pattern.search(text) else text
+
+
+def safe_markup(text: str) -> str:
+    """Document text for a rich markup string: controls made visible, ``[...]`` shown literally."""
+    from rich.markup import escape
+
+    return escape(printable(text))
+
 
 def warn(message: str) -> None:
-    """One line on stderr, prefixed like every ragsift diagnostic."""
-    sys.stderr.write(f"ragsift: {message}\n")
-    sys.stderr.flush()
+    """One line on stderr, prefixed like every ragsift diagnostic (controls made visible)."""
+    try:
+        sys.stderr.write(f"ragsift: {printable(message, one_line=True)}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass  # stderr itself is gone: nothing left to tell
+
+
+def waiting_notice(index: str) -> Callable[[int | None], None]:
+    """For ``IndexStore.open(..., wait=...)``: say once, on stderr, whom ``--wait`` waits for."""
+
+    def notice(pid: int | None) -> None:
+        who = f"PID {pid}" if pid else "another process"
+        warn(f"index {index} is being written by {who}; waiting for it to finish (--wait)")
+
+    return notice
+
+
+# -- errors -------------------------------------------------------------------------------------
+class OutputError(RagsiftError):
+    """Writing to stdout failed for a reason other than a closed pipe (disk full, I/O error)."""
+
+    def __init__(self, exc: OSError) -> None:
+        super().__init__(f"cannot write output: {exc.strerror or exc}", EXIT_OUTPUT)
 
 
 def handle_errors(func: F) -> F:
@@ -38,6 +99,8 @@ def handle_errors(func: F) -> F:
         except RagsiftError as exc:
             if STATE["debug"]:
                 raise
+            if isinstance(exc, OutputError):
+                _silence_stdout()  # what is still buffered must not fail again at exit
             warn(exc.message)
             raise typer.Exit(exc.exit_code) from None
         except BrokenPipeError:
@@ -59,11 +122,98 @@ def handle_errors(func: F) -> F:
 
 
 def _silence_stdout() -> None:
+    """Point fd 1 at /dev/null so the interpreter's last flush cannot fail (or print
+    "Exception ignored ...") once stdout is known to be closed or full."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-    except OSError:
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
         pass
+
+
+# -- stdout and stdin ---------------------------------------------------------------------------
+_PIPE_GONE = (errno.EPIPE,)
+
+
+class _GuardedStdout:
+    """``sys.stdout`` whose write failures say they are output failures.
+
+    A closed pipe stays ``BrokenPipeError`` (a quiet exit); any other ``OSError`` on write or
+    flush (ENOSPC from ``> /dev/full`` or a full disk, EFBIG, EIO) becomes ``OutputError``,
+    so ``handle_errors`` prints one line and exits ``EXIT_OUTPUT`` instead of calling it an
+    internal error. Everything else is the wrapped stream's.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError as exc:
+            raise _output_error(exc) from None
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as exc:
+            raise _output_error(exc) from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+class _ClosedStdout:
+    """``sys.stdout`` when the process started without one: writing is an output error."""
+
+    encoding = "utf-8"
+    errors = "strict"
+
+    def write(self, text: str) -> int:
+        raise OutputError(OSError(errno.EBADF, "stdout is closed"))
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        raise OSError(errno.EBADF, "stdout is closed")
+
+
+def _output_error(exc: OSError) -> OSError | OutputError:
+    if isinstance(exc, BrokenPipeError) or exc.errno in _PIPE_GONE:
+        return exc
+    return OutputError(exc)
+
+
+def read_stdin_text(what: str = "stdin") -> str:
+    """All of stdin as text, strictly UTF-8 (a UTF-8 BOM is dropped).
+
+    Raises ``RagsiftError`` (exit 2) with one clear line for UTF-16/32 (BOM or NUL bytes) and
+    for bytes that are not UTF-8, naming the offset, instead of a ``UnicodeDecodeError``.
+    """
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is not None:
+        raw = stream.read()
+    else:  # a text-only stdin (tests, embedding): take its text as it is
+        raw = sys.stdin.read().encode("utf-8", "surrogateescape")
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")) or (b"\x00" in raw[:4096]):
+        raise RagsiftError(
+            f"{what} looks like UTF-16 or UTF-32 text; ragsift reads UTF-8 "
+            "(convert it, e.g. iconv -f UTF-16 -t UTF-8)")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise RagsiftError(
+            f"{what} is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
+            "convert it to UTF-8, e.g. with iconv") from None
 
 
 def write_jsonl(rows: Iterable[dict]) -> int:
@@ -78,13 +228,63 @@ def write_jsonl(rows: Iterable[dict]) -> int:
     return n
 
 
-def stderr_console():  # -> rich.console.Console
+def _safe_console(**kwargs: Any):  # -> rich.console.Console
+    """A rich ``Console`` that makes terminal controls visible in every string it renders.
+
+    Every ``str`` a rich console shows (``print`` arguments, table cells, titles) goes through
+    ``Console.render_str``, before layout measures it; overriding it is the one place that
+    keeps document text and file names from reaching the terminal raw. Our own markup holds
+    no control characters, so it is unaffected. (Build a ``rich.text.Text`` from document
+    text yourself? Pass it through ``printable`` first.)
+    """
     from rich.console import Console
 
-    return Console(stderr=True)
+    class SafeConsole(Console):
+        def render_str(self, text: str, **kw: Any):  # noqa: ANN202
+            return super().render_str(printable(text), **kw)
+
+        def on_broken_pipe(self) -> None:
+            # rich's own answer is exit 1; ours is the one in handle_errors (quiet, exit 0)
+            raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+    return SafeConsole(**kwargs)
+
+
+def stderr_console():  # -> rich.console.Console
+    return _safe_console(stderr=True)
 
 
 def stdout_console():
-    from rich.console import Console
+    return _safe_console()
 
-    return Console()
+
+def run_app(app: Callable[[], Any]) -> None:
+    """Run the typer app, then flush stdout ourselves so a late output failure is also one
+    line and an exit code (not "Exception ignored ..." from the interpreter's last flush)."""
+    original = sys.stdout  # None when started with stdout closed (`>&-`)
+    guarded = _GuardedStdout(original) if original is not None else _ClosedStdout()
+    sys.stdout = guarded  # type: ignore[assignment]
+    code: Any = 0
+    try:
+        try:
+            app()
+        except SystemExit as exc:
+            code = exc.code
+        except BrokenPipeError:  # outside a command (help, --version)
+            _silence_stdout()
+            code = 0
+        except OutputError as exc:
+            _silence_stdout()
+            warn(exc.message)
+            code = exc.exit_code
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _silence_stdout()
+        except OutputError as exc:
+            _silence_stdout()
+            warn(exc.message)
+            code = exc.exit_code
+    finally:
+        sys.stdout = original
+    sys.exit(code)

@@ -179,8 +179,11 @@ def chunk_command(
     elif fmt is Format.text:
         import sys
 
+        from ragsift.cli._common import printable
+
+        show = printable if sys.stdout.isatty() else str  # raw bytes of text only into pipes
         for r in records:
-            sys.stdout.write(f"--- {r['id']} ({r['tokens']} tokens)\n{r['text']}\n")
+            sys.stdout.write(show(f"--- {r['id']} ({r['tokens']} tokens)\n{r['text']}\n"))
     else:
         _print_table(list(records))
     _print_summary(summary, counter)
@@ -196,7 +199,7 @@ def chunk_command(
 def _print_table(records: list[dict]) -> None:
     from rich.table import Table
 
-    from ragsift.cli._common import stdout_console
+    from ragsift.cli._common import safe_markup, stdout_console
 
     table = Table(title="chunks", show_lines=False)
     for col, kw in (("id", {}), ("lines", {"justify": "right"}), ("tokens", {"justify": "right"}),
@@ -207,8 +210,9 @@ def _print_table(records: list[dict]) -> None:
         if r["page"] is not None:
             lines += f" p{r['page']}"
         preview = " ".join(r["text"].split())
-        table.add_row(r["id"], lines, str(r["tokens"]), str(r["level"]), " › ".join(r["headings"]),
-                      preview[:80] + ("…" if len(preview) > 80 else ""))
+        table.add_row(safe_markup(r["id"]), lines, str(r["tokens"]), str(r["level"]),
+                      safe_markup(" › ".join(r["headings"])),
+                      safe_markup(preview[:80] + ("…" if len(preview) > 80 else "")))
     stdout_console().print(table)
 
 

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from ragsift.cli._common import handle_errors, warn
+from ragsift.cli._common import handle_errors, waiting_notice, warn
 from ragsift.cli.chunk import (
     FILES_HELP,
     Strategy,
@@ -107,7 +107,7 @@ def embed_command(
         exclude=exclude,
         prune=not no_prune,
         rebuild=rebuild,
-        wait=wait,
+        wait=waiting_notice(index) if wait else False,
         model_dir=model,
         batch_size=batch_size,
         embedder_options=options,

@@ -204,7 +204,9 @@ def highlighted(c: Candidate, a: Attribution | None) -> Text:
         center = best.start if best is not None and best.start is not None else 0
         lo = max(0, min(center - WINDOW // 4, len(text) - WINDOW))
         hi = lo + WINDOW
-    out = Text(("…" if lo else "") + text[lo:hi] + ("…" if hi < len(text) else ""))
+    from ragsift.cli._common import printable  # one for one: the unit offsets still hold
+
+    out = Text(printable(("…" if lo else "") + text[lo:hi] + ("…" if hi < len(text) else "")))
     if best is not None and best.start is not None and best.end is not None:
         s, e = max(best.start, lo), min(best.end, hi)
         if s < e:

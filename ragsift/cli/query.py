@@ -100,7 +100,9 @@ def read_queries(text: str) -> tuple[list[str], bool]:
         if not text.strip():
             raise RagsiftError("the query is empty")
         return [text], False
-    queries = [line.strip() for line in sys.stdin.read().splitlines() if line.strip()]
+    from ragsift.cli._common import read_stdin_text
+
+    queries = [line.strip() for line in read_stdin_text("stdin").splitlines() if line.strip()]
     if not queries:
         raise RagsiftError("no queries on stdin (one per line)")
     return queries, True

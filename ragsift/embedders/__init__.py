@@ -98,6 +98,56 @@ def _find_onnx(folder: Path) -> Path:
     raise RagsiftError(f"model folder {folder} has no model.onnx (nor onnx/model.onnx)")
 
 
+# sha256 of the vendored all-MiniLM-L6-v2 tokenizer.json (the only tokenizer file ragsift reads)
+_DEFAULT_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+
+
+def _fingerprint_extra(folder: Path, onnx_path: Path, *, default: bool, declared: dict,
+                       pooling: str, normalize: bool, length: int, explicit_length: bool,
+                       passage_prefix: str) -> list[str]:
+    """The part of the model fingerprint after ``name/dimensions/weights-sha256``.
+
+    It must change whenever stored vectors would: the weights (already in the sha), the
+    tokenizer file, ONNX external-data files, and the effective pooling, normalisation, max
+    length and passage prefix, wherever they come from (a flag, or a folder's
+    ``1_Pooling/config.json``, ``sentence_bert_config.json``, ``config.json``). The query
+    prefix changes only query vectors and is left out.
+
+    The default model's files are pinned, so its fingerprint lists only what differs from
+    its pinned settings (indexes built before keep matching). A ``--model DIR`` folder has
+    nothing pinned: its effective settings and a digest of its tokenizer (+ external data)
+    are always listed, so editing e.g. its pooling config from mean to cls is a mismatch.
+    """
+    from ragsift.embedders.weights import file_sha256
+
+    extra = []
+    tokenizer_sha = file_sha256(folder / "tokenizer.json")
+    if default:
+        if pooling != declared.get("pooling", "mean"):
+            extra.append(f"pooling={pooling}")
+        if not normalize:
+            extra.append("normalize=false")
+        if explicit_length and length != _resolve_max_length(None, declared):
+            extra.append(f"max_length={length}")
+        if tokenizer_sha != _DEFAULT_TOKENIZER_SHA256:
+            extra.append(f"tokenizer={tokenizer_sha[:16]}")
+    else:
+        extra += [f"pooling={pooling}", f"normalize={str(normalize).lower()}",
+                  f"max_length={length}", f"tokenizer={tokenizer_sha[:16]}"]
+        data = sorted(p for pattern in ("*.onnx_data", "*.onnx.data", "*.data")
+                      for p in onnx_path.parent.glob(pattern) if p.is_file())
+        if data:
+            import hashlib
+
+            digest = hashlib.sha256()
+            for p in dict.fromkeys(data):
+                digest.update(f"{p.name}:{file_sha256(p)}\n".encode())
+            extra.append(f"data={digest.hexdigest()[:16]}")
+    if passage_prefix:
+        extra.append(f"passage_prefix={passage_prefix!r}")
+    return extra
+
+
 def load_embedder(
     model_dir: str | Path | None = None,
     *,
@@ -156,16 +206,10 @@ def load_embedder(
     length = _resolve_max_length(max_length, declared)
     tokenizer = load_tokenizer(folder / "tokenizer.json")
 
-    # Options that change stored vectors become part of the fingerprint (query_prefix does not).
-    extra = []
-    if pooling != declared.get("pooling", "mean"):
-        extra.append(f"pooling={pooling}")
-    if not normalize:
-        extra.append("normalize=false")
-    if max_length is not None and length != _resolve_max_length(None, declared):
-        extra.append(f"max_length={length}")
-    if passage_prefix:
-        extra.append(f"passage_prefix={passage_prefix!r}")
+    extra = _fingerprint_extra(
+        folder, onnx_path, default=model_dir is None, declared=declared, pooling=pooling,
+        normalize=normalize, length=length, explicit_length=max_length is not None,
+        passage_prefix=passage_prefix)
 
     embedder = OnnxEmbedder(
         name=name,

@@ -140,6 +140,7 @@ def migrate(db: sqlite3.Connection) -> int:
             db.execute(f"PRAGMA user_version = {number}")
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:  # SQLite already rolled back after e.g. a full disk
+                db.execute("ROLLBACK")
             raise
     return schema_version(db)
