@@ -121,12 +121,17 @@ class TiktokenCounter:
                         ranks[self._enc.decode_single_token_bytes(rank)] = rank
                     except KeyError:
                         pass
-            for token_bytes, rank in ranks.items():
-                if token_bytes.isascii():
-                    starts[rank] = len(token_bytes)
-                else:
-                    starts[rank] = sum(1 for b in token_bytes if b & 0xC0 != 0x80)
-                    mid[rank] = (token_bytes[0] & 0xC0) == 0x80
+            # vectorised over all tokens' bytes at once (a Python loop over 100k tokens was
+            # a noticeable part of `ragsift chunk`'s start-up)
+            keys = list(ranks)
+            rank_ids = np.fromiter(ranks.values(), dtype=np.int64, count=len(keys))
+            lens = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
+            data = np.frombuffer(b"".join(keys), dtype=np.uint8)
+            first = np.cumsum(lens) - lens  # offset of each token's first byte
+            nonempty = lens > 0
+            lead = ((data & 0xC0) != 0x80).astype(np.int64)  # bytes that start a character
+            starts[rank_ids[nonempty]] = np.add.reduceat(lead, first[nonempty])
+            mid[rank_ids[nonempty]] = (data[first[nonempty]] & 0xC0) == 0x80
             self._tables = (starts, mid)
         return self._tables
 
