@@ -26,7 +26,8 @@ from ragsift.sources.document import Document, OffsetMap
 # Every line a top-level heading can start on: an ATX ``#`` or a setext underline (``===`` or
 # ``---`` alone on its line) after at most three spaces (a tab or more spaces make it code).
 # A superset test: text with no such line has no headings, and markdown-it need not run.
-_HEADING_LINE = re.compile(r"(?:^|(?<=[\r\n])) {0,3}(?:#|(?:=+|-+)[ \t]*(?:[\r\n]|\Z))")
+# (searched in "\n" + text: a pattern that starts with a line break scans fast)
+_HEADING_LINE = re.compile(r"[\r\n] {0,3}(?:#|(?:=+|-+)[ \t]*(?:[\r\n]|\Z))")
 PAGE_BREAK = re.compile(r"<page_break\s+page\s*=\s*[\"']?(\d+)[\"']?\s*/?>", re.IGNORECASE)
 
 
@@ -65,7 +66,7 @@ def parse_markdown(
     warnings: tuple[str, ...] = (),
 ) -> Document:
     lines = OffsetMap.of_lines(text)
-    if _HEADING_LINE.search(text) is None:  # no line can start a heading: nothing to parse
+    if _HEADING_LINE.search("\n" + text) is None:  # no line can start a heading: nothing to parse
         tokens, headings = [], []
     else:
         tokens, env = _block_tokens(text)
