@@ -1,7 +1,7 @@
 """Whole-process speed: the commands as a user times them, against peers' scripts (issue 13).
 
     .venv/bin/python bench/bench_commands.py [--repeats 7] [--suite chunk,startup,embed]
-                                             [--out FILE]
+                                             [--out FILE] [--baseline SRC]
 
 Every row is a NEW process (imports, model/tokenizer load, work, output written to a file in
 a temporary folder), timed by wall clock from here. The commands of a suite run alternately,
@@ -17,7 +17,8 @@ Suites:
   ``RecursiveCharacterTextSplitter.from_tiktoken_encoder`` (cl100k, 512) and write one JSON
   line per chunk, and a script doing one bare ``encode_ordinary`` pass (the reference).
 - ``startup``: ``ragsift --help``; ``info``, cold ``query`` (default hybrid mode), ``explain``
-  and ``tune`` against an index of the chroma-dev corpora built first (not timed).
+  and ``tune`` (20 chroma-dev questions) against an index of the chroma-dev corpora built
+  first (not timed); ``python -c pass`` is the reference row.
 - ``embed``: ``ragsift embed`` of the chroma-dev corpora into a fresh index, against the
   model's own time on the same chunk texts: a script that loads the same embedder and embeds
   the texts ``ragsift chunk`` gives with embed's chunker (read from a file).
@@ -32,7 +33,6 @@ import argparse
 import json
 import os
 import platform
-import shutil
 import statistics
 import subprocess
 import sys
@@ -113,11 +113,18 @@ def peer_available(module: str) -> bool:
     return subprocess.run([PY, "-c", f"import {module}"], capture_output=True).returncode == 0
 
 
+BASELINE: dict[str, str] = {}  # set by --baseline: PYTHONPATH of the "before" rows
+
+
 def run_once(cmd: list[str], stdout_path: Path | None, cwd: Path) -> float:
     out = open(stdout_path, "wb") if stdout_path else subprocess.DEVNULL
+    env = None
+    if cmd and cmd[0] == "BASELINE":
+        cmd = cmd[1:]
+        env = {**os.environ, "PYTHONPATH": BASELINE["src"]}
     try:
         t = time.perf_counter()
-        proc = subprocess.run(cmd, stdout=out, stderr=subprocess.PIPE, cwd=cwd)
+        proc = subprocess.run(cmd, stdout=out, stderr=subprocess.PIPE, cwd=cwd, env=env)
         elapsed = time.perf_counter() - t
     finally:
         if stdout_path:
@@ -170,6 +177,9 @@ def suite_chunk(tmp: Path, repeats: int) -> str:
                             "--tokenizer", "cl100k", f"big.{ext}"], tmp / f"{name}.jsonl"))
         shown.append((name, f"`ragsift chunk --strategy recursive --size 512 --tokenizer "
                             f"cl100k big.{ext} > out.jsonl`"))
+        if BASELINE:
+            rows.append((f"{name}-base", ["BASELINE", *rows[-1][1]], tmp / f"{name}-base.jsonl"))
+            shown.append((f"{name}-base", f"the same, {BASELINE['name']}"))
     modules = {"chonkie": "chonkie", "semchunk": "semchunk",
                "langchain": "langchain_text_splitters", "encode": "tiktoken"}
     missing = []
@@ -186,7 +196,13 @@ def suite_chunk(tmp: Path, repeats: int) -> str:
                                           ".from_tiktoken_encoder(cl100k, 512)`",
                              "encode": "script: one bare `encode_ordinary` pass"}[peer]))
     times = alternate(rows, repeats, tmp)
+    for ext in ("md", "txt"):
+        if BASELINE and (tmp / f"ragsift-{ext}.jsonl").read_bytes() != \
+                (tmp / f"ragsift-{ext}-base.jsonl").read_bytes():
+            raise SystemExit(f"big.{ext}: the output differs from {BASELINE['name']}'s")
     note = f"{desc}; {repeats} alternating rounds"
+    if BASELINE:
+        note += f"; outputs byte-identical to {BASELINE['name']}'s"
     if missing:
         note += f"; peers not installed: {', '.join(missing)}"
     ref = "encode" if "encode" in times else "ragsift-md"
@@ -204,8 +220,16 @@ def _build_index(tmp: Path) -> Path:
 
 def suite_startup(tmp: Path, repeats: int) -> str:
     index = _build_index(tmp)
-    qs = tmp / "questions.csv"
-    shutil.copy(SHARED / "chroma-dev" / "questions.csv", qs)
+    import csv
+
+    labelled = tmp / "labelled.jsonl"
+    with (SHARED / "chroma-dev" / "questions.csv").open(encoding="utf-8") as fh, \
+            labelled.open("w", encoding="utf-8") as out:
+        for row in list(csv.DictReader(fh))[:20]:
+            corpora = SHARED / "chroma-dev" / "corpora"
+            spans = [{"path": str(corpora / f"{row['corpus_id']}.md"), "start": r["start_index"],
+                      "end": r["end_index"]} for r in json.loads(row["references"])]
+            out.write(json.dumps({"query": row["question"], "relevant": spans}) + "\n")
     q = "What did the president say about inflation?"
     cmds = {
         "help": ([*RAGSIFT, "--help"], "`ragsift --help`"),
@@ -213,8 +237,13 @@ def suite_startup(tmp: Path, repeats: int) -> str:
         "query": ([*RAGSIFT, "query", q, "--index", str(index)],
                   "`ragsift query QUESTION` (cold, hybrid)"),
         "explain": ([*RAGSIFT, "explain", q, "--index", str(index)], "`ragsift explain QUESTION`"),
+        "tune": ([*RAGSIFT, "tune", "--index", str(index), "--queries", str(labelled)],
+                 "`ragsift tune` (20 labelled queries)"),
         "python": ([PY, "-c", "pass"], "`python -c pass` (interpreter start)"),
     }
+    if BASELINE:
+        for k in ("query", "help"):
+            cmds[f"{k}-base"] = (["BASELINE", *cmds[k][0]], f"{cmds[k][1]}, {BASELINE['name']}")
     rows = [(k, c, tmp / f"{k}.out") for k, (c, _) in cmds.items()]
     times = alternate(rows, repeats, tmp)
     desc = f"index: chroma-dev corpora ({index.stat().st_size / 1e6:.1f} MB); {repeats} rounds"
@@ -236,18 +265,21 @@ def suite_embed(tmp: Path, repeats: int) -> str:
     index = tmp / "embed-bench.db"
 
     def fresh(name: str) -> None:
-        if name == "embed":
+        if name.startswith("embed"):
             for suffix in ("", "-wal", "-shm", "-lock"):
                 Path(str(index) + suffix).unlink(missing_ok=True)
 
     rows = [("embed", [*RAGSIFT, "embed", str(corpora), "--index", str(index), "--quiet"], None),
             ("model", [PY, str(script), str(texts)], None)]
+    shown = [("embed", "`ragsift embed chroma-dev/corpora --index fresh.db`")]
+    if BASELINE:
+        rows.append(("embed-base", ["BASELINE", *rows[0][1]], None))
+        shown.append(("embed-base", f"the same, {BASELINE['name']}"))
     times = alternate(rows, repeats, tmp, before=fresh)
     n = sum(1 for _ in texts.open())
-    return table("embed, whole process", [
-        ("embed", "`ragsift embed chroma-dev/corpora --index fresh.db`"),
-        ("model", f"script: load the embedder, embed the same {n} chunk texts")],
-        times, "model") + f"\n{repeats} alternating rounds\n"
+    shown.append(("model", f"script: load the embedder, embed the same {n} chunk texts"))
+    return table("embed, whole process", shown, times, "model") + \
+        f"\n{repeats} alternating rounds\n"
 
 
 def main() -> int:
@@ -255,7 +287,13 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--suite", default="chunk,startup,embed")
     ap.add_argument("--out", default="")
+    ap.add_argument("--baseline", default="", metavar="SRC",
+                    help="also run the ragsift rows from this source tree (a folder holding a "
+                         "ragsift/ package, e.g. `git archive main ragsift | tar -x -C SRC`), "
+                         "as 'before' rows")
     args = ap.parse_args()
+    if args.baseline:
+        BASELINE.update(src=str(Path(args.baseline).resolve()), name="before (baseline)")
     load0 = open("/proc/loadavg").read().split()[:3] if os.path.exists("/proc/loadavg") else []
     parts = []
     with tempfile.TemporaryDirectory(prefix="ragsift-bench-") as d:
