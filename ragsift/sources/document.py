@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any
 
 
@@ -33,9 +34,16 @@ class OffsetMap:
     def of_lines(cls, text: str, first_line: int = 1) -> OffsetMap:
         """Line numbers of ``text`` itself (``\\n``, ``\\r\\n`` and lone ``\\r`` end a line)."""
         n = len(text)
-        # one linear scan (a search per line for a character that is absent was quadratic)
-        starts = [0]
-        starts += [k for m in _NEWLINE.finditer(text) if (k := m.end()) < n]
+        # linear (a search per line for a character that is absent was quadratic); without
+        # "\r", str.split is ~10x faster than a regex scan of every character
+        if "\r" not in text:
+            starts = list(accumulate((len(line) + 1 for line in text.split("\n")[:-1]),
+                                     initial=0))
+            if len(starts) > 1 and starts[-1] >= n:
+                starts.pop()
+        else:
+            starts = [0]
+            starts += [k for m in _NEWLINE.finditer(text) if (k := m.end()) < n]
         return cls(tuple(starts), tuple(range(first_line, first_line + len(starts))))
 
 
