@@ -129,7 +129,7 @@ def run_once(cmd: list[str], stdout_path: Path | None, cwd: Path) -> float:
     finally:
         if stdout_path:
             out.close()
-    if proc.returncode not in (0, 3):
+    if proc.returncode not in (0, 1, 3):  # 1: nothing cleared the threshold (still a run)
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}): "
                          f"{proc.stderr.decode()[-800:]}")
     return elapsed
@@ -301,6 +301,7 @@ def main() -> int:
         for suite in [s.strip() for s in args.suite.split(",") if s.strip()]:
             parts.append({"chunk": suite_chunk, "startup": suite_startup,
                           "embed": suite_embed}[suite](tmp, args.repeats))
+            print(parts[-1], file=sys.stderr, flush=True)  # partial results survive a failure
     load1 = open("/proc/loadavg").read().split()[:3] if os.path.exists("/proc/loadavg") else []
     report = "\n".join(parts) + (
         f"\nPython {platform.python_version()} on {platform.machine()}, "

@@ -126,3 +126,18 @@ def test_the_cl100k_char_tables_match_a_per_token_count():
         want_mid[rank] = int((data[0] & 0xC0) == 0x80)
     assert starts.tolist() == want_starts and mid.tolist() == want_mid
     assert sum(want_mid) > 0 and max(want_starts) > 1
+
+
+_PIECES = ["word", " ", "\n", "\r\n", "  ", "!", "#", "'s", "é", "日本", "\u200b", "12345",
+           "<|endoftext|>", "\t", "\n\n", "x\n", " \n", "...", "🙂"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=80).map("".join),
+       st.integers(min_value=2, max_value=5))
+def test_threaded_encoding_gives_the_tokens_of_one_encode(text, threads):
+    from ragsift.chunkers.counters import encode_all, get_counter
+
+    enc = get_counter("cl100k").encoding
+    want = enc.encode_to_numpy(text, disallowed_special=()).tolist()
+    assert encode_all(enc, text, min_chars=0, threads=threads).tolist() == want

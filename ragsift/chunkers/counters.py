@@ -153,7 +153,7 @@ class TiktokenIndex:
         self.text = text
         self.n = len(text)
         self._encode = counter.encode
-        tokens = counter.encoding.encode_to_numpy(text, disallowed_special=())
+        tokens = encode_all(counter.encoding, text)
         char_counts, mid = counter._char_tables()
         # characters started by the tokens before each token; minus one when the token
         # itself begins inside a character (it then starts at that character)
@@ -207,6 +207,53 @@ class TiktokenIndex:
         middle = bisect_left(self.starts, y) - bisect_left(self.starts, x)
         head = len(self._encode(context + text[s:x])) if x > s or context else 0
         return head + middle + (len(self._encode(text[y:e])) if y < e else 0)
+
+
+PARALLEL_MIN_CHARS = 1 << 19  # shorter texts are encoded in one call
+_LINE_START = re.compile(r"\n[!-~]")  # a newline, then printable ASCII: a universal boundary
+
+
+def encode_all(encoding: Any, text: str, min_chars: int = PARALLEL_MIN_CHARS,
+               threads: int | None = None) -> Any:
+    """``encoding.encode_to_numpy(text)`` (special-token text as ordinary text), split across
+    threads for long texts: tiktoken releases the GIL while it encodes, and pieces cut at
+    universal piece boundaries (after a newline, before printable ASCII; see ``_SAFE``)
+    encode to exactly the tokens of the whole."""
+    import os
+
+    import numpy as np
+
+    threads = threads or min(os.cpu_count() or 1, 4)
+    if threads < 2 or len(text) < min_chars:
+        return encoding.encode_to_numpy(text, disallowed_special=())
+    cuts = [0]
+    for k in range(1, threads):
+        m = _LINE_START.search(text, max(k * len(text) // threads, cuts[-1]))
+        if m is None:
+            break
+        cuts.append(m.start() + 1)
+    cuts.append(len(text))
+    pieces = [text[a:b] for a, b in zip(cuts, cuts[1:]) if b > a]
+    if len(pieces) < 2:
+        return encoding.encode_to_numpy(text, disallowed_special=())
+    import threading
+
+    out: list[Any] = [None] * len(pieces)
+
+    def work(k: int) -> None:
+        out[k] = encoding.encode_to_numpy(pieces[k], disallowed_special=())
+
+    helpers = [threading.Thread(target=work, args=(k,)) for k in range(1, len(pieces))]
+    for t in helpers:
+        t.start()
+    try:
+        work(0)
+    finally:
+        for t in helpers:
+            t.join()
+    if any(part is None for part in out):  # a helper failed: its error shows here
+        return encoding.encode_to_numpy(text, disallowed_special=())
+    return np.concatenate(out)
 
 
 def _is_safe(text: str, p: int, lo: int, hi: int) -> bool:
