@@ -538,24 +538,27 @@ def _ingest_files(run: _Run, paths, chunker, include, exclude, prune: bool, skip
     state = store.documents_state()
     seen: set[str] = set()
     run.progress.start(len(files), sum(sf.size or 0 for sf in files))
-    events = _file_events(files, state, chunker, key_of_chunker)
-    for kind, sf, key, item in _prefetched(events, PREFETCH_FILES):
-        s.discovered += 1
-        seen.add(key)
-        size = sf.size or 0
-        if kind == "unchanged":
-            s.unchanged += 1
-            if item is not None:
-                store.touch_document(key, **item)
-            run.progress.advance(files=1, unneeded=size)
-        elif kind == "skip":
-            skip(item)
-            run.progress.advance(files=1, unneeded=size)
-        else:
-            doc, write = item
-            s.parsed += 1
-            _report_warnings(doc, run.on_warning)
-            run.add(write, work=size)
+    events = _prefetched(_file_events(files, state, chunker, key_of_chunker), PREFETCH_FILES)
+    try:
+        for kind, sf, key, item in events:
+            s.discovered += 1
+            seen.add(key)
+            size = sf.size or 0
+            if kind == "unchanged":
+                s.unchanged += 1
+                if item is not None:
+                    store.touch_document(key, **item)
+                run.progress.advance(files=1, unneeded=size)
+            elif kind == "skip":
+                skip(item)
+                run.progress.advance(files=1, unneeded=size)
+            else:
+                doc, write = item
+                s.parsed += 1
+                _report_warnings(doc, run.on_warning)
+                run.add(write, work=size)
+    finally:
+        events.close()  # stops the producer thread at once on an error
     run.flush()
     if prune:
         roots = [os.path.abspath(p) for p in paths]
