@@ -6,8 +6,9 @@
 Every row is a NEW process (imports, model/tokenizer load, work, output written to a file in
 a temporary folder), timed by wall clock from here. The commands of a suite run alternately,
 round after round (the order rotates each round), so load on a shared machine hits all of
-them alike; the table gives the median, the spread (min–max) and the ratio of medians to the
-suite's reference row. The load average before and after is printed with the table.
+them alike; the table gives the median, the spread (min–max), the ratio of medians to the
+suite's reference row, and the median CPU time (user+sys of the child: less sensitive to other
+people's load than wall time, but it counts every thread's work). The load average before and after is printed with the table.
 
 Suites:
 - ``chunk``: ``ragsift chunk --strategy recursive --size 512 --tokenizer cl100k FILE >
@@ -116,16 +117,29 @@ def peer_available(module: str) -> bool:
 BASELINE: dict[str, str] = {}  # set by --baseline: PYTHONPATH of the "before" rows
 
 
-def run_once(cmd: list[str], stdout_path: Path | None, cwd: Path) -> float:
+CPU: dict[str, list[float]] = {}  # user+sys seconds of each row's runs (children's rusage)
+
+
+def _children_cpu() -> float:
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def run_once(cmd: list[str], stdout_path: Path | None, cwd: Path,
+             name: str = "") -> float:
     out = open(stdout_path, "wb") if stdout_path else subprocess.DEVNULL
     env = None
     if cmd and cmd[0] == "BASELINE":
         cmd = cmd[1:]
         env = {**os.environ, "PYTHONPATH": BASELINE["src"]}
     try:
+        cpu = _children_cpu()
         t = time.perf_counter()
         proc = subprocess.run(cmd, stdout=out, stderr=subprocess.PIPE, cwd=cwd, env=env)
         elapsed = time.perf_counter() - t
+        CPU.setdefault(name, []).append(_children_cpu() - cpu)
     finally:
         if stdout_path:
             out.close()
@@ -143,7 +157,7 @@ def alternate(rows: list[tuple[str, list[str], Path | None]], repeats: int, cwd:
         for name, cmd, out in order:
             if before:
                 before(name)
-            times[name].append(run_once(cmd, out, cwd))
+            times[name].append(run_once(cmd, out, cwd, name))
     return times
 
 
@@ -151,8 +165,8 @@ def table(title: str, rows: list[tuple[str, str]], times: dict[str, list[float]]
           reference: str, extra_ref: str | None = None) -> str:
     ref = statistics.median(times[reference])
     ref2 = statistics.median(times[extra_ref]) if extra_ref else None
-    head = f"| command | median s | min–max s | × {reference} |"
-    sep = "| --- | ---: | ---: | ---: |"
+    head = f"| command | median s | min–max s | × {reference} | CPU s (user+sys) |"
+    sep = "| --- | ---: | ---: | ---: | ---: |"
     if extra_ref:
         head += f" × {extra_ref} |"
         sep += " ---: |"
@@ -160,7 +174,9 @@ def table(title: str, rows: list[tuple[str, str]], times: dict[str, list[float]]
     for name, shown in rows:
         t = times[name]
         med = statistics.median(t)
-        line = f"| {shown} | {med:.3f} | {min(t):.3f}–{max(t):.3f} | {med / ref:.2f} |"
+        cpu = statistics.median(CPU.get(name) or [0.0])
+        line = (f"| {shown} | {med:.3f} | {min(t):.3f}–{max(t):.3f} | {med / ref:.2f} | "
+                f"{cpu:.2f} |")
         if extra_ref:
             line += f" {med / ref2:.2f} |"
         lines.append(line)
@@ -307,7 +323,7 @@ def main() -> int:
         f"\nPython {platform.python_version()} on {platform.machine()}, "
         f"{os.cpu_count()} CPUs; load average before {' '.join(load0)}, after {' '.join(load1)}."
         f"\nCommand: `.venv/bin/python bench/bench_commands.py --repeats {args.repeats} "
-        f"--suite {args.suite}`\n")
+        f"--suite {args.suite}{' --baseline SRC' if args.baseline else ''}`\n")
     print(report)
     if args.out:
         Path(args.out).write_text(report)
