@@ -267,13 +267,22 @@ class EmbedSummary:
 
 
 class EmbedProgress:
-    """Progress sink for ``build_index`` (the CLI draws it; the default draws nothing)."""
+    """Progress sink for ``build_index`` (the CLI draws it; the default draws nothing).
 
-    def start(self, files: int) -> None:
-        """``files`` inputs will be looked at."""
+    Work is counted in ``work`` units whose total ``start`` gives: bytes of the discovered
+    files (records for chunk JSON lines on stdin). A file's work is advanced chunk by chunk as
+    its texts are embedded (so one big file moves the bar smoothly), or at once when its
+    chunks need no model; work of a file that needs nothing (unchanged, skipped) leaves the
+    total (``unneeded``). ``seconds`` is the model time the ``tokens`` took, so a rate is
+    right from the first call."""
 
-    def advance(self, files: int = 0, chunks: int = 0, tokens: int = 0) -> None:
-        """``files`` done, ``chunks`` written, ``tokens`` (chunker units) embedded."""
+    def start(self, files: int, work: int = 0) -> None:
+        """``files`` inputs will be looked at, ``work`` units in all (0: unknown)."""
+
+    def advance(self, files: int = 0, chunks: int = 0, tokens: int = 0, *, work: int = 0,
+                unneeded: int = 0, seconds: float = 0.0) -> None:
+        """``files`` done, ``chunks`` written, ``tokens`` (chunker units) embedded in
+        ``seconds`` of model time; ``work`` units done, ``unneeded`` units dropped."""
 
     def finish(self) -> None:
         """The run is over (successfully or not)."""
@@ -368,6 +377,7 @@ class _Run:
         self.progress = progress
         self.pending: list = []  # DocumentWrite
         self.pending_chunks = 0
+        self.pending_work = 0  # progress work units of the pending documents
         self.settings = store.settings()
         self.on_warning: Callable[[str, str], None] | None = None
 
@@ -429,18 +439,23 @@ class _Run:
         return emb
 
     # batches -----------------------------------------------------------------------------
-    def add(self, doc) -> None:
+    def add(self, doc, work: int = 0) -> None:
         self.pending.append(doc)
         self.pending_chunks += len(doc.records)
+        self.pending_work += work
         if self.pending_chunks >= FLUSH_CHUNKS or len(self.pending) >= FLUSH_FILES:
             self.flush()
 
     def flush(self) -> None:
+        import time
+
         import numpy as np
 
         docs, self.pending, self.pending_chunks = self.pending, [], 0
+        work, self.pending_work = self.pending_work, 0
         if not docs:
             return
+        work_done = 0
         s = self.summary
         hashes = [r["content_hash"] for d in docs for r in d.records]
         known = self.store.vectors_for_hashes(hashes) if hashes else {}
@@ -457,14 +472,19 @@ class _Run:
             todo = list(missing.items())
             for lo in range(0, len(todo), EMBED_STEP):
                 part = todo[lo:lo + EMBED_STEP]
+                t0 = time.perf_counter()
                 res = emb.embed([t for _, t in part], kind="passage")
+                seconds = time.perf_counter() - t0
                 vecs = np.asarray(res.vectors, dtype=np.float32)
                 for (h, _), vec, cut in zip(part, vecs, res.truncated):
                     known[h] = (vec, int(cut))
                 n_tok = sum(tokens[h] for h, _ in part)
                 s.embedded += len(part)
                 s.tokens += n_tok
-                self.progress.advance(tokens=n_tok)
+                # the batch's work moves with the texts embedded (the commit gets the rest)
+                share = work * (lo + len(part)) // (len(todo) + 1) - work_done
+                work_done += share
+                self.progress.advance(tokens=n_tok, work=share, seconds=seconds)
         dim = self.store.dimensions() or (self._embedder.dimensions if self._embedder else 0)
         n_chunks = 0
         for d in docs:
@@ -482,7 +502,7 @@ class _Run:
         s.reused += n_chunks - len(missing)
         with self.store.transaction():
             self.store.write_documents(docs)
-        self.progress.advance(files=len(docs), chunks=n_chunks)
+        self.progress.advance(files=len(docs), chunks=n_chunks, work=work - work_done)
 
 
 def build_index(
@@ -573,9 +593,9 @@ def build_index(
 
 def _ingest_files(run: _Run, paths, chunker, include, exclude, prune: bool, skip, *,
                   max_file_size: int | None = None, follow_links: bool = False) -> None:
-    import hashlib
-
-    from ragsift.retrieval.store import DocumentWrite
+    """Files → the index. The reading, hashing, parsing and chunking of the next files
+    (``_file_events``) run in a producer thread while this thread embeds and commits (the
+    model releases the GIL); every store access stays on this thread, in file order."""
     from ragsift.sources import path_key
 
     store, s = run.store, run.summary
@@ -586,52 +606,29 @@ def _ingest_files(run: _Run, paths, chunker, include, exclude, prune: bool, skip
     found = _walk(paths, include, exclude, follow_links, skip, run.on_warning, s.ignored)
     state = store.documents_state()
     seen: set[str] = set()
-    shas: dict[str, str] = {}
-    run.progress.start(len(found.files))
-
-    def skip_file(sk: Skipped) -> None:
-        skip(sk)
-        run.progress.advance(files=1)
-
-    def before_read(sf: SourceFile) -> bool:  # size and mtime unchanged: nothing to read
-        s.discovered += 1
-        key = path_key(sf.path)
-        seen.add(key)
-        old = state.get(key)
-        if old is not None and old.chunker == key_of_chunker and old.size == sf.size \
-                and old.mtime == sf.mtime:
-            s.unchanged += 1
-            if old.path != sf.relpath:
-                store.touch_document(key, path=sf.relpath)
-            run.progress.advance(files=1)
-            return True
-        return False
-
-    def after_read(sf: SourceFile, data: bytes) -> bool:  # same bytes: nothing to parse
-        key = path_key(sf.path)
-        sha = shas[key] = hashlib.sha256(data).hexdigest()
-        old = state.get(key)
-        if old is not None and old.chunker == key_of_chunker and old.sha256 == sha:
-            s.unchanged += 1
-            store.touch_document(key, path=sf.relpath, size=sf.size, mtime=sf.mtime)
-            run.progress.advance(files=1)
-            return True
-        return False
-
-    for sf, _data, doc in _load_each(found.files, skip=skip_file, on_warning=run.on_warning,
-                                     max_file_size=max_file_size, before_read=before_read,
-                                     after_read=after_read):
-        key = path_key(sf.path)
-        s.parsed += 1
-        doc = _prepared(chunker, doc)
-        records = []
-        for i, ch in enumerate(chunker.chunk(doc)):
-            rec = chunk_record(doc, i, ch)
-            rec["content_hash"] = content_hash(rec["context"] + rec["text"])
-            records.append(rec)
-        run.add(DocumentWrite(key=key, path=doc.path, sha256=shas.pop(key), records=records,
-                              vectors=None, source=key, size=sf.size, mtime=sf.mtime,
-                              format=doc.format, chunker=key_of_chunker))
+    run.progress.start(len(found.files), sum(sf.size or 0 for sf in found.files))
+    events = _prefetched(_file_events(found.files, state, chunker, key_of_chunker,
+                                      max_file_size), PREFETCH_FILES)
+    try:
+        for kind, sf, key, item in events:
+            s.discovered += 1
+            seen.add(key)
+            size = sf.size or 0
+            if kind == "unchanged":
+                s.unchanged += 1
+                if item is not None:
+                    store.touch_document(key, **item)
+                run.progress.advance(files=1, unneeded=size)
+            elif kind == "skip":
+                skip(item)
+                run.progress.advance(files=1, unneeded=size)
+            else:
+                doc, write = item
+                s.parsed += 1
+                _report_warnings(doc, run.on_warning)
+                run.add(write, work=size)
+    finally:
+        events.close()  # stops the producer thread at once on an error
     run.flush()
     if prune:
         # Only what is certainly gone (or deliberately left out) from a folder listed in this
@@ -641,6 +638,111 @@ def _ingest_files(run: _Run, paths, chunker, include, exclude, prune: bool, skip
                 if st.source and k not in seen and _under(k, roots) and found.may_prune(k)]
         if gone:
             s.removed += store.remove_documents(gone)
+
+
+PREFETCH_FILES = 16  # parsed files the producer may run ahead of the model
+
+
+def _file_events(files, state, chunker, key_of_chunker,
+                 max_file_size: int | None) -> Iterator[tuple]:
+    """``(kind, file, key, item)`` per discovered file, in order, through the one read → parse
+    loop (``_load_each``); no store access (it runs in the producer thread): ``unchanged``
+    (item: ``touch_document`` keywords or None), ``skip`` (item: ``Skipped``), ``doc`` (item:
+    the parsed document and its write). Parser warnings are reported by the consumer."""
+    import hashlib
+
+    from ragsift.retrieval.store import DocumentWrite
+    from ragsift.sources import path_key
+
+    pending: list[tuple] = []  # unchanged/skip events of the files before the next document
+    current: list = [None, None]  # the file being read and its key
+    shas: dict[str, str] = {}
+
+    def before_read(sf: SourceFile) -> bool:  # size and mtime unchanged: nothing to read
+        key = path_key(sf.path)
+        current[:] = [sf, key]
+        old = state.get(key)
+        if old is not None and old.chunker == key_of_chunker and old.size == sf.size \
+                and old.mtime == sf.mtime:
+            pending.append(("unchanged", sf, key,
+                            {"path": sf.relpath} if old.path != sf.relpath else None))
+            return True
+        return False
+
+    def after_read(sf: SourceFile, data: bytes) -> bool:  # same bytes: nothing to parse
+        key = current[1]
+        sha = shas[key] = hashlib.sha256(data).hexdigest()
+        old = state.get(key)
+        if old is not None and old.chunker == key_of_chunker and old.sha256 == sha:
+            pending.append(("unchanged", sf, key,
+                            {"path": sf.relpath, "size": sf.size, "mtime": sf.mtime}))
+            return True
+        return False
+
+    def skip(sk: Skipped) -> None:
+        pending.append(("skip", current[0], current[1], sk))
+
+    for sf, _data, doc in _load_each(files, skip=skip, on_warning=None,
+                                     max_file_size=max_file_size, before_read=before_read,
+                                     after_read=after_read):
+        yield from pending
+        pending.clear()
+        key = current[1]
+        doc = _prepared(chunker, doc)
+        records = []
+        for i, ch in enumerate(chunker.chunk(doc)):
+            rec = chunk_record(doc, i, ch)
+            rec["content_hash"] = content_hash(rec["context"] + rec["text"])
+            records.append(rec)
+        write = DocumentWrite(key=key, path=doc.path, sha256=shas.pop(key), records=records,
+                              vectors=None, source=key, size=sf.size, mtime=sf.mtime,
+                              format=doc.format, chunker=key_of_chunker)
+        yield "doc", sf, key, (doc, write)
+    yield from pending
+
+
+def _prefetched(items: Iterable, depth: int) -> Iterator:
+    """``items`` produced by a daemon thread up to ``depth`` ahead of the consumer, in order.
+    An exception in the producer is raised here; when the consumer stops early (an error,
+    Ctrl-C) the producer stops at its next item."""
+    import queue
+    import threading
+
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    done = object()
+
+    def put(entry) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(entry, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for item in items:
+                if not put((None, item)):
+                    return
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer, raised there
+            put((exc, None))
+            return
+        put((None, done))
+
+    thread = threading.Thread(target=produce, name="ragsift-prefetch", daemon=True)
+    thread.start()
+    try:
+        while True:
+            exc, item = q.get()
+            if exc is not None:
+                raise exc
+            if item is done:
+                return
+            yield item
+    finally:
+        stop.set()
 
 
 def _under(path: str, roots: list[str]) -> bool:
@@ -697,7 +799,7 @@ def _ingest_records(run: _Run, lines: Iterable[str] | Iterable[bytes], skip) -> 
         indexes.setdefault(clean["path"], set()).add(clean["index"])
     state = run.store.documents_state()
     s = run.summary
-    run.progress.start(len(groups))
+    run.progress.start(len(groups), sum(len(r) for r in groups.values()))
     for path, records in groups.items():
         s.discovered += 1
         records.sort(key=lambda r: r["index"])
@@ -706,11 +808,11 @@ def _ingest_records(run: _Run, lines: Iterable[str] | Iterable[bytes], skip) -> 
         old = state.get(key)
         if old is not None and old.sha256 == sha:
             s.unchanged += 1
-            run.progress.advance(files=1)
+            run.progress.advance(files=1, unneeded=len(records))
             continue
         s.parsed += 1
         run.add(DocumentWrite(key=key, path=path, sha256=sha, records=records, vectors=None,
-                              chunker=STDIN_CHUNKER))
+                              chunker=STDIN_CHUNKER), work=len(records))
 
 
 def _record_problem(rec: object) -> str | None:

@@ -158,25 +158,60 @@ def _make_progress(quiet: bool):
 
 
 class _Counts:
+    """What the progress lines show. The bar and the ETA follow work units (bytes of the files
+    that need chunking and embedding, advanced chunk by chunk as they are embedded); the rate
+    is tokens over the model's own time for them, so the first line is already right."""
+
     def __init__(self) -> None:
-        self.total = 0
+        self.files_total = 0
+        self.work_total = 0
         self.files = 0
         self.chunks = 0
         self.tokens = 0
+        self.work = 0
+        self.model_seconds = 0.0
         self.t0 = time.perf_counter()
-        self.t_embed: float | None = None
 
-    def add(self, files: int, chunks: int, tokens: int) -> None:
-        if tokens and self.t_embed is None:
-            self.t_embed = time.perf_counter()
+    def begin(self, files: int, work: int) -> None:
+        self.files_total, self.work_total = files, work
+        self.t0 = time.perf_counter()
+
+    def add(self, files: int, chunks: int, tokens: int, work: int, unneeded: int,
+            seconds: float) -> None:
         self.files += files
         self.chunks += chunks
         self.tokens += tokens
+        self.work += work
+        self.work_total -= unneeded
+        self.model_seconds += seconds
 
-    def rate(self) -> float:
-        if self.t_embed is None:
-            return 0.0
-        return self.tokens / max(time.perf_counter() - self.t_embed, 1e-6)
+    def rate(self) -> float | None:
+        """Tokens per second of model time; None before anything was embedded."""
+        return self.tokens / self.model_seconds if self.model_seconds > 0 else None
+
+    def eta(self) -> float | None:
+        """Seconds left at the work rate seen so far; None before there is one."""
+        elapsed = time.perf_counter() - self.t0
+        if self.work <= 0 or elapsed <= 0 or self.work_total <= 0:
+            return None
+        return max(self.work_total - self.work, 0) / (self.work / elapsed)
+
+    def line(self) -> str:
+        parts = []
+        if self.work_total > 0:
+            parts.append(f"{min(self.work, self.work_total) / self.work_total:.0%}")
+        parts.append(f"{self.files}/{self.files_total} files")
+        parts.append(f"{self.chunks} chunks")
+        rate = self.rate()
+        parts.append(f"{rate:,.0f} tokens/s" if rate is not None else "- tokens/s")
+        eta = self.eta()
+        parts.append(f"ETA {_clock(eta)}" if eta is not None else "ETA -")
+        return ", ".join(parts)
+
+
+def _clock(seconds: float) -> str:
+    s = int(seconds + 0.5)
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
 
 
 class _PlainProgress(_Counts):
@@ -188,60 +223,56 @@ class _PlainProgress(_Counts):
         super().__init__()
         self._last = time.perf_counter()
 
-    def start(self, files: int) -> None:
-        self.total = files
+    def start(self, files: int, work: int = 0) -> None:
+        self.begin(files, work)
 
-    def advance(self, files: int = 0, chunks: int = 0, tokens: int = 0) -> None:
-        self.add(files, chunks, tokens)
+    def advance(self, files: int = 0, chunks: int = 0, tokens: int = 0, *, work: int = 0,
+                unneeded: int = 0, seconds: float = 0.0) -> None:
+        self.add(files, chunks, tokens, work, unneeded, seconds)
         now = time.perf_counter()
         if now - self._last >= self.EVERY:
             self._last = now
-            warn(f"{self.files}/{self.total} files, {self.chunks} chunks, "
-                 f"{self.rate():.0f} tokens/s")
+            warn(self.line())
 
     def finish(self) -> None:
         pass
 
 
 class _RichProgress(_Counts):
-    """A rich bar on stderr: files done / total, chunks written, tokens/s, ETA."""
+    """A rich bar on stderr over work units (bytes to chunk and embed): files, chunks,
+    tokens/s of the model, ETA."""
 
     def __init__(self) -> None:
         super().__init__()
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeRemainingColumn,
-        )
+        from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
 
         from ragsift.cli._common import stderr_console
 
         self._bar = Progress(
             TextColumn("[bold]embed"),
             BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("files"),
-            TextColumn("{task.fields[chunks]} chunks"),
-            TextColumn("{task.fields[rate]} tok/s"),
-            TimeRemainingColumn(),
+            TaskProgressColumn(),
+            TextColumn("{task.fields[status]}"),
             console=stderr_console(),
             transient=True,
         )
         self._task = None
 
-    def start(self, files: int) -> None:
-        self.total = files
-        self._bar.start()
-        self._task = self._bar.add_task("embed", total=files, chunks=0, rate="-")
+    def _status(self) -> str:
+        return self.line().split(", ", 1)[1] if self.work_total > 0 else self.line()
 
-    def advance(self, files: int = 0, chunks: int = 0, tokens: int = 0) -> None:
-        self.add(files, chunks, tokens)
+    def start(self, files: int, work: int = 0) -> None:
+        self.begin(files, work)
+        self._bar.start()
+        self._task = self._bar.add_task("embed", total=max(work, 1), status=self._status())
+
+    def advance(self, files: int = 0, chunks: int = 0, tokens: int = 0, *, work: int = 0,
+                unneeded: int = 0, seconds: float = 0.0) -> None:
+        self.add(files, chunks, tokens, work, unneeded, seconds)
         if self._task is not None:
-            rate = self.rate()
-            self._bar.update(self._task, advance=files, chunks=self.chunks,
-                             rate=f"{rate:.0f}" if rate else "-")
+            self._bar.update(self._task, total=max(self.work_total, 1),
+                             completed=min(self.work, max(self.work_total, 1)),
+                             status=self._status())
 
     def finish(self) -> None:
         if self._task is not None:

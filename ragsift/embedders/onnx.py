@@ -187,15 +187,14 @@ class OnnxEmbedder:
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         opts.log_severity_level = 3
         try:
-            if self.fused_minilm:
-                from ragsift.embedders.fused import build_fused_minilm
+            if self.fused_minilm:  # the optimised fused graph, cached on disk (fused.py)
+                from ragsift.embedders.fused import fused_session
 
-                model: str | bytes = build_fused_minilm(self.weights.read_bytes())
+                session = fused_session(self.weights, self.weights_sha256, opts)
             else:
-                model = str(self.weights)
-            session = ort.InferenceSession(
-                model, sess_options=opts, providers=["CPUExecutionProvider"]
-            )
+                session = ort.InferenceSession(
+                    str(self.weights), sess_options=opts, providers=["CPUExecutionProvider"]
+                )
         except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph types
             raise RagsiftError(f"cannot load ONNX model {self.weights}: {exc}") from exc
         inputs = [i.name for i in session.get_inputs()]

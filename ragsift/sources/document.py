@@ -9,8 +9,10 @@ line map still points at lines of the original file.
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any
 
 
@@ -31,28 +33,21 @@ class OffsetMap:
     @classmethod
     def of_lines(cls, text: str, first_line: int = 1) -> OffsetMap:
         """Line numbers of ``text`` itself (``\\n``, ``\\r\\n`` and lone ``\\r`` end a line)."""
-        starts = [0]
-        i, n = 0, len(text)
-        while True:
-            j = _next_newline(text, i)
-            if j < 0:
-                break
-            k = j + 2 if text.startswith("\r\n", j) else j + 1
-            if k >= n:
-                break
-            starts.append(k)
-            i = k
+        n = len(text)
+        # linear (a search per line for a character that is absent was quadratic); without
+        # "\r", str.split is ~10x faster than a regex scan of every character
+        if "\r" not in text:
+            starts = list(accumulate((len(line) + 1 for line in text.split("\n")[:-1]),
+                                     initial=0))
+            if len(starts) > 1 and starts[-1] >= n:
+                starts.pop()
+        else:
+            starts = [0]
+            starts += [k for m in _NEWLINE.finditer(text) if (k := m.end()) < n]
         return cls(tuple(starts), tuple(range(first_line, first_line + len(starts))))
 
 
-def _next_newline(text: str, i: int) -> int:
-    a = text.find("\n", i)
-    b = text.find("\r", i)
-    if a < 0:
-        return b
-    if b < 0:
-        return a
-    return min(a, b)
+_NEWLINE = re.compile(r"\r\n?|\n")
 
 
 @dataclass(frozen=True)

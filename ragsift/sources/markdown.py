@@ -18,17 +18,47 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from dataclasses import replace
+from functools import cache
 from typing import Any
 
 from ragsift.sources.document import Document, OffsetMap
 
+# Every line a top-level heading can start on: an ATX ``#`` or a setext underline (``===`` or
+# ``---`` alone on its line) after at most three spaces (a tab or more spaces make it code).
+# A superset test: text with no such line has no headings, and markdown-it need not run.
+# (searched in "\n" + text: a pattern that starts with a line break scans fast)
+_HEADING_LINE = re.compile(r"[\r\n] {0,3}(?:#|(?:=+|-+)[ \t]*(?:[\r\n]|\Z))")
 PAGE_BREAK = re.compile(r"<page_break\s+page\s*=\s*[\"']?(\d+)[\"']?\s*/?>", re.IGNORECASE)
 
 
+@cache
 def _parser() -> Any:
+    """markdown-it with block rules only at the core level: heading trails, tables and line
+    maps come from block tokens, and inline parsing (most of a full parse's time) runs only on
+    the few inline tokens whose text is read (``_parse_inline``)."""
     from markdown_it import MarkdownIt  # imported here: `ragsift --help` must stay fast
 
-    return MarkdownIt("commonmark").enable("table")
+    return MarkdownIt("commonmark").enable("table").disable(["inline", "text_join"])
+
+
+def _block_tokens(text: str) -> tuple[list[Any], dict]:
+    """markdown-it's block tokens of ``text`` and the parse ``env`` (link references)."""
+    env: dict = {}
+    return _parser().parse(text, env), env
+
+
+def _parse_inline(inline_tokens: list[Any], env: dict) -> None:
+    """Fill ``children`` of the given inline tokens exactly as a full parse would (the core
+    ``inline`` and ``text_join`` rules, with the document's link references in ``env``)."""
+    if not inline_tokens:
+        return
+    from markdown_it.rules_core import inline, text_join
+    from markdown_it.rules_core.state_core import StateCore
+
+    state = StateCore("", _parser(), env)
+    state.tokens = inline_tokens
+    inline(state)
+    text_join(state)
 
 
 def parse_markdown(
@@ -36,13 +66,18 @@ def parse_markdown(
     warnings: tuple[str, ...] = (),
 ) -> Document:
     lines = OffsetMap.of_lines(text)
-    tokens = _parser().parse(text)
+    if _HEADING_LINE.search("\n" + text) is None:  # no line can start a heading: nothing to parse
+        tokens, headings = [], []
+    else:
+        tokens, env = _block_tokens(text)
+        headings = [i for i, tok in enumerate(tokens)
+                    if tok.type == "heading_open" and tok.level == 0 and tok.map is not None]
+        _parse_inline([tokens[i + 1] for i in headings if i + 1 < len(tokens)], env)
     starts: list[int] = []
     trails: list[tuple[str, ...]] = []
     stack: list[tuple[int, str]] = []
-    for i, tok in enumerate(tokens):
-        if tok.type != "heading_open" or tok.level != 0 or tok.map is None:
-            continue
+    for i in headings:
+        tok = tokens[i]
         level = int(tok.tag[1:])
         title = _inline_text(tokens[i + 1]) if i + 1 < len(tokens) else ""
         while stack and stack[-1][0] >= level:
@@ -115,7 +150,9 @@ def render_markdown_tables(doc: Document) -> Document:
     it has no table. Offsets of chunks cut from the result refer to the result's text.
     """
     text = doc.text
-    tokens = _parser().parse(text)
+    if "|" not in text:  # markdown-it's table rule needs a "|" in the header row
+        return doc
+    tokens, env = _block_tokens(text)
     line_starts = OffsetMap.of_lines(text).starts
     # (orig_start, orig_end, replacement lines [(text, original line number)])
     tables: list[tuple[int, int, list[tuple[str, int]]]] = []
@@ -126,6 +163,7 @@ def render_markdown_tables(doc: Document) -> Document:
             j = i
             while tokens[j].type != "table_close":
                 j += 1
+            _parse_inline([t for t in tokens[i:j] if t.type == "inline"], env)
             rows = _table_rows(tokens[i : j + 1])
             if rows:
                 start = _line_offset(OffsetMap(line_starts), tok.map[0])

@@ -1,0 +1,92 @@
+"""Issue 10 §3 / 13: progress of ``ragsift embed`` is right from the first line, and the bar
+and ETA follow work (bytes, advanced chunk by chunk), not files; the producer thread keeps the
+run's results and its order of events."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from ragsift.cli.embed import _Counts
+from ragsift.pipeline import EmbedProgress, build_index
+
+
+class Recorder(EmbedProgress):
+    def __init__(self) -> None:
+        self.started = None
+        self.events: list[dict] = []
+
+    def start(self, files, work=0):
+        self.started = (files, work)
+
+    def advance(self, files=0, chunks=0, tokens=0, *, work=0, unneeded=0, seconds=0.0):
+        self.events.append(dict(files=files, chunks=chunks, tokens=tokens, work=work,
+                                unneeded=unneeded, seconds=seconds))
+
+    def total(self, key):
+        return sum(e[key] for e in self.events)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory, fixtures_dir):
+    folder = tmp_path_factory.mktemp("corpus")
+    for name in ("beekeeping/handbook.md", "lantern/guide.md", "field-notes.txt"):
+        shutil.copy(fixtures_dir / name, folder / name.replace("/", "-"))
+    (folder / "empty.txt").write_text("")
+    return folder
+
+
+def test_work_adds_up_and_every_embedded_token_has_model_time(corpus, tmp_path):
+    from ragsift.chunkers import make_chunker
+
+    rec = Recorder()
+    small = make_chunker("recursive", tokenizer="cl100k", size=24, min_chars=0)
+    summary = build_index([str(corpus)], tmp_path / "i.db", small, progress=rec)
+    files, work = rec.started
+    assert files == 4
+    assert work == sum(p.stat().st_size for p in corpus.iterdir())
+    assert rec.total("files") == 4
+    assert rec.total("chunks") == summary.chunks > 0
+    assert rec.total("tokens") == summary.tokens > 0
+    assert rec.total("work") + rec.total("unneeded") == work
+    assert rec.total("unneeded") == 0  # the empty file is skipped, with no bytes
+    embedding = [e for e in rec.events if e["tokens"]]
+    # the handbook alone gives more than one model call: the bar moves inside a file
+    assert len(embedding) > 1 and all(e["seconds"] > 0 and e["work"] >= 0 for e in embedding)
+    assert sum(1 for e in embedding if e["work"] > 0) > 1
+
+
+def test_an_unchanged_rerun_drops_all_work_from_the_total(corpus, tmp_path):
+    build_index([str(corpus)], tmp_path / "i.db")
+    rec = Recorder()
+    summary = build_index([str(corpus)], tmp_path / "i.db", progress=rec)
+    assert summary.unchanged == 3 and summary.embedded == 0
+    assert rec.total("work") == 0
+    assert rec.total("unneeded") == rec.started[1]
+
+
+def test_the_first_rate_is_tokens_over_model_time():
+    c = _Counts()
+    c.begin(files=86, work=1000)
+    assert c.rate() is None and c.eta() is None
+    assert "- tokens/s" in c.line() and "ETA -" in c.line()
+    c.add(files=0, chunks=0, tokens=5000, work=100, unneeded=0, seconds=2.0)
+    assert c.rate() == 2500.0
+    assert c.line().startswith("10%, 0/86 files, 0 chunks, 2,500 tokens/s, ETA ")
+    c.add(files=85, chunks=0, tokens=0, work=0, unneeded=800, seconds=0.0)
+    assert c.work_total == 200 and c.line().startswith("50%, 85/86 files")
+
+
+def test_a_producer_error_reaches_the_caller(corpus, tmp_path):
+    from ragsift.pipeline import _prefetched
+
+    def items():
+        yield 1
+        raise ValueError("boom")
+
+    got = []
+    with pytest.raises(ValueError, match="boom"):
+        for x in _prefetched(items(), 2):
+            got.append(x)
+    assert got == [1]
