@@ -31,7 +31,7 @@ import numpy as np
 
 from ragsift.errors import RagsiftError
 from ragsift.pipeline import FLUSH_FILES
-from ragsift.retrieval.store import IndexStore
+from ragsift.index.store import IndexStore
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROUNDS = 3

@@ -35,7 +35,7 @@ def _skip_lines(stderr: str) -> list[str]:
 
 
 def _docs(index: Path) -> list[str]:
-    from ragsift.retrieval.store import IndexStore
+    from ragsift.index.store import IndexStore
 
     with IndexStore.open(index) as store:
         return sorted(store.paths())
@@ -403,7 +403,7 @@ def test_make_step_green_when_complete_red_on_a_real_failure(tmp_path):
 
 
 def test_chunk_prints_exactly_what_embed_indexes(tmp_path, fixtures_dir):
-    from ragsift.retrieval.store import IndexStore
+    from ragsift.index.store import IndexStore
 
     index = tmp_path / "fx.db"
     args = [str(fixtures_dir), "--exclude", "bad"]

@@ -10,12 +10,11 @@ import typer
 
 from ragsift.cli._common import handle_errors, warn, write_jsonl
 from ragsift.errors import EXIT_OK, RagsiftError
+from ragsift.retrieval.engine import MODES
 
 
-class Mode(str, Enum):
-    dense = "dense"
-    lexical = "lexical"
-    hybrid = "hybrid"
+# the choices of --mode: the engine's mode list (defined once, in ragsift.retrieval.engine)
+Mode = Enum("Mode", {m: m for m in MODES}, type=str)  # type: ignore[misc]
 
 
 EPILOG = """
@@ -160,7 +159,7 @@ def _print_results(results, show_thresholds: bool) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from ragsift.evaluation.metrics import best_threshold
+    from ragsift.metrics import best_threshold
 
     console = Console()
     if not console.is_terminal:  # piped into a file: keep side-by-side tables unwrapped

@@ -24,7 +24,6 @@ from ragsift.cli.query import (
     fmt_threshold,
     make_strategy,
     open_searcher,
-    parse_threshold,
 )
 from ragsift.errors import EXIT_NOTHING, EXIT_OK, RagsiftError
 
@@ -79,16 +78,17 @@ def explain_command(
     if not text.strip():
         raise RagsiftError("the query is empty")
     with open_searcher(index, model, mode) as searcher:
-        strategy = make_strategy(searcher, k, threshold, reject_window, max_chars)
+        searcher.require_chunks()
+        strategy, floor = make_strategy(searcher, k, threshold, reject_window, max_chars)
         qvec = searcher.embed_queries([text])[0]
         r = searcher.retrieve(text, strategy, path_glob=path, qvec=qvec)
         attributions = attribute(searcher.embedder, qvec, r.admitted, top=units)
         model_name = searcher.model
     hint = outcome_hint(r)
-    default_floor = parse_threshold(threshold)[0]
     if as_json:
         record = r.as_dict()
-        record["threshold_source"] = "model default" if default_floor else "--threshold"
+        record["threshold_source"] = floor.source
+        record["threshold_origin"] = floor.label
         record["hint"] = hint
         record["attribution_note"] = NOTE
         record["attributions"] = [a.as_dict() for a in attributions]
@@ -96,16 +96,16 @@ def explain_command(
     else:
         from ragsift.cli._common import stdout_console
 
-        render(stdout_console(), r, attributions, hint, model_name, default_floor)
+        render(stdout_console(), r, attributions, hint, model_name, floor.label)
     raise typer.Exit(EXIT_OK if r.admitted else EXIT_NOTHING)
 
 
 def render(console: Console, r: Retrieval, attributions: list[Attribution],
-           hint: str | None, model: str, default_floor: bool) -> None:
+           hint: str | None, model: str, origin: str) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    floor = fmt_threshold(r.threshold) + (" (model default)" if default_floor else "")
+    floor = f"{fmt_threshold(r.threshold)} ({origin})"
     console.print(f"[bold]query[/]  {escape(r.query)}", highlight=False, soft_wrap=True)
     details = (f"model {model} · mode {r.mode} · k {r.k} · threshold {floor} · reject window "
                f"{r.reject_window} · max chars {r.max_chars or '-'} · {r.searched} chunks "

@@ -10,6 +10,7 @@ import typer
 
 from ragsift.cli._common import handle_errors, warn
 from ragsift.errors import EXIT_OK, EXIT_USAGE
+from ragsift.index import DEFAULT_INDEX
 
 EPILOG = """
 Examples:
@@ -23,12 +24,12 @@ Examples:
 
 
 def info_command(
-    index: Annotated[str, typer.Option("--index", "-i", envvar="RAGSIFT_INDEX", help="Index file.")] = "ragsift.db",
+    index: Annotated[str, typer.Option("--index", "-i", envvar="RAGSIFT_INDEX", help="Index file.")] = DEFAULT_INDEX,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
     check: Annotated[bool, typer.Option("--check", help="Verify that vectors, chunks and documents agree (exit 2 if not).")] = False,
 ) -> None:
     """Show what an index holds. Reading never blocks a running `ragsift embed`."""
-    from ragsift.retrieval.store import IndexStore
+    from ragsift.index.store import IndexStore
 
     with IndexStore.open(index, "r") as store:
         info = {**store.stats(), **_settings_view(store.settings())}
@@ -47,7 +48,12 @@ def info_command(
 
 
 def _settings_view(settings: dict) -> dict:
+    from ragsift.retrieval.threshold import resolve_threshold
+
+    floor = resolve_threshold(None, settings, required=False)
     return {
+        "threshold": floor.value,
+        "threshold_origin": floor.label,
         "model": settings.get("model"),
         "model_fingerprint": settings.get("model_fingerprint"),
         "dimensions": settings.get("dimensions"),
@@ -84,6 +90,8 @@ def _print_table(info: dict) -> None:
         ("model", str(info.get("model") or "-")),
         ("model fingerprint", str(info.get("model_fingerprint") or "-")),
         ("embedder options", json.dumps(info.get("embedder_options") or {}, sort_keys=True)),
+        ("threshold", "-" if info.get("threshold") is None else
+         f"{info['threshold']:.2f} ({info.get('threshold_origin')})"),
         ("chunker", str(info.get("chunker") or "-")
          + (f" {json.dumps(opts, sort_keys=True)}" if opts else "")),
         ("size on disk", _human(info["size_bytes"])),
