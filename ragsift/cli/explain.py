@@ -56,7 +56,7 @@ WINDOW = 600
 
 
 def explain_command(
-    text: str = typer.Argument(..., metavar="TEXT", help="The query."),
+    text: str = typer.Argument(..., metavar="QUERY", help="The query."),
     index: str = INDEX_OPTION,
     k: int = K_OPTION,
     threshold: str | None = THRESHOLD_OPTION,

@@ -23,7 +23,7 @@ Examples:
 
 
 def info_command(
-    index: Annotated[str, typer.Option("--index", "-i", envvar="RAGSIFT_INDEX", help="Index file.")] = "ragsift.db",
+    index: Annotated[str, typer.Option("--index", "-i", envvar="RAGSIFT_INDEX", metavar="FILE", help="Index file.")] = "ragsift.db",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
     check: Annotated[bool, typer.Option("--check", help="Verify that vectors, chunks and documents agree (exit 2 if not).")] = False,
 ) -> None:

@@ -141,7 +141,7 @@ cleared the threshold, 2 on errors.
 
 
 def query_command(
-    text: str = typer.Argument(..., metavar="TEXT", help="The query, or - to read one query "
+    text: str = typer.Argument(..., metavar="QUERY", help="The query, or - to read one query "
                                "per line from stdin."),
     index: str = INDEX_OPTION,
     k: int = K_OPTION,
