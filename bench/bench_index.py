@@ -1,4 +1,4 @@
-"""Benchmark of the index (``ragsift.retrieval.store``) and of incremental ``embed`` (not a test).
+"""Benchmark of the index (``ragsift.index.store``) and of incremental ``embed`` (not a test).
 
 Measures, and prints as a markdown table for bench/RESULTS.md:
 
@@ -33,7 +33,7 @@ LOAD_SNIPPET = """
 import sys, time
 sys.path.insert(0, {repo!r})
 import numpy  # imported before the clock starts: every numpy user pays it once anyway
-from ragsift.retrieval.store import IndexStore
+from ragsift.index.store import IndexStore
 with IndexStore.open({path!r}) as s:
     t = time.perf_counter()
     rowids, m = s.load_matrix()
@@ -57,7 +57,7 @@ print(dt)
 def build_matrix_index(path: Path, rows: int, dim: int, per_doc: int = 50) -> float:
     import numpy as np
 
-    from ragsift.retrieval.store import DocumentWrite, IndexStore
+    from ragsift.index.store import DocumentWrite, IndexStore
 
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)

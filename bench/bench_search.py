@@ -40,7 +40,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from ragsift.retrieval.search import Searcher
-from ragsift.retrieval.store import DocumentWrite, IndexStore
+from ragsift.index.store import DocumentWrite, IndexStore
 from ragsift.retrieval.topk import TopK
 
 DIM = 384

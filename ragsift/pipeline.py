@@ -459,7 +459,7 @@ def build_index(
     import time
 
     from ragsift.errors import RagsiftError
-    from ragsift.retrieval.store import IndexStore
+    from ragsift.index.store import IndexStore
 
     t0 = time.perf_counter()
     summary = EmbedSummary()
@@ -504,7 +504,7 @@ def build_index(
 def _ingest_files(run: _Run, paths, chunker, include, exclude, prune: bool, skip) -> None:
     import hashlib
 
-    from ragsift.retrieval.store import DocumentWrite
+    from ragsift.index.store import DocumentWrite
     from ragsift.sources import Skipped, discover, load_document, read_bytes
 
     store, s = run.store, run.summary
@@ -584,7 +584,7 @@ def _ingest_records(run: _Run, lines: Iterable[str], skip) -> None:
     import hashlib
     import json
 
-    from ragsift.retrieval.store import DocumentWrite
+    from ragsift.index.store import DocumentWrite
     from ragsift.sources import Skipped
 
     groups: dict[str, list[dict]] = {}

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from ragsift.retrieval.store import IndexStore
+from ragsift.index.store import IndexStore
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"

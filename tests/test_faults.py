@@ -23,7 +23,7 @@ import time
 import numpy as np
 
 from ragsift.errors import RagsiftError
-from ragsift.retrieval.store import IndexStore
+from ragsift.index.store import IndexStore
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROUNDS = 3

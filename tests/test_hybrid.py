@@ -170,7 +170,7 @@ def _build(folder, index, embedder):
 
 def _lexical(index, query: str) -> list[dict]:
     """Chunk records of every lexical hit, checked against the vectors and chunks tables."""
-    from ragsift.retrieval.store import IndexStore
+    from ragsift.index.store import IndexStore
 
     with IndexStore.open(index, "r") as store:
         rowids, _ = store.load_matrix()
@@ -221,7 +221,7 @@ def _cats_dogs_log_index(tmp_path, embedder):
 
 
 def test_a_lexical_only_hit_is_identifiable(tmp_path, embedder):
-    from ragsift.retrieval.store import IndexStore
+    from ragsift.index.store import IndexStore
 
     index = _cats_dogs_log_index(tmp_path, embedder)
     query = "purring felines zq7x"
@@ -252,7 +252,7 @@ def test_row_lookup_sorted_or_not():
 def test_retrieve_fused_builds_the_retrieval_record(tmp_path, embedder):
     from ragsift.retrieval.hybrid import Fusion, retrieve_fused
     from ragsift.retrieval.search import Searcher
-    from ragsift.retrieval.store import IndexStore
+    from ragsift.index.store import IndexStore
     from ragsift.retrieval.topk import TopK
 
     index = _cats_dogs_log_index(tmp_path, embedder)
@@ -287,7 +287,7 @@ def test_retrieve_fused_builds_the_retrieval_record(tmp_path, embedder):
 def test_searcher_mode_dispatches_to_the_fusion(tmp_path, embedder):
     from ragsift.retrieval.hybrid import Fusion
     from ragsift.retrieval.search import Searcher
-    from ragsift.retrieval.store import IndexStore
+    from ragsift.index.store import IndexStore
     from ragsift.retrieval.topk import TopK
 
     docs = tmp_path / "docs"

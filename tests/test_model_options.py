@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragsift.retrieval.store import IndexStore
+from ragsift.index.store import IndexStore
 
 REPO = Path(__file__).resolve().parent.parent
 VENDORED = REPO / "ragsift" / "embedders" / "models" / "all-MiniLM-L6-v2"

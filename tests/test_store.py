@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ragsift.errors import RagsiftError
-from ragsift.retrieval import migrations
-from ragsift.retrieval.store import DocumentWrite, IndexStore
+from ragsift.index import migrations
+from ragsift.index.store import DocumentWrite, IndexStore
 
 DIM = 8
 

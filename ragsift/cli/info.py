@@ -28,7 +28,7 @@ def info_command(
     check: Annotated[bool, typer.Option("--check", help="Verify that vectors, chunks and documents agree (exit 2 if not).")] = False,
 ) -> None:
     """Show what an index holds. Reading never blocks a running `ragsift embed`."""
-    from ragsift.retrieval.store import IndexStore
+    from ragsift.index.store import IndexStore
 
     with IndexStore.open(index, "r") as store:
         info = {**store.stats(), **_settings_view(store.settings())}

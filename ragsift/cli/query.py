@@ -84,7 +84,7 @@ def make_strategy(searcher: Searcher, k: int, threshold: str | None, reject_wind
 def open_searcher(index: str, model: str | None, mode: str = DEFAULT_MODE) -> Iterator[Searcher]:
     """Open ``index`` read-only and load its matrix (the embedder loads on first use)."""
     from ragsift.retrieval.search import Searcher
-    from ragsift.retrieval.store import IndexStore
+    from ragsift.index.store import IndexStore
 
     with IndexStore.open(index, "r") as store:
         yield Searcher(store, model_dir=model, preload_embedder=True, mode=mode)

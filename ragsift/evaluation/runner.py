@@ -221,7 +221,7 @@ def _build(
     import numpy as np
 
     from ragsift.pipeline import build_index
-    from ragsift.retrieval.store import IndexStore
+    from ragsift.index.store import IndexStore
 
     t0 = time.perf_counter()
     build_index(paths, index_path, _make_chunker(cfg), embedder)

@@ -2,7 +2,7 @@
 
 Role: persistence only. It stores documents, chunks, vectors, settings and an FTS5 lexical
 index, and answers reads; it never chunks, embeds or decides what is stale (the pipeline
-does). Schema and its migrations: ``ragsift/retrieval/migrations.py``.
+does). Schema and its migrations: ``ragsift/index/migrations.py``.
 
 Guarantees:
 - Atomicity per write call: a batch of documents (their rows, chunks, FTS entries and
@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ragsift.errors import RagsiftError
-from ragsift.retrieval import migrations
-from ragsift.retrieval.locking import WriterLock, holder_pid
+from ragsift.index import migrations
+from ragsift.index.locking import WriterLock, holder_pid
 
 if TYPE_CHECKING:
     import numpy as np

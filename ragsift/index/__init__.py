@@ -1,0 +1,8 @@
+"""The index on disk (persistence only: no ranking, no model).
+
+- ``store.py``: ``IndexStore``, the SQLite implementation of the index (see docs/CONTRACTS.md).
+- ``migrations.py``: the schema and its numbered migrations.
+- ``locking.py``: the writer lock (``INDEX-lock`` with the PID).
+
+Importing this package is cheap: numpy loads inside the functions that use it.
+"""
