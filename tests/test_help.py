@@ -55,7 +55,7 @@ def test_command_summaries_are_not_broken_mid_sentence():
         assert summary and "\n" not in summary, (name, summary)
     # The explain summary was three broken lines before; now the list wraps it as prose.
     text = help_text()
-    row = [line for line in text.splitlines() if "explain" in line][0]
+    row = next(line for line in text.splitlines() if "explain" in line)
     assert "margin over the threshold" in row
 
 

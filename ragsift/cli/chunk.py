@@ -141,6 +141,7 @@ def chunk_command(
 
 
 def _print_table(records: list[dict]) -> None:
+    from rich.markup import escape  # document text is shown literally: `[red]` is text
     from rich.table import Table
 
     from ragsift.cli._common import stdout_console
@@ -154,8 +155,9 @@ def _print_table(records: list[dict]) -> None:
         if r["page"] is not None:
             lines += f" p{r['page']}"
         preview = " ".join(r["text"].split())
-        table.add_row(r["id"], lines, str(r["tokens"]), str(r["level"]), " › ".join(r["headings"]),
-                      preview[:80] + ("…" if len(preview) > 80 else ""))
+        table.add_row(escape(r["id"]), lines, str(r["tokens"]), str(r["level"]),
+                      escape(" › ".join(r["headings"])),
+                      escape(preview[:80] + ("…" if len(preview) > 80 else "")))
     stdout_console().print(table)
 
 

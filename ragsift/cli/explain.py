@@ -5,7 +5,6 @@ closest to the query (an embedding-similarity proxy, not a causal explanation)."
 from __future__ import annotations
 
 import json
-import re
 import sys
 from typing import TYPE_CHECKING
 
@@ -26,6 +25,7 @@ from ragsift.cli.query import (
     open_searcher,
     parse_threshold,
 )
+from ragsift.cli.render import SOFT_BREAK as _SOFT_BREAK
 from ragsift.errors import EXIT_NOTHING, EXIT_OK, RagsiftError
 
 if TYPE_CHECKING:
@@ -207,8 +207,6 @@ def _print_units(console: Console, r: Retrieval, by_id: dict) -> None:
         table.add_row(str(c.rank), f"{u.score:.3f}", f"{u.share:.0%}", escape(u.text))
     console.print(table)
 
-
-_SOFT_BREAK = re.compile(r"(?<=[^\n\r])\n(?![\n\s]|[-*+>|#]|\d{1,3}[.)]\s)")
 
 
 def highlighted(c: Candidate, a: Attribution | None) -> Text:

@@ -68,11 +68,12 @@ def _human(n: int) -> str:
 
 
 def _print_table(info: dict) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     from ragsift.cli._common import stdout_console
 
-    table = Table(title=f"index {info['path']}", show_header=False)
+    table = Table(title=f"index {escape(info['path'])}", show_header=False)
     table.add_column("field", style="bold")
     table.add_column("value")
     opts = info.get("chunker_options")
@@ -94,7 +95,7 @@ def _print_table(info: dict) -> None:
     if info.get("problems") is not None:
         rows.append(("check", "; ".join(info["problems"]) or "ok"))
     for k, v in rows:
-        table.add_row(k, v)
+        table.add_row(k, escape(v))  # paths, model names, options: literal text
     stdout_console().print(table)
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import fnmatch
 import math
+import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -33,6 +34,10 @@ if TYPE_CHECKING:
 
     from ragsift.retrieval.attribution import Attribution
     from ragsift.retrieval.topk import Candidate, Retrieval
+
+# A line break inside a prose paragraph (not before a list item, quote, table row or heading):
+# the source's hard wrap, joined for display so the terminal can wrap the text to its width.
+SOFT_BREAK = re.compile(r"(?<=[^\n\r])\n(?![\n\s]|[-*+>|#]|\d{1,3}[.)]\s)")
 
 NARROW = 100  # below this many columns explain uses one block per candidate
 BAR = 10  # cells of a score bar in the narrow layout
@@ -376,3 +381,31 @@ def render_narrow(console: Console, r: Retrieval, attributions: list[Attribution
 
 def _fmt(value: float | None) -> str:
     return "none" if value is None else f"{value:.2f}"
+
+
+def nothing_hint(r: Retrieval, paths: list[str] | None) -> str | None:
+    """Why ``query`` printed nothing, when there is more to say than the bare reason: the
+    shape of the stored paths for an empty ``--path``, the best candidate under the floor."""
+    if r.searched == 0 and r.path_filter and not r.corpus_empty and paths is not None:
+        return path_hint(r.path_filter, paths)
+    return empty_hint(r)
+
+
+def print_hit(console: Console, c: Candidate) -> None:
+    """One ``query`` hit for reading: ``score  path:line  headings`` (the headings and a
+    truncation note move to their own lines when the line would pass the terminal's width),
+    then the chunk, wrapped with a four-space indent, then a blank line. Text is literal."""
+    from rich.text import Text
+
+    parts = [Text(f"{c.score:.3f}", style="bold green"), Text(c.location, style="cyan")]
+    if c.headings:
+        parts.append(Text(" › ".join(c.headings), style="dim"))
+    if c.truncated:
+        parts.append(Text(f"⚠ {c.truncated} tokens not embedded", style="yellow"))
+    for line in _join_fitting(parts, console.width, 4):
+        console.print(line)
+    body = Text(SOFT_BREAK.sub(" ", c.text.strip("\n")))
+    for line in body.wrap(console, max(20, console.width - 4)):
+        console.print(Text("    ").append_text(line.rstrip() or line) if line.plain.strip()
+                      else Text())
+    console.print()
