@@ -123,13 +123,13 @@ def render(console: Console, r: Retrieval, attributions: list[Attribution],
                       query_truncated=query_truncated, max_length=max_length)
         return
     floor = fmt_threshold(r.threshold) + note
-    console.print(f"[bold]query[/]  {escape(r.query)}", highlight=False, soft_wrap=True)
+    console.print(f"[bold]query[/]  {escape(r.query)}", highlight=False)
     details = (f"model {model} · mode {r.mode} · k {r.k} · threshold {floor} · reject window "
                f"{r.reject_window} · max chars {r.max_chars or '-'} · {r.searched} chunks "
                "searched")
     if r.path_filter:
         details += f" (--path {r.path_filter})"
-    console.print(f"[dim]{escape(details)}[/]", highlight=False, soft_wrap=True)
+    console.print(f"[dim]{escape(details)}[/]", highlight=False)
     if query_truncated:
         console.print(f"[yellow]⚠ query truncated to {max_length} model tokens; "
                       f"{query_truncated} tokens ignored[/]", highlight=False)
@@ -185,7 +185,7 @@ def render(console: Console, r: Retrieval, attributions: list[Attribution],
         for line in score_picture(r):
             console.print(line, highlight=False, soft_wrap=True)
     for hint in hint_lines:
-        console.print(f"[bold yellow]hint:[/] {escape(hint)}", highlight=False, soft_wrap=True)
+        console.print(f"[bold yellow]hint:[/] {escape(hint)}", highlight=False)
 
 
 def _print_units(console: Console, r: Retrieval, by_id: dict) -> None:
