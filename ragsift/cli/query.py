@@ -133,6 +133,8 @@ Examples:
 
   ragsift query "bee swarm" -i idx.db --threshold none -k 5 --path 'beekeeping/*'
 
+  ragsift query "queen cells" -i idx.db --format grep | fzf
+
   printf 'first question\\nsecond question\\n' | ragsift query - -i idx.db --json
 
 Exit status: 0 when something was admitted (for any query of a batch), 1 when nothing
@@ -225,7 +227,7 @@ def _print_hits(results: list[Retrieval], batch: bool, rejected: bool) -> None:
     from rich.markup import escape
 
     from ragsift.cli._common import stdout_console
-    from ragsift.cli.render import print_hit
+    from ragsift.cli.render import print_hit, rule
 
     console = stdout_console()
     for r in results:
@@ -236,8 +238,10 @@ def _print_hits(results: list[Retrieval], batch: bool, rejected: bool) -> None:
         if rejected:
             for c in r.rejected:
                 preview = " ".join(c.text.split())[:70]
-                console.print(f"[dim]{c.score:.3f}  {escape(c.location)}  rejected ({c.reason}): "
-                              f"{escape(preview)}[/]", highlight=False, soft_wrap=True)
+                why = rule(c, r)
+                console.print(f"[dim]{c.score:.3f}  {escape(c.location)}  rejected ({c.reason})"
+                              f"{', ' + escape(why) if why else ''}: {escape(preview)}[/]",
+                              highlight=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

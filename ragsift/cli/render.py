@@ -48,18 +48,25 @@ GREP_PREVIEW = 160  # characters of text after ``path:line:`` in --format grep
 
 # -- words ------------------------------------------------------------------------------------
 
+def rule(c: Candidate, r: Retrieval) -> str:
+    """The rule that turned ``c`` away, in numbers (``rank 5 > k 3``), or "" when the gap
+    already says it (below the threshold) or it was admitted."""
+    from ragsift.retrieval.topk import OVER_CHAR_BUDGET, OVER_K
+
+    if c.reason == OVER_K:
+        return f"rank {c.rank} > k {r.k}"
+    if c.reason == OVER_CHAR_BUDGET and r.max_chars is not None:
+        return f"--max-chars {r.max_chars}"
+    return ""
+
+
 def reason_label(c: Candidate, r: Retrieval) -> str:
     """The rejection reason with the rule that bit, e.g. ``over-k (rank 5 > k 3)``; the JSON
     ``reason`` field keeps the bare name."""
-    from ragsift.retrieval.topk import OVER_CHAR_BUDGET, OVER_K
-
     if c.reason is None:
         return "admitted"
-    if c.reason == OVER_K:
-        return f"over-k (rank {c.rank} > k {r.k})"
-    if c.reason == OVER_CHAR_BUDGET and r.max_chars is not None:
-        return f"over-char-budget (--max-chars {r.max_chars})"
-    return c.reason
+    why = rule(c, r)
+    return f"{c.reason} ({why})" if why else c.reason
 
 
 def k_hint(r: Retrieval) -> str | None:
