@@ -238,7 +238,7 @@ def chunker_key(chunker: Chunker) -> str:
 
 # Embedder options an index records (``embedder_options`` setting) and ``query``/``explain``/
 # ``tune`` load the index's model with; absent = what the model folder declares / the default.
-EMBEDDER_OPTIONS = ("pooling", "normalize", "max_length", "query_prefix", "passage_prefix")
+from ragsift.retrieval.search import EMBEDDER_OPTIONS  # noqa: E402  (defined once there)
 
 
 def clean_embedder_options(options: dict | None) -> dict:
@@ -346,7 +346,7 @@ class _Run:
         emb = self._embedder
         stored = self.settings.get("model_fingerprint")
         if stored and stored != emb.fingerprint:
-            from ragsift.errors import RagsiftError
+            from ragsift.retrieval.search import check_model
 
             was = embedder_option_flags(self.settings.get("embedder_options"))
             now = embedder_option_flags(self.options)
@@ -354,11 +354,11 @@ class _Run:
             if was or now:
                 options = (f" (index built with {was or 'no embedder options'}; this run: "
                            f"{now or 'no embedder options'})")
-            raise RagsiftError(
-                f"index {self.store.path} was built with model {self.settings.get('model')} "
-                f"({stored}); this run uses {emb.name} ({emb.fingerprint}){options}. Vectors "
-                "of different models or embedder options cannot be mixed: pass --rebuild to "
-                "re-embed everything, or use the index's model and options")
+            check_model(self.settings, emb.fingerprint, emb.name,
+                        subject=f"index {self.store.path}", detail=options,
+                        advice="Vectors of different models or embedder options cannot be "
+                        "mixed: pass --rebuild to re-embed everything, or use the index's "
+                        "model and options")
         if not stored or self.settings.get("model_source") != self.model_source \
                 or self._options_changed():
             values = {"model": emb.name, "model_fingerprint": emb.fingerprint,

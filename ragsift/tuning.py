@@ -309,6 +309,7 @@ class TuneReport:
     model: str = ""
     current_threshold: float | None = None
     current: SweepRow | None = None
+    saved: dict[str, Any] | None = None  # the ``tuned_threshold`` setting, after ``--save``
 
     def distributions(self, bins: int = 20) -> dict[str, Any]:
         allv = [v for v in self.relevant_scores + self.irrelevant_scores if math.isfinite(v)]
@@ -332,6 +333,7 @@ class TuneReport:
             "ranking": {k: round(v, 6) for k, v in self.ranking.items()},
             "distributions": self.distributions(),
             "sweep": [r.as_dict() for r in self.rows],
+            "saved": self.saved,
         }
 
 
@@ -374,3 +376,20 @@ def tune(searcher: Any, queries: Sequence[LabelledQuery], strategy: TopK, *,
     return analyse(judged, k=strategy.k, reject_window=strategy.reject_window,
                    max_chars=strategy.max_chars, objective=objective, thresholds=thresholds,
                    current_threshold=strategy.threshold, model=searcher.model, step=step)
+
+
+def save_threshold(index: str, report: TuneReport, *, mode: str) -> dict[str, Any]:
+    """``tune --save``: store the recommended threshold in the index (writer lock; refused
+    while another writer holds it). ``query``/``explain`` then use it by default."""
+    from ragsift.index.store import IndexStore
+    from ragsift.retrieval.threshold import tuned_setting
+
+    rec = report.recommended
+    if rec is None:
+        raise RagsiftError(f"no threshold meets {report.objective}; nothing was saved")
+    value = tuned_setting(rec.threshold, queries=report.queries, k=report.k, mode=mode,
+                          objective=report.objective)
+    with IndexStore.open(index, "w") as store:
+        store.set_settings(tuned_threshold=value)
+    report.saved = value
+    return value

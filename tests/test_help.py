@@ -77,3 +77,4 @@ def test_usage_piece_forms():
     assert usage_piece(P("text", "QUERY")) == "QUERY"
     assert usage_piece(P("paths", "PATH...", nargs=-1)) == "PATH..."
     assert usage_piece(P("configs", required=False, nargs=-1)) == "[CONFIGS]..."
+    assert usage_piece(P("globs", "[GLOB]...", required=False, nargs=-1)) == "[GLOB]..."

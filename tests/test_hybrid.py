@@ -9,15 +9,14 @@ import math
 import numpy as np
 import pytest
 
+from ragsift.retrieval.engine import rank
 from ragsift.retrieval.hybrid import (
     FusedCandidate,
+    Fusion,
     convex_scores,
     fuse,
-    hybrid_candidates,
-    larger_is_better,
     normalize,
     rrf_scores,
-    top_dense,
 )
 
 # ---- fusion math: pure arithmetic, answers computed by hand -------------------------------
@@ -59,17 +58,11 @@ def test_convex_combination_counts_a_missing_side_as_zero():
         convex_scores({}, {}, alpha=1.5)
 
 
-def test_bm25_smaller_is_better_is_flipped():
-    assert larger_is_better([(1, -7.5), (2, -3.0)]) == [(1, 7.5), (2, 3.0)]
-    assert larger_is_better([(1, 7.5), (2, 3.0)]) == [(1, 7.5), (2, 3.0)]
-    assert larger_is_better([(1, -2.0)]) == [(1, 2.0)]
-
-
 def test_fuse_rrf_marks_sources_and_keeps_cosine_of_lexical_only():
     dense = [(1, 0.80), (2, 0.70), (3, 0.60)]
-    lexical = [(4, -9.0), (2, -5.0)]  # raw FTS5 bm25: smaller is better
+    lexical = [(4, 9.0), (2, 5.0)]  # BM25, larger is better (the backend contract)
     cosines = {1: 0.80, 2: 0.70, 3: 0.60, 4: 0.15}
-    out = fuse(dense, lexical, fusion="rrf", rrf_k=60, dense_score_of=cosines.get)
+    out = fuse(dense, lexical, Fusion(fusion="rrf", rrf_k=60), dense_score_of=cosines.get)
     by_id = {c.rowid: c for c in out}
     assert [c.rowid for c in out] == [2, 1, 4, 3]  # 2 is on both sides
     assert [c.fused_rank for c in out] == [1, 2, 3, 4]
@@ -86,7 +79,7 @@ def test_fuse_rrf_marks_sources_and_keeps_cosine_of_lexical_only():
 def test_fuse_convex_uses_real_cosine_for_lexical_only():
     dense = [(1, 0.9), (2, 0.5)]
     lexical = [(3, 4.0), (2, 2.0)]
-    out = fuse(dense, lexical, fusion="convex", alpha=0.5, dense_score_of={3: 0.7}.get)
+    out = fuse(dense, lexical, Fusion(fusion="convex", alpha=0.5), dense_score_of={3: 0.7}.get)
     by_id = {c.rowid: c for c in out}
     # dense minmax over {0.9, 0.5, 0.7}: 1, 0, .5; lexical minmax over {4, 2}: 3->1, 2->0
     assert by_id[1].fused_score == pytest.approx(0.5)
@@ -95,53 +88,69 @@ def test_fuse_convex_uses_real_cosine_for_lexical_only():
     assert out[0].rowid == 3
 
 
-def test_fuse_rejects_unknown_fusion():
+def test_fusion_rejects_unknown_settings():
     with pytest.raises(ValueError):
-        fuse([], [], fusion="max")
+        Fusion(fusion="max")
+    with pytest.raises(ValueError):
+        Fusion(alpha=1.5)
 
 
-def test_top_dense_is_exact_and_respects_the_mask():
-    scores = np.array([0.1, 0.9, 0.5, 0.9, 0.3], dtype=np.float32)
-    rowids = np.array([10, 11, 12, 13, 14])
-    assert top_dense(scores, rowids, 3) == [
-        (11, pytest.approx(0.9)),
-        (13, pytest.approx(0.9)),
-        (12, pytest.approx(0.5)),
-    ]
-    mask = np.array([True, False, True, False, True])
-    assert [r for r, _ in top_dense(scores, rowids, 10, mask)] == [12, 14, 10]
+def test_fusion_is_the_only_home_of_the_defaults():
+    import inspect
+
+    from ragsift.evaluation.config import EvalConfig
+    from ragsift.retrieval import hybrid
+
+    f = Fusion()
+    assert (f.fusion, f.alpha, f.norm, f.rrf_k) == ("convex", 0.5, "minmax", 60)
+    assert inspect.signature(hybrid.rrf_scores).parameters["rrf_k"].default == f.rrf_k
+    assert inspect.signature(hybrid.fuse).parameters["fusion"].default == f
+    assert EvalConfig().fusion_settings() == f
 
 
-class _FakeStore:
-    """Only the contract ``lexical_search(query, limit, rowids_filter)``, raw FTS5 sign."""
+class _MemoryBackend:
+    """The two candidate questions of the backend contract over hand-made lists."""
 
-    def __init__(self, hits):
-        self.hits = hits
+    def __init__(self, cosines, lexical, paths):
+        self.cos = cosines  # rowid -> cosine
+        self.lex = lexical  # [(rowid, bm25 larger-is-better)], best first
+        self.path = paths  # rowid -> path
         self.calls = []
 
-    def lexical_search(self, query, limit, rowids_filter=None):
-        self.calls.append((query, limit, rowids_filter))
-        hits = [h for h in self.hits if rowids_filter is None or h[0] in set(rowids_filter)]
-        return hits[:limit]
+    def dense_candidates(self, qvecs, n, paths=None):
+        ok = [r for r in self.cos if paths is None or self.path[r] in paths]
+        best = sorted(ok, key=lambda r: (-self.cos[r], r))[:n]
+        return [[(r, self.cos[r]) for r in best] for _ in qvecs]
+
+    def cosines(self, qvec, rowids):
+        return [self.cos.get(r) for r in rowids]
+
+    def lexical_candidates(self, text, n, paths=None):
+        self.calls.append((text, n, None if paths is None else sorted(paths)))
+        return [(r, s) for r, s in self.lex if paths is None or self.path[r] in paths][:n]
 
 
-def test_hybrid_candidates_over_a_dense_array():
-    rowids = np.array([1, 2, 3, 4, 5])
-    scores = np.array([0.9, 0.8, 0.1, 0.7, 0.2], dtype=np.float32)
-    store = _FakeStore([(3, -8.0), (4, -2.0)])
-    out = hybrid_candidates(store, "q", scores, rowids, limit=10, depth=2)
-    by_id = {c.rowid: c for c in out}
-    assert set(by_id) == {1, 2, 3, 4}
-    assert by_id[3].lexical_only and by_id[3].dense_score == pytest.approx(0.1)
-    assert by_id[3].dense_rank == 5  # its global rank by cosine
-    assert by_id[4].lexical_only  # dense depth 2 did not reach it (rank 3)
-    assert by_id[1].source == "dense" and by_id[1].dense_rank == 1
-    assert store.calls == [("q", 2, None)]
-    assert len(hybrid_candidates(store, "q", scores, rowids, limit=1, depth=2)) == 1
-    mask = np.array([True, True, False, True, True])
-    out = hybrid_candidates(store, "q", scores, rowids, limit=10, depth=2, mask=mask)
-    assert 3 not in {c.rowid for c in out}
-    assert store.calls[-1][2] == [1, 2, 4, 5]
+def test_engine_hybrid_fuses_what_the_backend_returns():
+    b = _MemoryBackend({1: 0.9, 2: 0.8, 3: 0.1, 4: 0.7, 5: 0.2}, [(3, 8.0), (4, 2.0)],
+                       {1: "a", 2: "a", 3: "b", 4: "a", 5: "a"})
+    q = np.zeros((1, 2), np.float32)
+    # each side gives max(depth, n) = 3 candidates
+    # convex 0.5 minmax over dense {1, 2, 4} and lexical {3, 4}: 1 and 3 tie at 0.5 (the
+    # cosine breaks it), then 2 (0.4375); 4 (0.375) is cut
+    (out,) = rank(b, ["q"], q, mode="hybrid", n=3, fusion=Fusion(depth=2))
+    assert [c.rowid for c in out] == [1, 3, 2] and b.calls == [("q", 3, None)]
+    assert out[1].source == "lexical" and out[1].score == pytest.approx(0.1)
+    assert out[0].source == "dense" and out[0].lexical_rank is None
+    (wide,) = rank(b, ["q"], q, mode="hybrid", n=10, fusion=Fusion(depth=2))
+    assert {c.rowid for c in wide} == {1, 2, 3, 4, 5}
+    assert next(c for c in wide if c.rowid == 4).source == "both"
+    assert len(rank(b, ["q"], q, mode="hybrid", n=1, fusion=Fusion(depth=2))[0]) == 1
+    (filtered,) = rank(b, ["q"], q, mode="hybrid", n=10, fusion=Fusion(depth=2), paths=["a"])
+    assert 3 not in {c.rowid for c in filtered} and b.calls[-1][2] == ["a"]
+    (lexical,) = rank(b, ["q"], q, mode="lexical", n=10)
+    assert [c.rowid for c in lexical] == [3, 4] and [c.fused_rank for c in lexical] == [1, 2]
+    (dense,) = rank(b, ["q"], q, mode="dense", n=2)
+    assert [(c.rowid, c.source) for c in dense] == [(1, None), (2, None)]
 
 
 def test_fused_candidate_as_dict():
@@ -227,44 +236,37 @@ def test_a_lexical_only_hit_is_identifiable(tmp_path, embedder):
     query = "purring felines zq7x"
     with IndexStore.open(index, "r") as store:
         rowids, matrix = store.load_matrix()
-        scores = matrix @ embedder.embed_query(query)
-        records = {r["rowid"]: r for r in store.chunks(rowids.tolist())}
-        fused = hybrid_candidates(store, query, scores, rowids, limit=10, depth=1)
-    by_path = {records[c.rowid]["path"].rsplit("/", 1)[-1]: c for c in fused}
-    assert set(by_path) == {"cats.md", "log.md"}  # dense top 1 + lexical top 1
+        qvec = embedder.embed_query(query)
+        scores = matrix @ qvec
+        records = {r.rowid: r for r in store.chunk_records(rowids.tolist())}
+        # each side gives max(depth, n) = 2; convex fusion puts cats (best cosine) and log
+        # (best BM25) at 0.5 each, dogs below
+        (fused,) = rank(store, [query], qvec[None, :], mode="hybrid", n=2,
+                        fusion=Fusion(depth=1))
+    by_path = {records[c.rowid].path.rsplit("/", 1)[-1]: c for c in fused}
+    assert set(by_path) == {"cats.md", "log.md"}
     cat, log = by_path["cats.md"], by_path["log.md"]
-    assert cat.source == "dense" and cat.dense_rank == 1 and cat.lexical_rank is None
-    assert log.lexical_only and log.lexical_rank == 1 and log.lexical_score > 0
-    # its cosine is still reported: the threshold applies to it like to any candidate
-    assert log.dense_score == pytest.approx(float(scores[list(rowids).index(log.rowid)]))
-    assert log.dense_rank > 1
+    assert cat.source == "dense" and cat.lexical_rank is None
+    assert log.lexical_rank == 1 and log.lexical_score > 0
+    # its cosine is reported: the threshold applies to it like to any candidate
+    assert log.score == pytest.approx(float(scores[list(rowids).index(log.rowid)]), abs=1e-6)
 
 
-def test_row_lookup_sorted_or_not():
-    from ragsift.retrieval.hybrid import _rows_of
-
-    wanted = np.array([7, 3, 99])
-    assert _rows_of(np.array([1, 3, 7, 9]), wanted).tolist() == [2, 1, -1]
-    assert _rows_of(np.array([9, 7, 1, 3]), wanted).tolist() == [1, 3, -1]
-    assert _rows_of(np.array([], dtype=np.int64), wanted).tolist() == [-1, -1, -1]
-
-
-def test_retrieve_fused_builds_the_retrieval_record(tmp_path, embedder):
-    from ragsift.retrieval.hybrid import Fusion, retrieve_fused
-    from ragsift.retrieval.search import Searcher
+def test_searcher_builds_the_retrieval_record_in_every_mode(tmp_path, embedder):
     from ragsift.index.store import IndexStore
+    from ragsift.retrieval.search import Searcher
     from ragsift.retrieval.topk import TopK
 
     index = _cats_dogs_log_index(tmp_path, embedder)
     with IndexStore.open(index, "r") as store:
-        searcher = Searcher(store, embedder=embedder)
         strategy = TopK(k=2, threshold=0.3, reject_window=5)
-        (r,) = retrieve_fused(searcher, ["purring felines zq7x"], strategy, fusion=Fusion(depth=1))
-        dense_only = searcher.retrieve("purring felines zq7x", strategy)
-        (lex,) = retrieve_fused(searcher, ["zq7x"], strategy, mode="lexical")
-        (filtered,) = retrieve_fused(
-            searcher, ["zq7x cats"], strategy, mode="lexical", path_glob="*cats.md"
-        )
+        hybrid = Searcher(store, embedder=embedder, fusion=Fusion(depth=1))
+        r = hybrid.retrieve("purring felines zq7x", strategy)
+        dense_only = Searcher(store, embedder=embedder, mode="dense").retrieve(
+            "purring felines zq7x", strategy)
+        lexical = Searcher(store, embedder=embedder, mode="lexical")
+        lex = lexical.retrieve("zq7x", strategy)
+        filtered = lexical.retrieve("zq7x cats", strategy, path_glob="*cats.md")
     # fetch = k + window = 7 > depth 1: each side is widened to 7 so the record is complete
     assert r.mode == "hybrid" and [c.fused_rank for c in r.candidates] == [1, 2, 3]
     assert r.candidates_complete
@@ -273,7 +275,7 @@ def test_retrieve_fused_builds_the_retrieval_record(tmp_path, embedder):
     # the threshold applies to the cosine in every mode: score == dense_score, and a weak
     # lexical-only hit is rejected as below-threshold, visibly
     cosine = {c.path: c.score for c in dense_only.candidates}
-    assert log.score == log.dense_score == pytest.approx(cosine[log.path], abs=1e-6)
+    assert log.score == log.dense_score == cosine[log.path]
     assert (log.admitted, log.reason) == (
         log.score >= 0.3,
         None if log.score >= 0.3 else "below-threshold",

@@ -181,7 +181,8 @@ def test_char_budget_and_human_rejected(index):
 def test_highlight_keeps_unit_offsets_after_joining_wrapped_lines():
     from ragsift.cli.explain import highlighted, score_picture
     from ragsift.retrieval.attribution import Attribution, UnitScore
-    from ragsift.retrieval.topk import TopK, build_retrieval
+    from records import retrieval as build_retrieval
+    from ragsift.retrieval.topk import TopK
 
     text = "Swarming is how colonies\nreproduce. Split the colony\nbefore it swarms.\n\n- item"
     r = build_retrieval(TopK(k=1, threshold=0.5, reject_window=1), query="q",

@@ -17,14 +17,17 @@ from hypothesis import strategies as st
 
 from ragsift.errors import RagsiftError
 from ragsift.retrieval import attribution as attr
-from ragsift.retrieval.search import Searcher, top_order
+from records import retrieval as build_retrieval
+
+from ragsift.index.backend import ChunkRecord
+from ragsift.index.dense import DenseMatrix, top_order
+from ragsift.retrieval.search import Searcher
 from ragsift.retrieval.topk import (
     BELOW_THRESHOLD,
     OVER_CHAR_BUDGET,
     OVER_K,
     TopK,
     admission,
-    build_retrieval,
 )
 
 # -- admission ------------------------------------------------------------------------------
@@ -140,7 +143,8 @@ def test_hint_names_the_best_admissible_cosine_in_fused_order():
     assert not r.admitted
     assert r.best is r.candidates[1] and r.best.score == pytest.approx(0.45)
     hint = outcome_hint(r)
-    assert hint is not None and hint.startswith("best candidate 0.45 < threshold 0.60")
+    assert hint is not None and hint.startswith(
+        "nothing cleared the threshold 0.60: best candidate 0.450")
     assert "`--threshold 0.45` would admit 1" in hint
 
 
@@ -183,30 +187,42 @@ def test_top_order_is_a_prefix_of_the_total_order(values, n, extra):
 
 
 class FakeStore:
-    """A stand-in for IndexStore with a hand-made matrix (the contract's read methods)."""
+    """An in-memory stand-in for IndexStore with a hand-made matrix: the backend contract's
+    read side (dense candidates through ``ragsift.index.dense``, no lexical side)."""
 
     def __init__(self, matrix, paths):
         self.matrix = np.asarray(matrix, dtype=np.float32)
         self.rows = {
-            100 + i: {"rowid": 100 + i, "id": f"{p}#{i}", "path": p, "text": f"chunk {i}",
-                      "start": 0, "end": 7, "line_start": 1, "line_end": 1, "headings": [],
-                      "page": None, "truncated": 0}
+            100 + i: ChunkRecord(rowid=100 + i, path=p, index=i, text=f"chunk {i}", start=0,
+                                 end=7, line_start=1, line_end=1)
             for i, p in enumerate(paths)}
+        rowids = np.array(sorted(self.rows), dtype=np.int64)
+        self.dense = DenseMatrix(rowids, self.matrix, lambda ps: [
+            r for r, rec in self.rows.items() if rec.path in ps])
 
     def settings(self):
         return {"model": "fake", "dimensions": self.matrix.shape[1] if self.matrix.size else 3}
 
-    def load_matrix(self):
-        return np.array(sorted(self.rows), dtype=np.int64), self.matrix
+    def load(self):
+        pass
 
-    def chunks(self, rowids):
-        return [dict(self.rows[r]) for r in rowids]
+    def count(self, paths=None):
+        return sum(1 for r in self.rows.values() if paths is None or r.path in paths)
+
+    def dense_candidates(self, qvecs, n, paths=None):
+        return self.dense.candidates(qvecs, n, paths)
+
+    def cosines(self, qvec, rowids):
+        return self.dense.cosines(qvec, rowids)
+
+    def lexical_candidates(self, text, n, paths=None):
+        return []
+
+    def chunk_records(self, rowids):
+        return [self.rows[r] for r in rowids if r in self.rows]
 
     def paths(self):
-        return sorted({r["path"] for r in self.rows.values()})
-
-    def document_chunks(self, path):
-        return [dict(r) for r in self.rows.values() if r["path"] == path]
+        return sorted({r.path for r in self.rows.values()})
 
 
 def _unit(v):
@@ -231,9 +247,8 @@ def test_searcher_exact_order_filter_and_nan():
     f = s.retrieve("q", TopK(k=3, threshold=None, reject_window=40), qvec=q, path_glob="docs/*")
     assert f.searched == 25 and all(c.path.startswith("docs/") for c in f.candidates)
     assert f.candidates_complete and len(f.candidates) == 25
-    rows, dense = s.dense_scores(q, glob="docs/*")
-    assert rows.shape == dense.shape == (25,)
-    assert dense[rows.tolist().index(f.candidates[0].rowid)] == pytest.approx(f.candidates[0].score)
+    (cos,) = s.store.cosines(q, [f.candidates[0].rowid])
+    assert cos == f.candidates[0].score  # the same kernel: bit-identical
     none = s.retrieve("q", TopK(), qvec=q, path_glob="nowhere/*")
     assert none.searched == 0 and none.candidates == () and not none.corpus_empty
 
@@ -350,27 +365,27 @@ def test_hard_wrapped_prose_gives_sentences_located_in_the_original():
 
 
 def test_parallel_scan_equals_single(monkeypatch):
-    from ragsift.retrieval import search
+    from ragsift.index import dense
 
     rng = np.random.default_rng(3)
     m = rng.standard_normal((1001, 16)).astype(np.float32)
     q = rng.standard_normal(16).astype(np.float32)
-    single = search.dot_rows(m, q)
-    monkeypatch.setattr(search, "PARALLEL_MIN_ROWS", 10)
-    monkeypatch.setattr(search, "_cores", lambda: 3)
-    assert np.allclose(search.dot_rows(m, q), single, atol=1e-5)
+    single = dense.dot_rows(m, q)
+    monkeypatch.setattr(dense, "PARALLEL_MIN_ROWS", 10)
+    monkeypatch.setattr(dense, "_cores", lambda: 3)
+    assert np.allclose(dense.dot_rows(m, q), single, atol=1e-5)
     assert np.allclose(single, m @ q, atol=1e-5)
 
 
 def test_einsum_fallback_equals_vecdot(monkeypatch):
-    from ragsift.retrieval import search
+    from ragsift.index import dense
 
     rng = np.random.default_rng(4)
     m = rng.standard_normal((300, 8)).astype(np.float32)
     q = rng.standard_normal(8).astype(np.float32)
-    fast = search.dot_rows(m, q)
+    fast = dense.dot_rows(m, q)
     monkeypatch.delattr(np, "vecdot", raising=False)
-    assert np.allclose(search.dot_rows(m, q), fast, atol=1e-5)
+    assert np.allclose(dense.dot_rows(m, q), fast, atol=1e-5)
 
 
 def test_model_mismatch_is_refused_and_preload_raises_on_use(monkeypatch):
@@ -394,7 +409,7 @@ def test_model_mismatch_is_refused_and_preload_raises_on_use(monkeypatch):
 
 
 def test_threshold_flag_parsing():
-    from ragsift.cli.query import parse_threshold
+    from ragsift.retrieval.threshold import parse_threshold
 
     assert parse_threshold(None) == (True, None)
     assert parse_threshold("none") == parse_threshold("OFF") == (False, None)

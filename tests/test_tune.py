@@ -8,7 +8,8 @@ import json
 import pytest
 
 from ragsift.errors import RagsiftError
-from ragsift.retrieval.topk import TopK, build_retrieval
+from records import retrieval as build_retrieval
+from ragsift.retrieval.topk import TopK
 from ragsift.tuning import (
     Judged,
     Objective,

@@ -48,7 +48,8 @@ def usage_piece(param: Any) -> str:
     """``QUERY``, ``PATH...``, ``[CONFIG]...``: the man-page way of writing an argument."""
     name = param.metavar or (param.name or "arg").upper()
     many = param.nargs != 1 and not name.endswith("...")
-    return (name if param.required else f"[{name}]") + ("..." if many else "")
+    optional = not param.required and not name.startswith("[")  # "[GLOB]..." is written out
+    return (f"[{name}]" if optional else name) + ("..." if many else "")
 
 
 def _plain_flags(params: list[Any]) -> list[Any]:

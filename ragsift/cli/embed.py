@@ -13,7 +13,7 @@ from ragsift.cli._common import handle_errors, warn
 from ragsift.cli.chunk import Strategy, Tokenizer
 from ragsift.errors import EXIT_NOTHING, EXIT_OK, EXIT_SKIPPED
 
-DEFAULT_INDEX = "ragsift.db"
+from ragsift.index import DEFAULT_INDEX  # noqa: E402  (defined once there)
 
 
 class Pooling(str, Enum):

@@ -10,12 +10,11 @@ import typer
 
 from ragsift.cli._common import handle_errors, warn, write_jsonl
 from ragsift.errors import EXIT_OK, RagsiftError
+from ragsift.retrieval.engine import MODES
 
 
-class Mode(str, Enum):
-    dense = "dense"
-    lexical = "lexical"
-    hybrid = "hybrid"
+# the choices of --mode: the engine's mode list (defined once, in ragsift.retrieval.engine)
+Mode = Enum("Mode", {m: m for m in MODES}, type=str)  # type: ignore[misc]
 
 
 EPILOG = """

@@ -23,7 +23,6 @@ from ragsift.cli.query import (
     fmt_threshold,
     make_strategy,
     open_searcher,
-    parse_threshold,
 )
 from ragsift.cli.render import SOFT_BREAK as _SOFT_BREAK
 from ragsift.errors import EXIT_NOTHING, EXIT_OK, RagsiftError
@@ -80,7 +79,8 @@ def explain_command(
     if not text.strip():
         raise RagsiftError("the query is empty")
     with open_searcher(index, model, mode) as searcher:
-        strategy = make_strategy(searcher, k, threshold, reject_window, max_chars)
+        searcher.require_chunks()
+        strategy, floor = make_strategy(searcher, k, threshold, reject_window, max_chars)
         qvecs, cut = embed_queries(searcher, [text])
         qvec = qvecs[0]
         r = searcher.retrieve(text, strategy, path_glob=path, qvec=qvec)
@@ -91,10 +91,10 @@ def explain_command(
         hint_lines = hints(r, hint, stored_paths(searcher) if r.searched == 0 else None)
     if cut[0]:
         warn(truncation_warning(max_length, cut[0]))
-    default_floor = parse_threshold(threshold)[0]
     if as_json:
         record = r.as_dict()
-        record["threshold_source"] = "model default" if default_floor else "--threshold"
+        record["threshold_source"] = floor.source
+        record["threshold_origin"] = floor.label
         record["hint"] = hint
         record["hints"] = hint_lines
         record["query_truncated"] = cut[0]
@@ -104,20 +104,20 @@ def explain_command(
     else:
         from ragsift.cli._common import stdout_console
 
-        render(stdout_console(), r, attributions, hint_lines, model_name, default_floor,
+        render(stdout_console(), r, attributions, hint_lines, model_name, floor.label,
                query_truncated=cut[0], max_length=max_length)
     raise typer.Exit(EXIT_OK if r.admitted else EXIT_NOTHING)
 
 
 def render(console: Console, r: Retrieval, attributions: list[Attribution],
-           hint_lines: list[str], model: str, default_floor: bool, *,
+           hint_lines: list[str], model: str, origin: str, *,
            query_truncated: int = 0, max_length: int | None = None) -> None:
     from rich.markup import escape
     from rich.table import Table
 
     from ragsift.cli.render import NARROW, reason_label, render_narrow
 
-    note = " (model default)" if default_floor else ""
+    note = f" ({origin})" if origin else ""
     if console.width < NARROW:
         render_narrow(console, r, attributions, hint_lines, model, note,
                       query_truncated=query_truncated, max_length=max_length)

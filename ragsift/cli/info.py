@@ -10,6 +10,7 @@ import typer
 
 from ragsift.cli._common import handle_errors, warn
 from ragsift.errors import EXIT_OK, EXIT_USAGE
+from ragsift.index import DEFAULT_INDEX
 
 EPILOG = """
 Examples:
@@ -23,7 +24,7 @@ Examples:
 
 
 def info_command(
-    index: Annotated[str, typer.Option("--index", "-i", envvar="RAGSIFT_INDEX", metavar="FILE", help="Index file.")] = "ragsift.db",
+    index: Annotated[str, typer.Option("--index", "-i", envvar="RAGSIFT_INDEX", metavar="FILE", help="Index file.")] = DEFAULT_INDEX,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
     check: Annotated[bool, typer.Option("--check", help="Verify that vectors, chunks and documents agree (exit 2 if not).")] = False,
 ) -> None:

@@ -16,21 +16,24 @@ import typer
 
 from ragsift.cli._common import handle_errors, warn, write_jsonl
 from ragsift.errors import EXIT_NOTHING, EXIT_OK, RagsiftError
-from ragsift.retrieval.hybrid import DEFAULT_MODE
+from ragsift.index import DEFAULT_INDEX
+from ragsift.retrieval.engine import DEFAULT_MODE, MODES
 
 if TYPE_CHECKING:
     from ragsift.retrieval.search import Searcher
+    from ragsift.retrieval.threshold import ThresholdInForce
     from ragsift.retrieval.topk import Candidate, Retrieval, TopK
 
 # -- shared options (query, explain, tune) ----------------------------------------------------
 
-INDEX_OPTION = typer.Option("ragsift.db", "--index", "-i", envvar="RAGSIFT_INDEX",
+INDEX_OPTION = typer.Option(DEFAULT_INDEX, "--index", "-i", envvar="RAGSIFT_INDEX",
                             metavar="FILE", help="Index file built by `ragsift embed`.")
 K_OPTION = typer.Option(3, "-k", "--k", min=1, help="Admit at most K hits.")
 THRESHOLD_OPTION = typer.Option(
     None, "--threshold", "-t", metavar="FLOAT|none",
     help="Similarity floor (cosine): nothing below it is admitted, even if that leaves no hit. "
-    "Default: the model's measured default; 'none' disables the floor.")
+    "Default: the threshold stored by `ragsift tune --save`, else the model's measured default "
+    "(only the bundled all-MiniLM-L6-v2 has one: 0.40); 'none' disables the floor.")
 REJECT_WINDOW_OPTION = typer.Option(
     10, "--reject-window", min=0,
     help="Also fetch this many candidates after the first K, to report near-misses. Never "
@@ -43,7 +46,7 @@ PATH_OPTION = typer.Option(None, "--path", metavar="GLOB",
                            help="Only search chunks of documents whose path matches GLOB "
                            "(`*` also matches `/`).")
 MODE_OPTION = typer.Option(
-    DEFAULT_MODE, "--mode", metavar="dense|lexical|hybrid",
+    DEFAULT_MODE, "--mode", metavar="|".join(MODES),
     help="Candidate order: dense (cosine), lexical (FTS5 BM25) or hybrid (both, fused by a "
     "convex combination of min-max normalised scores). The threshold always applies to the "
     "cosine, so a hit found only by its words still has to clear it.")
@@ -52,39 +55,22 @@ MODEL_OPTION = typer.Option(None, "--model", metavar="DIR",
                             "all-MiniLM-L6-v2).")
 
 
-def parse_threshold(value: str | None) -> tuple[bool, float | None]:
-    """(use the model's default?, explicit value). ``none``/``off`` disables the floor."""
-    if value is None:
-        return True, None
-    text = value.strip().lower()
-    if text in ("none", "off", "no"):
-        return False, None
-    try:
-        number = float(text)
-    except ValueError:
-        raise RagsiftError(f"--threshold must be a number or 'none', not {value!r}") from None
-    if not -1.0 <= number <= 1.0:
-        raise RagsiftError(f"--threshold {value}: a cosine similarity lies between -1 and 1")
-    return False, number
-
-
 def make_strategy(searcher: Searcher, k: int, threshold: str | None, reject_window: int,
-                  max_chars: int | None) -> TopK:
-    """The TopK options from the shared flags; the default floor comes from the embedder."""
-    from ragsift.retrieval.search import default_threshold
-    from ragsift.retrieval.topk import TopK
+                  max_chars: int | None, *, required: bool = True
+                  ) -> tuple[TopK, ThresholdInForce]:
+    """The TopK options from the shared flags and the threshold in force (policy:
+    ``ragsift.retrieval.threshold``)."""
+    from ragsift.retrieval.threshold import strategy_for
 
-    use_default, value = parse_threshold(threshold)
-    if use_default:
-        value = default_threshold(searcher.embedder)
-    return TopK(k=k, threshold=value, reject_window=reject_window, max_chars=max_chars)
+    return strategy_for(searcher.settings, k=k, threshold=threshold,
+                        reject_window=reject_window, max_chars=max_chars, required=required)
 
 
 @contextmanager
 def open_searcher(index: str, model: str | None, mode: str = DEFAULT_MODE) -> Iterator[Searcher]:
     """Open ``index`` read-only and load its matrix (the embedder loads on first use)."""
-    from ragsift.retrieval.search import Searcher
     from ragsift.index.store import IndexStore
+    from ragsift.retrieval.search import Searcher
 
     with IndexStore.open(index, "r") as store:
         yield Searcher(store, model_dir=model, preload_embedder=True, mode=mode)
@@ -106,22 +92,6 @@ def read_queries(text: str) -> tuple[list[str], bool]:
     return queries, True
 
 
-def nothing_message(r: Retrieval) -> str:
-    """Why nothing was admitted, in one line (stderr)."""
-    if r.corpus_empty:
-        return "the index holds no chunks"
-    if r.searched == 0:
-        return f"no chunk's document path matches --path {r.path_filter!r}"
-    best = r.best
-    if best is None:
-        return "no candidates"
-    if best.reason == "over-char-budget":
-        return (f"the best hit ({best.chars} chars, {best.location}) does not fit "
-                f"--max-chars {r.max_chars}")
-    return (f"nothing cleared the threshold {fmt_threshold(r.threshold)}: best "
-            f"{best.score:.3f} at {best.location} (see `ragsift explain`)")
-
-
 # -- query ------------------------------------------------------------------------------------
 
 EPILOG = """
@@ -138,7 +108,8 @@ Examples:
   printf 'first question\\nsecond question\\n' | ragsift query - -i idx.db --json
 
 Exit status: 0 when something was admitted (for any query of a batch), 1 when nothing
-cleared the threshold, 2 on errors.
+cleared the threshold (or the index holds no chunks), 2 on errors (also: a model with no
+measured threshold and none given or tuned).
 """
 
 
@@ -173,6 +144,7 @@ def query_command(
         stored_paths,
         truncation_warning,
     )
+    from ragsift.retrieval.topk import outcome_hint
 
     fmt = fmt.strip().lower()
     if fmt not in ("text", "grep", "json"):
@@ -181,7 +153,8 @@ def query_command(
         raise RagsiftError("--rejected needs --format text or json (grep lists the hits)")
     queries, batch = read_queries(text)
     with open_searcher(index, model, mode) as searcher:
-        strategy = make_strategy(searcher, k, threshold, reject_window, max_chars)
+        searcher.require_chunks()
+        strategy, _ = make_strategy(searcher, k, threshold, reject_window, max_chars)
         qvecs, cut = embed_queries(searcher, queries)
         results = searcher.retrieve_many(queries, strategy, path_glob=path, qvecs=qvecs)
         max_length = getattr(searcher.embedder, "max_length", None)
@@ -204,7 +177,7 @@ def query_command(
             any_admitted = True
         else:
             prefix = f"{r.query!r}: " if batch else ""
-            warn(prefix + (nothing_hint(r, paths) or nothing_message(r)))
+            warn(prefix + (nothing_hint(r, outcome_hint(r), paths) or "nothing admitted"))
     raise typer.Exit(EXIT_OK if any_admitted else EXIT_NOTHING)
 
 

@@ -24,7 +24,6 @@ candidate, ``┃`` marks the threshold.
 from __future__ import annotations
 
 import fnmatch
-import math
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -93,19 +92,14 @@ def k_hint(r: Retrieval) -> str | None:
     return text
 
 
-def empty_hint(r: Retrieval) -> str | None:
-    """Nothing admitted because the best candidate is under the floor: name it, its score, the
-    threshold that would admit it, and the lasting fix (a threshold tuned on your questions)."""
-    from ragsift.retrieval.topk import admitted_at
-
+def under_floor(r: Retrieval) -> bool:
+    """Nothing admitted because even the best candidate scores under the threshold."""
     best = r.best
-    if r.admitted or best is None or r.threshold is None or not best.score < r.threshold:
-        return None
-    suggestion = math.floor(best.score * 20) / 20
-    n = admitted_at(r, suggestion)
-    return (f"nothing cleared the threshold {r.threshold:.2f}: the best candidate is "
-            f"{best.location} at {best.score:.3f}; `--threshold {suggestion:.2f}` would admit "
-            f"{n}, or tune a threshold on your own questions with `ragsift tune --save`")
+    return (not r.admitted and best is not None and r.threshold is not None
+            and best.score < r.threshold)
+
+
+TUNE_NOTE = "; or tune a threshold on your own questions and keep it: `ragsift tune --save`"
 
 
 def path_hint(pattern: str, paths: list[str], show: int = 3) -> str:
@@ -131,12 +125,9 @@ def hints(r: Retrieval, base: str | None, paths: list[str] | None = None) -> lis
     """Every hint for one retrieval, most important first. ``base`` is the retrieval layer's
     own ``outcome_hint``; ``paths`` the stored document paths (for an empty ``--path``)."""
     out: list[str] = []
-    if r.searched == 0 and r.path_filter and not r.corpus_empty and paths is not None:
-        out.append(path_hint(r.path_filter, paths))
-    elif empty_hint(r):
-        out.append(empty_hint(r) or "")
-    elif base:
-        out.append(base)
+    first = nothing_hint(r, base, paths)
+    if first:
+        out.append(first)
     extra = k_hint(r)
     if extra:
         out.append(extra)
@@ -390,12 +381,15 @@ def _fmt(value: float | None) -> str:
     return "none" if value is None else f"{value:.2f}"
 
 
-def nothing_hint(r: Retrieval, paths: list[str] | None) -> str | None:
-    """Why ``query`` printed nothing, when there is more to say than the bare reason: the
-    shape of the stored paths for an empty ``--path``, the best candidate under the floor."""
+def nothing_hint(r: Retrieval, base: str | None, paths: list[str] | None) -> str | None:
+    """The retrieval layer's ``outcome_hint`` (``base``) with what only the CLI can add: the
+    shape of the stored paths for an empty ``--path``, and for a best candidate under the
+    floor (``base`` names it and its score) the lasting fix, ``tune --save``."""
     if r.searched == 0 and r.path_filter and not r.corpus_empty and paths is not None:
         return path_hint(r.path_filter, paths)
-    return empty_hint(r)
+    if base and under_floor(r):
+        return base + TUNE_NOTE
+    return base
 
 
 def print_hit(console: Console, c: Candidate) -> None:

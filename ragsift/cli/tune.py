@@ -44,6 +44,8 @@ Examples:
 
   ragsift tune -i idx.db --queries labelled.jsonl --json | jq .recommended
 
+  ragsift tune -i idx.db --queries labelled.jsonl --save   # query/explain now use it
+
 Precision, recall and F1 are pooled over queries (micro averages) for the admitted sets at the
 chosen k; recall@k and nDCG@k rank the first k candidates regardless of the threshold.
 """
@@ -67,21 +69,30 @@ def tune_command(
     rows: int = typer.Option(20, "--rows", min=1, help="Table rows to show (the full sweep "
                              "is in --json)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as one JSON object."),
+    save: bool = typer.Option(False, "--save", help="Store the recommended threshold in the "
+                              "index: query and explain then use it by default (shown as "
+                              "\"tuned on N queries\"). Takes the writer lock."),
 ) -> None:
     """Measure precision, recall and F1 of the admitted sets across thresholds, and recommend
     the threshold that maximises F1 (or another --optimize target).
 
-    --threshold here is the floor to compare against (default: the model's)."""
+    --threshold here is the floor to compare against (default: the one in force, if any);
+    --save stores the recommendation in the index."""
     from ragsift.tuning import Objective, load_queries, tune
 
     objective = Objective.parse(optimize)
     labelled = load_queries(queries)
     with open_searcher(index, model, mode) as searcher:
-        if searcher.matrix.shape[0] == 0:
+        if not searcher.count:
             raise RagsiftError(f"index {index} holds no chunks")
-        strategy = make_strategy(searcher, k, threshold, reject_window, max_chars)
+        strategy, _ = make_strategy(searcher, k, threshold, reject_window, max_chars,
+                                    required=False)
         report = tune(searcher, labelled, strategy, objective=objective, path_glob=path,
                       step=step)
+    if save:
+        from ragsift.tuning import save_threshold
+
+        save_threshold(index, report, mode=mode)
     if as_json:
         sys.stdout.write(json.dumps(report.as_dict(), ensure_ascii=False) + "\n")
         return
@@ -130,6 +141,10 @@ def render(console: Console, report: TuneReport, max_rows: int) -> None:
                       f"{rec.recall:.3f} F1 {rec.f1:.3f}; {rec.empty:.0%} of queries get "
                       f"nothing. Use: --threshold {fmt_threshold(rec.threshold)}",
                       highlight=False, soft_wrap=True)
+    if report.saved is not None:
+        console.print(f"saved in the index: query and explain now use threshold "
+                      f"{fmt_threshold(report.saved['value'])} (tuned on {report.queries} "
+                      "queries)", highlight=False, soft_wrap=True)
 
 
 def _pick_rows(rows: list[SweepRow], rec: SweepRow | None, n: int) -> list[SweepRow]:

@@ -33,12 +33,10 @@ except ModuleNotFoundError:  # Python 3.10: the same parser from PyPI (a 3.10-on
     import tomli as tomllib
 
 from ragsift.errors import RagsiftError
-from ragsift.retrieval.hybrid import Fusion  # cheap: numpy loads only when searching
+from ragsift.retrieval.engine import DEFAULT_MODE, MODES  # cheap: numpy loads when searching
+from ragsift.retrieval.hybrid import FUSIONS, NORMS, Fusion
 
-MODES = ("dense", "lexical", "hybrid")
 _FUSION = Fusion()  # the library's hybrid defaults, chosen with `ragsift eval`
-FUSIONS = ("rrf", "convex")
-NORMS = ("minmax", "tmm")
 
 
 @dataclass
@@ -49,7 +47,7 @@ class EvalConfig:
     chunker_options: dict[str, Any] = field(default_factory=dict)
     model: str | None = None  # None: the default embedder
     embedder_options: dict[str, Any] = field(default_factory=dict)
-    mode: str = "hybrid"
+    mode: str = DEFAULT_MODE
     k: int = 5
     fusion: str = _FUSION.fusion
     rrf_k: int = _FUSION.rrf_k
@@ -68,6 +66,11 @@ class EvalConfig:
             raise RagsiftError(f"config {self.name}: k and depth must be ≥ 1, rrf_k ≥ 0")
         if not 0.0 <= self.alpha <= 1.0:
             raise RagsiftError(f"config {self.name}: alpha must be in [0, 1]")
+
+    def fusion_settings(self) -> Fusion:
+        """The retrieval engine's ``Fusion`` for this configuration."""
+        return Fusion(fusion=self.fusion, alpha=self.alpha, norm=self.norm, rrf_k=self.rrf_k,
+                      depth=self.depth)
 
     def replace(self, **changes: Any) -> EvalConfig:
         return dataclasses.replace(self, **changes)

@@ -2,10 +2,11 @@
 
 For each configuration the corpus is indexed through the pipeline into a temporary SQLite index
 (``IndexStore``), with an embedder wrapped in the shared ``EmbeddingCache``; configurations that
-share chunker and embedder share one index and differ only in retrieval. Retrieval uses the
-store's matrix (exact cosine over every chunk) and the store's FTS5 ``lexical_search``; hybrid
-mode fuses the two with ``ragsift.retrieval.hybrid``. No threshold is applied: the metrics score
-rankings at k; the candidates' cosines are collected for the threshold sweep.
+share chunker and embedder share one index and differ only in retrieval. Retrieval is the one
+engine ``ragsift query`` uses (``ranked`` below: ``Searcher.retrieve_many`` with the
+configuration's mode and ``Fusion``), so a ranking measured here is the ranking ``query``
+returns. No threshold is applied: the metrics score rankings at k; the candidates' cosines are
+collected for the threshold sweep.
 
 Span sets: every corpus file goes into ONE index; each question takes the top ``k`` chunks; a
 chunk's span is its record's ``start``/``end`` (offsets into the original file text).
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,7 +31,8 @@ from ragsift.evaluation.config import EvalConfig
 from ragsift.evaluation.datasets import BeirDataset, SpanDataset
 
 if TYPE_CHECKING:
-    import numpy as np
+    from ragsift.index.backend import ChunkRecord
+    from ragsift.retrieval.topk import Candidate
 
 BEIR_DEPTH = 1000  # chunks per side for BEIR runs (≥ 100 documents for Recall@100)
 SPAN_METRICS = ("recall", "precision", "iou")
@@ -84,13 +86,10 @@ def _rounded(d: dict[str, float]) -> dict[str, float]:
 
 @dataclass
 class _Index:
-    """A built index, loaded for searching."""
+    """A built index, open for searching through the engine (``Searcher``)."""
 
     store: Any
-    rowids: np.ndarray
-    matrix: np.ndarray
-    records: list[dict]
-    position: dict[int, int]
+    records: list[ChunkRecord]  # every chunk, in the backend's row order
     build_s: float
     embedder: CachingEmbedder
     cache: dict[str, int] = field(default_factory=dict)
@@ -218,53 +217,36 @@ def _make_chunker(cfg: EvalConfig) -> Any:
 def _build(
     paths: list[str], index_path: Path, cfg: EvalConfig, embedder: CachingEmbedder
 ) -> _Index:
-    import numpy as np
-
-    from ragsift.pipeline import build_index
     from ragsift.index.store import IndexStore
+    from ragsift.pipeline import build_index
 
     t0 = time.perf_counter()
     build_index(paths, index_path, _make_chunker(cfg), embedder)
     store = IndexStore.open(index_path, "r")
-    rowids, matrix = store.load_matrix()
-    records = store.chunks(rowids.tolist())
-    position = {int(r): i for i, r in enumerate(rowids.tolist())}
-    if matrix.shape[0] == 0:
+    rowids, _ = store.load_matrix()
+    if rowids.shape[0] == 0:
         store.close()
         raise RagsiftError(f"config {cfg.name}: the index holds no chunks")
-    return _Index(
-        store, np.asarray(rowids), matrix, records, position, time.perf_counter() - t0, embedder
-    )
+    records = store.chunk_records(rowids.tolist())
+    return _Index(store, records, time.perf_counter() - t0, embedder)
 
 
-def _query_vectors(index: _Index, queries: list[str]) -> np.ndarray:
-    return index.embedder.embed(queries, kind="query").vectors
+QUERY_BLOCK = 64  # queries retrieved at a time (bounds the candidate records held)
 
 
-def _ranked(
-    cfg: EvalConfig, index: _Index, query: str, scores: np.ndarray, depth: int
-) -> list[tuple[int, float]]:
-    """Best-first (rowid, cosine) candidates of one query in the configuration's mode."""
-    from ragsift.retrieval.hybrid import hybrid_candidates, top_dense
+def ranked(store: Any, embedder: Any, cfg: EvalConfig, queries: Sequence[str], depth: int
+           ) -> Iterator[tuple[Candidate, ...]]:
+    """Each query's best ``depth`` candidates in the configuration's mode, best first: the very
+    path ``ragsift query`` takes (``Searcher.retrieve_many``, the one engine), with no floor and
+    no reject window."""
+    from ragsift.retrieval.search import Searcher
+    from ragsift.retrieval.topk import TopK
 
-    if cfg.mode == "dense":
-        return top_dense(scores, index.rowids, depth)
-    if cfg.mode == "lexical":
-        hits = index.store.lexical_search(query, depth) if query.strip() else []
-        return [(int(r), float(scores[index.position[int(r)]])) for r, _ in hits]
-    fused = hybrid_candidates(
-        index.store,
-        query,
-        scores,
-        index.rowids,
-        limit=depth,
-        depth=max(cfg.depth, depth),
-        fusion=cfg.fusion,
-        rrf_k=cfg.rrf_k,
-        alpha=cfg.alpha,
-        norm=cfg.norm,
-    )
-    return [(int(c.rowid), float(c.dense_score)) for c in fused]
+    searcher = Searcher(store, embedder=embedder, mode=cfg.mode, fusion=cfg.fusion_settings())
+    strategy = TopK(k=depth, threshold=None, reject_window=0)
+    for lo in range(0, len(queries), QUERY_BLOCK):
+        for r in searcher.retrieve_many(list(queries[lo:lo + QUERY_BLOCK]), strategy):
+            yield r.candidates
 
 
 def _common(cfg: EvalConfig, dataset: Any, index: _Index, n_queries: int) -> dict[str, Any]:
@@ -274,9 +256,9 @@ def _common(cfg: EvalConfig, dataset: Any, index: _Index, n_queries: int) -> dic
         "format": dataset.format,
         "queries": n_queries,
         "chunks": len(index.records),
-        "truncated_chunks": sum(1 for r in index.records if r.get("truncated")),
+        "truncated_chunks": sum(1 for r in index.records if r.truncated),
         "mean_chunk_chars": (
-            sum(r["end"] - r["start"] for r in index.records) / len(index.records)
+            sum(r.end - r.start for r in index.records) / len(index.records)
         ),
     }
 
@@ -284,19 +266,17 @@ def _common(cfg: EvalConfig, dataset: Any, index: _Index, n_queries: int) -> dic
 def _score_spans(
     dataset: SpanDataset, cfg: EvalConfig, index: _Index, corpus_of: Callable[[str], str]
 ) -> EvalResult:
-    spans = [(corpus_of(r["path"]), int(r["start"]), int(r["end"])) for r in index.records]
-    qvecs = _query_vectors(index, [q.question for q in dataset.questions])
-    all_scores = qvecs @ index.matrix.T
+    questions = dataset.questions
     per_q: list[tuple[str, m.SpanScores]] = []
     judged: list[list[tuple[float, bool]]] = []
-    for qi, q in enumerate(dataset.questions):
-        ranked = _ranked(cfg, index, q.question, all_scores[qi], cfg.k)[: cfg.k]
-        retrieved = [spans[index.position[r]] for r, _ in ranked]
+    tops = ranked(index.store, index.embedder, cfg, [q.question for q in questions], cfg.k)
+    for q, top in zip(questions, tops):
+        retrieved = [(corpus_of(c.path), int(c.start), int(c.end)) for c in top]
         per_q.append((q.corpus_id, m.span_scores(retrieved, q.references, q.corpus_id)))
         judged.append(
             [
-                (cos, c == q.corpus_id and bool(m.intersect_spans([(s, e)], q.references)))
-                for (c, s, e), (_, cos) in zip(retrieved, ranked)
+                (c.score, cid == q.corpus_id and bool(m.intersect_spans([(s, e)], q.references)))
+                for (cid, s, e), c in zip(retrieved, top)
             ]
         )
     overall, std = _aggregate([s for _, s in per_q])
@@ -325,27 +305,21 @@ def _aggregate(scores: list[m.SpanScores]) -> tuple[dict[str, float], dict[str, 
 def _score_beir(
     dataset: BeirDataset, cfg: EvalConfig, index: _Index, doc_of: Callable[[str], str]
 ) -> EvalResult:
-    docs = [doc_of(r["path"]) for r in index.records]
     qids = list(dataset.queries)
-    qvecs = _query_vectors(index, [dataset.queries[q] for q in qids])
     values: dict[str, list[float]] = {name: [] for name in BEIR_METRICS}
     judged: list[list[tuple[float, bool]]] = []
     depth = max(BEIR_DEPTH, cfg.k)
-    for lo in range(0, len(qids), 256):  # bounded memory: 256 queries × all chunks at a time
-        block = qvecs[lo : lo + 256] @ index.matrix.T
-        for j, qid in enumerate(qids[lo : lo + 256]):
-            ranked = _ranked(cfg, index, dataset.queries[qid], block[j], depth)
-            # a document scores as its best chunk: rank documents by first appearance
-            doc_ranking = m.best_chunk_ranking(
-                (docs[index.position[r]], -float(i)) for i, (r, _) in enumerate(ranked)
-            )
-            qrels = dataset.qrels[qid]
-            values["ndcg@10"].append(m.ndcg_at_k(doc_ranking, qrels, 10))
-            values["recall@10"].append(m.recall_at_k(doc_ranking, qrels, 10))
-            values["recall@100"].append(m.recall_at_k(doc_ranking, qrels, 100))
-            values["mrr@10"].append(m.mrr_at_k(doc_ranking, qrels, 10))
-            top = ranked[: cfg.k]
-            judged.append([(cos, qrels.get(docs[index.position[r]], 0) > 0) for r, cos in top])
+    tops = ranked(index.store, index.embedder, cfg, [dataset.queries[q] for q in qids], depth)
+    for qid, top in zip(qids, tops):
+        docs = [doc_of(c.path) for c in top]
+        # a document scores as its best chunk: rank documents by first appearance
+        doc_ranking = m.best_chunk_ranking((d, -float(i)) for i, d in enumerate(docs))
+        qrels = dataset.qrels[qid]
+        values["ndcg@10"].append(m.ndcg_at_k(doc_ranking, qrels, 10))
+        values["recall@10"].append(m.recall_at_k(doc_ranking, qrels, 10))
+        values["recall@100"].append(m.recall_at_k(doc_ranking, qrels, 100))
+        values["mrr@10"].append(m.mrr_at_k(doc_ranking, qrels, 10))
+        judged.append([(c.score, qrels.get(d, 0) > 0) for c, d in zip(top[: cfg.k], docs)])
     overall, std = {}, {}
     for name, vals in values.items():
         overall[name], std[name] = m.mean_std(vals)

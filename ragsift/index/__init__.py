@@ -6,3 +6,6 @@
 
 Importing this package is cheap: numpy loads inside the functions that use it.
 """
+
+# The index file every command uses when --index (or $RAGSIFT_INDEX) is not given.
+DEFAULT_INDEX = "ragsift.db"

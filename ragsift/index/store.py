@@ -30,12 +30,13 @@ import re
 import sqlite3
 import stat
 import time
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ragsift.errors import RagsiftError
 from ragsift.index import migrations
+from ragsift.index.backend import SETTING_KEYS, ChunkRecord, DocumentInfo, DocumentWrite
 from ragsift.index.locking import WriterLock, holder_pid
 
 if TYPE_CHECKING:
@@ -83,27 +84,6 @@ class DocState:
     n_chunks: int
 
 
-@dataclass
-class DocumentWrite:
-    """One document to (re)write: its rows replace whatever the index held under ``key``.
-
-    ``records`` are ``pipeline.chunk_record`` dicts plus ``content_hash`` and ``truncated``;
-    ``vectors`` is (len(records), dim) float32, row i belonging to record i.
-    """
-
-    key: str
-    path: str
-    sha256: str
-    records: list[dict]
-    vectors: Any  # np.ndarray
-    source: str = ""
-    size: int | None = None
-    mtime: float | None = None
-    format: str | None = None
-    chunker: str = ""
-    extra: dict = field(default_factory=dict)
-
-
 class IndexStore:
     """An open index file. Use ``IndexStore.open(path, mode)`` as a context manager."""
 
@@ -114,6 +94,7 @@ class IndexStore:
         self.db = db
         self._lock = lock
         self._dim: int | None = None
+        self._dense: Any = None  # ragsift.index.dense.DenseMatrix, loaded by ``load``
 
     # -- opening ---------------------------------------------------------------------------
     @classmethod
@@ -228,6 +209,7 @@ class IndexStore:
     def refresh(self) -> None:
         """Reader: drop the snapshot and take a new one (see commits made since opening)."""
         if self.mode == "r":
+            self._dense = None
             self.db.execute("COMMIT")
             self.db.execute("BEGIN")
             self.db.execute("SELECT count(*) FROM settings").fetchone()
@@ -236,8 +218,7 @@ class IndexStore:
     def settings(self) -> dict:
         """``model``, ``model_fingerprint``, ``dimensions``, ``chunker``, ``chunker_options``,
         ``schema_version`` (None where nothing was recorded yet), plus any other setting."""
-        out: dict[str, Any] = {k: None for k in (
-            "model", "model_fingerprint", "dimensions", "chunker", "chunker_options")}
+        out: dict[str, Any] = {k: None for k in SETTING_KEYS}
         for key, value in self.db.execute("SELECT key, value FROM settings"):
             out[key] = json.loads(value)
         out["schema_version"] = migrations.schema_version(self.db)
@@ -281,25 +262,81 @@ class IndexStore:
             raise RagsiftError(f"index {self.path} is damaged (vector blocks); rebuild it")
         return rowids, matrix
 
-    def chunks(self, rowids: Sequence[int]) -> list[dict]:
+    def chunk_records(self, rowids: Sequence[int]) -> list[ChunkRecord]:
         """Chunk records for ``rowids``, in the order asked (ids not in the index are left
-        out). Fields: those of ``ragsift chunk`` plus ``rowid``, ``content_hash``,
-        ``truncated``."""
+        out)."""
         ids = [int(r) for r in rowids]
         if not ids:
             return []
-        found: dict[int, dict] = {}
+        found: dict[int, ChunkRecord] = {}
         for row in self.db.execute(
                 f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.id = c.doc_id "
                 "WHERE c.id IN (SELECT value FROM json_each(?))", (json.dumps(ids),)):
             found[row[0]] = _record(row)
         return [found[i] for i in ids if i in found]
 
+    def chunks(self, rowids: Sequence[int]) -> list[dict]:
+        """``chunk_records`` as dicts (the JSON shape: ``ragsift chunk`` fields plus
+        ``rowid``, ``content_hash``, ``truncated``)."""
+        return [r.as_dict() for r in self.chunk_records(rowids)]
+
     def document_chunks(self, path: str) -> list[dict]:
         """All chunk records of the document with display path ``path``, in order."""
-        return [_record(row) for row in self.db.execute(
+        return [_record(row).as_dict() for row in self.db.execute(
             f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.id = c.doc_id "
             "WHERE d.path = ? ORDER BY d.id, c.idx", (path,))]
+
+    # -- search (the backend contract, ragsift/index/backend.py) ---------------------------
+    def count(self, paths: Collection[str] | None = None) -> int:
+        """Chunks that can be searched (those with a vector), optionally of ``paths`` only."""
+        if paths is None:
+            return int(self.db.execute(
+                "SELECT coalesce(sum(n - dead), 0) FROM vec_blocks").fetchone()[0])
+        return int(self.db.execute(
+            "SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE "
+            "c.block_id IS NOT NULL AND d.path IN (SELECT value FROM json_each(?))",
+            (json.dumps(sorted(paths)),)).fetchone()[0])
+
+    def load(self) -> None:
+        """Read the vector matrix into memory (once per open store)."""
+        if self._dense is None:
+            from ragsift.index.dense import DenseMatrix
+
+            self._dense = DenseMatrix(*self.load_matrix(), self._rowids_of_paths)
+
+    def dense_candidates(self, qvecs: np.ndarray, n: int,
+                         paths: Collection[str] | None = None
+                         ) -> list[list[tuple[int, float]]]:
+        """Exact cosine top ``n`` per query vector (``ragsift.index.dense``)."""
+        self.load()
+        return self._dense.candidates(qvecs, n, paths)
+
+    def cosines(self, qvec: np.ndarray, rowids: Sequence[int]) -> list[float | None]:
+        self.load()
+        return self._dense.cosines(qvec, rowids)
+
+    def lexical_candidates(self, text: str, n: int, paths: Collection[str] | None = None
+                           ) -> list[tuple[int, float]]:
+        """``lexical_search`` with the score sign flipped (larger is better) and the filter
+        given as document paths."""
+        if paths is not None:
+            if not paths:
+                return []
+            ids = self._rowids_of_paths(paths)
+            return [(r, -s) for r, s in self.lexical_search(text, n, ids)] if ids else []
+        return [(r, -s) for r, s in self.lexical_search(text, n)]
+
+    def _rowids_of_paths(self, paths: Collection[str]) -> list[int]:
+        return [r[0] for r in self.db.execute(
+            "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.doc_id "
+            "WHERE d.path IN (SELECT value FROM json_each(?))", (json.dumps(sorted(paths)),))]
+
+    def documents(self) -> list[DocumentInfo]:
+        """Every document (with its chunk and token counts), by path."""
+        return [DocumentInfo(*row) for row in self.db.execute(
+            "SELECT d.path, d.key, d.n_chunks, coalesce((SELECT sum(tokens) FROM chunks c "
+            "WHERE c.doc_id = d.id), 0), d.size, d.mtime, d.indexed_at, d.format, d.chunker, "
+            "d.sha256 FROM documents d ORDER BY d.path, d.key")]
 
     def lexical_search(self, query: str, limit: int,
                        rowids_filter: Iterable[int] | None = None) -> list[tuple[int, float]]:
@@ -410,6 +447,7 @@ class IndexStore:
             self.db.execute("ROLLBACK")
             raise
         self.db.execute("COMMIT")
+        self._dense = None  # searches see the new rows
 
     def set_settings(self, **values: Any) -> None:
         with self.transaction():
@@ -666,28 +704,14 @@ def _corrupt(path: str, exc: Exception) -> RagsiftError:
     return RagsiftError(f"index {path} is corrupt or unreadable ({exc}); it was not modified")
 
 
-def _record(row: tuple) -> dict:
+def _record(row: tuple) -> ChunkRecord:
     (rowid, path, idx, text, start, end, context, tokens, chars, line_start, line_end,
      headings, page, level, content_hash, truncated) = row
-    return {
-        "id": f"{path}#{idx}",
-        "path": path,
-        "index": idx,
-        "text": text,
-        "start": start,
-        "end": end,
-        "context": context,
-        "tokens": tokens,
-        "chars": chars,
-        "line_start": line_start,
-        "line_end": line_end,
-        "headings": json.loads(headings),
-        "page": page,
-        "level": level,
-        "rowid": rowid,
-        "content_hash": content_hash,
-        "truncated": truncated,
-    }
+    return ChunkRecord(
+        rowid=rowid, path=path, index=idx, text=text, start=start, end=end,
+        context=context or "", tokens=tokens, chars=chars if chars is not None else len(text),
+        line_start=line_start, line_end=line_end, headings=tuple(json.loads(headings)),
+        page=page, level=level or 0, content_hash=content_hash, truncated=int(truncated or 0))
 
 
 def _as_f32(vectors: Any, n: int) -> np.ndarray:

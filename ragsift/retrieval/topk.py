@@ -28,9 +28,13 @@ import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ragsift.errors import RagsiftError
+
+if TYPE_CHECKING:
+    from ragsift.index.backend import ChunkRecord
+    from ragsift.retrieval.engine import Ranked
 
 BELOW_THRESHOLD = "below-threshold"
 OVER_K = "over-k"
@@ -247,8 +251,8 @@ def build_retrieval(
     strategy: TopK,
     *,
     query: str,
-    scores: Sequence[float],
-    records: Sequence[dict],
+    ranked: Sequence[Ranked],
+    records: Sequence[ChunkRecord],
     dimensions: int,
     model: str,
     searched: int,
@@ -256,20 +260,18 @@ def build_retrieval(
     path_filter: str | None = None,
     corpus_empty: bool | None = None,
 ) -> Retrieval:
-    """Apply ``strategy`` to candidates already in order and build the record.
+    """Apply ``strategy`` to candidates already in the engine's order and build the record.
 
-    ``records`` are chunk records (``IndexStore.chunks`` fields) in the same order as
-    ``scores``; at most ``strategy.fetch`` are kept. Other modes than ``dense`` pass the
-    per-side evidence in the records (``dense_score``, ``lexical_score``, ``lexical_rank``,
-    ``fused_rank``) and ``scores`` holds what the threshold applies to.
+    ``ranked`` (``ragsift.retrieval.engine.Ranked``: the cosine plus the lexical/fused
+    evidence) and ``records`` (the backend's ``ChunkRecord`` of each) are aligned; at most
+    ``strategy.fetch`` are kept. The threshold applies to ``Ranked.score``, the cosine.
     """
-    scores = list(scores)[: strategy.fetch]
-    records = list(records)[: len(scores)]
-    chars = [len(r.get("text") or "") for r in records]
-    reasons = strategy.decide(scores, chars)
+    ranked = list(ranked)[: strategy.fetch]
+    records = list(records)[: len(ranked)]
+    reasons = strategy.decide([c.score for c in ranked], [len(r.text) for r in records])
     candidates = tuple(
-        _candidate(rec, float(score), rank, reason, mode)
-        for rank, (rec, score, reason) in enumerate(zip(records, scores, reasons), start=1)
+        _candidate(rec, c, rank, reason, mode)
+        for rank, (rec, c, reason) in enumerate(zip(records, ranked, reasons), start=1)
     )
     return Retrieval(
         query=query,
@@ -290,32 +292,32 @@ def build_retrieval(
     )
 
 
-def _candidate(rec: dict, score: float, rank: int, reason: str | None, mode: str) -> Candidate:
-    text = rec.get("text") or ""
+def _candidate(rec: ChunkRecord, c: Ranked, rank: int, reason: str | None,
+               mode: str) -> Candidate:
     return Candidate(
-        id=str(rec.get("id", rec.get("rowid", rank))),
-        rowid=int(rec.get("rowid", -1)),
-        score=score,
+        id=rec.id,
+        rowid=rec.rowid,
+        score=float(c.score),
         rank=rank,
         admitted=reason is None,
         reason=reason,
-        path=str(rec.get("path", "")),
-        page=rec.get("page"),
-        headings=tuple(rec.get("headings") or ()),
-        line_start=rec.get("line_start"),
-        line_end=rec.get("line_end"),
-        start=rec.get("start"),
-        end=rec.get("end"),
-        text=text,
-        context=rec.get("context") or "",
-        chars=len(text),
-        tokens=rec.get("tokens"),
-        truncated=int(rec.get("truncated") or 0),
-        dense_score=score if mode == "dense" else rec.get("dense_score"),
-        lexical_score=rec.get("lexical_score"),
-        lexical_rank=rec.get("lexical_rank"),
-        fused_rank=rec.get("fused_rank"),
-        source=rec.get("source"),
+        path=rec.path,
+        page=rec.page,
+        headings=rec.headings,
+        line_start=rec.line_start,
+        line_end=rec.line_end,
+        start=rec.start,
+        end=rec.end,
+        text=rec.text,
+        context=rec.context,
+        chars=len(rec.text),
+        tokens=rec.tokens,
+        truncated=rec.truncated,
+        dense_score=float(c.score),
+        lexical_score=c.lexical_score,
+        lexical_rank=c.lexical_rank,
+        fused_rank=c.fused_rank,
+        source=c.source,
     )
 
 
@@ -328,7 +330,8 @@ def admitted_at(r: Retrieval, threshold: float | None) -> int:
 
 def outcome_hint(r: Retrieval) -> str | None:
     """One sentence when the outcome is extreme (nothing admitted, or nothing in the window
-    below the floor), else None. Plain text; the CLI decides how to show it."""
+    below the floor), else None. Plain text; ``query`` prints it on stderr when nothing was
+    admitted, ``explain`` as its hint (one function for both)."""
     if r.corpus_empty:
         return "the index holds no chunks"
     if r.searched == 0:
@@ -338,13 +341,14 @@ def outcome_hint(r: Retrieval) -> str | None:
         return None
     if not r.admitted:
         if best.reason == OVER_CHAR_BUDGET:
-            return (f"the best candidate has {best.chars} chars and does not fit --max-chars "
-                    f"{r.max_chars}; `--max-chars {best.chars}` would admit it")
+            return (f"the best hit ({best.chars} chars, {best.location}) does not fit "
+                    f"--max-chars {r.max_chars}; `--max-chars {best.chars}` would admit it")
         if r.threshold is not None and best.score < r.threshold:
             suggestion = math.floor(best.score * 20) / 20
             n = admitted_at(r, suggestion)
-            return (f"best candidate {best.score:.2f} < threshold {r.threshold:.2f}; "
-                    f"`--threshold {suggestion:.2f}` would admit {n}")
+            return (f"nothing cleared the threshold {r.threshold:.2f}: best candidate "
+                    f"{best.score:.3f} at {best.location}; `--threshold {suggestion:.2f}` "
+                    f"would admit {n}")
         return None
     if r.threshold is None:
         return "no floor (--threshold none): the top k are admitted whatever their score"

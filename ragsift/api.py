@@ -1,0 +1,136 @@
+"""The Python API for the whole job: build or update an index, search it with a threshold, and
+read the retrieval record. The command line is a thin layer over the same calls.
+
+    import ragsift.api as rs
+
+    summary = rs.build("docs.db", ["docs/"])          # chunk, embed, index (incremental)
+    with rs.open_index("docs.db") as index:
+        r = index.query("how do I rotate the logs", k=3)
+        for hit in r.admitted:                        # ragsift.retrieval.Candidate records
+            print(f"{hit.score:.2f} {hit.location}")
+        r.as_dict()                                   # the record `query --json` prints
+
+Thresholds follow the CLI's policy (``ragsift.retrieval.threshold``): ``threshold="auto"``
+(the default) uses the one ``tune --save`` stored in the index, else the model's measured
+default; ``None`` disables the floor; a number is used as given. Errors a user can fix raise
+``ragsift.errors.RagsiftError`` (``exit_code`` says what the CLI would exit with).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ragsift.errors import RagsiftError
+from ragsift.retrieval.engine import DEFAULT_MODE, check_mode
+
+if TYPE_CHECKING:
+    from ragsift.index.backend import DocumentInfo
+    from ragsift.pipeline import EmbedSummary
+    from ragsift.retrieval.hybrid import Fusion
+    from ragsift.retrieval.search import Searcher
+    from ragsift.retrieval.threshold import ThresholdInForce
+    from ragsift.retrieval.topk import Retrieval
+
+AUTO = "auto"
+
+__all__ = ["AUTO", "Index", "RagsiftError", "build", "open_index"]
+
+
+def build(index: str | os.PathLike, paths: Iterable[str | os.PathLike], *,
+          model: str | None = None, include: Sequence[str] | None = None,
+          exclude: Sequence[str] | None = None, rebuild: bool = False, wait: bool = False,
+          **embedder_options: Any) -> EmbedSummary:
+    """``ragsift embed PATHS --index INDEX``: create or update the index (only changed files
+    are re-embedded). ``model``: an ONNX model folder (None: the bundled all-MiniLM-L6-v2);
+    ``embedder_options``: pooling, normalize, max_length, query_prefix, passage_prefix.
+    Returns the run's ``EmbedSummary`` (``skipped`` lists files that could not be used)."""
+    from ragsift.pipeline import build_index
+
+    return build_index([os.fspath(p) for p in paths], index, include=list(include or []),
+                       exclude=list(exclude or []), rebuild=rebuild, wait=wait,
+                       model_dir=model, embedder_options=embedder_options or None)
+
+
+def open_index(path: str | os.PathLike, *, model: str | None = None) -> Index:
+    """Open an index for searching (read-only; never blocks a writer). A context manager."""
+    from ragsift.index.store import IndexStore
+
+    return Index(IndexStore.open(os.fspath(path), "r"), model=model)
+
+
+class Index:
+    """An open index and the model that embeds its queries (loaded on the first query)."""
+
+    def __init__(self, store: Any, *, model: str | None = None) -> None:
+        self.store = store
+        self._model = model
+        self._searchers: dict[tuple[str, Any], Searcher] = {}
+
+    def __enter__(self) -> Index:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.store.close()
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """Model, fingerprint, dimensions, chunker, embedder options, tuned threshold."""
+        return self.store.settings()
+
+    def documents(self) -> list[DocumentInfo]:
+        """What ``ragsift ls`` lists."""
+        return self.store.documents()
+
+    def threshold(self, threshold: float | str | None = AUTO) -> ThresholdInForce:
+        """The floor a query with this ``threshold`` argument uses, and where it came from
+        (``.value``, ``.label``: "measured default", "tuned on N queries", ...)."""
+        from ragsift.retrieval.threshold import resolve_threshold
+
+        return resolve_threshold(_flag(threshold), self.settings)
+
+    def query(self, text: str, *, k: int = 3, threshold: float | str | None = AUTO,
+              reject_window: int = 10, max_chars: int | None = None, path: str | None = None,
+              mode: str = DEFAULT_MODE, fusion: Fusion | None = None) -> Retrieval:
+        """One query through the engine ``ragsift query`` uses: the ``Retrieval`` record
+        (``admitted``, ``rejected`` with reasons, ``as_dict()``)."""
+        return self.query_many([text], k=k, threshold=threshold, reject_window=reject_window,
+                               max_chars=max_chars, path=path, mode=mode, fusion=fusion)[0]
+
+    def query_many(self, texts: Sequence[str], *, k: int = 3,
+                   threshold: float | str | None = AUTO, reject_window: int = 10,
+                   max_chars: int | None = None, path: str | None = None,
+                   mode: str = DEFAULT_MODE, fusion: Fusion | None = None
+                   ) -> list[Retrieval]:
+        """Several queries, embedded in one batch."""
+        from ragsift.retrieval.threshold import strategy_for
+
+        searcher = self._searcher(check_mode(mode), fusion)
+        searcher.require_chunks()
+        strategy, _ = strategy_for(searcher.settings, k=k, threshold=_flag(threshold),
+                                   reject_window=reject_window, max_chars=max_chars)
+        return searcher.retrieve_many(list(texts), strategy, path_glob=path)
+
+    def _searcher(self, mode: str, fusion: Fusion | None) -> Searcher:
+        from ragsift.retrieval.search import Searcher
+
+        key = (mode, fusion)
+        if key not in self._searchers:
+            loaded = next(iter(self._searchers.values()), None)
+            self._searchers[key] = Searcher(
+                self.store, embedder=loaded.embedder if loaded else None,
+                model_dir=self._model, mode=mode, fusion=fusion)
+        return self._searchers[key]
+
+
+def _flag(threshold: float | str | None) -> str | None:
+    """The API's threshold argument as the CLI flag's text (None = no flag given)."""
+    if threshold is None:
+        return "none"
+    if isinstance(threshold, str):
+        return None if threshold == AUTO else threshold
+    return repr(float(threshold))

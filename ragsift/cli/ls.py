@@ -1,0 +1,99 @@
+"""``ragsift ls``: the documents an index holds (path, chunks, tokens, size, when indexed)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ragsift.cli._common import handle_errors, write_jsonl
+from ragsift.cli.query import INDEX_OPTION
+from ragsift.errors import EXIT_NOTHING, EXIT_OK
+
+EPILOG = """
+Examples:
+
+  ragsift ls --index docs.db
+
+  ragsift ls 'guide/*' -i docs.db
+
+  ragsift ls --json | jq -r 'select(.chunks > 20) | .path'
+
+GLOB matches the document paths as stored (as `ragsift query --path`: `*` also matches `/`).
+JSON lines: path, chunks, tokens, size (bytes), mtime and indexed_at (ISO 8601, UTC), format,
+chunker, sha256, key (the source the document was read from).
+
+Exit status: 0 when something was listed, 1 when no document matches (or the index holds
+none), 2 on errors.
+"""
+
+
+def ls_command(
+    patterns: Annotated[list[str] | None, typer.Argument(
+        metavar="[GLOB]...", help="Only documents whose path matches one of these globs.",
+        show_default=False)] = None,
+    index: str = INDEX_OPTION,
+    as_json: bool = typer.Option(False, "--json", help="JSON lines: one document per line."),
+) -> None:
+    """List the documents an index holds: path, chunks, tokens, size and when it was indexed.
+    Reading never blocks a running `ragsift embed`."""
+    from ragsift.index.store import IndexStore
+    from ragsift.retrieval.engine import path_matches
+
+    with IndexStore.open(index, "r") as store:
+        docs = [d for d in store.documents() if path_matches(d.path, patterns)]
+    if as_json:
+        write_jsonl(document_row(d) for d in docs)
+    else:
+        _print_table(docs)
+    raise typer.Exit(EXIT_OK if docs else EXIT_NOTHING)
+
+
+def document_row(d) -> dict:
+    """A ``DocumentInfo`` as its JSON line (times as ISO 8601 UTC)."""
+    row = d.as_dict()
+    row["mtime"] = _iso(d.mtime)
+    row["indexed_at"] = _iso(d.indexed_at)
+    return row
+
+
+def _iso(t: float | None) -> str | None:
+    import datetime as dt
+
+    if t is None:
+        return None
+    return dt.datetime.fromtimestamp(t, dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _print_table(docs) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from ragsift.cli._common import stdout_console
+
+    table = Table(box=None, pad_edge=False)
+    table.add_column("path", overflow="fold")
+    for col in ("chunks", "tokens", "size"):
+        table.add_column(col, justify="right", no_wrap=True)
+    table.add_column("indexed (UTC)", no_wrap=True)
+    for d in docs:
+        table.add_row(escape(d.path), str(d.chunks), str(d.tokens), _size(d.size),
+                      (_iso(d.indexed_at) or "")[:19].replace("T", " "))
+    console = stdout_console()
+    console.print(table)
+    console.print(f"[dim]{len(docs)} documents, {sum(d.chunks for d in docs)} chunks[/]",
+                  highlight=False)
+
+
+def _size(n: int | None) -> str:
+    if n is None:
+        return "-"
+    for unit in ("B", "KiB", "MiB"):
+        if n < 1024 or unit == "MiB":
+            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("ls", epilog=EPILOG, help=ls_command.__doc__)(handle_errors(ls_command))

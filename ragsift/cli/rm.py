@@ -1,0 +1,71 @@
+"""``ragsift rm``: remove documents from an index (chunks, lexical entries and vectors)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ragsift.cli._common import handle_errors, warn, write_jsonl
+from ragsift.cli.query import INDEX_OPTION
+from ragsift.errors import EXIT_NOTHING, EXIT_OK
+
+EPILOG = """
+Examples:
+
+  ragsift rm docs/old-guide.md --index docs.db
+
+  ragsift rm 'drafts/*' -i docs.db --dry-run
+
+  ragsift rm 'assets/*' --json | jq -r .path
+
+PATH|GLOB matches the document paths `ragsift ls` shows (`*` also matches `/`). All matching
+documents are removed in one transaction: their chunks, full-text entries and vectors go
+together, and an interrupted rm leaves the index as it was. A file still on disk comes back
+on the next `ragsift embed` over its folder (use --exclude there to keep it out).
+
+Exit status: 0 when documents were removed (or would be, with --dry-run), 1 when nothing
+matched, 2 on errors (no index, or another process is writing it: retry or pass --wait).
+"""
+
+
+def rm_command(
+    patterns: Annotated[list[str], typer.Argument(
+        metavar="PATH|GLOB...", help="Document paths or globs (as `ragsift ls` shows them).")],
+    index: str = INDEX_OPTION,
+    dry_run: bool = typer.Option(False, "--dry-run", help="Show what would be removed; "
+                                 "change nothing."),
+    wait: bool = typer.Option(False, "--wait", help="Wait for another writer to finish "
+                              "instead of failing."),
+    as_json: bool = typer.Option(False, "--json", help="JSON lines: one removed document per "
+                                 "line (the fields of `ragsift ls --json`)."),
+) -> None:
+    """Remove documents from an index: their chunks, full-text entries and vectors, in one
+    atomic step. Refused while another process writes the index (unless --wait)."""
+    from ragsift.cli.ls import document_row
+    from ragsift.index.store import IndexStore, inspect_file
+    from ragsift.retrieval.engine import path_matches
+    from ragsift.errors import RagsiftError
+
+    if inspect_file(index) != "ours":
+        raise RagsiftError(f"no index at {index}")
+    with IndexStore.open(index, "r" if dry_run else "w", wait=wait) as store:
+        docs = [d for d in store.documents() if path_matches(d.path, patterns)]
+        if docs and not dry_run:
+            store.remove_documents([d.key for d in docs])
+            store.compact()
+    if as_json:
+        write_jsonl(document_row(d) for d in docs)
+    else:
+        for d in docs:
+            typer.echo(d.path)
+    verb = "would remove" if dry_run else "removed"
+    if docs:
+        warn(f"{verb} {len(docs)} documents ({sum(d.chunks for d in docs)} chunks)")
+    else:
+        warn("no indexed document matches " + " ".join(repr(p) for p in patterns))
+    raise typer.Exit(EXIT_OK if docs else EXIT_NOTHING)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("rm", epilog=EPILOG, help=rm_command.__doc__)(handle_errors(rm_command))

@@ -1,0 +1,196 @@
+"""The index-backend contract: what the ranking engine (``ragsift.retrieval.engine``), the
+pipeline and the CLI need from an index on disk, and nothing more.
+
+``IndexStore`` (``ragsift/index/store.py``, one SQLite file) is the first implementation; a
+second backend implements this ``Protocol`` and passes ``tests/test_backend_contract.py``
+unchanged. The written contract, with the guarantees each method owes, is docs/CONTRACTS.md
+("index backend").
+
+Design rules:
+- **Dense candidates are the backend's job.** The caller hands over query vectors and gets the
+  best ``n`` (rowid, cosine) pairs back; it never holds the matrix, so a backend may scan an
+  in-memory matrix (SQLite), an on-disk table or an ANN index.
+- Scores are larger-is-better on both sides: cosine for dense, BM25 with its sign flipped
+  for lexical.
+- Order is total: score descending, then rowid ascending. Asking for more candidates never
+  reshuffles the ones already returned (a prefix property the reject window relies on).
+- A path filter is a set of document display paths (the engine turns ``--path GLOB`` into it
+  with ``paths()``), the same for both sides.
+- Records are typed (``ChunkRecord``, ``DocumentInfo``): frozen dataclasses, no dict lookups
+  with fallbacks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# Settings every backend stores and returns (``settings()``; None where unset). The tuned
+# threshold is a dict: {"value", "queries", "k", "mode", "objective"} (``ragsift tune --save``).
+SETTING_KEYS = ("model", "model_fingerprint", "dimensions", "chunker", "chunker_options",
+                "embedder_options", "tuned_threshold")
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkRecord:
+    """One stored chunk: the fields of ``ragsift chunk`` plus ``rowid`` (the backend's id of
+    the chunk, stable until the document is rewritten), ``content_hash`` and ``truncated``
+    (tokens the embedder never saw)."""
+
+    rowid: int
+    path: str
+    index: int
+    text: str
+    start: int | None = None
+    end: int | None = None
+    context: str = ""
+    tokens: int | None = None
+    chars: int = 0
+    line_start: int | None = None
+    line_end: int | None = None
+    headings: tuple[str, ...] = ()
+    page: int | None = None
+    level: int = 0
+    content_hash: str = ""
+    truncated: int = 0
+
+    @property
+    def id(self) -> str:
+        """``path#index``: the chunk id users see and label."""
+        return f"{self.path}#{self.index}"
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON shape (``ragsift chunk`` fields, headings as a list)."""
+        return {
+            "id": self.id, "path": self.path, "index": self.index, "text": self.text,
+            "start": self.start, "end": self.end, "context": self.context,
+            "tokens": self.tokens, "chars": self.chars, "line_start": self.line_start,
+            "line_end": self.line_end, "headings": list(self.headings), "page": self.page,
+            "level": self.level, "rowid": self.rowid, "content_hash": self.content_hash,
+            "truncated": self.truncated,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentInfo:
+    """One indexed document, as ``ragsift ls`` shows it."""
+
+    path: str
+    key: str
+    chunks: int
+    tokens: int
+    size: int | None
+    mtime: float | None
+    indexed_at: float
+    format: str | None
+    chunker: str
+    sha256: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "key": self.key, "chunks": self.chunks,
+                "tokens": self.tokens, "size": self.size, "mtime": self.mtime,
+                "indexed_at": self.indexed_at, "format": self.format,
+                "chunker": self.chunker, "sha256": self.sha256}
+
+
+@dataclass
+class DocumentWrite:
+    """One document to (re)write: its rows replace whatever the index held under ``key``.
+
+    ``records`` are ``pipeline.chunk_record`` dicts plus ``content_hash`` and ``truncated``;
+    ``vectors`` is (len(records), dim) float32, row i belonging to record i.
+    """
+
+    key: str
+    path: str
+    sha256: str
+    records: list[dict]
+    vectors: Any  # np.ndarray
+    source: str = ""
+    size: int | None = None
+    mtime: float | None = None
+    format: str | None = None
+    chunker: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+@runtime_checkable
+class IndexBackend(Protocol):
+    """An open index (see module docstring and docs/CONTRACTS.md).
+
+    Opening is the implementation's classmethod ``open(path, mode="r"|"w", wait=False)``:
+    ``"w"`` takes the writer lock (a second writer is refused with ``RagsiftError`` naming
+    the holder, or waits with ``wait=True``); readers never block and see one snapshot.
+    """
+
+    path: str
+    mode: str
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def close(self) -> None: ...
+    def __enter__(self) -> IndexBackend: ...
+    def __exit__(self, *exc: object) -> None: ...
+
+    # -- settings ------------------------------------------------------------------------
+    def settings(self) -> dict[str, Any]:
+        """Every key of ``SETTING_KEYS`` (None where unset) plus any other stored setting."""
+        ...
+
+    def set_settings(self, **values: Any) -> None:
+        """Store settings (JSON values) atomically; writer only."""
+        ...
+
+    # -- documents -----------------------------------------------------------------------
+    def write_documents(self, docs: Sequence[DocumentWrite]) -> None:
+        """Replace each document (by key) with its chunks and vectors, all in one atomic
+        step: after a crash either every document of the call is written or none is."""
+        ...
+
+    def remove_documents(self, keys: Iterable[str]) -> int:
+        """Delete documents by key with their chunks, lexical entries and vectors, in one
+        atomic step; returns how many existed."""
+        ...
+
+    def documents(self) -> list[DocumentInfo]:
+        """Every document, by path."""
+        ...
+
+    def paths(self) -> list[str]:
+        """Every document's display path, sorted."""
+        ...
+
+    # -- search --------------------------------------------------------------------------
+    def count(self, paths: Collection[str] | None = None) -> int:
+        """Chunks that can be searched (those with a vector), optionally of ``paths`` only."""
+        ...
+
+    def load(self) -> None:
+        """Make searching ready (read what must be in memory); may do nothing."""
+        ...
+
+    def dense_candidates(self, qvecs: np.ndarray, n: int,
+                         paths: Collection[str] | None = None
+                         ) -> list[list[tuple[int, float]]]:
+        """For each row of ``qvecs`` (m, dim) float32: its best ``n`` (rowid, cosine), in
+        the total order. ``paths``: only chunks of these documents. A query's scores never
+        depend on the other queries of the batch."""
+        ...
+
+    def cosines(self, qvec: np.ndarray, rowids: Sequence[int]) -> list[float | None]:
+        """The cosine of ``qvec`` with each chunk (None where a rowid has no vector), computed
+        exactly as ``dense_candidates`` computes it."""
+        ...
+
+    def lexical_candidates(self, text: str, n: int, paths: Collection[str] | None = None
+                           ) -> list[tuple[int, float]]:
+        """The best ``n`` (rowid, BM25 score, larger is better) for the words of ``text``,
+        in the total order. Never raises on user text; no words: []."""
+        ...
+
+    def chunk_records(self, rowids: Sequence[int]) -> list[ChunkRecord]:
+        """Records for ``rowids``, in the order asked; ids not in the index are left out."""
+        ...

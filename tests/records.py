@@ -1,0 +1,31 @@
+"""Test helper: a ``Retrieval`` from plain scores and chunk dicts (unit tests of the top-K
+decision, hints and rendering, without an index)."""
+
+from __future__ import annotations
+
+from ragsift.index.backend import ChunkRecord
+from ragsift.retrieval.engine import Ranked
+from ragsift.retrieval.topk import build_retrieval
+
+_FIELDS = set(ChunkRecord.__slots__)
+_RANKED = ("lexical_score", "lexical_rank", "fused_rank", "source")
+
+
+def chunk(d: dict, i: int = 0) -> ChunkRecord:
+    fields = {k: v for k, v in d.items() if k in _FIELDS}
+    if "id" in d and "index" not in d:  # "path#N" ids give the index; others keep position
+        tail = str(d["id"]).rpartition("#")[2]
+        fields["index"] = int(tail) if tail.isdigit() else i
+    fields.setdefault("rowid", i + 1)
+    fields.setdefault("index", i)
+    fields.setdefault("path", "")
+    fields.setdefault("text", "")
+    fields["headings"] = tuple(fields.get("headings") or ())
+    return ChunkRecord(**fields)
+
+
+def retrieval(strategy, *, scores, records, **kw):
+    ranked = [Ranked(int(d.get("rowid", i + 1)), float(s), **{k: d.get(k) for k in _RANKED})
+              for i, (s, d) in enumerate(zip(scores, records))]
+    recs = [chunk(d, i) for i, d in enumerate(records)]
+    return build_retrieval(strategy, ranked=ranked, records=recs, **{"query": "q", **kw})

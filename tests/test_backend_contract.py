@@ -1,0 +1,212 @@
+"""The index-backend contract (ragsift/index/backend.py, docs/CONTRACTS.md), as a suite any
+backend must pass unchanged: add a backend to ``BACKENDS`` and run it. Vectors are synthetic
+unit vectors (the contract is about storage and candidates, not about a model)."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from ragsift.errors import RagsiftError
+from ragsift.index.backend import SETTING_KEYS, ChunkRecord, DocumentInfo, DocumentWrite, IndexBackend
+
+DIM = 8
+
+
+def _sqlite(path, mode="r", wait=False):
+    from ragsift.index.store import IndexStore
+
+    return IndexStore.open(str(path), mode, wait=wait)
+
+
+BACKENDS = {"sqlite": _sqlite}
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def open_backend(request):
+    return BACKENDS[request.param]
+
+
+def _unit(rng, n):
+    v = rng.standard_normal((n, DIM)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def _doc(path, texts, vectors, key=None):
+    records = [{"index": i, "text": t, "start": 0, "end": len(t), "tokens": len(t.split()),
+                "chars": len(t), "line_start": i + 1, "line_end": i + 1, "headings": ["H"],
+                "page": None, "level": 0, "content_hash": f"{path}-{i}-{t}", "truncated": 0}
+               for i, t in enumerate(texts)]
+    return DocumentWrite(key=key or path, path=path, sha256="0" * 64, records=records,
+                         vectors=vectors, size=100, mtime=1.0, format="markdown",
+                         chunker="test")
+
+
+TEXTS = {
+    "docs/cats.md": ["cats purr when content", "a cat sleeps all day"],
+    "docs/dogs.md": ["dogs bark at strangers", "a dog wags its tail"],
+    "notes/log.md": ["reference code zq7x in the build log"],
+}
+
+
+@pytest.fixture
+def filled(tmp_path, open_backend):
+    """An index with three documents (5 chunks); returns (path, {path: vectors})."""
+    rng = np.random.default_rng(7)
+    vectors = {p: _unit(rng, len(t)) for p, t in TEXTS.items()}
+    path = tmp_path / "index"
+    with open_backend(path, "w") as b:
+        b.set_settings(model="test", model_fingerprint="test/8/x", dimensions=DIM)
+        b.write_documents([_doc(p, t, vectors[p]) for p, t in TEXTS.items()])
+    return path, vectors
+
+
+def _all(b):
+    """rowid -> (record, vector) of everything, through the contract only."""
+    probe = np.eye(DIM, dtype=np.float32)[:1]
+    (hits,) = b.dense_candidates(probe, 1000)
+    recs = b.chunk_records([r for r, _ in hits])
+    return {r.rowid: r for r in recs}
+
+
+def test_is_an_index_backend(filled, open_backend):
+    with open_backend(filled[0]) as b:
+        assert isinstance(b, IndexBackend)
+
+
+def test_settings_round_trip(filled, open_backend):
+    path, _ = filled
+    with open_backend(path, "w") as b:
+        b.set_settings(tuned_threshold={"value": 0.47, "queries": 13})
+    with open_backend(path) as b:
+        s = b.settings()
+        assert set(SETTING_KEYS) <= set(s)
+        assert s["model_fingerprint"] == "test/8/x" and s["dimensions"] == DIM
+        assert s["tuned_threshold"] == {"value": 0.47, "queries": 13}
+
+
+def test_documents_and_records_are_typed(filled, open_backend):
+    with open_backend(filled[0]) as b:
+        docs = b.documents()
+        assert all(isinstance(d, DocumentInfo) for d in docs)
+        assert [d.path for d in docs] == sorted(TEXTS) == b.paths()
+        cats = next(d for d in docs if d.path == "docs/cats.md")
+        assert (cats.chunks, cats.tokens, cats.size) == (2, 9, 100) and cats.indexed_at > 0
+        recs = _all(b)
+        assert len(recs) == 5 == b.count() and all(isinstance(r, ChunkRecord) for r in recs.values())
+        r = next(r for r in recs.values() if r.path == "docs/dogs.md" and r.index == 1)
+        assert (r.id, r.text, r.headings, r.line_start) == (
+            "docs/dogs.md#1", "a dog wags its tail", ("H",), 2)
+        ids = list(recs)
+        asked = [ids[3], 10**9, ids[0]]
+        assert [x.rowid for x in b.chunk_records(asked)] == [ids[3], ids[0]]  # order asked
+
+
+def test_dense_candidates_are_exact_ordered_and_filtered(filled, open_backend):
+    path, vectors = filled
+    rng = np.random.default_rng(3)
+    queries = _unit(rng, 4)
+    with open_backend(path) as b:
+        recs = _all(b)
+        vec_of = {rid: vectors[r.path][r.index] for rid, r in recs.items()}
+        batch = b.dense_candidates(queries, 3)
+        for q, hits in zip(queries, batch):
+            want = sorted(((rid, float(v @ q)) for rid, v in vec_of.items()),
+                          key=lambda x: (-x[1], x[0]))[:3]
+            assert [r for r, _ in hits] == [r for r, _ in want]
+            assert [s for _, s in hits] == pytest.approx([s for _, s in want], abs=1e-5)
+            # a query's scores never depend on the batch; a deeper list extends, never reshuffles
+            assert b.dense_candidates(q[None, :], 3)[0] == hits
+            assert b.dense_candidates(q[None, :], 5)[0][:3] == hits
+            # cosines agree with dense_candidates exactly; unknown ids give None
+            assert b.cosines(q, [r for r, _ in hits] + [10**9]) == [s for _, s in hits] + [None]
+        (only,) = b.dense_candidates(queries[:1], 10, paths={"docs/dogs.md"})
+        assert {recs[r].path for r, _ in only} == {"docs/dogs.md"} and len(only) == 2
+        assert b.dense_candidates(queries[:1], 10, paths=set()) == [[]]
+        assert b.count({"docs/dogs.md", "notes/log.md"}) == 3
+
+
+def test_dense_ties_break_by_rowid(tmp_path, open_backend):
+    same = np.tile(np.eye(DIM, dtype=np.float32)[:1], (4, 1))
+    with open_backend(tmp_path / "ties", "w") as b:
+        b.write_documents([_doc("a.md", ["one", "two", "three", "four"], same)])
+        hits = b.dense_candidates(np.eye(DIM, dtype=np.float32)[:1], 2)[0]
+        ids = sorted(r.rowid for r in _all(b).values())
+        assert [r for r, _ in hits] == ids[:2]
+
+
+def test_lexical_candidates(filled, open_backend):
+    with open_backend(filled[0]) as b:
+        recs = _all(b)
+        hits = b.lexical_candidates("zq7x build", 10)
+        assert [recs[r].path for r, _ in hits] == ["notes/log.md"]
+        assert all(s > 0 for _, s in hits)  # larger is better
+        both = b.lexical_candidates("cat dog", 10)
+        assert [s for _, s in both] == sorted((s for _, s in both), reverse=True)
+        assert {recs[r].path for r, _ in b.lexical_candidates("cat dog", 10,
+                                                               paths={"docs/dogs.md"})} == {
+            "docs/dogs.md"}
+        assert len(b.lexical_candidates("cat dog", 1)) == 1
+        for text in ("", "   ", '"AND OR NOT (*', "NEAR(", "-- ; DROP TABLE"):
+            assert isinstance(b.lexical_candidates(text, 5), list)
+
+
+def test_replace_and_remove_keep_every_side_in_step(filled, open_backend):
+    path, _ = filled
+    rng = np.random.default_rng(11)
+    with open_backend(path, "w") as b:
+        old = {rid for rid, r in _all(b).items() if r.path == "docs/cats.md"}
+        b.write_documents([_doc("docs/cats.md", ["lions roar at dusk"], _unit(rng, 1))])
+        recs = _all(b)
+        assert not old & set(recs) and b.count() == 4
+        assert b.lexical_candidates("purr", 5) == []
+        assert [recs[r].text for r, _ in b.lexical_candidates("lions", 5)] == ["lions roar at dusk"]
+        assert b.remove_documents(["docs/dogs.md", "missing.md"]) == 1
+        assert b.paths() == ["docs/cats.md", "notes/log.md"] and b.count() == 2
+        assert b.lexical_candidates("dog", 5) == []
+        assert {recs[r].path for r, _ in b.dense_candidates(np.eye(DIM, dtype=np.float32)[:1],
+                                                            10)[0]} == {"docs/cats.md",
+                                                                        "notes/log.md"}
+
+
+def test_a_failed_write_changes_nothing(filled, open_backend):
+    path, _ = filled
+    rng = np.random.default_rng(5)
+    with open_backend(path, "w") as b:
+        before = sorted(_all(b))
+        good = _doc("docs/new.md", ["fresh text"], _unit(rng, 1))
+        bad = _doc("docs/cats.md", ["x", "y"], _unit(rng, 1))  # 2 records, 1 vector
+        with pytest.raises((ValueError, RagsiftError)):
+            b.write_documents([good, bad])
+        assert sorted(_all(b)) == before and "docs/new.md" not in b.paths()
+
+
+def test_one_writer_at_a_time_and_readers_never_block(filled, open_backend):
+    path, _ = filled
+    with open_backend(path, "w") as writer:
+        with pytest.raises(RagsiftError, match="PID|being written"):
+            open_backend(path, "w")
+        with open_backend(path) as reader:  # a reader while the writer holds the lock
+            assert reader.count() == 5
+        writer.remove_documents(["notes/log.md"])
+    done = []
+
+    def second():
+        with open_backend(path, "w", wait=True) as b:
+            done.append(b.count())
+
+    t = threading.Thread(target=second)
+    t.start()
+    t.join(60)
+    assert done == [4]
+
+
+def test_readers_see_a_snapshot(filled, open_backend):
+    path, _ = filled
+    with open_backend(path) as reader:
+        n = reader.count()
+        with open_backend(path, "w") as w:
+            w.remove_documents(["docs/cats.md"])
+        assert reader.count() == n and len(_all(reader)) == n

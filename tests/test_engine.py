@@ -1,0 +1,185 @@
+"""The one retrieval engine end to end: `eval` ranks exactly as `query` does, the threshold
+policy (measured / tuned / given), `tune --save`, `ls`, `rm`, an index with no chunks, and the
+README's Python API example. Real model, real indexes, the CLI run as subprocesses."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+
+import pytest
+
+from tests.conftest import REPO, run_cli
+from tests.test_query_cli import fixture_index
+
+QUERIES = ["when do honey bees swarm", "how warm should the oven be", "zq7x reference code",
+           "sourdough starter feeding"]
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory) -> str:
+    return fixture_index(tmp_path_factory)
+
+
+def jsonl(text: str) -> list[dict]:
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("mode", ["dense", "lexical", "hybrid"])
+def test_eval_and_query_json_rank_and_score_identically(index, mode):
+    """The ranking `eval` scores (``runner.ranked``, what ``_score_spans``/``_score_beir``
+    consume) is the ranking `query --json` prints: same chunks, same order, same scores."""
+    from ragsift.evaluation.config import EvalConfig
+    from ragsift.evaluation.runner import ranked
+    from ragsift.index.store import IndexStore
+    from ragsift.retrieval.search import embedder_for
+
+    k = 6
+    proc = run_cli("query", "-", "-i", index, "--json", "--rejected", "--threshold", "none",
+                   "-k", str(k), "--reject-window", "0", "--mode", mode,
+                   input="\n".join(QUERIES) + "\n")
+    assert proc.returncode == 0, proc.stderr
+    by_query: dict[str, list[tuple[str, float]]] = {q: [] for q in QUERIES}
+    for row in jsonl(proc.stdout):
+        by_query[row["query"]].append((row["id"], row["score"]))
+    with IndexStore.open(index, "r") as store:
+        cfg = EvalConfig(mode=mode, k=k)
+        got = list(ranked(store, embedder_for(store.settings()), cfg, QUERIES, k))
+    assert len(got) == len(QUERIES)
+    for q, cands in zip(QUERIES, got):
+        ours = [(c.id, round(c.score, 6)) for c in cands]
+        assert ours == by_query[q], (mode, q)
+    assert any(by_query[q] for q in QUERIES)
+
+
+@pytest.fixture
+def small_index(tmp_path):
+    docs = tmp_path / "docs"
+    (docs / "sub").mkdir(parents=True)
+    (docs / "bees.md").write_text("# Bees\n\nHoney bees swarm in late spring.\n")
+    (docs / "bread.md").write_text("# Bread\n\nFeed the sourdough starter every day.\n")
+    (docs / "sub" / "oven.md").write_text("# Oven\n\nBake the loaf at 230 degrees.\n")
+    path = str(tmp_path / "small.db")
+    proc = run_cli("embed", "docs", "--index", path, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    return path, tmp_path
+
+
+def test_ls_lists_documents(small_index):
+    path, cwd = small_index
+    proc = run_cli("ls", "--index", path, "--json", cwd=cwd)
+    assert proc.returncode == 0, proc.stderr
+    rows = jsonl(proc.stdout)
+    assert [r["path"] for r in rows] == ["docs/bees.md", "docs/bread.md", "docs/sub/oven.md"]
+    for r in rows:
+        assert r["chunks"] >= 1 and r["tokens"] > 0 and r["size"] > 0
+        assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$", r["indexed_at"])
+    proc = run_cli("ls", "docs/sub/*", "--index", path, cwd=cwd)
+    assert proc.returncode == 0 and "oven.md" in proc.stdout and "bees.md" not in proc.stdout
+    assert run_cli("ls", "nothing/*", "--index", path, cwd=cwd).returncode == 1
+
+
+def test_rm_removes_documents_atomically_and_respects_the_lock(small_index):
+    from ragsift.index.store import IndexStore
+
+    path, cwd = small_index
+    dry = run_cli("rm", "docs/b*", "--index", path, "--dry-run", cwd=cwd)
+    assert dry.returncode == 0 and dry.stdout.split() == ["docs/bees.md", "docs/bread.md"]
+    with IndexStore.open(path, "w"):  # another writer holds the lock
+        busy = run_cli("rm", "docs/bees.md", "--index", path, cwd=cwd)
+    assert busy.returncode == 2 and "PID" in busy.stderr
+    proc = run_cli("rm", "docs/b*", "--index", path, "--json", cwd=cwd)
+    assert proc.returncode == 0, proc.stderr
+    assert [r["path"] for r in jsonl(proc.stdout)] == ["docs/bees.md", "docs/bread.md"]
+    assert "removed 2 documents" in proc.stderr
+    with IndexStore.open(path, "r") as s:
+        assert s.paths() == ["docs/sub/oven.md"] and s.verify() == []
+        assert s.lexical_candidates("swarm sourdough", 10) == []
+        assert s.count() == len(s.document_chunks("docs/sub/oven.md"))
+    q = run_cli("query", "honey bees swarm", "-i", path, "--json", "--rejected", cwd=cwd)
+    assert all(r["path"] == "docs/sub/oven.md" for r in jsonl(q.stdout))
+    assert run_cli("rm", "docs/bees.md", "--index", path, cwd=cwd).returncode == 1
+    assert run_cli("rm", "x", "--index", str(cwd / "missing.db"), cwd=cwd).returncode == 2
+
+
+def test_tune_save_is_used_by_query_and_explain(small_index):
+    path, cwd = small_index
+    labelled = cwd / "labelled.jsonl"
+    labelled.write_text("\n".join(json.dumps(x) for x in [
+        {"query": "when do bees swarm", "relevant": ["docs/bees.md"]},
+        {"query": "feeding a sourdough starter", "relevant": ["docs/bread.md"]},
+        {"query": "oven temperature for bread", "relevant": ["docs/sub/oven.md"]},
+        {"query": "quantum chromodynamics", "relevant": []},
+    ]) + "\n")
+    before = json.loads(run_cli("explain", "when do bees swarm", "-i", path, "--json",
+                                cwd=cwd).stdout)
+    assert before["threshold_source"] == "model default" and before["threshold"] == 0.4
+    assert before["threshold_origin"] == "measured default"
+    proc = run_cli("tune", "-i", path, "--queries", str(labelled), "--save", "--json", cwd=cwd)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    value = report["recommended"]["threshold"]
+    assert report["saved"]["value"] == value and report["saved"]["queries"] == 4
+    after = json.loads(run_cli("explain", "when do bees swarm", "-i", path, "--json",
+                               cwd=cwd).stdout)
+    assert after["threshold"] == value and after["threshold_source"] == "tuned"
+    assert after["threshold_origin"] == "tuned on 4 queries"
+    text = run_cli("explain", "when do bees swarm", "-i", path, cwd=cwd).stdout
+    assert "tuned on 4 queries" in text
+    flag = json.loads(run_cli("explain", "when do bees swarm", "-i", path, "--json", "-t", "0.2",
+                              cwd=cwd).stdout)
+    assert flag["threshold"] == 0.2 and flag["threshold_origin"] == "given on the command line"
+    rows = jsonl(run_cli("query", "when do bees swarm", "-i", path, "--json", "--rejected",
+                         cwd=cwd).stdout)
+    assert rows and all(r["admitted"] == (r["score"] >= value) for r in rows[:3])
+
+
+def test_a_model_without_a_measured_threshold_has_none(tmp_path):
+    from ragsift.embedders import DEFAULT_MODEL_DIR
+
+    other = tmp_path / "other-model"
+    shutil.copytree(DEFAULT_MODEL_DIR, other)
+    from ragsift.embedders.weights import default_weights_path
+
+    shutil.copy(default_weights_path(), other / "model.onnx")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "bees.md").write_text("Honey bees swarm in late spring.\n")
+    path = str(tmp_path / "other.db")
+    proc = run_cli("embed", str(docs), "-i", path, "--model", str(other))
+    assert proc.returncode == 0, proc.stderr
+    for cmd in ("query", "explain"):
+        refused = run_cli(cmd, "bees", "-i", path, "--model", str(other))
+        assert refused.returncode == 2
+        assert "no measured threshold" in refused.stderr and "--save" in refused.stderr
+    given = run_cli("explain", "bees", "-i", path, "--model", str(other), "-t", "0.1", "--json")
+    assert given.returncode == 0, given.stderr
+    assert json.loads(given.stdout)["threshold_origin"] == "given on the command line"
+
+
+def test_an_index_without_chunks(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    path = str(tmp_path / "empty.db")
+    run_cli("embed", str(empty), "-i", path)
+    for args in (("query", "bees"), ("explain", "bees"), ("query", "bees", "--mode", "dense"),
+                 ("explain", "bees", "--json")):
+        proc = run_cli(*args, "-i", path)
+        assert proc.returncode == 1, (args, proc.stderr)
+        assert "the index holds no chunks" in proc.stderr and "internal error" not in proc.stderr
+
+
+def test_the_readme_python_example_runs():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Python API"):]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
+    text = out.getvalue()
+    assert "chunks indexed" in text and "threshold 0.4 measured default" in text
+    assert re.search(r"^0\.\d{3} .*bees\.md:\d+", text, re.M)
