@@ -64,7 +64,7 @@ def test_explain_fits_80_columns_and_names_every_candidate(index, mode):
         margin = c["score"] - rec["threshold"]
         sign = "+" if margin >= 0 else "−"
         head = re.compile(rf"^\s*{c['rank']} {c['score']:.3f}\s+{re.escape(sign)}{abs(margin):.2f} .*"
-                          + ("admitted" if c["admitted"] else re.escape(c["reason"])), re.M)
+                          + ("admitted" if c["admitted"] else re.escape(c["reason"])), re.MULTILINE)
         assert head.search(proc.stdout), (c["rank"], proc.stdout)
         location = f"{c['path']}:{c['line_start']}"
         assert location in proc.stdout
@@ -182,3 +182,57 @@ def test_bracketed_text_is_shown_literally(bracket_index, env):
     proc = run_cli("chunk", folder, "--format", "table", env={"COLUMNS": "200"})
     assert "[pytest](https://docs.pytest.org)" in proc.stdout
     assert "[red]" in proc.stdout
+
+
+# -- the words, on records built without an index (pure arithmetic, no model) ----------------
+
+def _record(scores, k=3, threshold=0.4, max_chars=None, texts=None):
+    from ragsift.retrieval.topk import TopK
+    from tests.records import retrieval
+
+    recs = [{"id": f"doc.md#{i}", "path": "doc.md", "line_start": 10 * i + 1,
+             "text": (texts or {}).get(i, f"chunk {i} [red] text")} for i in range(len(scores))]
+    return retrieval(TopK(k=k, threshold=threshold, reject_window=len(scores), max_chars=max_chars),
+                     scores=scores, records=recs, dimensions=3, model="m", searched=len(scores))
+
+
+def test_reason_labels_say_the_rule():
+    from ragsift.cli.render import reason_label
+
+    r = _record([0.9, 0.8, 0.7, 0.6, 0.3], k=2)
+    assert [reason_label(c, r) for c in r.candidates] == [
+        "admitted", "admitted", "over-k (rank 3 > k 2)", "over-k (rank 4 > k 2)",
+        "below-threshold"]
+    budget = _record([0.9, 0.8], k=2, max_chars=25, texts={0: "x" * 20, 1: "y" * 20})
+    assert reason_label(budget.candidates[1], budget) == "over-char-budget (--max-chars 25)"
+
+
+def test_k_hint_counts_what_a_larger_k_admits():
+    from ragsift.cli.render import k_hint
+
+    r = _record([0.9, 0.8, 0.7, 0.6, 0.3], k=2)
+    assert "`-k 4` would admit 2 more above the threshold" in k_hint(r)
+    assert k_hint(_record([0.9, 0.8, 0.3, 0.2], k=2)) is None  # nothing past k clears the floor
+    # an over-k candidate scoring above an admitted hit (a fused order) is named
+    fused = _record([0.5, 0.45, 0.7], k=2)
+    assert "rank 3 scores 0.700, more than admitted hits" in k_hint(fused)
+
+
+def test_path_hint_shows_the_shape_of_stored_paths():
+    from ragsift.cli.render import path_hint
+
+    paths = [f"docs/guide/{n}.md" for n in "abcdefgh"]
+    text = path_hint("guide/*", paths)
+    assert "stored paths look like docs/guide/a.md, docs/guide/c.md, docs/guide/e.md" in text
+    assert "(8 documents)" in text and "--path '*guide/*' matches 8" in text
+    assert "matches" not in path_hint("nothing*", paths).split(";")[-1]
+    assert "holds no documents" in path_hint("x", [])
+
+
+def test_grep_line_is_one_line_and_literal():
+    from ragsift.cli.render import GREP_PREVIEW, grep_line
+
+    r = _record([0.9], k=1, texts={0: "line one [red]\n\n  line two " + "z" * 400})
+    line = grep_line(r.candidates[0])
+    assert line.startswith("doc.md:1: line one [red] line two ")
+    assert "\n" not in line and len(line) <= len("doc.md:1: ") + GREP_PREVIEW
