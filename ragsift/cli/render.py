@@ -213,12 +213,14 @@ def side_info(c: Candidate, r: Retrieval) -> str:
     """The lexical side and the fusion of a hybrid/lexical ranking, in words."""
     if r.mode == "dense":
         return ""
-    parts = ["lex " + ("-" if c.lexical_rank is None else
-                       f"{c.lexical_score:.2f} #{c.lexical_rank}")]
-    if c.fused_rank is not None:
-        parts.append(f"fused #{c.fused_rank}")
-    if c.source in ("dense", "lexical"):
-        parts.append(f"{c.source} only")
+    # "lex 0.61 #9": BM25 score and rank; a candidate the lexical side did not find says so
+    parts = ["dense only" if c.lexical_rank is None else
+             f"lex {c.lexical_score:.2f} #{c.lexical_rank}"]
+    if r.mode == "hybrid":  # in lexical mode the lexical rank is the order: nothing to add
+        if c.fused_rank is not None:
+            parts.append(f"fused #{c.fused_rank}")
+        if c.source == "lexical":
+            parts.append("lexical only")
     return ", ".join(parts)
 
 
