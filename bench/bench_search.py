@@ -7,7 +7,7 @@ For each size N (default 10k, 100k, 1M) of 384-dimensional synthetic unit vector
   settings carry the default model's fingerprint so ``ragsift query`` accepts the file);
 - warm search latency per query, single query at a time, top ``k + reject_window`` = 13,
   the engines taking turns on each query (the machine may be shared):
-  ``Searcher.top_vectors`` (the scan + argpartition), ``Searcher.retrieve`` (plus chunk
+  ``IndexStore.dense_candidates`` (the scan + argpartition), ``Searcher.retrieve`` (plus chunk
   records and the TopK record), faiss ``IndexFlatIP.search`` on the same matrix, and
   sqlite-vec (``vec0`` table, cosine distance, ``MATCH ... AND k = 13``);
 - checks that ragsift's top 13 equals faiss's (exact search);
@@ -195,20 +195,22 @@ def measure_warm(path: Path, emb, args, work: Path, n: int) -> dict:
         t = time.perf_counter()
         searcher = Searcher(store, embedder=emb)
         load_ms = (time.perf_counter() - t) * 1000
-        qs = queries_for(searcher.matrix, args.queries)
+        matrix, rowids = store._dense.matrix, store._dense.rowids  # what the backend loaded
+        qs = queries_for(matrix, args.queries)
         strat = TopK(k=3, threshold=0.5, reject_window=10)
-        engines = {"scan": lambda q: searcher.top_vectors(q[None, :], FETCH)[0][0][0],
+        engines = {"scan": lambda q: np.array(
+                       [r for r, _ in store.dense_candidates(q[None, :], FETCH)[0]]),
                    "retrieve": lambda q: searcher.retrieve("q", strat, qvec=q),
-                   **faiss_engines(searcher.matrix)}
+                   **faiss_engines(matrix)}
         if not args.no_sqlite_vec:
-            vec = sqlite_vec_engine(work, n, searcher.matrix)
+            vec = sqlite_vec_engine(work, n, matrix)
             if vec is not None:
                 engines["sqlite_vec"] = vec
         times = interleaved(engines, qs)
         exact = None
         if "faiss" in engines:
             # faiss ids are positions in the matrix; ours are rowids
-            exact = all(np.array_equal(searcher.rowids[engines["faiss1"](q)], engines["scan"](q))
+            exact = all(np.array_equal(rowids[engines["faiss1"](q)], engines["scan"](q))
                         for q in qs)
     fms = None
     if "faiss" in times:

@@ -261,6 +261,15 @@ def embedder_option_flags(options: dict | None) -> str:
     return " ".join(flags)
 
 
+def embed_size(counter, passage_prefix: str | None = None) -> int:
+    """The default chunk size of ``embed`` (and of ``eval``'s model-token configurations),
+    defined once: the model's max length in its own tokens, special tokens included, less the
+    tokens ``passage_prefix`` adds, so no chunk is ever truncated. Measured: 256 for MiniLM
+    beat 192 and 128 by 5.6 and 9.4 recall points on chroma-dev (bench/RESULTS.md)."""
+    prefix = counter.count(passage_prefix) - counter.count("") if passage_prefix else 0
+    return max(counter.max_length - prefix, 8)
+
+
 def default_embed_chunker(model_dir: str | None = None, *, strategy: str = "recursive",
                           size: int | None = None, overlap: int | None = None,
                           tokenizer: str | None = None, max_length: int | None = None,
@@ -280,9 +289,7 @@ def default_embed_chunker(model_dir: str | None = None, *, strategy: str = "recu
         if size is not None:
             options["size"] = size
         elif "size" in OPTIONS.get(strategy, ()):
-            # the model's max length: no chunk of a sized strategy is ever truncated
-            prefix = counter.count(passage_prefix) - counter.count("") if passage_prefix else 0
-            options["size"] = max(counter.max_length - prefix, 8)
+            options["size"] = embed_size(counter, passage_prefix)
         tok: object = counter
     else:
         tok = tokenizer

@@ -8,7 +8,8 @@ it), ``{"path": p}``, ``{"id": i}``, or a character span ``{"path": p, "start": 
 (end exclusive; it matches every chunk of ``p`` that overlaps it). A query with
 ``"relevant": []`` is a question the index cannot answer: ideally nothing is admitted.
 
-Method: every query is searched once with no floor (``k + reject_window`` candidates); since
+Metrics (precision/recall/F1 of the admitted sets, recall@k, nDCG@k) are defined once in
+``ragsift/metrics.py``, shared with ``ragsift eval``. Method: every query is searched once with no floor (``k + reject_window`` candidates); since
 admission only ever reads the first ``k`` candidates in score order (see
 ``ragsift.retrieval.topk``), the admitted set at any threshold follows from those scores
 without searching again. For each threshold of the sweep:
@@ -41,7 +42,16 @@ from pathlib import Path
 from typing import Any
 
 from ragsift.errors import RagsiftError
-from ragsift.retrieval.topk import Candidate, Retrieval, TopK, admission
+from ragsift.metrics import (  # the one metrics module, shared with `eval`
+    Judged,
+    SweepRow,
+    histogram,
+    median,
+    metrics_at,
+    ranking_metrics,
+    threshold_grid,
+)
+from ragsift.retrieval.topk import Candidate, Retrieval, TopK
 
 
 @dataclass(frozen=True)
@@ -126,21 +136,6 @@ def load_queries(path: str | Path) -> list[LabelledQuery]:
     return out
 
 
-@dataclass(frozen=True)
-class Judged:
-    """One query's candidates (score order) with the relevant items each one matches."""
-
-    query: str
-    scores: tuple[float, ...]
-    chars: tuple[int, ...]
-    matched: tuple[frozenset[int], ...]
-    n_relevant: int
-
-    @property
-    def relevant_flags(self) -> list[bool]:
-        return [bool(m) for m in self.matched]
-
-
 def judge(retrieval: Retrieval, lq: LabelledQuery) -> Judged:
     cands = retrieval.candidates
     return Judged(
@@ -151,73 +146,6 @@ def judge(retrieval: Retrieval, lq: LabelledQuery) -> Judged:
                       for c in cands),
         n_relevant=len(lq.relevant),
     )
-
-
-@dataclass(frozen=True)
-class SweepRow:
-    threshold: float | None  # None: no floor
-    precision: float
-    recall: float
-    f1: float
-    empty: float  # share of all queries that admit nothing
-    empty_answerable: float  # share of queries with relevant items that admit nothing
-    admitted_per_query: float
-
-    def as_dict(self) -> dict[str, float | None]:
-        return {k: None if v is None else round(v, 6) for k, v in self.__dict__.items()}
-
-
-def metrics_at(judged: Sequence[Judged], threshold: float | None, k: int,
-               max_chars: int | None = None) -> SweepRow:
-    admitted = hits = covered = items = empty = answerable = empty_ans = 0
-    for j in judged:
-        reasons = admission(j.scores, j.chars, k=k, threshold=threshold, max_chars=max_chars)
-        got: set[int] = set()
-        n_adm = 0
-        for reason, m in zip(reasons, j.matched):
-            if reason is None:
-                n_adm += 1
-                hits += bool(m)
-                got |= m
-        admitted += n_adm
-        covered += len(got)
-        items += j.n_relevant
-        empty += n_adm == 0
-        if j.n_relevant:
-            answerable += 1
-            empty_ans += n_adm == 0
-    p = hits / admitted if admitted else 0.0
-    r = covered / items if items else 0.0
-    f1 = 2 * p * r / (p + r) if p + r else 0.0
-    return SweepRow(
-        threshold=threshold,
-        precision=p, recall=r, f1=f1,
-        empty=empty / len(judged) if judged else 0.0,
-        empty_answerable=empty_ans / answerable if answerable else 0.0,
-        admitted_per_query=admitted / len(judged) if judged else 0.0,
-    )
-
-
-def ranking_metrics(judged: Sequence[Judged], k: int) -> dict[str, float]:
-    """recall@k and nDCG@k of the first k candidates, mean over answerable queries."""
-    recalls, ndcgs = [], []
-    for j in judged:
-        if not j.n_relevant:
-            continue
-        seen: set[int] = set()
-        dcg = 0.0
-        for rank, m in enumerate(j.matched[:k], start=1):
-            new = m - seen
-            if new:
-                dcg += 1.0 / math.log2(rank + 1)
-                seen |= new
-        ideal = sum(1.0 / math.log2(r + 1) for r in range(1, min(k, j.n_relevant) + 1))
-        recalls.append(len(seen) / j.n_relevant)
-        ndcgs.append(dcg / ideal if ideal else 0.0)
-    n = len(recalls)
-    return {f"recall@{k}": sum(recalls) / n if n else 0.0,
-            f"ndcg@{k}": sum(ndcgs) / n if n else 0.0,
-            "answerable_queries": n}
 
 
 _OBJECTIVE = re.compile(r"^(recall|precision)@(precision|recall)=([0-9]*\.?[0-9]+)$")
@@ -271,29 +199,6 @@ class Objective:
         return rows[run[len(run) // 2]]
 
 
-def threshold_grid(judged: Sequence[Judged], k: int, step: float = 0.01) -> list[float]:
-    """Thresholds from just below the lowest to just above the highest top-k score."""
-    scores = [s for j in judged for s in j.scores[:k] if math.isfinite(s)]
-    if not scores:
-        return [0.0]
-    lo = math.floor(min(scores) / step) * step
-    hi = math.ceil(max(scores) / step) * step + step
-    lo, hi = max(lo, -1.0), min(hi, 1.0 + step)
-    n = round((hi - lo) / step)
-    return [round(lo + i * step, 6) for i in range(n + 1)]
-
-
-def histogram(values: Iterable[float], lo: float, hi: float, bins: int) -> list[int]:
-    counts = [0] * bins
-    width = (hi - lo) / bins if hi > lo else 1.0
-    for v in values:
-        if not math.isfinite(v):
-            continue
-        i = int((v - lo) / width)
-        counts[min(max(i, 0), bins - 1)] += 1
-    return counts
-
-
 @dataclass
 class TuneReport:
     k: int
@@ -320,8 +225,8 @@ class TuneReport:
         return {"lo": lo, "hi": hi, "bins": bins,
                 "relevant": histogram(self.relevant_scores, lo, hi, bins),
                 "irrelevant": histogram(self.irrelevant_scores, lo, hi, bins),
-                "relevant_median": _median(self.relevant_scores),
-                "irrelevant_median": _median(self.irrelevant_scores)}
+                "relevant_median": median(self.relevant_scores),
+                "irrelevant_median": median(self.irrelevant_scores)}
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -335,14 +240,6 @@ class TuneReport:
             "sweep": [r.as_dict() for r in self.rows],
             "saved": self.saved,
         }
-
-
-def _median(values: Sequence[float]) -> float | None:
-    v = sorted(values)
-    if not v:
-        return None
-    mid = len(v) // 2
-    return v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2
 
 
 def analyse(judged: Sequence[Judged], *, k: int, reject_window: int, max_chars: int | None,

@@ -15,7 +15,7 @@ import pytest
 from ragsift.errors import RagsiftError
 from ragsift.evaluation.config import EvalConfig, config_from_dict, load_config
 from ragsift.evaluation.datasets import BEIR, SPANS, detect_format, load_dataset
-from ragsift.evaluation.metrics import (
+from ragsift.metrics import (
     best_chunk_ranking,
     intersect_spans,
     mean_std,
@@ -231,7 +231,7 @@ def test_missing_or_broken_config_file(tmp_path):
 
 
 def test_threshold_sweep_by_hand():
-    from ragsift.evaluation.metrics import best_threshold, threshold_sweep
+    from ragsift.metrics import best_threshold, threshold_sweep
 
     judged = [[(0.7, True), (0.5, False)], [(0.4, False), (0.3, True)]]
     rows = {r["threshold"]: r for r in threshold_sweep(judged, [0.0, 0.45, 0.6, 0.8])}

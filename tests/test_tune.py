@@ -172,3 +172,24 @@ def test_tune_cli_bad_queries_file_exits_2(labelled, tmp_path):
     assert proc.returncode == 2 and "bad.jsonl:1" in proc.stderr
     proc = run_cli("tune", "-i", index, "--queries", str(bad), "--optimize", "speed")
     assert proc.returncode == 2 and "--optimize" in proc.stderr
+
+
+def test_tune_and_eval_share_one_definition_of_each_metric():
+    """eval's threshold table and tune's sweep are the same function (ragsift.metrics): on the
+    same labelled top-k lists (each relevant candidate its own item) they agree exactly,
+    including the tie rule (a score equal to the threshold is admitted)."""
+    from ragsift import metrics
+
+    top = [[(0.8, True), (0.5, False), (0.4, True)], [(0.45, False), (0.3, False), (0.2, False)],
+           [(0.5, True), (0.5, False), (0.1, False)]]
+    rows = metrics.threshold_sweep(top, [0.0, 0.4, 0.5, 0.9])
+    js = [Judged(query="", scores=tuple(s for s, _ in q), chars=(0,) * 3,
+                 matched=tuple(frozenset({i}) if r else frozenset() for i, (_, r) in enumerate(q)),
+                 n_relevant=sum(r for _, r in q)) for q in top]
+    for row in rows:
+        t = metrics_at(js, row["threshold"], k=3)
+        assert (row["precision"], row["recall"], row["f1"], row["empty"], row["answered"]) == (
+            round(t.precision, 4), round(t.recall, 4), round(t.f1, 4), round(t.empty, 4),
+            round(t.answered, 4))
+    at_half = rows[2]  # 0.5 admits 0.8 and both 0.5 scores (ties admitted): 2 of 4 relevant
+    assert (at_half["precision"], at_half["recall"], at_half["empty"]) == (0.5, 0.6667, 0.3333)

@@ -296,9 +296,10 @@ def _named_counter(name: str) -> TokenCounter:
     if name == "chars":
         return CharCounter()
     if name == "model":
-        from ragsift.embedders import load_embedder
+        # the tokenizer alone: counting tokens never builds an onnxruntime session
+        from ragsift.embedders import model_counter
 
-        return load_embedder().counter()
+        return model_counter()
     raise RagsiftError(f"unknown tokenizer {name!r} (choose cl100k, chars or model)")
 
 

@@ -159,7 +159,7 @@ def _print_results(results, show_thresholds: bool) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from ragsift.evaluation.metrics import best_threshold
+    from ragsift.metrics import best_threshold
 
     console = Console()
     if not console.is_terminal:  # piped into a file: keep side-by-side tables unwrapped

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragsift.errors import RagsiftError
-from ragsift.evaluation import metrics as m
+from ragsift import metrics as m
 from ragsift.evaluation.cache import CachingEmbedder, EmbeddingCache
 from ragsift.evaluation.config import EvalConfig
 from ragsift.evaluation.datasets import BeirDataset, SpanDataset
@@ -193,7 +193,8 @@ def _materialize(dataset: SpanDataset | BeirDataset, tmpdir: Path) -> tuple[list
 
 def _make_chunker(cfg: EvalConfig) -> Any:
     """The configuration's chunker; ``tokenizer = "model"`` sizes chunks in the embedder's own
-    tokens and, without a ``size``, at its max length (what ``ragsift embed`` does)."""
+    tokens and, without a ``size``, at ``pipeline.embed_size`` (what ``ragsift embed`` does:
+    the max length less the passage prefix)."""
     from ragsift.chunkers import OPTIONS, make_chunker
     from ragsift.evaluation.reference import REFERENCE_CHUNKERS
 
@@ -201,11 +202,16 @@ def _make_chunker(cfg: EvalConfig) -> Any:
     tokenizer: Any = cfg.tokenizer
     if cfg.tokenizer == "model":
         from ragsift.embedders import model_counter
+        from ragsift.pipeline import embed_size
 
         tokenizer = model_counter(cfg.model)
+        if cfg.embedder_options.get("max_length"):
+            tokenizer.max_length = min(tokenizer.max_length, cfg.embedder_options["max_length"])
         sized = cfg.chunker in REFERENCE_CHUNKERS or "size" in OPTIONS.get(cfg.chunker, ())
         if sized and "max_chars" not in options:
-            options.setdefault("size", tokenizer.max_length)
+            # the size `ragsift embed` uses (one definition: pipeline.embed_size)
+            options.setdefault("size", embed_size(tokenizer,
+                                                  cfg.embedder_options.get("passage_prefix")))
     try:
         if cfg.chunker in REFERENCE_CHUNKERS:
             return REFERENCE_CHUNKERS[cfg.chunker](tokenizer=tokenizer, **options)
