@@ -162,11 +162,24 @@ def grep_line(c: Candidate) -> str:
     """``path:line: preview`` (the format of ``grep -n``, editors' quickfix lists and fzf): one
     line, the chunk text with its whitespace flattened, cut at ``GREP_PREVIEW`` characters.
     Chunks without line numbers (some PDF pages) point at line 1."""
-    return f"{c.path}:{c.line_start or 1}: {flat(c.text, GREP_PREVIEW)}"
+    return f"{flat(c.path)}:{c.line_start or 1}: {flat(c.text, GREP_PREVIEW)}"
+
+
+def shown(text: str) -> str:
+    """Text from a document or a file name as it may reach a terminal: terminal control
+    characters made visible by ``cli/_common.printable`` (issue 9's terminal safety; the rich
+    consoles do it for strings, these ``Text`` objects bypass that). One character for one,
+    so offsets still hold. Until that function is merged in, the text is returned as it is."""
+    try:
+        from ragsift.cli._common import printable  # type: ignore[attr-defined]
+    except ImportError:
+        return text
+    return printable(text)
 
 
 def flat(text: str, limit: int | None = None) -> str:
-    out = " ".join(text.split())
+    """``text`` on one line (whitespace runs become one space), made safe to show."""
+    out = " ".join(shown(text).split())
     if limit is not None and len(out) > limit:
         out = out[: limit - 1].rstrip() + "…"
     return out
@@ -260,11 +273,11 @@ def head_lines(c: Candidate, r: Retrieval, scale: Scale, width: int) -> list[Tex
 def where_lines(c: Candidate, width: int, with_headings: bool) -> list[Text]:
     from rich.text import Text
 
-    parts = [Text(" " * INDENT), Text(c.location, style="cyan")]
-    lines = [Text(" " * INDENT).append(c.location, style="cyan")]
+    parts = [Text(" " * INDENT), Text(shown(c.location), style="cyan")]
+    lines = [Text(" " * INDENT).append(shown(c.location), style="cyan")]
     if with_headings and c.headings:
         trail = " › ".join(c.headings)
-        lines = _join_fitting([*parts[1:], Text(trail, style="dim")], width - INDENT, 0)
+        lines = _join_fitting([*parts[1:], Text(shown(trail), style="dim")], width - INDENT, 0)
         lines = [Text(" " * INDENT).append_text(line) for line in lines]
     if c.truncated:
         lines.append(Text(" " * INDENT).append(
@@ -325,14 +338,14 @@ def render_narrow(console: Console, r: Retrieval, attributions: list[Attribution
 
     width = console.width
     out = console.print
-    out(Text.assemble(("query  ", "bold"), r.query if len(r.query) <= 3 * width else
+    out(Text.assemble(("query  ", "bold"), shown(r.query) if len(r.query) <= 3 * width else
                       flat(r.query, 3 * width)))
     details = (f"model {model} · mode {r.mode} · k {r.k} · threshold "
                f"{_fmt(r.threshold)}{threshold_note} · reject window {r.reject_window} · "
                f"max chars {r.max_chars or '-'} · {r.searched} chunks searched")
     if r.path_filter:
         details += f" (--path {r.path_filter})"
-    out(Text(details, style="dim"))
+    out(Text(shown(details), style="dim"))
     if query_truncated:
         out(Text(f"⚠ query truncated to {max_length} model tokens; {query_truncated} tokens "
                  "ignored", style="yellow"))
@@ -368,7 +381,7 @@ def render_narrow(console: Console, r: Retrieval, attributions: list[Attribution
             for line in head_lines(c, r, scale, width):
                 out(line)
             room = width - INDENT - len(c.location) - 2
-            line = Text(" " * INDENT).append(c.location, style="cyan")
+            line = Text(" " * INDENT).append(shown(c.location), style="cyan")
             if c.truncated:
                 line.append(f" ⚠{c.truncated}", style="yellow")
                 room -= len(f" ⚠{c.truncated}")
@@ -400,14 +413,14 @@ def print_hit(console: Console, c: Candidate) -> None:
     then the chunk, wrapped with a four-space indent, then a blank line. Text is literal."""
     from rich.text import Text
 
-    parts = [Text(f"{c.score:.3f}", style="bold green"), Text(c.location, style="cyan")]
+    parts = [Text(f"{c.score:.3f}", style="bold green"), Text(shown(c.location), style="cyan")]
     if c.headings:
-        parts.append(Text(" › ".join(c.headings), style="dim"))
+        parts.append(Text(shown(" › ".join(c.headings)), style="dim"))
     if c.truncated:
         parts.append(Text(f"⚠ {c.truncated} tokens not embedded", style="yellow"))
     for line in _join_fitting(parts, console.width, 4):
         console.print(line)
-    body = Text(SOFT_BREAK.sub(" ", c.text.strip("\n")))
+    body = Text(shown(SOFT_BREAK.sub(" ", c.text.strip("\n"))))
     for line in body.wrap(console, max(20, console.width - 4)):
         console.print(Text("    ").append_text(line.rstrip() or line) if line.plain.strip()
                       else Text())
