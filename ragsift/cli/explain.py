@@ -47,6 +47,9 @@ Attribution ranks each hit's citable units (sentences, lines, JSON key: value un
 cosine of their own embedding to the query. That is an embedding-similarity proxy: it shows
 which unit lies closest to the query, not why the whole chunk scored what it did.
 
+The layout follows the terminal's width: tables from 100 columns, one block per candidate
+below that (COLUMNS=80 ragsift explain ... shows it on any terminal).
+
 Exit status: 0 when something was admitted, 1 when nothing cleared the threshold, 2 on errors.
 """
 
