@@ -10,9 +10,11 @@ import typer
 
 from ragsift import __version__
 from ragsift.cli._common import STATE, run_app
+from ragsift.cli._help import HelpCommand, HelpGroup, TyperCommand
 
 app = typer.Typer(
     name="ragsift",
+    cls=HelpGroup,
     help="Turn folders of documents into a searchable embedding index, and show why a query "
     "found what it found.\n\nExample: ragsift chunk docs/ | jq .text",
     no_args_is_help=True,
@@ -51,6 +53,10 @@ for _name in ("embed", "info", "ls", "rm", "query", "explain", "tune", "evaluate
             raise
         continue
     _mod.register(app)
+
+for _info in app.registered_commands:  # one help style for every subcommand (cli/_help.py)
+    if _info.cls in (None, TyperCommand):
+        _info.cls = HelpCommand
 
 
 def main() -> None:

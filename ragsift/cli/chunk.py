@@ -106,7 +106,7 @@ Exit codes: 0 ok, 1 nothing produced, 2 usage error (e.g. a PATH that does not e
 
 
 def chunk_command(
-    paths: list[str] = typer.Argument(..., help="Files, folders (walked recursively) or - for stdin."),
+    paths: list[str] = typer.Argument(..., metavar="PATH...", help="Files, folders (walked recursively) or - for stdin."),
     strategy: Strategy = typer.Option(Strategy.recursive, "--strategy", "-s", help="Chunking strategy."),
     size: int | None = typer.Option(None, "--size", "-n", min=1, help="Chunk budget in units of --tokenizer [as embed: the model's max length (256) with --tokenizer model, else 512]. heading/paragraph/chars are capped by --max-chars; --size adds a token cap (with --unit chars it is the character cap)."),
     overlap: int | None = typer.Option(None, "--overlap", min=0, help="Overlap between chunks (recursive, sentence, tokens, chars) [0; chars: 150]."),

@@ -53,8 +53,8 @@ Exit codes: 0 ok, 1 nothing indexed, 2 usage error (e.g. a PATH that does not ex
 
 
 def embed_command(
-    paths: Annotated[list[str], typer.Argument(help="Files, folders (walked recursively), or - for `ragsift chunk` JSON lines on stdin.")],
-    index: Annotated[str, typer.Option("--index", "-i", envvar="RAGSIFT_INDEX", help="Index file (SQLite); created if missing.")] = DEFAULT_INDEX,
+    paths: Annotated[list[str], typer.Argument(metavar="PATH...", help="Files, folders (walked recursively), or - for `ragsift chunk` JSON lines on stdin.")],
+    index: Annotated[str, typer.Option("--index", "-i", envvar="RAGSIFT_INDEX", metavar="FILE", help="Index file (SQLite); created if missing.")] = DEFAULT_INDEX,
     strategy: Annotated[Strategy, typer.Option("--strategy", "-s", help="Chunking strategy.")] = Strategy.recursive,
     size: Annotated[int | None, typer.Option("--size", "-n", min=1, help="Chunk budget in --tokenizer units (default with --tokenizer model: the model's max length, 256 for the default model, so nothing is truncated).")] = None,
     overlap: Annotated[int | None, typer.Option("--overlap", min=0, help="Overlap between chunks (strategies that support it).")] = None,

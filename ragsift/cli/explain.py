@@ -5,13 +5,12 @@ closest to the query (an embedding-similarity proxy, not a causal explanation)."
 from __future__ import annotations
 
 import json
-import re
 import sys
 from typing import TYPE_CHECKING
 
 import typer
 
-from ragsift.cli._common import handle_errors
+from ragsift.cli._common import handle_errors, warn
 from ragsift.cli.query import (
     INDEX_OPTION,
     K_OPTION,
@@ -25,6 +24,7 @@ from ragsift.cli.query import (
     make_strategy,
     open_searcher,
 )
+from ragsift.cli.render import SOFT_BREAK as _SOFT_BREAK
 from ragsift.errors import EXIT_NOTHING, EXIT_OK, RagsiftError
 
 if TYPE_CHECKING:
@@ -47,6 +47,9 @@ Attribution ranks each hit's citable units (sentences, lines, JSON key: value un
 cosine of their own embedding to the query. That is an embedding-similarity proxy: it shows
 which unit lies closest to the query, not why the whole chunk scored what it did.
 
+The layout follows the terminal's width: tables from 100 columns, one block per candidate
+below that (COLUMNS=80 ragsift explain ... shows it on any terminal).
+
 Exit status: 0 when something was admitted, 1 when nothing cleared the threshold, 2 on errors.
 """
 
@@ -55,7 +58,7 @@ WINDOW = 600
 
 
 def explain_command(
-    text: str = typer.Argument(..., metavar="TEXT", help="The query."),
+    text: str = typer.Argument(..., metavar="QUERY", help="The query."),
     index: str = INDEX_OPTION,
     k: int = K_OPTION,
     threshold: str | None = THRESHOLD_OPTION,
@@ -72,6 +75,7 @@ def explain_command(
     """Show why a query found what it found: admitted hits with their margin over the
     threshold, rejected candidates with their gap and reason, a score picture, and the
     closest unit of each hit (an embedding-similarity proxy, not a causal explanation)."""
+    from ragsift.cli.render import embed_queries, hints, stored_paths, truncation_warning
     from ragsift.retrieval.attribution import NOTE, attribute
     from ragsift.retrieval.topk import outcome_hint
 
@@ -80,39 +84,58 @@ def explain_command(
     with open_searcher(index, model, mode) as searcher:
         searcher.require_chunks()
         strategy, floor = make_strategy(searcher, k, threshold, reject_window, max_chars)
-        qvec = searcher.embed_queries([text])[0]
+        qvecs, cut = embed_queries(searcher, [text])
+        qvec = qvecs[0]
         r = searcher.retrieve(text, strategy, path_glob=path, qvec=qvec)
         attributions = attribute(searcher.embedder, qvec, r.admitted, top=units)
         model_name = searcher.model
-    hint = outcome_hint(r)
+        max_length = getattr(searcher.embedder, "max_length", None)
+        hint = outcome_hint(r)
+        hint_lines = hints(r, hint, stored_paths(searcher) if r.searched == 0 else None)
+    if cut[0]:
+        warn(truncation_warning(max_length, cut[0]))
     if as_json:
         record = r.as_dict()
         record["threshold_source"] = floor.source
         record["threshold_origin"] = floor.label
         record["hint"] = hint
+        record["hints"] = hint_lines
+        record["query_truncated"] = cut[0]
         record["attribution_note"] = NOTE
         record["attributions"] = [a.as_dict() for a in attributions]
         sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
     else:
         from ragsift.cli._common import stdout_console
 
-        render(stdout_console(), r, attributions, hint, model_name, floor.label)
+        render(stdout_console(), r, attributions, hint_lines, model_name, floor.label,
+               query_truncated=cut[0], max_length=max_length)
     raise typer.Exit(EXIT_OK if r.admitted else EXIT_NOTHING)
 
 
 def render(console: Console, r: Retrieval, attributions: list[Attribution],
-           hint: str | None, model: str, origin: str) -> None:
+           hint_lines: list[str], model: str, origin: str, *,
+           query_truncated: int = 0, max_length: int | None = None) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    floor = f"{fmt_threshold(r.threshold)} ({origin})"
-    console.print(f"[bold]query[/]  {escape(r.query)}", highlight=False, soft_wrap=True)
+    from ragsift.cli.render import NARROW, reason_label, render_narrow
+
+    note = f" ({origin})" if origin else ""
+    if console.width < NARROW:
+        render_narrow(console, r, attributions, hint_lines, model, note,
+                      query_truncated=query_truncated, max_length=max_length)
+        return
+    floor = fmt_threshold(r.threshold) + note
+    console.print(f"[bold]query[/]  {escape(r.query)}", highlight=False)
     details = (f"model {model} · mode {r.mode} · k {r.k} · threshold {floor} · reject window "
                f"{r.reject_window} · max chars {r.max_chars or '-'} · {r.searched} chunks "
                "searched")
     if r.path_filter:
         details += f" (--path {r.path_filter})"
-    console.print(f"[dim]{escape(details)}[/]", highlight=False, soft_wrap=True)
+    console.print(f"[dim]{escape(details)}[/]", highlight=False)
+    if query_truncated:
+        console.print(f"[yellow]⚠ query truncated to {max_length} model tokens; "
+                      f"{query_truncated} tokens ignored[/]", highlight=False)
 
     by_id = {a.id: a for a in attributions}
     if r.admitted:
@@ -144,7 +167,7 @@ def render(console: Console, r: Retrieval, attributions: list[Attribution],
         table.add_column("rank", justify="right", no_wrap=True, min_width=4)
         table.add_column("score", justify="right", no_wrap=True, min_width=5)
         table.add_column("gap", justify="right", no_wrap=True, min_width=5)
-        table.add_column("reason", no_wrap=True, min_width=15)
+        table.add_column("reason", no_wrap=True, min_width=21)
         fused = _add_side_columns(table, r)
         table.add_column("where", overflow="fold", min_width=16, max_width=40)
         # The numbers matter more than the preview: it gets what the other columns leave
@@ -156,7 +179,7 @@ def render(console: Console, r: Retrieval, attributions: list[Attribution],
         for c in rejected:
             where = escape(c.location) + (f" [yellow]⚠{c.truncated}[/]" if c.truncated else "")
             table.add_row(str(c.rank), f"{c.score:.3f}", _signed(c.margin(r.threshold)),
-                          c.reason or "", *(_side_cells(c) if fused else ()), where,
+                          escape(reason_label(c, r)), *(_side_cells(c) if fused else ()), where,
                           *((escape(_preview(c.text)),) if preview else ()))
         console.print(table)
 
@@ -164,8 +187,8 @@ def render(console: Console, r: Retrieval, attributions: list[Attribution],
         console.print("[bold]score picture[/] [dim](candidates by rank; ┃ = threshold)[/]")
         for line in score_picture(r):
             console.print(line, highlight=False, soft_wrap=True)
-    if hint:
-        console.print(f"[bold yellow]hint:[/] {escape(hint)}", highlight=False, soft_wrap=True)
+    for hint in hint_lines:
+        console.print(f"[bold yellow]hint:[/] {escape(hint)}", highlight=False)
 
 
 def _print_units(console: Console, r: Retrieval, by_id: dict) -> None:
@@ -187,8 +210,6 @@ def _print_units(console: Console, r: Retrieval, by_id: dict) -> None:
         table.add_row(str(c.rank), f"{u.score:.3f}", f"{u.share:.0%}", escape(u.text))
     console.print(table)
 
-
-_SOFT_BREAK = re.compile(r"(?<=[^\n\r])\n(?![\n\s]|[-*+>|#]|\d{1,3}[.)]\s)")
 
 
 def highlighted(c: Candidate, a: Attribution | None) -> Text:

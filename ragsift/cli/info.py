@@ -24,7 +24,7 @@ Examples:
 
 
 def info_command(
-    index: Annotated[str, typer.Option("--index", "-i", envvar="RAGSIFT_INDEX", help="Index file.")] = DEFAULT_INDEX,
+    index: Annotated[str, typer.Option("--index", "-i", envvar="RAGSIFT_INDEX", metavar="FILE", help="Index file.")] = DEFAULT_INDEX,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
     check: Annotated[bool, typer.Option("--check", help="Verify that vectors, chunks and documents agree (exit 2 if not).")] = False,
 ) -> None:
@@ -74,11 +74,12 @@ def _human(n: int) -> str:
 
 
 def _print_table(info: dict) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     from ragsift.cli._common import stdout_console
 
-    table = Table(title=f"index {info['path']}", show_header=False)
+    table = Table(title=f"index {escape(info['path'])}", show_header=False)
     table.add_column("field", style="bold")
     table.add_column("value")
     opts = info.get("chunker_options")
@@ -102,7 +103,7 @@ def _print_table(info: dict) -> None:
     if info.get("problems") is not None:
         rows.append(("check", "; ".join(info["problems"]) or "ok"))
     for k, v in rows:
-        table.add_row(k, v)
+        table.add_row(k, escape(v))  # paths, model names, options: literal text
     stdout_console().print(table)
 
 

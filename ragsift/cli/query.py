@@ -7,6 +7,7 @@ defined once here so the three commands cannot drift apart.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -104,6 +105,8 @@ Examples:
 
   ragsift query "bee swarm" -i idx.db --threshold none -k 5 --path 'beekeeping/*'
 
+  ragsift query "queen cells" -i idx.db --format grep | fzf
+
   printf 'first question\\nsecond question\\n' | ragsift query - -i idx.db --json
 
 Exit status: 0 when something was admitted (for any query of a batch), 1 when nothing
@@ -113,7 +116,7 @@ measured threshold and none given or tuned).
 
 
 def query_command(
-    text: str = typer.Argument(..., metavar="TEXT", help="The query, or - to read one query "
+    text: str = typer.Argument(..., metavar="QUERY", help="The query, or - to read one query "
                                "per line from stdin."),
     index: str = INDEX_OPTION,
     k: int = K_OPTION,
@@ -123,7 +126,12 @@ def query_command(
     path: str | None = PATH_OPTION,
     model: str | None = MODEL_OPTION,
     mode: str = MODE_OPTION,
-    as_json: bool = typer.Option(False, "--json", help="JSON lines: one hit per line."),
+    as_json: bool = typer.Option(False, "--json", help="JSON lines: one hit per line (the same "
+                                 "as --format json)."),
+    fmt: str = typer.Option("text", "--format", metavar="text|grep|json",
+                            help="text: score, path:line and the chunk, for reading; grep: one "
+                            "line per hit, `path:line: preview`, for editors' quickfix lists "
+                            "and fzf; json: JSON lines, like --json."),
     rejected: bool = typer.Option(False, "--rejected", help="Also print the rejected "
                                   "candidates with their reason (--json: admitted: false)."),
 ) -> None:
@@ -132,16 +140,38 @@ def query_command(
     Top-K with a floor: at most K hits, each with score >= threshold; when nothing clears the
     floor nothing is printed (no fallback to a weak match) and the exit status is 1.
     """
+    from ragsift.cli.render import (
+        embed_queries,
+        nothing_hint,
+        stored_paths,
+        truncation_warning,
+    )
     from ragsift.retrieval.topk import outcome_hint
 
+    fmt = fmt.strip().lower()
+    if fmt not in ("text", "grep", "json"):
+        raise RagsiftError(f"--format must be text, grep or json, not {fmt!r}")
+    if fmt == "grep" and rejected:
+        raise RagsiftError("--rejected needs --format text or json (grep lists the hits)")
     queries, batch = read_queries(text)
     with open_searcher(index, model, mode) as searcher:
         searcher.require_chunks()
         strategy, _ = make_strategy(searcher, k, threshold, reject_window, max_chars)
-        results = searcher.retrieve_many(queries, strategy, path_glob=path)
+        qvecs, cut = embed_queries(searcher, queries)
+        results = searcher.retrieve_many(queries, strategy, path_glob=path, qvecs=qvecs)
+        max_length = getattr(searcher.embedder, "max_length", None)
+        paths = stored_paths(searcher) if any(r.searched == 0 for r in results) else None
+    for q, dropped in zip(queries, cut):
+        if dropped:
+            warn(truncation_warning(max_length, dropped, q if batch else None))
     any_admitted = False
-    if as_json:
+    if as_json or fmt == "json":
         write_jsonl(_json_rows(results, batch, rejected))
+    elif fmt == "grep":
+        from ragsift.cli.render import grep_line
+
+        sys.stdout.writelines(grep_line(c) + "\n" for r in results for c in r.admitted)
+        sys.stdout.flush()
     else:
         _print_hits(results, batch, rejected)
     for r in results:
@@ -149,7 +179,7 @@ def query_command(
             any_admitted = True
         else:
             prefix = f"{r.query!r}: " if batch else ""
-            warn(prefix + (outcome_hint(r) or "nothing admitted"))
+            warn(prefix + (nothing_hint(r, outcome_hint(r), paths) or "nothing admitted"))
     raise typer.Exit(EXIT_OK if any_admitted else EXIT_NOTHING)
 
 
@@ -172,28 +202,21 @@ def _print_hits(results: list[Retrieval], batch: bool, rejected: bool) -> None:
     from rich.markup import escape
 
     from ragsift.cli._common import stdout_console
+    from ragsift.cli.render import print_hit, rule
 
     console = stdout_console()
     for r in results:
         if batch:
             console.print(f"[bold]== {escape(r.query)}[/bold]", highlight=False, soft_wrap=True)
         for c in r.admitted:
-            trail = " › ".join(c.headings)
-            head = f"[bold green]{c.score:.3f}[/]  [cyan]{escape(c.location)}[/]"
-            if trail:
-                head += f"  [dim]{escape(trail)}[/]"
-            if c.truncated:
-                head += f"  [yellow]⚠ {c.truncated} tokens not embedded[/]"
-            console.print(head, highlight=False, soft_wrap=True)
-            body = c.text.strip("\n")
-            console.print("    " + escape(body).replace("\n", "\n    "), highlight=False,
-                          soft_wrap=True)
-            console.print()
+            print_hit(console, c)
         if rejected:
             for c in r.rejected:
                 preview = " ".join(c.text.split())[:70]
-                console.print(f"[dim]{c.score:.3f}  {escape(c.location)}  rejected ({c.reason}): "
-                              f"{escape(preview)}[/]", highlight=False, soft_wrap=True)
+                why = rule(c, r)
+                console.print(f"[dim]{c.score:.3f}  {escape(c.location)}  rejected ({c.reason})"
+                              f"{', ' + escape(why) if why else ''}: {escape(preview)}[/]",
+                              highlight=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:
