@@ -50,6 +50,10 @@ MODE_OPTION = typer.Option(
     help="Candidate order: dense (cosine), lexical (FTS5 BM25) or hybrid (both, fused by a "
     "convex combination of min-max normalised scores). The threshold always applies to the "
     "cosine, so a hit found only by its words still has to clear it.")
+SPAN_OPTION = typer.Option(
+    "chunk", "--span", metavar="chunk|best",
+    help="chunk: return whole chunks; best: also the evidence span of each hit (JSON fields "
+         "span_start, span_end, span_text: offsets into the document text).")
 MODEL_OPTION = typer.Option(None, "--model", metavar="DIR",
                             help="ONNX model folder the index was built with (default: the bundled "
                             "all-MiniLM-L6-v2).")
@@ -105,6 +109,8 @@ Examples:
 
   printf 'first question\\nsecond question\\n' | ragsift query - -i idx.db --json
 
+  ragsift query "bee swarm" -i idx.db --span best --json | jq -r .span_text
+
 Exit status: 0 when something was admitted (for any query of a batch), 1 when nothing
 cleared the threshold (or the index holds no chunks), 2 on errors (also: a model with no
 measured threshold and none given or tuned).
@@ -122,6 +128,7 @@ def query_command(
     path: str | None = PATH_OPTION,
     model: str | None = MODEL_OPTION,
     mode: str = MODE_OPTION,
+    span: str = SPAN_OPTION,
     as_json: bool = typer.Option(False, "--json", help="JSON lines: one hit per line."),
     rejected: bool = typer.Option(False, "--rejected", help="Also print the rejected "
                                   "candidates with their reason (--json: admitted: false)."),
@@ -131,13 +138,15 @@ def query_command(
     Top-K with a floor: at most K hits, each with score >= threshold; when nothing clears the
     floor nothing is printed (no fallback to a weak match) and the exit status is 1.
     """
+    from ragsift.retrieval.spans import check_span
     from ragsift.retrieval.topk import outcome_hint
 
+    check_span(span)
     queries, batch = read_queries(text)
     with open_searcher(index, model, mode) as searcher:
         searcher.require_chunks()
         strategy, _ = make_strategy(searcher, k, threshold, reject_window, max_chars)
-        results = searcher.retrieve_many(queries, strategy, path_glob=path)
+        results = searcher.retrieve_many(queries, strategy, path_glob=path, span=span)
     any_admitted = False
     if as_json:
         write_jsonl(_json_rows(results, batch, rejected))
@@ -184,7 +193,7 @@ def _print_hits(results: list[Retrieval], batch: bool, rejected: bool) -> None:
             if c.truncated:
                 head += f"  [yellow]⚠ {c.truncated} tokens not embedded[/]"
             console.print(head, highlight=False, soft_wrap=True)
-            body = c.text.strip("\n")
+            body = (c.span_text if c.span_text is not None else c.text).strip("\n")
             console.print("    " + escape(body).replace("\n", "\n    "), highlight=False,
                           soft_wrap=True)
             console.print()

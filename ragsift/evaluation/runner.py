@@ -251,7 +251,8 @@ def ranked(store: Any, embedder: Any, cfg: EvalConfig, queries: Sequence[str], d
     searcher = Searcher(store, embedder=embedder, mode=cfg.mode, fusion=cfg.fusion_settings())
     strategy = TopK(k=depth, threshold=None, reject_window=0)
     for lo in range(0, len(queries), QUERY_BLOCK):
-        for r in searcher.retrieve_many(list(queries[lo:lo + QUERY_BLOCK]), strategy):
+        for r in searcher.retrieve_many(list(queries[lo:lo + QUERY_BLOCK]), strategy,
+                                        span=cfg.span):
             yield r.candidates
 
 
@@ -277,7 +278,9 @@ def _score_spans(
     judged: list[list[tuple[float, bool]]] = []
     tops = ranked(index.store, index.embedder, cfg, [q.question for q in questions], cfg.k)
     for q, top in zip(questions, tops):
-        retrieved = [(corpus_of(c.path), int(c.start), int(c.end)) for c in top]
+        # with span = "best" a hit is scored by its evidence span, not its whole chunk
+        retrieved = [(corpus_of(c.path), int(c.start if c.span_start is None else c.span_start),
+                      int(c.end if c.span_end is None else c.span_end)) for c in top]
         per_q.append((q.corpus_id, m.span_scores(retrieved, q.references, q.corpus_id)))
         judged.append(
             [
@@ -311,6 +314,9 @@ def _aggregate(scores: list[m.SpanScores]) -> tuple[dict[str, float], dict[str, 
 def _score_beir(
     dataset: BeirDataset, cfg: EvalConfig, index: _Index, doc_of: Callable[[str], str]
 ) -> EvalResult:
+    if cfg.span != "chunk":
+        raise RagsiftError(f"config {cfg.name}: span = {cfg.span!r} scores span-reference sets; "
+                           "a BEIR set is scored per document (use span = \"chunk\")")
     qids = list(dataset.queries)
     values: dict[str, list[float]] = {name: [] for name in BEIR_METRICS}
     judged: list[list[tuple[float, bool]]] = []
