@@ -105,6 +105,14 @@ def test_query_span_best_json_fields(tmp_path):
     best = next(h for h in hits if h["admitted"])
     assert "swarm" in best["span_text"].lower()
     assert len(best["span_text"]) <= max(len(best["text"]), MIN_CHARS)
+    # explain carries the same span fields in its JSON record
+    proc = run_cli("explain", "when do honey bees swarm", "-i", index, "--json", "-k", "3",
+                   "--span", "best")
+    assert proc.returncode == 0, proc.stderr
+    record = json.loads(proc.stdout)
+    admitted = [c for c in record["candidates"] if c["admitted"]]
+    assert [(c["span_start"], c["span_text"]) for c in admitted] == \
+        [(h["span_start"], h["span_text"]) for h in hits if h["admitted"]]
     bad = run_cli("query", "bees", "-i", index, "--span", "sentence")
     assert bad.returncode == 2 and "--span must be chunk or best" in bad.stderr
     assert "Traceback" not in bad.stderr
@@ -142,3 +150,18 @@ def test_eval_span_best_scores_the_spans(tmp_path):
     # the span is MIN_CHARS wide, plus at most one sentence (< 100 characters here)
     assert len(ANIMALS) > MIN_CHARS + 200
     assert span["overall"]["iou"] >= 100 * ref / (MIN_CHARS + 100) > chunk["overall"]["iou"]
+
+
+def test_explain_underlines_the_span():
+    from ragsift.cli.explain import highlighted
+    from ragsift.retrieval.topk import Candidate
+
+    (span,) = best_spans("swarm queen", [HIVE], [1000], min_chars=0)
+    c = Candidate(id="x", rowid=1, score=0.5, rank=1, admitted=True, reason=None, path="h.md",
+                  start=1000, end=1000 + len(HIVE), text=HIVE, span_start=span.start,
+                  span_end=span.end, span_text=span.text)
+    out = highlighted(c, None)
+    under = [(s.start, s.end) for s in out.spans if "underline" in str(s.style)]
+    assert [out.plain[s:e] for s, e in under] == [span.text]
+    assert [s.style for s in highlighted(Candidate(**{**c.__dict__, "span_start": None,
+                                                       "span_end": None}), None).spans] == []
