@@ -96,26 +96,45 @@ def settings() -> list:
         out.append((f"convex tmm α={a}", Fusion(alpha=a, norm="tmm")))
     for k in (10, 60):
         out.append((f"rrf k={k}", Fusion(fusion="rrf", rrf_k=k)))
+    for top in (5, 10, 20):
+        out.append((f"adaptive z@{top}", ("adaptive", top)))
     return out
 
 
+def adaptive_alpha(dense, lex, top: int) -> float:
+    """α from each side's score distribution: how far the side's best score stands above its
+    next ``top`` scores, in units of that side's spread over its whole candidate list (a
+    peaked side is confident). α = zd / (zd + zl); 0.5 when neither side is peaked."""
+    import statistics
+
+    def z(scores):
+        if len(scores) < 3:
+            return 0.0
+        sd = statistics.pstdev(scores)
+        if sd <= 0:
+            return 0.0
+        return max(0.0, (scores[0] - statistics.mean(scores[1:top + 1])) / sd)
+
+    zd, zl = z([s for _, s in dense]), z([s for _, s in lex])
+    return 0.5 if zd + zl <= 0 else zd / (zd + zl)
+
+
 def fused_order(setting, dense, lex, cos, n):
-    from ragsift.retrieval.hybrid import fuse
+    from ragsift.retrieval.hybrid import Fusion, fuse
 
     if setting is None:
         raise ValueError
+    if isinstance(setting, tuple):
+        setting = Fusion(alpha=adaptive_alpha(dense, lex, setting[1]))
     lex = [(r, s) for r, s in lex if r in {x for x, _ in dense} or cos.get(r) is not None]
     return [c.rowid for c in fuse(dense, lex, setting, dense_score_of=cos.get)[:n]]
 
 
 def order_for(name, setting, dense, lex, cos, n):
-    from dataclasses import replace
-
     if name == "dense":
         return [r for r, _ in dense[:n]]
-    if name == "lexical":
-        return fused_order(replace(__import__("ragsift.retrieval.hybrid", fromlist=["Fusion"])
-                                   .Fusion(), fusion="rrf"), [], lex, cos, n)
+    if name == "lexical":  # the engine's lexical mode keeps BM25's order (RRF over one list)
+        return [r for r, _ in lex[:n]]
     return fused_order(setting, dense, lex, cos, n)
 
 

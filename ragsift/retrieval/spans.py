@@ -27,7 +27,8 @@ Rule (lexical, measured; bench/RESULTS.md "Evidence spans"):
 4. A chunk where no unit matches any query term gets its whole chunk as the span (nothing
    says where the evidence is, so nothing is cut away).
 
-The rule reads only the texts, no model: it costs well under a millisecond per hit (measured
+Scores are summed with ``math.fsum`` (exact, so independent of set order: the same query
+gives the same span in every process). The rule reads only the texts, no model: it costs well under a millisecond per hit (measured
 in ``bench/bench_spans.py``), so ``query --span best`` adds nothing noticeable to a query.
 """
 
@@ -136,7 +137,7 @@ def best_spans(query: str, texts: Sequence[str], offsets: Sequence[int | None] |
 
 def _window(text: str, bounds: list[tuple[int, int]], units: list[set[str]],
             weight: dict[str, float], min_chars: int) -> tuple[int, int, float, int]:
-    scores = [sum(weight[t] for t in u) for u in units]
+    scores = [math.fsum(weight[t] for t in u) for u in units]
     if not bounds or max(scores, default=0.0) <= 0.0:
         return 0, len(text), 0.0, len(bounds)
     n = len(bounds)
@@ -153,7 +154,7 @@ def _window(text: str, bounds: list[tuple[int, int]], units: list[set[str]],
         hi = lo
         while hi + 1 < n and width(lo, hi + 1) <= min_chars:
             hi += 1
-        score = sum(weight[t] for t in covered(lo, hi))
+        score = math.fsum(weight[t] for t in covered(lo, hi))
         if score > best[0]:
             best = (score, lo, hi)
     _, lo, hi = best
@@ -161,7 +162,7 @@ def _window(text: str, bounds: list[tuple[int, int]], units: list[set[str]],
 
     # 2. grow while a neighbour brings a query term the window lacks
     def gain(j: int) -> float:
-        return sum(weight[t] for t in units[j] - have)
+        return math.fsum(weight[t] for t in units[j] - have)
 
     while True:
         left = gain(lo - 1) if lo > 0 else 0.0
@@ -182,7 +183,7 @@ def _window(text: str, bounds: list[tuple[int, int]], units: list[set[str]],
             hi += 1
         else:
             lo -= 1
-    score = sum(weight[t] for t in covered(lo, hi))
+    score = math.fsum(weight[t] for t in covered(lo, hi))
     return bounds[lo][0], bounds[hi][1], score, hi - lo + 1
 
 
