@@ -7,7 +7,7 @@ chunker, embedder and hybrid fusion; the fused top 5 re-computed with the engine
     .venv/bin/python bench/bench_spans.py quality --cands /tmp/i14/cands.pkl
 
 Speed: span selection alone (``spans_for`` on the admitted hits of ``Searcher.retrieve``) on
-an index of the test fixtures, k = 5, every query of ``tests/data``'s fixtures' topics:
+an index of ``fixtures/`` (what the CLI tests search), k = 5, queries on its topics:
 
     .venv/bin/python bench/bench_spans.py speed
 """
@@ -69,17 +69,18 @@ def speed(repeats: int) -> None:
     from ragsift.retrieval.spans import spans_for
     from ragsift.retrieval.topk import TopK
 
-    queries = ["how do I feed a sourdough starter", "what does the error log say about disk",
-               "cats and dogs", "install the package", "configuration options for the index",
-               "which command deletes a document", "JSON record with a name field",
-               "database connection timeout"]
+    queries = ["when do honey bees swarm", "how do I feed a sourdough starter",
+               "how to light the lantern", "what lives in a tide pool",
+               "market prices in the old notes", "recipe with flour and eggs",
+               "field observations of birds", "kitchen cleaning notes"]
     emb = load_embedder(None)
     with tempfile.TemporaryDirectory() as tmp:
         idx = Path(tmp) / "fixtures.db"
-        build_index([str(ROOT / "tests" / "data")], idx, make_chunker("recursive"), emb)
+        build_index([str(ROOT / "fixtures")], idx, make_chunker("recursive"), emb,
+                    on_skip=lambda _s: None)
         with IndexStore.open(idx, "r") as store:
             searcher = Searcher(store, embedder=emb)
-            results = [searcher.retrieve(q, TopK(k=5)) for q in queries]
+            results = [searcher.retrieve(q, TopK(k=5, threshold=None)) for q in queries]
             wall, cpu = [], []
             for _ in range(repeats):
                 for r in results:
