@@ -16,7 +16,8 @@ each held-out fold, the setting with the smallest worst-case regret on the three
 fold. A fixed setting passes when no held-out regret exceeds 1 point.
 
     .venv/bin/python bench/bench_fusion.py collect --out /tmp/i14/cands.pkl
-    .venv/bin/python bench/bench_fusion.py sweep --cands /tmp/i14/cands.pkl
+    .venv/bin/python bench/bench_fusion.py sweep --cands /tmp/i14/cands.pkl --table /tmp/i14/folds.tsv
+    .venv/bin/python bench/bench_fusion.py loco --table /tmp/i14/folds.tsv
 """
 
 from __future__ import annotations
@@ -161,20 +162,40 @@ def fold_scores(data, name, setting) -> dict[str, float]:
     return out
 
 
-def sweep(cands: str) -> None:
+def sweep(cands: str, names: list[str] | None, table_out: str | None) -> None:
+    """Score the settings (``names``: a subset, by their labels) on the four folds; each row is
+    printed and appended to ``table_out`` (tab-separated) for ``loco``."""
     with open(cands, "rb") as fh:
         data = pickle.load(fh)
-    table = {}
     for name, setting in settings():
+        if names and name not in names:
+            continue
         t0 = time.perf_counter()
-        table[name] = fold_scores(data, name, setting)
-        print(f"{name:24s} " + " ".join(f"{table[name][f]:6.2f}" for f in FOLDS)
+        row = fold_scores(data, name, setting)
+        print(f"{name:24s} " + " ".join(f"{row[f]:6.2f}" for f in FOLDS)
               + f"   ({time.perf_counter() - t0:.0f}s)", flush=True)
+        if table_out:
+            with open(table_out, "a", encoding="utf-8") as fh:
+                fh.write("\t".join([name, *(f"{row[f]:.4f}" for f in FOLDS)]) + "\n")
+
+
+def loco(table_file: str) -> None:
+    """Leave-one-corpus-out over the rows of ``table_file``: for each held-out fold, the
+    setting with the smallest worst-case regret on the three other folds (ties: smallest
+    mean regret), and its regret on the held-out fold (regret = the better single side's
+    score − the setting's; a setting passes where no held-out regret exceeds 1 point)."""
+    table: dict[str, dict[str, float]] = {}
+    for line in open(table_file, encoding="utf-8"):
+        name, *vals = line.rstrip("\n").split("\t")
+        table[name] = dict(zip(FOLDS, map(float, vals)))
     best_single = {f: max(table["dense"][f], table["lexical"][f]) for f in FOLDS}
     regret = {n: {f: best_single[f] - s[f] for f in FOLDS} for n, s in table.items()
               if n not in ("dense", "lexical")}
+    print("| setting | " + " | ".join(FOLDS) + " |\n| --- |" + " ---: |" * len(FOLDS))
+    for n, s in table.items():
+        print(f"| {n} | " + " | ".join(f"{s[f]:.2f}" for f in FOLDS) + " |")
     print("\n| held-out fold | chosen on the other three | held-out score | better single side "
-          "| regret |\n| --- | --- | --- | --- | --- |")
+          "| regret |\n| --- | --- | ---: | ---: | ---: |")
     for f in FOLDS:
         train = [g for g in FOLDS if g != f]
         chosen = min(regret, key=lambda n: (max(regret[n][g] for g in train),
@@ -182,7 +203,7 @@ def sweep(cands: str) -> None:
         print(f"| {f} | {chosen} | {table[chosen][f]:.2f} | {best_single[f]:.2f} "
               f"| {regret[chosen][f]:+.2f} |")
     print("\nworst regret over all four folds (a fixed setting passes at ≤ 1):")
-    for n in sorted(regret, key=lambda n: max(regret[n].values()))[:8]:
+    for n in sorted(regret, key=lambda n: (max(regret[n].values()), sum(regret[n].values()))):
         print(f"  {n:24s} worst {max(regret[n].values()):+.2f}  "
               + " ".join(f"{f}={regret[n][f]:+.2f}" for f in FOLDS))
 
@@ -195,11 +216,17 @@ def main() -> None:
     c.add_argument("--only", choices=("chroma-dev", "scifact"), default=None)
     s = sub.add_parser("sweep")
     s.add_argument("--cands", required=True)
+    s.add_argument("--names", default=None, help="comma-separated setting labels (default all)")
+    s.add_argument("--table", default=None, help="append each row to this TSV file")
+    lo = sub.add_parser("loco")
+    lo.add_argument("--table", required=True)
     args = ap.parse_args()
     if args.cmd == "collect":
         collect(args.out, args.only)
+    elif args.cmd == "sweep":
+        sweep(args.cands, args.names.split(",") if args.names else None, args.table)
     else:
-        sweep(args.cands)
+        loco(args.table)
 
 
 if __name__ == "__main__":
