@@ -117,17 +117,20 @@ class Index:
 
     def query(self, text: str, *, k: int = 3, threshold: float | str | None = AUTO,
               reject_window: int = 10, max_chars: int | None = None, path: str | None = None,
-              mode: str = DEFAULT_MODE, fusion: Fusion | None = None) -> Retrieval:
+              mode: str = DEFAULT_MODE, fusion: Fusion | None = None,
+              span: str = "chunk") -> Retrieval:
         """One query through the engine ``ragsift query`` uses: the ``Retrieval`` record
-        (``admitted``, ``rejected`` with reasons, ``as_dict()``)."""
+        (``admitted``, ``rejected`` with reasons, ``as_dict()``). ``span="best"``: each
+        admitted hit also carries ``span_start``/``span_end``/``span_text``, its evidence."""
         return self.query_many([text], k=k, threshold=threshold, reject_window=reject_window,
-                               max_chars=max_chars, path=path, mode=mode, fusion=fusion)[0]
+                               max_chars=max_chars, path=path, mode=mode, fusion=fusion,
+                               span=span)[0]
 
     def query_many(self, texts: Sequence[str], *, k: int = 3,
                    threshold: float | str | None = AUTO, reject_window: int = 10,
                    max_chars: int | None = None, path: str | None = None,
-                   mode: str = DEFAULT_MODE, fusion: Fusion | None = None
-                   ) -> list[Retrieval]:
+                   mode: str = DEFAULT_MODE, fusion: Fusion | None = None,
+                   span: str = "chunk") -> list[Retrieval]:
         """Several queries, embedded in one batch."""
         from ragsift.retrieval.threshold import strategy_for
 
@@ -135,7 +138,7 @@ class Index:
         searcher.require_chunks()
         strategy, _ = strategy_for(searcher.settings, k=k, threshold=_flag(threshold),
                                    reject_window=reject_window, max_chars=max_chars)
-        return searcher.retrieve_many(list(texts), strategy, path_glob=path)
+        return searcher.retrieve_many(list(texts), strategy, path_glob=path, span=span)
 
     def _searcher(self, mode: str, fusion: Fusion | None) -> Searcher:
         from ragsift.retrieval.search import Searcher

@@ -22,6 +22,8 @@ Examples:
 
   ragsift eval ../shared/eval/chroma-dev
 
+  ragsift eval ../shared/eval/chroma-dev --span best
+
   ragsift eval ../shared/eval/chroma-dev --config bench/configs/baseline.toml
 
   ragsift eval ../shared/eval/chroma-dev --compare bench/configs/baseline.toml bench/configs/rec256-convex50.toml
@@ -64,6 +66,13 @@ def eval_command(
     mode: Annotated[
         Mode | None,
         typer.Option("--mode", help="Retrieval mode for every config: dense, lexical or hybrid."),
+    ] = None,
+    span: Annotated[
+        str | None,
+        typer.Option(
+            "--span", metavar="chunk|best",
+            help="Span sets: score whole chunks (chunk) or each hit's evidence span (best).",
+        ),
     ] = None,
     split: Annotated[
         str | None,
@@ -119,6 +128,12 @@ def eval_command(
         cfgs = [c.replace(mode=mode.value) for c in cfgs]
         if not files:
             cfgs = [cfgs[0].replace(name=f"defaults, {mode.value}")]
+    if span is not None:
+        from ragsift.retrieval.spans import check_span
+
+        cfgs = [c.replace(span=check_span(span)) for c in cfgs]
+        if not files:
+            cfgs = [cfgs[0].replace(name=f"{cfgs[0].name}, span {span}")]
     ds = load_dataset(dataset, split=split)
     cache = EmbeddingCache(cache_path)
     try:

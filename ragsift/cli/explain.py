@@ -19,6 +19,7 @@ from ragsift.cli.query import (
     MODEL_OPTION,
     PATH_OPTION,
     REJECT_WINDOW_OPTION,
+    SPAN_OPTION,
     THRESHOLD_OPTION,
     fmt_threshold,
     make_strategy,
@@ -67,6 +68,7 @@ def explain_command(
     path: str | None = PATH_OPTION,
     model: str | None = MODEL_OPTION,
     mode: str = MODE_OPTION,
+    span: str = SPAN_OPTION,
     units: int = typer.Option(3, "--units", min=0, max=12,
                               help="Closest citable units to show per hit."),
     as_json: bool = typer.Option(False, "--json", help="Print the full retrieval record plus "
@@ -77,6 +79,7 @@ def explain_command(
     closest unit of each hit (an embedding-similarity proxy, not a causal explanation)."""
     from ragsift.cli.render import embed_queries, hints, stored_paths, truncation_warning
     from ragsift.retrieval.attribution import NOTE, attribute
+    from ragsift.retrieval.spans import check_span
     from ragsift.retrieval.topk import outcome_hint
 
     if not text.strip():
@@ -86,7 +89,7 @@ def explain_command(
         strategy, floor = make_strategy(searcher, k, threshold, reject_window, max_chars)
         qvecs, cut = embed_queries(searcher, [text])
         qvec = qvecs[0]
-        r = searcher.retrieve(text, strategy, path_glob=path, qvec=qvec)
+        r = searcher.retrieve(text, strategy, path_glob=path, qvec=qvec, span=check_span(span))
         attributions = attribute(searcher.embedder, qvec, r.admitted, top=units)
         model_name = searcher.model
         max_length = getattr(searcher.embedder, "max_length", None)
@@ -213,9 +216,9 @@ def _print_units(console: Console, r: Retrieval, by_id: dict) -> None:
 
 
 def highlighted(c: Candidate, a: Attribution | None) -> Text:
-    """The chunk text (a window of it when long) with the closest unit in bold reverse.
-    Hard-wrapped prose lines are joined for display, one character for one, so the unit's
-    offsets still hold."""
+    """The chunk text (a window of it when long) with the closest unit in bold reverse and the
+    evidence span (``--span best``) underlined. Hard-wrapped prose lines are joined for
+    display, one character for one, so the unit's offsets still hold."""
     from rich.text import Text
 
     text = _SOFT_BREAK.sub(" ", c.text)
@@ -223,6 +226,8 @@ def highlighted(c: Candidate, a: Attribution | None) -> Text:
     lo, hi = 0, len(text)
     if len(text) > WINDOW:
         center = best.start if best is not None and best.start is not None else 0
+        if c.span_start is not None and c.start is not None:
+            center = c.span_start - c.start
         lo = max(0, min(center - WINDOW // 4, len(text) - WINDOW))
         hi = lo + WINDOW
     from ragsift.cli._common import printable  # one for one: the unit offsets still hold
@@ -233,6 +238,11 @@ def highlighted(c: Candidate, a: Attribution | None) -> Text:
         if s < e:
             shift = 1 if lo else 0
             out.stylize("bold reverse", s - lo + shift, e - lo + shift)
+    if c.span_start is not None and c.span_end is not None and c.start is not None:
+        s, e = max(c.span_start - c.start, lo), min(c.span_end - c.start, hi)
+        if s < e:
+            shift = 1 if lo else 0
+            out.stylize("underline", s - lo + shift, e - lo + shift)
     return out
 
 

@@ -50,6 +50,10 @@ MODE_OPTION = typer.Option(
     help="Candidate order: dense (cosine), lexical (FTS5 BM25) or hybrid (both, fused by a "
     "convex combination of min-max normalised scores). The threshold always applies to the "
     "cosine, so a hit found only by its words still has to clear it.")
+SPAN_OPTION = typer.Option(
+    "chunk", "--span", metavar="chunk|best",
+    help="chunk: return whole chunks; best: also the evidence span of each hit (JSON fields "
+         "span_start, span_end, span_text: offsets into the document text).")
 MODEL_OPTION = typer.Option(None, "--model", metavar="DIR",
                             help="ONNX model folder the index was built with (default: the bundled "
                             "all-MiniLM-L6-v2).")
@@ -109,6 +113,8 @@ Examples:
 
   printf 'first question\\nsecond question\\n' | ragsift query - -i idx.db --json
 
+  ragsift query "bee swarm" -i idx.db --span best --json | jq -r .span_text
+
 Exit status: 0 when something was admitted (for any query of a batch), 1 when nothing
 cleared the threshold (or the index holds no chunks), 2 on errors (also: a model with no
 measured threshold and none given or tuned).
@@ -126,6 +132,7 @@ def query_command(
     path: str | None = PATH_OPTION,
     model: str | None = MODEL_OPTION,
     mode: str = MODE_OPTION,
+    span: str = SPAN_OPTION,
     as_json: bool = typer.Option(False, "--json", help="JSON lines: one hit per line (the same "
                                  "as --format json)."),
     fmt: str = typer.Option("text", "--format", metavar="text|grep|json",
@@ -146,7 +153,10 @@ def query_command(
         stored_paths,
         truncation_warning,
     )
+    from ragsift.retrieval.spans import check_span
     from ragsift.retrieval.topk import outcome_hint
+
+    check_span(span)
 
     fmt = fmt.strip().lower()
     if fmt not in ("text", "grep", "json"):
@@ -158,7 +168,8 @@ def query_command(
         searcher.require_chunks()
         strategy, _ = make_strategy(searcher, k, threshold, reject_window, max_chars)
         qvecs, cut = embed_queries(searcher, queries)
-        results = searcher.retrieve_many(queries, strategy, path_glob=path, qvecs=qvecs)
+        results = searcher.retrieve_many(queries, strategy, path_glob=path, qvecs=qvecs,
+                                         span=span)
         max_length = getattr(searcher.embedder, "max_length", None)
         paths = stored_paths(searcher) if any(r.searched == 0 for r in results) else None
     for q, dropped in zip(queries, cut):

@@ -407,7 +407,8 @@ def nothing_hint(r: Retrieval, base: str | None, paths: list[str] | None) -> str
 def print_hit(console: Console, c: Candidate) -> None:
     """One ``query`` hit for reading: ``score  path:line  headings`` (the headings and a
     truncation note move to their own lines when the line would pass the terminal's width),
-    then the chunk, wrapped with a four-space indent, then a blank line. Text is literal."""
+    then the chunk (its evidence span with ``--span best``), wrapped with a four-space indent,
+    then a blank line. Text is literal."""
     from rich.text import Text
 
     parts = [Text(f"{c.score:.3f}", style="bold green"), Text(shown(c.location), style="cyan")]
@@ -417,7 +418,8 @@ def print_hit(console: Console, c: Candidate) -> None:
         parts.append(Text(f"⚠ {c.truncated} tokens not embedded", style="yellow"))
     for line in _join_fitting(parts, console.width, 4):
         console.print(line)
-    body = Text(shown(SOFT_BREAK.sub(" ", c.text.strip("\n"))))
+    text = c.span_text if c.span_text is not None else c.text
+    body = Text(shown(SOFT_BREAK.sub(" ", text.strip("\n"))))
     for line in body.wrap(console, max(20, console.width - 4)):
         console.print(Text("    ").append_text(line.rstrip() or line) if line.plain.strip()
                       else Text())

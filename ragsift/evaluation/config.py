@@ -17,6 +17,7 @@ rrf_k = 60                          # rrf: 1 / (rrf_k + rank)
 alpha = 0.5                         # convex: weight of the dense side
 norm = "minmax"                     # convex: minmax | tmm (theoretical minimum)
 depth = 100                         # hybrid: candidates taken from each side before fusing
+span = "chunk"                      # span sets: score whole chunks | best (evidence spans)
 ```
 """
 
@@ -54,6 +55,7 @@ class EvalConfig:
     alpha: float = _FUSION.alpha
     norm: str = _FUSION.norm
     depth: int = _FUSION.depth
+    span: str = "chunk"  # chunk | best: score each hit's evidence span (ragsift.retrieval.spans)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -66,6 +68,8 @@ class EvalConfig:
             raise RagsiftError(f"config {self.name}: k and depth must be ≥ 1, rrf_k ≥ 0")
         if not 0.0 <= self.alpha <= 1.0:
             raise RagsiftError(f"config {self.name}: alpha must be in [0, 1]")
+        if self.span not in ("chunk", "best"):
+            raise RagsiftError(f"config {self.name}: span must be chunk or best")
 
     def fusion_settings(self) -> Fusion:
         """The retrieval engine's ``Fusion`` for this configuration."""
@@ -77,6 +81,8 @@ class EvalConfig:
 
     def as_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
+        if self.span == "chunk":  # the field appears where spans were scored
+            d.pop("span")
         if self.mode != "hybrid":
             for key in ("fusion", "rrf_k", "alpha", "norm", "depth"):
                 d.pop(key)
@@ -100,6 +106,8 @@ class EvalConfig:
         return f"{label} {self.tokenizer}"
 
     def retrieval_label(self) -> str:
+        if self.span != "chunk":
+            return self.replace(span="chunk").retrieval_label() + f", span {self.span}"
         if self.mode != "hybrid":
             return self.mode
         if self.fusion == "rrf":
@@ -108,7 +116,7 @@ class EvalConfig:
 
 
 _TOP = {"name", "description"}
-_RETRIEVAL = {"mode", "k", "fusion", "rrf_k", "alpha", "norm", "depth"}
+_RETRIEVAL = {"mode", "k", "fusion", "rrf_k", "alpha", "norm", "depth", "span"}
 
 
 def load_config(path: str | Path) -> EvalConfig:

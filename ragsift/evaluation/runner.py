@@ -290,8 +290,15 @@ def _score_spans(
     tops = ranked(index.store, index.embedder, cfg, [q.question for q in questions], cfg.k,
                   index.by_rowid)
     corpus_by_rowid = {r.rowid: corpus_of(r.path) for r in index.records}  # once per chunk
+    from ragsift.retrieval.spans import best_spans
     for q, top in zip(questions, tops):
         retrieved = [(corpus_by_rowid[rec.rowid], int(rec.start), int(rec.end)) for rec, _ in top]
+        if cfg.span != "chunk":
+            # score each hit's evidence span: the rule `query --span best` applies to the same
+            # hits (ragsift.retrieval.spans; eval admits the whole top k, no threshold)
+            spans = best_spans(q.question, [rec.text for rec, _ in top],
+                               [rec.start for rec, _ in top])
+            retrieved = [(cid, sp.start, sp.end) for (cid, _, _), sp in zip(retrieved, spans)]
         per_q.append((q.corpus_id, m.span_scores(retrieved, q.references, q.corpus_id)))
         judged.append(
             [
@@ -325,6 +332,9 @@ def _aggregate(scores: list[m.SpanScores]) -> tuple[dict[str, float], dict[str, 
 def _score_beir(
     dataset: BeirDataset, cfg: EvalConfig, index: _Index, doc_of: Callable[[str], str]
 ) -> EvalResult:
+    if cfg.span != "chunk":
+        raise RagsiftError(f"config {cfg.name}: span = {cfg.span!r} scores span-reference sets; "
+                           "a BEIR set is scored per document (use span = \"chunk\")")
     qids = list(dataset.queries)
     values: dict[str, list[float]] = {name: [] for name in BEIR_METRICS}
     judged: list[list[tuple[float, bool]]] = []

@@ -107,10 +107,11 @@ def rank(backend: IndexBackend, queries: Sequence[str], qvecs: np.ndarray | None
 
 def retrieve(backend: IndexBackend, queries: Sequence[str], qvecs: np.ndarray | None,
              strategy: TopK, *, mode: str = DEFAULT_MODE, fusion: Fusion = Fusion(),
-             path_glob: str | None = None, model: str = "", dimensions: int = 0
-             ) -> list[Retrieval]:
+             path_glob: str | None = None, model: str = "", dimensions: int = 0,
+             span: str = "chunk") -> list[Retrieval]:
     """Rank every query (``strategy.fetch`` candidates) and apply the top-K strategy: one
-    ``Retrieval`` record per query."""
+    ``Retrieval`` record per query. ``span="best"``: each admitted hit also carries its
+    evidence span (``ragsift.retrieval.spans``)."""
     from ragsift.retrieval.topk import build_retrieval
 
     check_mode(mode)
@@ -131,5 +132,10 @@ def retrieve(backend: IndexBackend, queries: Sequence[str], qvecs: np.ndarray | 
                                    records=[records[c.rowid] for c in cands],
                                    dimensions=dimensions, model=model, searched=searched,
                                    mode=mode, path_filter=path_glob, corpus_empty=total == 0))
+    if span != "chunk":
+        from ragsift.retrieval.spans import check_span, with_spans
+
+        check_span(span)
+        out = [with_spans(r) for r in out]
     return out
 

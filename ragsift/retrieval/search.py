@@ -96,13 +96,13 @@ class Searcher:
 
     # -- search ----------------------------------------------------------------------------
     def retrieve(self, query: str, strategy: TopK, *, path_glob: str | None = None,
-                 qvec: np.ndarray | None = None) -> Retrieval:
+                 qvec: np.ndarray | None = None, span: str = "chunk") -> Retrieval:
         return self.retrieve_many([query], strategy, path_glob=path_glob,
-                                  qvecs=None if qvec is None else qvec[None, :])[0]
+                                  qvecs=None if qvec is None else qvec[None, :], span=span)[0]
 
     def retrieve_many(self, queries: Sequence[str], strategy: TopK, *,
-                      path_glob: str | None = None, qvecs: np.ndarray | None = None
-                      ) -> list[Retrieval]:
+                      path_glob: str | None = None, qvecs: np.ndarray | None = None,
+                      span: str = "chunk") -> list[Retrieval]:
         """Embed ``queries`` in one batch and retrieve each through the engine."""
         if not queries:
             return []
@@ -110,7 +110,7 @@ class Searcher:
             qvecs = self.embed_queries(queries)
         return retrieve(self.store, queries, qvecs, strategy, mode=self.mode,
                         fusion=self.fusion, path_glob=path_glob, model=self.model,
-                        dimensions=self.dimensions)
+                        dimensions=self.dimensions, span=span)
 
 
 def embedder_for(settings: dict, model_dir: str | None = None) -> Any:

@@ -131,6 +131,8 @@ class Candidate:
     ``source`` says which side brought a fused candidate in: "both", "dense" or "lexical"
     (a lexical-only hit); ``None`` in dense mode.
     ``truncated`` counts tokens the embedder never saw for this chunk.
+    ``span_start``/``span_end``/``span_text``: the evidence span (``--span best``, see
+    ``ragsift.retrieval.spans``; offsets into the document text), ``None`` otherwise.
     """
 
     id: str
@@ -156,6 +158,9 @@ class Candidate:
     lexical_rank: int | None = None
     fused_rank: int | None = None
     source: str | None = None
+    span_start: int | None = None
+    span_end: int | None = None
+    span_text: str | None = None
 
     @property
     def location(self) -> str:
@@ -179,6 +184,9 @@ class Candidate:
         d["score"] = round(float(self.score), 6)
         if self.dense_score is not None:
             d["dense_score"] = round(float(self.dense_score), 6)
+        if self.span_start is None:  # span fields only where spans were asked for
+            for key in ("span_start", "span_end", "span_text"):
+                d.pop(key)
         return d
 
 

@@ -1,0 +1,120 @@
+"""Evidence spans on chroma-dev (issue 14): recall / IoU at k = 5 with whole chunks and with
+``best_span`` windows of several minimum widths, plus the time span selection adds per query.
+
+Quality reads the candidate lists ``bench/bench_fusion.py collect`` stored (the default
+chunker, embedder and hybrid fusion; the fused top 5 re-computed with the engine's ``fuse``):
+
+    .venv/bin/python bench/bench_spans.py quality --cands /tmp/i14/cands.pkl
+
+Speed: span selection alone (``spans_for`` on the admitted hits of ``Searcher.retrieve``) on
+an index of ``fixtures/`` (what the CLI tests search), k = 5, queries on its topics:
+
+    .venv/bin/python bench/bench_spans.py speed
+"""
+
+from __future__ import annotations
+
+import argparse
+import pickle
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+
+def quality(cands: str, widths: list[int], alpha: float | None) -> None:
+    from bench_fusion import fused_order
+
+    from ragsift import metrics as m
+    from ragsift.retrieval.hybrid import Fusion
+    from ragsift.retrieval.spans import best_spans
+
+    with open(cands, "rb") as fh:
+        ch = pickle.load(fh)["chroma-dev"]
+    fusion = Fusion() if alpha is None else Fusion(alpha=alpha)
+    tops = [fused_order(fusion, d, lex, cos, 5) for d, lex, cos in ch["cands"]]
+    rows = [("chunk", None)] + [(f"best, min {w}", w) for w in widths]
+    print(f"fusion: {fusion}\n| spans | recall | precision | IoU | mean chars / hit | "
+          "select ms / query |\n| --- | --- | --- | --- | --- | --- |")
+    for label, w in rows:
+        scores, chars, took = [], [], []
+        for q, (cid, refs), top in zip(ch["queries"], ch["gold"], tops):
+            recs = [ch["records"][r] for r in top]
+            if w is None:
+                got = [(c, s, e) for c, s, e, _, _ in recs]
+            else:
+                t0 = time.perf_counter()
+                spans = best_spans(q, [t for *_, t in recs], [s for _, s, *_ in recs], w)
+                took.append(time.perf_counter() - t0)
+                got = [(rec[0], sp.start, sp.end) for rec, sp in zip(recs, spans)]
+            chars.extend(e - s for _, s, e in got)
+            scores.append(m.span_scores(got, refs, cid))
+        ms = f"{1000 * statistics.mean(took):.2f}" if took else "-"
+        print(f"| {label} | {100 * statistics.mean(s.recall for s in scores):.1f} "
+              f"| {100 * statistics.mean(s.precision for s in scores):.1f} "
+              f"| {100 * statistics.mean(s.iou for s in scores):.1f} "
+              f"| {statistics.mean(chars):.0f} | {ms} |")
+
+
+def speed(repeats: int) -> None:
+    from ragsift.embedders import load_embedder
+    from ragsift.index.store import IndexStore
+    from ragsift.pipeline import build_index
+    from ragsift.chunkers import make_chunker
+    from ragsift.retrieval.search import Searcher
+    from ragsift.retrieval.spans import spans_for
+    from ragsift.retrieval.topk import TopK
+
+    queries = ["when do honey bees swarm", "how do I feed a sourdough starter",
+               "how to light the lantern", "what lives in a tide pool",
+               "market prices in the old notes", "recipe with flour and eggs",
+               "field observations of birds", "kitchen cleaning notes"]
+    emb = load_embedder(None)
+    with tempfile.TemporaryDirectory() as tmp:
+        idx = Path(tmp) / "fixtures.db"
+        build_index([str(ROOT / "fixtures")], idx, make_chunker("recursive"), emb,
+                    on_skip=lambda _s: None)
+        with IndexStore.open(idx, "r") as store:
+            searcher = Searcher(store, embedder=emb)
+            results = [searcher.retrieve(q, TopK(k=5, threshold=None)) for q in queries]
+            wall, cpu = [], []
+            for _ in range(repeats):
+                for r in results:
+                    t0, c0 = time.perf_counter(), time.process_time()
+                    spans_for(r.query, r.admitted)
+                    wall.append(time.perf_counter() - t0)
+                    cpu.append(time.process_time() - c0)
+    hits = statistics.mean(len(r.admitted) for r in results)
+
+    def ms(xs: list[float]) -> str:
+        xs = sorted(xs)
+        return (f"median {1000 * statistics.median(xs):.3f} ms, p95 "
+                f"{1000 * xs[int(0.95 * len(xs))]:.3f} ms, mean {1000 * statistics.mean(xs):.3f}")
+
+    print(f"span selection on the fixtures' index (k = 5, {hits:.1f} hits/query, "
+          f"{len(wall)} timed selections): wall {ms(wall)}; CPU {ms(cpu)}; "
+          f"load {open('/proc/loadavg').read().split()[:3]}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    q = sub.add_parser("quality")
+    q.add_argument("--cands", required=True)
+    q.add_argument("--widths", default="0,200,300,400,500,600,800")
+    q.add_argument("--alpha", type=float, default=None)
+    s = sub.add_parser("speed")
+    s.add_argument("--repeats", type=int, default=50)
+    args = ap.parse_args()
+    if args.cmd == "quality":
+        quality(args.cands, [int(w) for w in args.widths.split(",")], args.alpha)
+    else:
+        speed(args.repeats)
+
+
+if __name__ == "__main__":
+    main()
