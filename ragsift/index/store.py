@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from ragsift.errors import RagsiftError
 from ragsift.index import migrations
 from ragsift.index.backend import SETTING_KEYS, ChunkRecord, DocumentInfo, DocumentWrite
+from ragsift.index.lance import is_lance_location
 from ragsift.index.locking import WriterLock, holder_pid
 
 if TYPE_CHECKING:
@@ -105,6 +106,10 @@ class IndexStore:
         newer schema, or a busy writer lock (unless ``wait``).
         """
         path = os.fspath(path)
+        if is_lance_location(path):  # *.lance or s3://...: the Lance backend (index/lance.py)
+            from ragsift.index.lance import LanceIndex
+
+            return LanceIndex.open(path, mode, wait)  # type: ignore[return-value]
         if mode not in ("r", "w"):
             raise ValueError(f"mode must be 'r' or 'w', not {mode!r}")
         state = inspect_file(path)
@@ -654,6 +659,10 @@ def inspect_file(path: str) -> str:
     Reads the 100-byte SQLite header only, so a foreign file is never opened by SQLite
     (which could replay or create journals next to it).
     """
+    if is_lance_location(path):
+        from ragsift.index.lance import inspect_location
+
+        return inspect_location(path)
     try:
         st = os.stat(path)
     except FileNotFoundError:
