@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 AUTO = "auto"
 
-__all__ = ["AUTO", "Index", "RagsiftError", "build", "open_index"]
+__all__ = ["AUTO", "Index", "RagsiftError", "build", "open_index", "remove"]
 
 
 def build(index: str | os.PathLike, paths: Iterable[str | os.PathLike], *,
@@ -51,6 +51,26 @@ def build(index: str | os.PathLike, paths: Iterable[str | os.PathLike], *,
     return build_index([os.fspath(p) for p in paths], index, include=list(include or []),
                        exclude=list(exclude or []), rebuild=rebuild, wait=wait,
                        model_dir=model, embedder_options=embedder_options or None)
+
+
+def remove(index: str | os.PathLike, patterns: Sequence[str], *, dry_run: bool = False,
+           wait: bool = False) -> list[DocumentInfo]:
+    """``ragsift rm``: remove the documents whose path matches one of ``patterns`` (a path or a
+    glob; ``*`` also matches ``/``) with their chunks, lexical entries and vectors, in one
+    transaction under the writer lock (``RagsiftError`` while another process writes, unless
+    ``wait``). Returns the documents removed (or that would be, with ``dry_run``)."""
+    from ragsift.index.store import IndexStore, inspect_file
+    from ragsift.retrieval.engine import path_matches
+
+    index = os.fspath(index)
+    if inspect_file(index) != "ours":
+        raise RagsiftError(f"no index at {index}")
+    with IndexStore.open(index, "r" if dry_run else "w", wait=wait) as store:
+        docs = [d for d in store.documents() if path_matches(d.path, patterns)]
+        if docs and not dry_run:
+            store.remove_documents([d.key for d in docs])
+            store.compact()
+    return docs
 
 
 def open_index(path: str | os.PathLike, *, model: str | None = None) -> Index:
@@ -82,9 +102,11 @@ class Index:
         """Model, fingerprint, dimensions, chunker, embedder options, tuned threshold."""
         return self.store.settings()
 
-    def documents(self) -> list[DocumentInfo]:
-        """What ``ragsift ls`` lists."""
-        return self.store.documents()
+    def documents(self, patterns: Sequence[str] | None = None) -> list[DocumentInfo]:
+        """What ``ragsift ls`` lists (only paths matching one of ``patterns`` if given)."""
+        from ragsift.retrieval.engine import path_matches
+
+        return [d for d in self.store.documents() if path_matches(d.path, patterns)]
 
     def threshold(self, threshold: float | str | None = AUTO) -> ThresholdInForce:
         """The floor a query with this ``threshold`` argument uses, and where it came from

@@ -127,6 +127,8 @@ def test_tune_save_is_used_by_query_and_explain(small_index):
     assert after["threshold_origin"] == "tuned on 4 queries"
     text = run_cli("explain", "when do bees swarm", "-i", path, cwd=cwd).stdout
     assert "tuned on 4 queries" in text
+    info = json.loads(run_cli("info", "-i", path, "--json", cwd=cwd).stdout)
+    assert (info["threshold"], info["threshold_origin"]) == (value, "tuned on 4 queries")
     flag = json.loads(run_cli("explain", "when do bees swarm", "-i", path, "--json", "-t", "0.2",
                               cwd=cwd).stdout)
     assert flag["threshold"] == 0.2 and flag["threshold_origin"] == "given on the command line"
@@ -183,3 +185,16 @@ def test_the_readme_python_example_runs():
     text = out.getvalue()
     assert "chunks indexed" in text and "threshold 0.4 measured default" in text
     assert re.search(r"^0\.\d{3} .*bees\.md:\d+", text, re.M)
+
+
+def test_model_tokenizer_counts_without_an_onnxruntime_session():
+    """`--tokenizer model` needs the tokenizer only: counting never imports onnxruntime."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from ragsift.chunkers.counters import get_counter; "
+            "c = get_counter('model'); n = c.count('honey bees swarm'); "
+            "print(n, c.max_length, 'onnxruntime' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=REPO, check=True).stdout.split()
+    assert out == ["5", "256", "False"]

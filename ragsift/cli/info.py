@@ -48,7 +48,12 @@ def info_command(
 
 
 def _settings_view(settings: dict) -> dict:
+    from ragsift.retrieval.threshold import resolve_threshold
+
+    floor = resolve_threshold(None, settings, required=False)
     return {
+        "threshold": floor.value,
+        "threshold_origin": floor.label,
         "model": settings.get("model"),
         "model_fingerprint": settings.get("model_fingerprint"),
         "dimensions": settings.get("dimensions"),
@@ -85,6 +90,8 @@ def _print_table(info: dict) -> None:
         ("model", str(info.get("model") or "-")),
         ("model fingerprint", str(info.get("model_fingerprint") or "-")),
         ("embedder options", json.dumps(info.get("embedder_options") or {}, sort_keys=True)),
+        ("threshold", "-" if info.get("threshold") is None else
+         f"{info['threshold']:.2f} ({info.get('threshold_origin')})"),
         ("chunker", str(info.get("chunker") or "-")
          + (f" {json.dumps(opts, sort_keys=True)}" if opts else "")),
         ("size on disk", _human(info["size_bytes"])),

@@ -37,11 +37,10 @@ def ls_command(
 ) -> None:
     """List the documents an index holds: path, chunks, tokens, size and when it was indexed.
     Reading never blocks a running `ragsift embed`."""
-    from ragsift.index.store import IndexStore
-    from ragsift.retrieval.engine import path_matches
+    from ragsift.api import open_index
 
-    with IndexStore.open(index, "r") as store:
-        docs = [d for d in store.documents() if path_matches(d.path, patterns)]
+    with open_index(index) as idx:
+        docs = idx.documents(patterns)
     if as_json:
         write_jsonl(document_row(d) for d in docs)
     else:

@@ -42,18 +42,10 @@ def rm_command(
 ) -> None:
     """Remove documents from an index: their chunks, full-text entries and vectors, in one
     atomic step. Refused while another process writes the index (unless --wait)."""
+    from ragsift.api import remove
     from ragsift.cli.ls import document_row
-    from ragsift.index.store import IndexStore, inspect_file
-    from ragsift.retrieval.engine import path_matches
-    from ragsift.errors import RagsiftError
 
-    if inspect_file(index) != "ours":
-        raise RagsiftError(f"no index at {index}")
-    with IndexStore.open(index, "r" if dry_run else "w", wait=wait) as store:
-        docs = [d for d in store.documents() if path_matches(d.path, patterns)]
-        if docs and not dry_run:
-            store.remove_documents([d.key for d in docs])
-            store.compact()
+    docs = remove(index, patterns, dry_run=dry_run, wait=wait)
     if as_json:
         write_jsonl(document_row(d) for d in docs)
     else:

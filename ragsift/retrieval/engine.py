@@ -23,7 +23,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ragsift.errors import RagsiftError
 from ragsift.retrieval.hybrid import Fusion, fuse
