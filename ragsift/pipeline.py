@@ -451,6 +451,8 @@ def build_index(
     on_skip: Callable[[Skipped], None] | None = None,
     progress: EmbedProgress | None = None,
     on_warning: Callable[[str, str], None] | None = None,
+    engine: str = "local",
+    ray_address: str | None = None,
 ) -> EmbedSummary:
     """Bring the index at ``index`` up to date with ``paths`` (see the comment above).
 
@@ -494,6 +496,10 @@ def build_index(
         run.check_model_early()
         if use_stdin:
             _ingest_records(run, stdin_lines if stdin_lines is not None else [], skip)
+        elif engine == "ray":
+            from ragsift.distributed import ingest_files
+
+            ingest_files(run, paths, chunker, include, exclude, prune, skip, address=ray_address)
         else:
             _ingest_files(run, paths, chunker, include, exclude, prune, skip)
         run.flush()

@@ -16,6 +16,11 @@ from ragsift.errors import EXIT_NOTHING, EXIT_OK, EXIT_SKIPPED
 from ragsift.index import DEFAULT_INDEX  # noqa: E402  (defined once there)
 
 
+class Engine(str, Enum):
+    local = "local"
+    ray = "ray"
+
+
 class Pooling(str, Enum):
     mean = "mean"
     cls = "cls"
@@ -33,6 +38,8 @@ Examples:
   ragsift embed docs/ --json | jq .embedded
 
   ragsift embed docs/ --model e5/ --query-prefix 'query: ' --passage-prefix 'passage: '
+
+  ragsift embed docs/ --index docs.lance --engine ray --ray-address auto
 
 --pooling, --no-normalize, --max-length, --query-prefix and --passage-prefix set how the model
 embeds (default: what its folder's configs declare). They are stored in the index, so query,
@@ -67,6 +74,8 @@ def embed_command(
     batch_size: Annotated[int | None, typer.Option("--batch-size", min=1, help="Texts per model call (default 8, measured fastest here).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no summary (skips, warnings and errors still go to stderr).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the run summary as JSON on stdout.")] = False,
+    engine: Annotated[Engine, typer.Option("--engine", help="Where changed files are parsed, chunked and embedded: this process, or a Ray cluster (pip install 'ragsift[ray]').")] = "local",  # type: ignore[assignment]
+    ray_address: Annotated[str | None, typer.Option("--ray-address", metavar="auto|ADDRESS", help="--engine ray: the cluster to join (auto: the one this machine is part of; default: start a local one).")] = None,
 ) -> None:
     """Chunk, embed and index documents into one SQLite file, incrementally.
 
@@ -104,6 +113,8 @@ def embed_command(
         on_skip=lambda s: warn(f"skipped {s.path}: {s.reason}"),
         on_warning=lambda path, message: warn(f"warning: {path}: {message}"),
         progress=progress,
+        engine=Engine(engine).value,
+        ray_address=ray_address,
     )
     if summary.truncated:
         warn(f"warning: {summary.truncated} chunks were longer than the model's max length; "

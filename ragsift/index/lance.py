@@ -95,6 +95,11 @@ def storage_options() -> dict[str, str]:
 
 
 def _lance():
+    import warnings
+
+    # Ray forks its raylet after the driver opened the index; the index is never used in the
+    # forked process, so lance's fork warning does not apply.
+    warnings.filterwarnings("ignore", message="lance is not fork-safe")
     try:
         import lance
     except ImportError:
