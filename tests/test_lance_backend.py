@@ -213,3 +213,62 @@ def test_the_index_is_a_lancedb_database(both):
     chunks = table.count_rows("kind = 'chunk'")
     info = json.loads(run_cli("info", "-i", "i.lance", "--json", cwd=both).stdout)
     assert chunks == info["chunks"] and table.count_rows("kind = 'doc'") == info["documents"]
+
+
+def test_ann_path_refines_by_exact_cosine(tmp_path, monkeypatch):
+    """Above ``ANN_MIN_ROWS`` (lowered here to 1,000) compact builds IVF-PQ; the candidates it
+    proposes are re-scored by exact cosine: every returned score is the exact path's score
+    for that row, recall@10 against exact stays high, a path filter and rows written after
+    the index was built are honoured."""
+    import numpy as np
+
+    from ragsift.index import ann
+    from ragsift.index.backend import DocumentWrite
+    from ragsift.index.lance import LanceIndex
+
+    rng = np.random.default_rng(0)
+    centres = rng.standard_normal((40, 384)).astype(np.float32)
+    vecs = centres[rng.integers(0, 40, 3000)] + 0.7 * rng.standard_normal((3000, 384),
+                                                                           dtype=np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+
+    def doc(d, rows):
+        recs = [{"index": i, "text": f"chunk {d} {i}", "content_hash": f"{d}-{i}", "tokens": 3}
+                for i in range(len(rows))]
+        return DocumentWrite(key=f"k{d}", path=f"doc{d}.md", sha256="0", records=recs,
+                             vectors=rows)
+
+    monkeypatch.setattr(ann, "ANN_MIN_ROWS", 1000)
+    path = str(tmp_path / "ann.lance")
+    with LanceIndex.open(path, "w") as w:
+        w.write_documents([doc(d, vecs[d * 100:(d + 1) * 100]) for d in range(30)])
+        w.compact()
+        assert w._has_index("vector")
+        fresh = vecs[:5] * -1  # written after the ANN index: searched flat until compacted
+        w.write_documents([doc(99, fresh)])
+    queries = vecs[rng.integers(0, 3000, 20)] + 0.1 * rng.standard_normal((20, 384),
+                                                                           dtype=np.float32)
+    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+    with LanceIndex.open(path) as r:
+        assert ann.use_ann(r, None)
+        approx = r.dense_candidates(queries, 10)
+        monkeypatch.setattr(ann, "ANN_MIN_ROWS", 10**9)
+        r._ann = None
+        exact = r.dense_candidates(queries, 10)
+        monkeypatch.setattr(ann, "ANN_MIN_ROWS", 1000)
+        r._ann = None
+        recall = np.mean([len({a for a, _ in x} & {e for e, _ in y}) / 10
+                          for x, y in zip(approx, exact)])
+        assert recall >= 0.9
+        for x, y in zip(approx, exact):
+            scores = dict(y)
+            for rowid, s in x:
+                if rowid in scores:
+                    assert s == pytest.approx(scores[rowid], abs=1e-6)
+            assert [s for _, s in x] == sorted((s for _, s in x), reverse=True)
+            assert r.cosines(queries[0], [x[0][0]])[0] is not None
+        (only,) = r.dense_candidates(queries[:1], 5, paths={"doc3.md"})
+        assert {rec.path for rec in r.chunk_records([i for i, _ in only])} == {"doc3.md"}
+        (hit,) = r.dense_candidates(-vecs[:1], 1)
+        assert r.chunk_records([hit[0][0]])[0].path == "doc99.md"
+        assert hit[0][1] == pytest.approx(1.0, abs=1e-5)

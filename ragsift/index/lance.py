@@ -357,7 +357,7 @@ class LanceIndex:
         t = self._ds.to_table(columns=["rowid", "vector"], filter="kind = 'chunk'")
         rowids = t.column("rowid").to_numpy().astype(np.int64, copy=False)
         vec = t.column("vector").combine_chunks()
-        flat = vec.values.to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+        flat = vec.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
         matrix = flat.reshape(len(rowids), dim)
         order = np.argsort(rowids, kind="stable")
         return rowids[order], np.ascontiguousarray(matrix[order])
