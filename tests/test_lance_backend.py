@@ -272,3 +272,26 @@ def test_ann_path_refines_by_exact_cosine(tmp_path, monkeypatch):
         (hit,) = r.dense_candidates(-vecs[:1], 1)
         assert r.chunk_records([hit[0][0]])[0].path == "doc99.md"
         assert hit[0][1] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_eval_scores_the_same_on_a_lance_index(tmp_path):
+    """``[retrieval] backend = "lance"`` builds each configuration's index as Lance: dense
+    metrics equal the SQLite run's."""
+    from tests.test_eval import ANIMALS, ELEPHANT, PLANETS, SATURN, _eval_json, _write_config
+    from tests.test_eval import make_span_dataset
+
+    root = make_span_dataset(tmp_path / "tiny", {"animals": ANIMALS, "planets": PLANETS}, [
+        ("Which animal drinks water with its trunk?", "animals", [ELEPHANT]),
+        ("Which planet has rings of ice and rock?", "planets", [SATURN]),
+    ])
+    chunker = 'strategy = "recursive"\ntokenizer = "cl100k"\nsize = 20\nmin_chars = 0'
+    runs = []
+    for backend in ("sqlite", "lance"):
+        for mode in ("dense", "hybrid"):
+            cfg = _write_config(tmp_path / f"{backend}-{mode}.toml", chunker,
+                                f'mode = "{mode}"\nk = 2\nbackend = "{backend}"')
+            (r,) = _eval_json(str(root), "--config", str(cfg))
+            runs.append(r)
+    assert runs[2]["chunks"] == runs[0]["chunks"] == 6
+    assert runs[2]["overall"] == runs[0]["overall"]  # dense: identical
+    assert runs[3]["overall"]["recall"] == runs[1]["overall"]["recall"]

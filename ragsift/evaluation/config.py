@@ -17,6 +17,7 @@ rrf_k = 60                          # rrf: 1 / (rrf_k + rank)
 alpha = 0.5                         # convex: weight of the dense side
 norm = "minmax"                     # convex: minmax | tmm (theoretical minimum)
 depth = 100                         # hybrid: candidates taken from each side before fusing
+backend = "sqlite"                  # the index built per configuration: sqlite | lance
 ```
 """
 
@@ -54,8 +55,11 @@ class EvalConfig:
     alpha: float = _FUSION.alpha
     norm: str = _FUSION.norm
     depth: int = _FUSION.depth
+    backend: str = "sqlite"  # the index each configuration is built into: sqlite | lance
 
     def __post_init__(self) -> None:
+        if self.backend not in ("sqlite", "lance"):
+            raise RagsiftError(f"config {self.name}: backend must be sqlite or lance")
         if self.mode not in MODES:
             raise RagsiftError(f"config {self.name}: mode must be one of {', '.join(MODES)}")
         if self.fusion not in FUSIONS:
@@ -108,7 +112,7 @@ class EvalConfig:
 
 
 _TOP = {"name", "description"}
-_RETRIEVAL = {"mode", "k", "fusion", "rrf_k", "alpha", "norm", "depth"}
+_RETRIEVAL = {"mode", "k", "fusion", "rrf_k", "alpha", "norm", "depth", "backend"}
 
 
 def load_config(path: str | Path) -> EvalConfig:
