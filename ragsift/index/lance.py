@@ -58,6 +58,9 @@ SCHEMA_VERSION = 1
 FORMAT = "ragsift-lance"
 REMOTE_SCHEMES = ("s3://", "s3a://", "gs://", "az://", "abfs://", "memory://")
 KEEP_VERSIONS = datetime.timedelta(hours=1)
+# From this many chunks ``compact`` adds B-tree indexes on ``rowid`` (chunk records by id) and
+# ``content_hash`` (vector reuse), so neither lookup scans the table.
+SCALAR_INDEX_MIN_ROWS = 10_000
 # Extra lexical hits fetched beyond ``n`` so that ties at the cut are broken by rowid.
 LEXICAL_SLACK = 32
 
@@ -672,7 +675,13 @@ class LanceIndex:
         if before > 1:
             self._ds.optimize.compact_files()
             self._reopen()
-        if self._ds.count_rows("kind = 'chunk'"):
+        n = self._ds.count_rows("kind = 'chunk'")
+        if n:
+            if n >= SCALAR_INDEX_MIN_ROWS:  # lookups by id and by text hash stop scanning
+                for column in ("rowid", "content_hash"):
+                    if not self._has_index(column):
+                        self._ds.create_scalar_index(column, index_type="BTREE")
+                        self._reopen()
             if self._has_index("fts"):
                 self._ds.optimize.optimize_indices()
             else:
