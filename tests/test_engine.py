@@ -48,7 +48,7 @@ def test_eval_and_query_json_rank_and_score_identically(index, mode):
         got = list(ranked(store, embedder_for(store.settings()), cfg, QUERIES, k))
     assert len(got) == len(QUERIES)
     for q, cands in zip(QUERIES, got):
-        ours = [(c.id, round(c.score, 6)) for c in cands]
+        ours = [(rec.id, round(c.score, 6)) for rec, c in cands]
         assert ours == by_query[q], (mode, q)
     assert any(by_query[q] for q in QUERIES)
 

@@ -3,9 +3,8 @@
 For each configuration the corpus is indexed through the pipeline into a temporary SQLite index
 (``IndexStore``), with an embedder wrapped in the shared ``EmbeddingCache``; configurations that
 share chunker and embedder share one index and differ only in retrieval. Retrieval is the one
-engine ``ragsift query`` uses (``ranked`` below: ``Searcher.retrieve_many`` with the
-configuration's mode and ``Fusion``), so a ranking measured here is the ranking ``query``
-returns. No threshold is applied: the metrics score rankings at k; the candidates' cosines are
+engine ``ragsift query`` uses (``ranked`` below: ``engine.rank`` with the configuration's
+mode and ``Fusion``), so a ranking measured here is the ranking ``query`` returns. No threshold is applied: the metrics score rankings at k; the candidates' cosines are
 collected for the threshold sweep.
 
 Span sets: every corpus file goes into ONE index; each question takes the top ``k`` chunks; a
@@ -19,7 +18,7 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,7 +31,7 @@ from ragsift.evaluation.datasets import BeirDataset, SpanDataset
 
 if TYPE_CHECKING:
     from ragsift.index.backend import ChunkRecord
-    from ragsift.retrieval.topk import Candidate
+    from ragsift.retrieval.engine import Ranked
 
 BEIR_DEPTH = 1000  # chunks per side for BEIR runs (≥ 100 documents for Recall@100)
 SPAN_METRICS = ("recall", "precision", "iou")
@@ -93,6 +92,12 @@ class _Index:
     build_s: float
     embedder: CachingEmbedder
     cache: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def by_rowid(self) -> dict[int, ChunkRecord]:
+        if not hasattr(self, "_by_rowid"):
+            self._by_rowid = {r.rowid: r for r in self.records}
+        return self._by_rowid
 
 
 def evaluate(
@@ -241,19 +246,26 @@ def _build(
 QUERY_BLOCK = 64  # queries retrieved at a time (bounds the candidate records held)
 
 
-def ranked(store: Any, embedder: Any, cfg: EvalConfig, queries: Sequence[str], depth: int
-           ) -> Iterator[tuple[Candidate, ...]]:
-    """Each query's best ``depth`` candidates in the configuration's mode, best first: the very
-    path ``ragsift query`` takes (``Searcher.retrieve_many``, the one engine), with no floor and
-    no reject window."""
+def ranked(store: Any, embedder: Any, cfg: EvalConfig, queries: Sequence[str], depth: int,
+           records: Mapping[int, ChunkRecord] | None = None
+           ) -> Iterator[list[tuple[ChunkRecord, Ranked]]]:
+    """Each query's best ``depth`` candidates in the configuration's mode, best first, as
+    (chunk record, ranked candidate): the ranking ``ragsift query`` applies its threshold to
+    (``engine.rank``, the one function that orders candidates, with the queries embedded by
+    ``Searcher.embed_queries``). No top-K record is built: eval needs no admission, and at
+    BEIR depth (1,000 per query) the records would double the search time."""
+    from ragsift.retrieval.engine import rank
     from ragsift.retrieval.search import Searcher
-    from ragsift.retrieval.topk import TopK
 
     searcher = Searcher(store, embedder=embedder, mode=cfg.mode, fusion=cfg.fusion_settings())
-    strategy = TopK(k=depth, threshold=None, reject_window=0)
     for lo in range(0, len(queries), QUERY_BLOCK):
-        for r in searcher.retrieve_many(list(queries[lo:lo + QUERY_BLOCK]), strategy):
-            yield r.candidates
+        block = list(queries[lo:lo + QUERY_BLOCK])
+        lists = rank(store, block, searcher.embed_queries(block), mode=searcher.mode, n=depth,
+                     fusion=searcher.fusion)
+        recs = records if records is not None else {r.rowid: r for r in store.chunk_records(
+            sorted({c.rowid for cands in lists for c in cands}))}
+        for cands in lists:
+            yield [(recs[c.rowid], c) for c in cands]
 
 
 def _common(cfg: EvalConfig, dataset: Any, index: _Index, n_queries: int) -> dict[str, Any]:
@@ -276,14 +288,16 @@ def _score_spans(
     questions = dataset.questions
     per_q: list[tuple[str, m.SpanScores]] = []
     judged: list[list[tuple[float, bool]]] = []
-    tops = ranked(index.store, index.embedder, cfg, [q.question for q in questions], cfg.k)
+    tops = ranked(index.store, index.embedder, cfg, [q.question for q in questions], cfg.k,
+                  index.by_rowid)
+    corpus_by_rowid = {r.rowid: corpus_of(r.path) for r in index.records}  # once per chunk
     for q, top in zip(questions, tops):
-        retrieved = [(corpus_of(c.path), int(c.start), int(c.end)) for c in top]
+        retrieved = [(corpus_by_rowid[rec.rowid], int(rec.start), int(rec.end)) for rec, _ in top]
         per_q.append((q.corpus_id, m.span_scores(retrieved, q.references, q.corpus_id)))
         judged.append(
             [
                 (c.score, cid == q.corpus_id and bool(m.intersect_spans([(s, e)], q.references)))
-                for (cid, s, e), c in zip(retrieved, top)
+                for (cid, s, e), (_, c) in zip(retrieved, top)
             ]
         )
     overall, std = _aggregate([s for _, s in per_q])
@@ -316,9 +330,11 @@ def _score_beir(
     values: dict[str, list[float]] = {name: [] for name in BEIR_METRICS}
     judged: list[list[tuple[float, bool]]] = []
     depth = max(BEIR_DEPTH, cfg.k)
-    tops = ranked(index.store, index.embedder, cfg, [dataset.queries[q] for q in qids], depth)
+    tops = ranked(index.store, index.embedder, cfg, [dataset.queries[q] for q in qids], depth,
+                  index.by_rowid)
+    doc_by_rowid = {r.rowid: doc_of(r.path) for r in index.records}  # once per chunk
     for qid, top in zip(qids, tops):
-        docs = [doc_of(c.path) for c in top]
+        docs = [doc_by_rowid[rec.rowid] for rec, _ in top]
         # a document scores as its best chunk: rank documents by first appearance
         doc_ranking = m.best_chunk_ranking((d, -float(i)) for i, d in enumerate(docs))
         qrels = dataset.qrels[qid]
@@ -326,7 +342,7 @@ def _score_beir(
         values["recall@10"].append(m.recall_at_k(doc_ranking, qrels, 10))
         values["recall@100"].append(m.recall_at_k(doc_ranking, qrels, 100))
         values["mrr@10"].append(m.mrr_at_k(doc_ranking, qrels, 10))
-        judged.append([(c.score, qrels.get(d, 0) > 0) for c, d in zip(top[: cfg.k], docs)])
+        judged.append([(c.score, qrels.get(d, 0) > 0) for (_, c), d in zip(top[: cfg.k], docs)])
     overall, std = {}, {}
     for name, vals in values.items():
         overall[name], std[name] = m.mean_std(vals)
