@@ -91,13 +91,14 @@ def parse_file(row: dict, chunker: Any) -> dict:
     """Stage 1 (a Ray task): one changed file -> its chunk records (JSON) or a skip reason."""
     import hashlib
     import json
+    import pathlib
 
     from ragsift.errors import SkipFile
     from ragsift.pipeline import _prepared, chunk_record, content_hash
     from ragsift.sources import SourceFile, load_document, read_bytes
 
     _kill_once("parse")
-    sf = SourceFile(path=__import__("pathlib").Path(row["file"]), relpath=row["relpath"],
+    sf = SourceFile(path=pathlib.Path(row["file"]), relpath=row["relpath"],
                     size=row["size"], mtime=row["mtime"])
     out = {"key": row["key"], "skip": "", "records": "", "warnings": "", "format": "",
            "path": row["relpath"], "sha256": ""}
@@ -177,11 +178,10 @@ def ingest_files(run: Any, paths: list[str], chunker: Any, include: list[str] | 
     """The ``--engine ray`` counterpart of ``pipeline._ingest_files`` (same summary, same
     commits)."""
     import hashlib
-    import json
 
     from ragsift.index.backend import DocumentWrite
-    from ragsift.pipeline import _report_warnings, _under, chunker_key
-    from ragsift.sources import Skipped, discover, read_bytes
+    from ragsift.pipeline import _under, chunker_key
+    from ragsift.sources import discover, read_bytes
 
     store, s = run.store, run.summary
     key_of_chunker = chunker_key(chunker)

@@ -185,8 +185,10 @@ def test_two_node_cluster_on_loopback(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["nodes"] == 2 and got["actor_node_is_other"] and got["chunks"] > 0
+    import numpy as np
+
     from ragsift.embedders import load_embedder
 
     want = load_embedder().embed(["honey bees swarm"]).vectors[0]
-    assert float(want @ __import__("numpy").asarray(got["vector"], "float32")) >= 0.9999
+    assert float(want @ np.asarray(got["vector"], np.float32)) >= 0.9999
     assert_same(contents(str(tmp_path / "local.db")), contents(str(tmp_path / "two.lance")))

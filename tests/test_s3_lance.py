@@ -6,6 +6,7 @@ environment."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -78,7 +79,7 @@ def test_create_update_concurrent_reader_and_hybrid_query(s3_env, tmp_path):
     assert (s["unchanged"], s["parsed"], s["model_loaded"]) == (2, 0, False)
 
     # a second process holds a snapshot while this one commits a change
-    env = {**__import__("os").environ, **s3_env, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, **s3_env, "PYTHONPATH": str(REPO)}
     reader = subprocess.Popen([sys.executable, "-c", READER, index], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               env=env, cwd=tmp_path)
