@@ -251,7 +251,9 @@ def test_ann_path_refines_by_exact_cosine(tmp_path, monkeypatch):
     queries /= np.linalg.norm(queries, axis=1, keepdims=True)
     with LanceIndex.open(path) as r:
         assert ann.use_ann(r, None)
+        r.load()
         approx = r.dense_candidates(queries, 10)
+        assert r._dense is None  # the ANN path never reads the whole matrix into memory
         monkeypatch.setattr(ann, "ANN_MIN_ROWS", 10**9)
         r._ann = None
         exact = r.dense_candidates(queries, 10)

@@ -366,7 +366,10 @@ class LanceIndex:
         return rowids[order], np.ascontiguousarray(matrix[order])
 
     def load(self) -> None:
-        if self._dense is None:
+        """Read the vector column into memory for the exact scan (nothing on the ANN path)."""
+        from ragsift.index import ann
+
+        if self._dense is None and not ann.use_ann(self, None):
             from ragsift.index.dense import DenseMatrix
 
             self._dense = DenseMatrix(*self.load_matrix(), self._rowids_of_paths)
