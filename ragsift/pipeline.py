@@ -532,6 +532,8 @@ def build_index(
     on_warning: Callable[[str, str], None] | None = None,
     max_file_size: int | None = None,
     follow_links: bool = False,
+    engine: str = "local",
+    ray_address: str | None = None,
 ) -> EmbedSummary:
     """Bring the index at ``index`` up to date with ``paths`` (see the comment above).
 
@@ -581,6 +583,11 @@ def build_index(
         run.check_model_early()
         if use_stdin:
             _ingest_records(run, stdin_lines if stdin_lines is not None else [], skip)
+        elif engine == "ray":
+            from ragsift.distributed import ingest_files
+
+            ingest_files(run, paths, chunker, include, exclude, prune, skip, address=ray_address,
+                         max_file_size=max_file_size, follow_links=follow_links)
         else:
             _ingest_files(run, paths, chunker, include, exclude, prune, skip,
                           max_file_size=max_file_size, follow_links=follow_links)

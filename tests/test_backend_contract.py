@@ -21,7 +21,14 @@ def _sqlite(path, mode="r", wait=False):
     return IndexStore.open(str(path), mode, wait=wait)
 
 
-BACKENDS = {"sqlite": _sqlite}
+def _lance(path, mode="r", wait=False):
+    pytest.importorskip("lance", reason="the Lance backend needs: pip install 'ragsift[lance]'")
+    from ragsift.index.lance import LanceIndex
+
+    return LanceIndex.open(f"{path}.lance", mode, wait=wait)
+
+
+BACKENDS = {"sqlite": _sqlite, "lance": _lance}
 
 
 @pytest.fixture(params=sorted(BACKENDS))

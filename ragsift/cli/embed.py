@@ -22,6 +22,11 @@ from ragsift.errors import EXIT_NOTHING, EXIT_OK, EXIT_SKIPPED
 from ragsift.index import DEFAULT_INDEX  # noqa: E402  (defined once there)
 
 
+class Engine(str, Enum):
+    local = "local"
+    ray = "ray"
+
+
 class Pooling(str, Enum):
     mean = "mean"
     cls = "cls"
@@ -41,6 +46,8 @@ Examples:
   ragsift embed docs/ --index docs.db --skips-ok
 
   ragsift embed docs/ --model e5/ --query-prefix 'query: ' --passage-prefix 'passage: '
+
+  ragsift embed docs/ --index docs.lance --engine ray --ray-address auto
 
 --pooling, --no-normalize, --max-length, --query-prefix and --passage-prefix set how the model embeds (default: what its folder's configs declare). They are stored in the index, so query, explain and tune embed queries the same way (with the query prefix) without repeating them. Changing any but --query-prefix changes the vectors: like a model change, it needs --rebuild.
 
@@ -76,6 +83,8 @@ def embed_command(
     batch_size: Annotated[int | None, typer.Option("--batch-size", min=1, help="Texts per model call (default 8, measured fastest here).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no summary (skips, warnings and errors still go to stderr).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the run summary as JSON on stdout.")] = False,
+    engine: Annotated[Engine, typer.Option("--engine", help="Where changed files are parsed, chunked and embedded: this process, or a Ray cluster (pip install 'ragsift[ray]').")] = "local",  # type: ignore[assignment]
+    ray_address: Annotated[str | None, typer.Option("--ray-address", metavar="auto|ADDRESS", help="--engine ray: the cluster to join (auto: the one this machine is part of; default: start a local one).")] = None,
 ) -> None:
     """Chunk, embed and index documents into one SQLite file, incrementally.
 
@@ -117,6 +126,8 @@ def embed_command(
         progress=progress,
         max_file_size=cap,
         follow_links=follow_links,
+        engine=Engine(engine).value,
+        ray_address=ray_address,
     )
     if summary.truncated:
         warn(f"warning: {summary.truncated} chunks were longer than the model's max length; "

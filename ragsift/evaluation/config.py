@@ -18,6 +18,7 @@ alpha = 0.5                         # convex: weight of the dense side
 norm = "minmax"                     # convex: minmax | tmm (theoretical minimum)
 depth = 100                         # hybrid: candidates taken from each side before fusing
 span = "chunk"                      # span sets: score whole chunks | best (evidence spans)
+backend = "sqlite"                  # the index built per configuration: sqlite | lance
 ```
 """
 
@@ -56,8 +57,11 @@ class EvalConfig:
     norm: str = _FUSION.norm
     depth: int = _FUSION.depth
     span: str = "chunk"  # chunk | best: score each hit's evidence span (ragsift.retrieval.spans)
+    backend: str = "sqlite"  # the index each configuration is built into: sqlite | lance
 
     def __post_init__(self) -> None:
+        if self.backend not in ("sqlite", "lance"):
+            raise RagsiftError(f"config {self.name}: backend must be sqlite or lance")
         if self.mode not in MODES:
             raise RagsiftError(f"config {self.name}: mode must be one of {', '.join(MODES)}")
         if self.fusion not in FUSIONS:
@@ -116,7 +120,7 @@ class EvalConfig:
 
 
 _TOP = {"name", "description"}
-_RETRIEVAL = {"mode", "k", "fusion", "rrf_k", "alpha", "norm", "depth", "span"}
+_RETRIEVAL = {"mode", "k", "fusion", "rrf_k", "alpha", "norm", "depth", "span", "backend"}
 
 
 def load_config(path: str | Path) -> EvalConfig:

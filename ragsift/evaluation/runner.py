@@ -129,7 +129,7 @@ def evaluate(
                     say(f"[{n}/{len(configs)}] {cfg.name}: indexing ({cfg.chunker_label()})")
                     hits0, misses0 = cache.hits, cache.misses
                     built[key] = _build(
-                        paths, tmpdir / f"index-{n}.sqlite", cfg, embedders[emb_key]
+                        paths, tmpdir / f"index-{n}.{cfg.backend}", cfg, embedders[emb_key]
                     )
                     built[key].cache = {
                         "passage_hits": cache.hits - hits0,
@@ -165,6 +165,7 @@ def _index_key(cfg: EvalConfig) -> tuple:
         tuple(sorted((k, repr(v)) for k, v in cfg.chunker_options.items())),
         cfg.model,
         tuple(sorted(cfg.embedder_options.items())),
+        cfg.backend,
     )
 
 

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from ragsift.errors import RagsiftError
 from ragsift.index import migrations
 from ragsift.index.backend import SETTING_KEYS, ChunkRecord, DocumentInfo, DocumentWrite
+from ragsift.index.lance import is_lance_location
 from ragsift.index.locking import WriterLock, file_kind, holder_pid
 
 if TYPE_CHECKING:
@@ -110,6 +111,10 @@ class IndexStore:
         ``_connect_reader``). Any character in ``path`` is fine: SQLite gets it percent-encoded.
         """
         path = os.fspath(path)
+        if is_lance_location(path):  # *.lance or s3://...: the Lance backend (index/lance.py)
+            from ragsift.index.lance import LanceIndex
+
+            return LanceIndex.open(path, mode, wait)  # type: ignore[return-value]
         if mode not in ("r", "w"):
             raise ValueError(f"mode must be 'r' or 'w', not {mode!r}")
         state = inspect_file(path)
@@ -656,6 +661,10 @@ def inspect_file(path: str) -> str:
     Reads the 100-byte SQLite header only, so a foreign file is never opened by SQLite
     (which could replay or create journals next to it).
     """
+    if is_lance_location(path):
+        from ragsift.index.lance import inspect_location
+
+        return inspect_location(path)
     try:
         st = os.stat(path)  # a symlink to a regular file is fine; its target is the index
     except FileNotFoundError:

@@ -1,0 +1,194 @@
+"""``ragsift embed --engine ray`` (ragsift/distributed.py) against a local run: same index
+contents, vectors equal (cosine >= 0.9999), an incremental re-run does no model work, a killed
+worker is retried without duplicate or lost chunks, and a two-node cluster on loopback.
+
+Real model; Ray local (``num_cpus=2``); every cluster lives on 127.0.0.1 only."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, run_cli
+
+HEAVY = ("lance", "lancedb", "pyarrow", "ray")
+
+
+def test_help_and_a_sqlite_run_import_no_scale_module(tmp_path):
+    """The extras stay out of start-up: --help and the default SQLite path import none."""
+    code = ("import sys; from ragsift.cli import app; from typer.testing import CliRunner; "
+            "r = CliRunner().invoke(app, ['embed', '--help']); assert r.exit_code == 0; "
+            "assert '--engine' in r.output and '--ray-address' in r.output; "
+            f"print([m for m in {HEAVY!r} if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=REPO, check=True).stdout
+    assert out.strip() == "[]"
+    (tmp_path / "a.txt").write_text("Plain text about honey bees.\n")
+    code = ("import sys; from ragsift.pipeline import build_index; "
+            f"build_index([{str(tmp_path / 'a.txt')!r}], {str(tmp_path / 'i.db')!r}); "
+            f"print([m for m in {HEAVY!r} if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=REPO, check=True).stdout
+    assert out.strip() == "[]"
+
+
+ray = pytest.importorskip("ray", reason="--engine ray needs: pip install 'ragsift[ray]'")
+
+WORDS = ("bees honey swarm bread starter tide crab lantern wick oven loaf flour yeast water "
+         "salt sea star anemone queen comb").split()
+
+
+def corpus(root: Path, n: int = 10) -> Path:
+    rng = random.Random(5)
+    root.mkdir(parents=True, exist_ok=True)
+    for i in range(n):
+        paras = [" ".join(rng.choice(WORDS) for _ in range(45)) + "." for _ in range(5)]
+        (root / f"d{i}.md").write_text(f"# Doc {i}\n\n" + "\n\n".join(paras) + "\n")
+    (root / "bad.json").write_text("{not json")
+    return root
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+def contents(index: str) -> dict[tuple[str, int], tuple[dict, list[float]]]:
+    from ragsift.index.store import IndexStore
+
+    with IndexStore.open(index) as s:
+        assert s.verify() == []
+        rowids, matrix = s.load_matrix()
+        recs = s.chunk_records(rowids.tolist())
+    out = {}
+    for rec, vec in zip(recs, matrix):
+        d = rec.as_dict()
+        for k in ("rowid", "id"):
+            d.pop(k)
+        key = (Path(rec.path).name, rec.index)
+        assert key not in out  # no duplicate chunk
+        out[key] = (d, vec)
+    return out
+
+
+def assert_same(a: dict, b: dict) -> None:
+    import numpy as np
+
+    assert a.keys() == b.keys() and a
+    for key in a:
+        ra, va = a[key]
+        rb, vb = b[key]
+        assert {k: v for k, v in ra.items() if k != "path"} == \
+            {k: v for k, v in rb.items() if k != "path"}
+        assert float(np.dot(va, vb)) >= 0.9999, key
+
+
+def test_same_index_as_a_local_run_and_incremental(local_ray, tmp_path):
+    from ragsift.pipeline import build_index
+
+    docs = corpus(tmp_path / "docs")
+    local = build_index([str(docs)], str(tmp_path / "local.db"))
+    for name in ("ray.db", "ray.lance"):
+        s = build_index([str(docs)], str(tmp_path / name), engine="ray")
+        for k in ("discovered", "parsed", "chunks", "embedded", "reused", "tokens"):
+            assert getattr(s, k) == getattr(local, k), (name, k)
+        assert [x.path for x in s.skipped] == [x.path for x in local.skipped] != []
+        assert_same(contents(str(tmp_path / "local.db")), contents(str(tmp_path / name)))
+    # incremental: nothing changed -> no model work; one changed file -> only its chunks
+    s = build_index([str(docs)], str(tmp_path / "ray.lance"), engine="ray")
+    assert (s.unchanged, s.parsed, s.embedded, s.model_loaded) == (10, 0, 0, False)
+    (docs / "d3.md").write_text("# Doc 3\n\nA completely new paragraph about lanterns.\n")
+    (docs / "d4.md").unlink()
+    s = build_index([str(docs)], str(tmp_path / "ray.lance"), engine="ray")
+    assert (s.unchanged, s.parsed, s.removed, s.embedded) == (8, 1, 1, 1)
+    assert s.model_loaded
+
+
+def test_a_killed_worker_is_retried_without_duplicate_or_lost_chunks(tmp_path):
+    """A fresh CLI run (its own local Ray) where the first parse task and the first embedding
+    actor each kill their worker process once."""
+    docs = corpus(tmp_path / "docs")
+    ref = run_cli("embed", str(docs), "--index", str(tmp_path / "local.db"), "--json")
+    kills = tmp_path / "kills"
+    kills.mkdir()
+    proc = run_cli("embed", str(docs), "--index", str(tmp_path / "k.lance"), "--engine", "ray",
+                   "--json", env={"RAGSIFT_RAY_KILL_ONCE": str(kills)})
+    assert proc.returncode == ref.returncode == 3, proc.stderr  # bad.json skipped on both
+    assert sorted(os.listdir(kills)) == ["killed-embed", "killed-parse"]
+    got, want = json.loads(proc.stdout), json.loads(ref.stdout)
+    assert (got["chunks"], got["embedded"]) == (want["chunks"], want["embedded"])
+    assert_same(contents(str(tmp_path / "local.db")), contents(str(tmp_path / "k.lance")))
+
+
+TWO_NODES = textwrap.dedent("""
+    import json, sys
+    import ray
+    from ray.cluster_utils import Cluster
+    from ragsift.pipeline import build_index
+    from ragsift import distributed
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1,
+                      "node_ip_address": "127.0.0.1", "include_dashboard": False})
+    cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1")
+    cluster.wait_for_nodes()
+    ray.init(address=cluster.address, log_to_driver=False)
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+    import numpy as np
+
+    nodes = [n["NodeID"] for n in ray.nodes() if n["Alive"]]
+    head = ray.get_runtime_context().get_node_id()
+    # the embedding actor pinned to the second node: it runs there and answers over loopback
+    other = next(n for n in nodes if n != head)
+    actor = ray.remote(distributed.EmbedActor).options(
+        num_cpus=1, scheduling_strategy=NodeAffinitySchedulingStrategy(other, soft=False)
+    ).remote(None, {}, 1)
+    out = ray.get(actor.__call__.remote({"hash": np.array(["a"]),
+                                         "text": np.array(["honey bees swarm"])}))
+    ray.kill(actor)
+    s = build_index([sys.argv[1]], sys.argv[2], engine="ray", ray_address=cluster.address)
+    print(json.dumps({"nodes": len(nodes), "actor_node_is_other": str(out["node"][0]) == other,
+                      "vector": out["vector"][0].tolist(), "chunks": s.chunks}))
+    ray.shutdown()
+    cluster.shutdown()
+""")
+
+
+def test_two_node_cluster_on_loopback(tmp_path):
+    if shutil.which("unshare") is None or shutil.which("ip") is None:
+        pytest.skip("needs unshare and ip (util-linux, iproute2) for a loopback-only namespace")
+    probe = subprocess.run(["unshare", "-n", "sh", "-c", "ip link set lo up"],
+                           capture_output=True, text=True, check=False)
+    if probe.returncode != 0:
+        pytest.skip("cannot create a network namespace here (needs root or user namespaces): "
+                    + probe.stderr.strip())
+    docs = corpus(tmp_path / "docs", n=4)
+    ref = run_cli("embed", str(docs), "--index", str(tmp_path / "local.db"))
+    assert ref.returncode == 3, ref.stderr
+    script = tmp_path / "two_nodes.py"
+    script.write_text(TWO_NODES)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "RAY_USAGE_STATS_ENABLED": "0"}
+    proc = subprocess.run(
+        ["unshare", "-n", "sh", "-c",
+         f'ip link set lo up && exec "{sys.executable}" "{script}" "{docs}" '
+         f'"{tmp_path / "two.lance"}"'],
+        capture_output=True, text=True, env=env, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["nodes"] == 2 and got["actor_node_is_other"] and got["chunks"] > 0
+    import numpy as np
+
+    from ragsift.embedders import load_embedder
+
+    want = load_embedder().embed(["honey bees swarm"]).vectors[0]
+    assert float(want @ np.asarray(got["vector"], np.float32)) >= 0.9999
+    assert_same(contents(str(tmp_path / "local.db")), contents(str(tmp_path / "two.lance")))
