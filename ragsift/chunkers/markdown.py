@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ragsift.chunkers.base import Chunk, TokenCounter
+from ragsift.chunkers.base import DEFAULT_SIZE, Chunk, TokenCounter
 from ragsift.chunkers.common import BaseChunker
 from ragsift.chunkers.levels import DelimLevel, RegexLevel, SortedLevel, WhitespaceLevel
 from ragsift.chunkers.outline import PAGE_BREAK, scan
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 class MarkdownChunker(BaseChunker):
     name = "markdown"
 
-    def __init__(self, *, tokenizer: str | TokenCounter = "cl100k", size: int = 512,
+    def __init__(self, *, tokenizer: str | TokenCounter = "cl100k", size: int = DEFAULT_SIZE,
                  prefix: str = "", page_break_tags: bool = False) -> None:
         super().__init__(tokenizer, {"size": size, "prefix": prefix,
                                      "page_break_tags": page_break_tags})

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ragsift.chunkers.base import Chunk, TokenCounter
+from ragsift.chunkers.base import DEFAULT_SIZE, Chunk, TokenCounter
 from ragsift.chunkers.common import BaseChunker
 from ragsift.chunkers.levels import WhitespaceLevel
 from ragsift.chunkers.packer import Packer
@@ -39,7 +39,7 @@ class RecursiveChunker(BaseChunker):
         self,
         *,
         tokenizer: str | TokenCounter = "cl100k",
-        size: int = 512,
+        size: int = DEFAULT_SIZE,
         rules: str | RecursiveRules | None = None,
         min_chars: int = 24,
         prefix: str = "",

@@ -24,7 +24,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ragsift.chunkers.base import Chunk, TokenCounter
+from ragsift.chunkers.base import DEFAULT_SIZE, Chunk, TokenCounter
 from ragsift.chunkers.common import BaseChunker
 from ragsift.chunkers.levels import SortedLevel, WhitespaceLevel
 from ragsift.chunkers.packer import Packer
@@ -55,7 +55,7 @@ class SentenceChunker(BaseChunker):
         self,
         *,
         tokenizer: str | TokenCounter = "cl100k",
-        size: int = 512,
+        size: int = DEFAULT_SIZE,
         overlap: int = 0,
         min_sentences: int = 1,
         min_chars_per_sentence: int = 12,

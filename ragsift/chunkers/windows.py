@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ragsift.chunkers.base import Chunk, TokenCounter
+from ragsift.chunkers.base import DEFAULT_SIZE, Chunk, TokenCounter
 from ragsift.chunkers.common import BaseChunker
 from ragsift.chunkers.levels import WhitespaceLevel
 from ragsift.chunkers.packer import Packer, first_nonspace
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 class TokenChunker(BaseChunker):
     name = "tokens"
 
-    def __init__(self, *, tokenizer: str | TokenCounter = "cl100k", size: int = 512,
+    def __init__(self, *, tokenizer: str | TokenCounter = "cl100k", size: int = DEFAULT_SIZE,
                  overlap: int = 0) -> None:
         if size < 1:
             raise RagsiftError("tokens: --size must be at least 1")

@@ -156,7 +156,7 @@ def load_embedder(
     max_length: int | None = None,
     query_prefix: str = "",
     passage_prefix: str = "",
-    batch_size: int = 8,
+    batch_size: int | None = None,
     threads: int | None = None,
     weights: str | Path | None = None,
     graph: str = "auto",
@@ -173,7 +173,7 @@ def load_embedder(
     ``lazy=True`` defers building the onnxruntime session to the first ``embed``.
     Raises ``RagsiftError`` for a missing/invalid folder or weights that fail the checksum.
     """
-    from ragsift.embedders.onnx import OnnxEmbedder, load_tokenizer
+    from ragsift.embedders.onnx import DEFAULT_BATCH_SIZE, OnnxEmbedder, load_tokenizer
     from ragsift.embedders.weights import default_weights_path, file_sha256, verify_weights
 
     if graph not in ("auto", "fused", "plain"):
@@ -222,7 +222,7 @@ def load_embedder(
         normalize=normalize,
         query_prefix=query_prefix,
         passage_prefix=passage_prefix,
-        batch_size=batch_size,
+        batch_size=DEFAULT_BATCH_SIZE if batch_size is None else batch_size,
         threads=threads,
         fingerprint_extra=",".join(extra),
         fused_minilm=sha == DEFAULT_SHA256 and graph != "plain",

@@ -43,6 +43,8 @@ HARD_MAX_LENGTH = 512
 # (chroma-dev 92%, SciFact 98%), while 93-100% of off-topic questions admit nothing.
 # The max-F1 value (0.56) left 26-32% of answerable questions with nothing.
 MINILM_THRESHOLD = 0.40
+# Texts per model call: 8 (sorted by length) was the fastest configuration measured on this
+# 2-core machine (bench/RESULTS.md, "Embedding speed"); `embed --batch-size` overrides it.
 DEFAULT_BATCH_SIZE = 8
 
 
