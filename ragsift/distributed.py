@@ -179,14 +179,11 @@ def ingest_files(run: Any, paths: list[str], chunker: Any, include: list[str] | 
 
     from ragsift.index.backend import DocumentWrite
     from ragsift.errors import SkipFile
-    from ragsift.pipeline import _under, _walk, chunker_key
+    from ragsift.pipeline import _prune, _use_chunker, _walk
     from ragsift.sources import DEFAULT_MAX_FILE_SIZE, path_key, read_bytes
 
     store, s = run.store, run.summary
-    key_of_chunker = chunker_key(chunker)
-    if run.settings.get("chunker_options") != chunker.options() or \
-            run.settings.get("chunker") != chunker.name:
-        store.set_settings(chunker=chunker.name, chunker_options=chunker.options())
+    key_of_chunker = _use_chunker(run, chunker)
     # the same walk, skips, ignored counts and pruning certainty as a local run
     found = _walk(paths, include, exclude, follow_links, skip, run.on_warning, s.ignored)
     files = found.files
@@ -242,11 +239,7 @@ def ingest_files(run: Any, paths: list[str], chunker: Any, include: list[str] | 
                                   chunker=key_of_chunker))
     run.flush()
     if prune:  # only what is certainly gone from a folder listed in this run (as locally)
-        roots = [path_key(p) for p in paths]
-        gone = [k for k, st in state.items()
-                if st.source and k not in seen and _under(k, roots) and found.may_prune(k)]
-        if gone:
-            s.removed += store.remove_documents(gone)
+        _prune(run, state, seen, paths, found)
 
 
 def _run_stages(ray: Any, run: Any, changed: list[dict], chunker: Any,

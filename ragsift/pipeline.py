@@ -610,13 +610,9 @@ def _ingest_files(run: _Run, paths, chunker, include, exclude, prune: bool, skip
     """Files → the index. The reading, hashing, parsing and chunking of the next files
     (``_file_events``) run in a producer thread while this thread embeds and commits (the
     model releases the GIL); every store access stays on this thread, in file order."""
-    from ragsift.sources import path_key
 
     store, s = run.store, run.summary
-    key_of_chunker = chunker_key(chunker)
-    if run.settings.get("chunker_options") != chunker.options() or \
-            run.settings.get("chunker") != chunker.name:
-        store.set_settings(chunker=chunker.name, chunker_options=chunker.options())
+    key_of_chunker = _use_chunker(run, chunker)
     found = _walk(paths, include, exclude, follow_links, skip, run.on_warning, s.ignored)
     state = store.documents_state()
     seen: set[str] = set()
@@ -645,13 +641,27 @@ def _ingest_files(run: _Run, paths, chunker, include, exclude, prune: bool, skip
         events.close()  # stops the producer thread at once on an error
     run.flush()
     if prune:
-        # Only what is certainly gone (or deliberately left out) from a folder listed in this
-        # run; whatever could not be read this time is kept.
-        roots = [path_key(p) for p in paths]
-        gone = [k for k, st in state.items()
-                if st.source and k not in seen and _under(k, roots) and found.may_prune(k)]
-        if gone:
-            s.removed += store.remove_documents(gone)
+        _prune(run, state, seen, paths, found)
+
+
+def _use_chunker(run: _Run, chunker: Chunker) -> str:
+    """The chunker's key for document rows; the index's chunker setting follows it."""
+    if run.settings.get("chunker_options") != chunker.options() or \
+            run.settings.get("chunker") != chunker.name:
+        run.store.set_settings(chunker=chunker.name, chunker_options=chunker.options())
+    return chunker_key(chunker)
+
+
+def _prune(run: _Run, state: dict, seen: set[str], paths, found: Walk) -> None:
+    """Remove what is certainly gone (or deliberately left out) from a folder listed in this
+    run; whatever could not be read this time is kept (README, "Which files are indexed")."""
+    from ragsift.sources import path_key
+
+    roots = [path_key(p) for p in paths]
+    gone = [k for k, st in state.items()
+            if st.source and k not in seen and _under(k, roots) and found.may_prune(k)]
+    if gone:
+        run.summary.removed += run.store.remove_documents(gone)
 
 
 PREFETCH_FILES = 16  # parsed files the producer may run ahead of the model
