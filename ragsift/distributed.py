@@ -93,7 +93,7 @@ def parse_file(row: dict, chunker: Any) -> dict:
     import json
     import pathlib
 
-    from ragsift.pipeline import _load_each, _prepared, chunk_record, content_hash
+    from ragsift.pipeline import _load_each, index_records
     from ragsift.sources import SourceFile
 
     _kill_once("parse")
@@ -110,12 +110,7 @@ def parse_file(row: dict, chunker: Any) -> dict:
     _, data, doc = loaded[0]
     out["sha256"] = hashlib.sha256(data).hexdigest()
     out["warnings"] = json.dumps(list(doc.warnings))
-    doc = _prepared(chunker, doc)
-    records = []
-    for i, ch in enumerate(chunker.chunk(doc)):
-        rec = chunk_record(doc, i, ch)
-        rec["content_hash"] = content_hash(rec["context"] + rec["text"])
-        records.append(rec)
+    doc, records = index_records(chunker, doc)
     out.update(records=json.dumps(records), format=doc.format or "", path=doc.path)
     return out
 

@@ -667,6 +667,19 @@ def _prune(run: _Run, state: dict, seen: set[str], paths, found: Walk) -> None:
 PREFETCH_FILES = 16  # parsed files the producer may run ahead of the model
 
 
+def index_records(chunker: Chunker, doc: Document) -> tuple[Document, list[dict]]:
+    """The document as the chunker records it and its chunk records for the index
+    (``chunk_record`` plus the ``content_hash`` that vector reuse keys on); the local and the
+    Ray engine build them here."""
+    doc = _prepared(chunker, doc)
+    records = []
+    for i, ch in enumerate(chunker.chunk(doc)):
+        rec = chunk_record(doc, i, ch)
+        rec["content_hash"] = content_hash(rec["context"] + rec["text"])
+        records.append(rec)
+    return doc, records
+
+
 def _file_events(files, state, chunker, key_of_chunker,
                  max_file_size: int | None) -> Iterator[tuple]:
     """``(kind, file, key, item)`` per discovered file, in order, through the one read → parse
@@ -712,12 +725,7 @@ def _file_events(files, state, chunker, key_of_chunker,
         yield from pending
         pending.clear()
         key = current[1]
-        doc = _prepared(chunker, doc)
-        records = []
-        for i, ch in enumerate(chunker.chunk(doc)):
-            rec = chunk_record(doc, i, ch)
-            rec["content_hash"] = content_hash(rec["context"] + rec["text"])
-            records.append(rec)
+        doc, records = index_records(chunker, doc)
         write = DocumentWrite(key=key, path=doc.path, sha256=shas.pop(key), records=records,
                               vectors=None, source=key, size=sf.size, mtime=sf.mtime,
                               format=doc.format, chunker=key_of_chunker)
