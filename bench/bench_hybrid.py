@@ -36,8 +36,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from ragsift.index.store import DocumentWrite, IndexStore  # noqa: E402
-from ragsift.retrieval import engine  # noqa: E402
+from ragsift.index.store import DocumentWrite, IndexStore
+from ragsift.retrieval import engine
 
 SHARED = Path(os.environ.get("RAGSIFT_SHARED_EVAL", REPO.parent / "shared" / "eval"))
 DIM = 384

@@ -48,9 +48,7 @@ def _leaf(annotation: Any, info: Any, value: Any, ctx: Any) -> Any:
             if not (_INT if annotation is int else _FLOAT).match(value):
                 return _UNSURE
             value = annotation(value)
-        elif annotation is int and type(value) is not int:
-            return _UNSURE
-        elif annotation is float and type(value) is not float:
+        elif type(value) is not annotation:  # e.g. an int default for a float option
             return _UNSURE
         if info.clamp:
             return _UNSURE
