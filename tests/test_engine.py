@@ -198,3 +198,30 @@ def test_model_tokenizer_counts_without_an_onnxruntime_session():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=REPO, check=True).stdout.split()
     assert out == ["5", "256", "False"]
+
+
+def test_hybrid_overlap_gives_the_sequential_ranking_and_raises_lexical_errors(index):
+    """In hybrid mode the lexical side runs in a thread beside the dense scan (issue 13): the
+    ranking must equal the two sides run one after the other, and an error raised by the
+    lexical side must reach the caller (not vanish in the thread)."""
+    from ragsift.index.store import IndexStore
+    from ragsift.retrieval import engine
+    from ragsift.retrieval.search import embedder_for
+
+    with IndexStore.open(index, "r") as store:
+        qvecs = embedder_for(store.settings()).embed(QUERIES, kind="query").vectors
+        threaded = engine.rank(store, QUERIES, qvecs, mode="hybrid", n=8)
+        original = engine._both
+        engine._both = lambda first, second: (first(), second())
+        try:
+            sequential = engine.rank(store, QUERIES, qvecs, mode="hybrid", n=8)
+        finally:
+            engine._both = original
+        assert threaded == sequential and any(threaded)
+
+        def broken(*_args, **_kw):
+            raise RuntimeError("lexical side failed")
+
+        store.lexical_candidates = broken
+        with pytest.raises(RuntimeError, match="lexical side failed"):
+            engine.rank(store, QUERIES, qvecs, mode="hybrid", n=8)

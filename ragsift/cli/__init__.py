@@ -9,8 +9,11 @@ from __future__ import annotations
 import typer
 
 from ragsift import __version__
+from ragsift.cli._coerce import install as _install_light_coercion
 from ragsift.cli._common import STATE, run_app
 from ragsift.cli._help import HelpCommand, HelpGroup, TyperCommand
+
+_install_light_coercion()  # option values without importing pydantic (cli/_coerce.py)
 
 app = typer.Typer(
     name="ragsift",

@@ -216,12 +216,16 @@ def read_stdin_text(what: str = "stdin") -> str:
             "convert it to UTF-8, e.g. with iconv") from None
 
 
+_JSON_LINE = json.JSONEncoder(ensure_ascii=False)
+
+
 def write_jsonl(rows: Iterable[dict]) -> int:
     """Write one compact JSON object per line to stdout; returns the number written."""
     out = sys.stdout
+    encode = _JSON_LINE.encode  # json.dumps(row, ensure_ascii=False), one encoder for all rows
     n = 0
     for row in rows:
-        out.write(json.dumps(row, ensure_ascii=False))
+        out.write(encode(row))
         out.write("\n")
         n += 1
     out.flush()

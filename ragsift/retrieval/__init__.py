@@ -8,15 +8,18 @@
 Importing this package is cheap: numpy and the model load inside the functions that use them.
 """
 
-from ragsift.retrieval.topk import (
-    BELOW_THRESHOLD,
-    OVER_CHAR_BUDGET,
-    OVER_K,
-    Candidate,
-    Retrieval,
-    TopK,
-    admission,
-)
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ragsift.retrieval.topk import (
+        BELOW_THRESHOLD,
+        OVER_CHAR_BUDGET,
+        OVER_K,
+        Candidate,
+        Retrieval,
+        TopK,
+        admission,
+    )
 
 __all__ = [
     "BELOW_THRESHOLD",
@@ -27,3 +30,11 @@ __all__ = [
     "TopK",
     "admission",
 ]
+
+
+def __getattr__(name: str):  # the names above load ``topk`` on first use (start-up: issue 13)
+    if name in __all__:
+        from ragsift.retrieval import topk
+
+        return getattr(topk, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

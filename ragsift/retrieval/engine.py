@@ -87,13 +87,23 @@ def rank(backend: IndexBackend, queries: Sequence[str], qvecs: np.ndarray | None
         return [[Ranked(r, s) for r, s in hits]
                 for hits in backend.dense_candidates(qvecs, n, paths)]
     depth = max(fusion.depth, n)
-    dense_lists = (backend.dense_candidates(qvecs, depth, paths) if mode == "hybrid"
-                   else [[] for _ in queries])
+
+    def lexical_lists() -> list[list[tuple[int, float]]]:
+        return [backend.lexical_candidates(q, depth, paths) if q.strip() else []
+                for q in queries]
+
+    if mode == "hybrid":
+        # The two sides overlap: FTS5 (SQLite) and the matrix scan (numpy) both release the
+        # GIL, so a warm hybrid query costs about the slower side, not their sum. Same calls,
+        # same lists as one after the other; an error on either side is raised here.
+        dense_lists, lexical_all = _both(lambda: backend.dense_candidates(qvecs, depth, paths),
+                                         lexical_lists)
+    else:
+        dense_lists, lexical_all = [[] for _ in queries], lexical_lists()
     # lexical mode orders by BM25 alone: RRF over one list keeps that list's order
     how = fusion if mode == "hybrid" else replace(fusion, fusion="rrf")
     out = []
-    for query, qvec, dense in zip(queries, qvecs, dense_lists):
-        lexical = backend.lexical_candidates(query, depth, paths) if query.strip() else []
+    for qvec, dense, lexical in zip(qvecs, dense_lists, lexical_all):
         have = {r for r, _ in dense}
         todo = [r for r, _ in lexical if r not in have]
         cos_of = dict(zip(todo, backend.cosines(qvec, todo))) if todo else {}
@@ -103,6 +113,29 @@ def rank(backend: IndexBackend, queries: Sequence[str], qvecs: np.ndarray | None
         out.append([Ranked(int(c.rowid), float(c.dense_score), c.lexical_score,
                            c.lexical_rank, c.fused_rank, c.source) for c in fused])
     return out
+
+
+def _both(first, second):  # -> (first(), second()), second in a thread
+    import threading
+
+    box: list = []
+
+    def run() -> None:
+        try:
+            box.append((True, second()))
+        except BaseException as exc:  # noqa: BLE001 (re-raised in the caller's thread)
+            box.append((False, exc))
+
+    thread = threading.Thread(target=run, name="ragsift-lexical", daemon=True)
+    thread.start()
+    try:
+        a = first()
+    finally:
+        thread.join()
+    ok, b = box[0]
+    if not ok:
+        raise b
+    return a, b
 
 
 def retrieve(backend: IndexBackend, queries: Sequence[str], qvecs: np.ndarray | None,

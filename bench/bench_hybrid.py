@@ -1,0 +1,197 @@
+"""Warm hybrid ranking and cold ``ragsift query`` on a large index of real text (issue 13).
+
+Index: ``--chunks`` chunks (default 100,000) of real text: sliding windows of 60 words, stride
+12, over the SciFact abstracts (``../shared/eval/scifact/corpus.jsonl``, cycled if needed), so
+FTS5 holds real term statistics and ~60-word chunks. The vectors are synthetic unit vectors
+(embedding 100k chunks takes hours on this machine; the scan's cost does not depend on the
+values), stored with the default model's fingerprint so ``ragsift query`` accepts the file.
+Built once into ``--work``.
+
+Warm (one process, index open and matrix loaded, one query at a time, SciFact claims as query
+texts with synthetic query vectors, rows taking turns on each query):
+- ``rank hybrid``: ``engine.rank(mode="hybrid", n=13)`` as shipped (lexical side in a thread);
+- ``rank hybrid, sequential``: the same with both sides run one after the other (before);
+- ``dense side`` / ``lexical side``: the backend's two calls alone.
+The two hybrid rows must return identical rankings (checked).
+
+Cold: ``ragsift query CLAIM --index FILE --json`` in new processes (imports, model load, index
+open, matrix load, FTS5, print), median of ``--cold-runs``.
+
+Run:  .venv/bin/python bench/bench_hybrid.py [--chunks 100000] [--queries 30] [--cold-runs 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from ragsift.index.store import DocumentWrite, IndexStore
+from ragsift.retrieval import engine
+
+SHARED = Path(os.environ.get("RAGSIFT_SHARED_EVAL", REPO.parent / "shared" / "eval"))
+DIM = 384
+PER_DOC = 500
+
+
+def windows(n: int) -> list[str]:
+    out: list[str] = []
+    lines = (SHARED / "scifact" / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
+    while len(out) < n:
+        for line in lines:
+            d = json.loads(line)
+            words = f"{d['title']} {d['text']}".split()
+            for s in range(0, max(1, len(words) - 48), 12):
+                out.append(" ".join(words[s:s + 60]))
+                if len(out) == n:
+                    return out
+    return out
+
+
+def build(path: Path, n: int) -> None:
+    marker = path.with_suffix(".done")
+    if path.exists() and marker.exists() and marker.read_text() == str(n):
+        return
+    for p in (path, marker, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        p.unlink(missing_ok=True)
+    from ragsift.embedders import load_embedder
+
+    emb = load_embedder(lazy=True)
+    texts = windows(n)
+    rng = np.random.default_rng(0)
+    t0 = time.perf_counter()
+    with IndexStore.open(path, "w") as store:
+        store.set_settings(model=emb.name, model_fingerprint=emb.fingerprint, dimensions=DIM,
+                           chunker="bench-windows", chunker_options={})
+        batch = []
+        for d, s in enumerate(range(0, n, PER_DOC)):
+            part = texts[s:s + PER_DOC]
+            vecs = rng.standard_normal((len(part), DIM), dtype=np.float32)
+            vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+            recs = [{"index": i, "text": t, "start": 0, "end": len(t), "context": "",
+                     "tokens": len(t.split()), "line_start": 1, "line_end": 1,
+                     "headings": [], "page": None, "level": 0,
+                     "content_hash": f"{s + i:016x}", "truncated": 0}
+                    for i, t in enumerate(part)]
+            batch.append(DocumentWrite(key=f"doc{d:04d}.txt", path=f"doc{d:04d}.txt",
+                                       sha256="0" * 64, records=recs, vectors=vecs))
+            if len(batch) == 20:
+                store.write_documents(batch)
+                batch = []
+        store.write_documents(batch)
+    marker.write_text(str(n))
+    print(f"built {path} ({n} chunks) in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+
+
+def claims(count: int) -> list[str]:
+    lines = (SHARED / "scifact" / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(x)["text"] for x in lines[:count]]
+
+
+def ms(xs: list[float]) -> str:
+    return f"{statistics.median(xs):.1f} ({min(xs):.1f}–{max(xs):.1f})"
+
+
+def warm(path: Path, queries: list[str]) -> tuple[dict[str, list[float]], bool]:
+    rng = np.random.default_rng(1)
+    qv = rng.standard_normal((len(queries), DIM), dtype=np.float32)
+    qv /= np.linalg.norm(qv, axis=1, keepdims=True)
+    threaded = engine._both
+
+    def sequential(first, second):
+        return first(), second()
+
+    with IndexStore.open(path, "r") as store:
+        store.load()
+        depth = engine.Fusion().depth
+
+        def hybrid(q, v):
+            engine._both = threaded
+            return engine.rank(store, [q], v[None, :], mode="hybrid", n=13)
+
+        def hybrid_seq(q, v):
+            engine._both = sequential
+            try:
+                return engine.rank(store, [q], v[None, :], mode="hybrid", n=13)
+            finally:
+                engine._both = threaded
+
+        rows = {"rank hybrid (lexical in a thread)": hybrid,
+                "rank hybrid, sequential (before)": hybrid_seq,
+                "dense side alone": lambda q, v: store.dense_candidates(v[None, :], depth),
+                "lexical side alone": lambda q, v: store.lexical_candidates(q, depth)}
+        times: dict[str, list[float]] = {k: [] for k in rows}
+        same = True
+        names = list(rows)
+        for i, (q, v) in enumerate(zip(queries, qv)):
+            names = names[1:] + names[:1]  # rotate the order
+            got = {}
+            for name in names:
+                rows[name](q, v)  # warm this query's pages once
+                t = time.perf_counter()
+                got[name] = rows[name](q, v)
+                times[name].append((time.perf_counter() - t) * 1000)
+            same &= (
+                got["rank hybrid (lexical in a thread)"] == got["rank hybrid, sequential (before)"])
+    return times, same
+
+
+def cold(path: Path, queries: list[str], runs: int) -> tuple[list[float], list[float]]:
+    env = {**os.environ, "COLUMNS": "120"}
+    wall, cpu = [], []
+    for i in range(runs):
+        t = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-m", "ragsift", "query", queries[i % len(queries)],
+                                 "--index", str(path), "--json"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+                                cwd=REPO)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall.append(time.perf_counter() - t)
+        if os.waitstatus_to_exitcode(status) not in (0, 1):
+            raise SystemExit(f"ragsift query failed: {proc.stderr.read().decode()}")
+        cpu.append(usage.ru_utime + usage.ru_stime)
+    return wall, cpu
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--chunks", type=int, default=100_000)
+    ap.add_argument("--queries", type=int, default=30)
+    ap.add_argument("--cold-runs", type=int, default=7)
+    ap.add_argument("--work", default="/tmp/ragsift-bench-hybrid")
+    ap.add_argument("--skip-cold", action="store_true")
+    args = ap.parse_args()
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    path = work / f"scifact-windows-{args.chunks}.ragsift"
+    build(path, args.chunks)
+    queries = claims(args.queries)
+    load = os.getloadavg()[0]
+    times, same = warm(path, queries)
+    print(f"**warm, {args.chunks:,} chunks of real text, {len(queries)} SciFact claims "
+          f"(load average {load:.2f} before, {os.getloadavg()[0]:.2f} after)**\n")
+    print("| row | median ms (min–max) |\n| --- | ---: |")
+    for name, xs in times.items():
+        print(f"| {name} | {ms(xs)} |")
+    print(f"\nidentical rankings, threaded vs sequential: {same}\n")
+    if not args.skip_cold:
+        load = os.getloadavg()[0]
+        wall, cpu = cold(path, queries, args.cold_runs)
+        print(f"**cold `ragsift query CLAIM --index FILE --json`, {args.cold_runs} new processes "
+              f"(load average {load:.2f} before, {os.getloadavg()[0]:.2f} after)**: median "
+              f"{statistics.median(wall):.3f} s (min {min(wall):.3f}, max {max(wall):.3f}); "
+              f"CPU median {statistics.median(cpu):.3f} s")
+
+
+if __name__ == "__main__":
+    main()
