@@ -117,8 +117,11 @@ def install() -> bool:
         return original is not None
 
     def get_runtime_param(self: Any) -> Any:
-        if self._runtime_param is None:
-            self._runtime_param = light_param(self.type_descriptor)
+        try:
+            if self._runtime_param is None:
+                self._runtime_param = light_param(self.type_descriptor)
+        except Exception:  # noqa: BLE001 - internals moved: typer's own path, only slower
+            pass
         return original(self)
 
     get_runtime_param._ragsift_light = True  # type: ignore[attr-defined]
