@@ -19,9 +19,15 @@ retries its batch (``max_restarts``/``max_task_retries``). Results are keyed by 
 chunk hash and the driver writes each document once, so a retried batch can neither duplicate
 nor lose a chunk (tests/test_ray_engine.py kills a worker to check it).
 
-Not distributed (measured in bench/RESULTS.md): the change set and the commits. A Lance index
-is still written by the driver: its commits are what make a run atomic per batch; a
-distributed write (e.g. ``lance-ray``) would trade that for write throughput.
+A Lance index is written by the workers (``EmbedWriteActor``): each embedding batch becomes
+Lance data files (uncommitted fragments, ``index.lance.write_fragments``) and only their
+metadata comes back; the vectors never pass through the driver. The driver then commits the
+whole change set as ONE Lance transaction (``LanceIndex.commit_fragments``: the replaced
+documents' old rows deleted, the document rows and the new fragments added). A killed run
+therefore leaves the index exactly as before the run (its written files are never referenced)
+and a re-run redoes the change set; a SQLite index keeps the streamed-back path above.
+
+Not distributed (measured in bench/RESULTS.md): the change set and the commit.
 """
 
 from __future__ import annotations
@@ -31,6 +37,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ragsift.errors import RagsiftError
+
+# What the last ``ingest_files`` moved: vectors streamed back to the driver, chunk rows the
+# workers wrote to a Lance index themselves, and the fragments they wrote (read by tests).
+LAST_RUN: dict[str, int] = {}
 
 # Set by tests to kill a worker process once (fault injection); see tests/test_ray_engine.py.
 FAULT_ENV = "RAGSIFT_RAY_KILL_ONCE"
@@ -139,6 +149,41 @@ class EmbedActor:
                 "node": np.asarray([self.node] * len(texts))}
 
 
+class EmbedWriteActor(EmbedActor):
+    """Stage 2 for a Lance index: embed, then write the batch's chunk rows (each hash's rows,
+    made by the driver, get its vector) as uncommitted Lance fragments; returns per hash only
+    its truncation count, and the fragments' metadata (JSON) on the batch's first row."""
+
+    def __init__(self, model_dir: str | None, options: dict, threads: int | None,
+                 uri: str, storage_options: dict, create: bool = False) -> None:
+        super().__init__(model_dir, options, threads)
+        self.uri, self.storage_options, self.create = uri, storage_options, create
+
+    def __call__(self, batch: dict) -> dict:
+        import json
+
+        import numpy as np
+
+        from ragsift.index.lance import rows_table, write_fragments
+
+        out = super().__call__(batch)
+        rows, vectors = [], []
+        for group, vec, cut in zip(batch["rows"], out["vector"], out["truncated"]):
+            for row in json.loads(str(group)):
+                row["truncated"] = int(cut)
+                rows.append(row)
+                vectors.append(vec)
+        dim = int(out["vector"].shape[1])
+        frags = write_fragments(self.uri, rows_table(rows, vectors, dim), self.storage_options,
+                                create=self.create)
+        n = len(out["hash"])
+        return {"hash": out["hash"], "truncated": out["truncated"],
+                "fingerprint": out["fingerprint"], "node": out["node"],
+                "dimensions": np.asarray([dim] * n, dtype=np.int64),
+                "rows": np.asarray([len(rows)] + [0] * (n - 1), dtype=np.int64),
+                "fragments": np.asarray([json.dumps(frags)] + [""] * (n - 1), dtype=object)}
+
+
 class _Precomputed:
     """The embedder as the pipeline's ``_Run`` sees it: vectors come from the Ray stage,
     looked up by text hash; name/fingerprint/dimensions are the real model's."""
@@ -213,6 +258,8 @@ def ingest_files(run: Any, paths: list[str], chunker: Any, include: list[str] | 
         changed.append({"file": str(sf.path), "relpath": sf.relpath, "size": sf.size,
                         "mtime": sf.mtime, "key": key, "max_file_size": cap})
     by_key = {c["key"]: c for c in changed}
+    LAST_RUN.clear()
+    LAST_RUN.update(vectors_to_driver=0, rows_written_by_workers=0, fragments=0)
     if changed:
         import contextlib
         import sys
@@ -221,8 +268,13 @@ def ingest_files(run: Any, paths: list[str], chunker: Any, include: list[str] | 
         with contextlib.redirect_stdout(sys.stderr):
             owned = not _ray().is_initialized()
             ray = connect(address)
+            lance = getattr(store, "commit_fragments", None) is not None
             try:
-                docs = _run_stages(ray, run, changed, chunker, skip, workers, threads)
+                docs = _run_stages(ray, run, changed, chunker, skip, workers, threads,
+                                   embed=not lance)
+                if lance:  # the workers write the chunk rows; one commit here
+                    _write_lance(ray, run, docs, by_key, key_of_chunker, workers, threads)
+                    docs = []
             finally:
                 if owned:
                     ray.shutdown()
@@ -238,10 +290,10 @@ def ingest_files(run: Any, paths: list[str], chunker: Any, include: list[str] | 
 
 
 def _run_stages(ray: Any, run: Any, changed: list[dict], chunker: Any,
-                skip: Callable[[Any], None], workers: int | None, threads: int | None
-                ) -> list[tuple[dict, list[dict]]]:
-    """Stage 1 (parse + chunk) and stage 2 (embed the texts the index lacks) on Ray; returns
-    [(file row, chunk records)] in the driver's file order."""
+                skip: Callable[[Any], None], workers: int | None, threads: int | None,
+                embed: bool = True) -> list[tuple[dict, list[dict]]]:
+    """Stage 1 (parse + chunk) and stage 2 (embed the texts the index lacks; ``embed``) on
+    Ray; returns [(file row, chunk records)] in the driver's file order."""
     import json
 
     from ragsift.pipeline import _report_warnings
@@ -262,6 +314,8 @@ def _run_stages(ray: Any, run: Any, changed: list[dict], chunker: Any,
         s.parsed += 1
         _report_warnings(_Warned(row["path"], json.loads(row["warnings"])), run.on_warning)
         docs.append((row, json.loads(row["records"])))
+    if not embed:
+        return docs
     # -- stage 2: embed what the index does not hold yet --------------------------------
     hashes = [r["content_hash"] for _, recs in docs for r in recs]
     known = store.vectors_for_hashes(hashes) if hashes else {}
@@ -317,6 +371,7 @@ def embed_texts(ray: Any, todo: dict[str, str], model_dir: str | None, options: 
             out[str(h)] = (np.asarray(vec, np.float32), int(cut))
             prints.add(str(fp))
         nodes.update(str(n) for n in batch["node"])
+    LAST_RUN["vectors_to_driver"] = LAST_RUN.get("vectors_to_driver", 0) + len(out)
     if set(todo) - set(out):
         raise RagsiftError(f"the Ray stage returned {len(out)} of {len(todo)} vectors")
     if len(prints) != 1:
@@ -326,3 +381,104 @@ def embed_texts(ray: Any, todo: dict[str, str], model_dir: str | None, options: 
     name, dim = fingerprint.split("/")[0], next(iter(out.values()))[0].shape[0]
     return out, {"name": name, "fingerprint": fingerprint, "dimensions": dim, "actors": pool,
                  "nodes": sorted(nodes)}
+
+
+def _write_lance(ray: Any, run: Any, docs: list[tuple[dict, list[dict]]], by_key: dict,
+                 key_of_chunker: str, workers: int | None, threads: int | None) -> None:
+    """Stage 2 for a Lance index: the actor pool embeds the texts the index lacks and writes
+    their chunk rows as fragments; the driver writes the document rows and the chunks whose
+    vector the index already holds, then commits everything as ONE Lance transaction. Same
+    summary counts as ``_Run.flush``."""
+    import json
+
+    from ragsift.index.backend import DocumentWrite
+    from ragsift.index.lance import chunk_row
+    from ragsift.pipeline import EMBED_STEP
+
+    s, store = run.summary, run.store
+    if not docs:
+        return
+    writes = []
+    hashes = [r["content_hash"] for _, recs in docs for r in recs]
+    known = store.vectors_for_hashes(hashes) if hashes else {}
+    rowid = store.alloc_rowids(len(hashes))
+    groups: dict[str, dict] = {}  # content hash -> its text, tokens and chunk rows
+    here_rows: list[dict] = []
+    here_vecs: list = []
+    truncated: dict[str, int] = {h: cut for h, (_, cut) in known.items()}
+    for row, recs in docs:
+        c = by_key[row["key"]]
+        writes.append(DocumentWrite(key=row["key"], path=row["path"], sha256=row["sha256"],
+                                    records=recs, vectors=None, source=row["key"],
+                                    size=c["size"], mtime=c["mtime"],
+                                    format=row["format"] or None, chunker=key_of_chunker))
+        for r in recs:
+            h = r["content_hash"]
+            chunk = chunk_row(row["key"], rowid, r)
+            rowid += 1
+            if h in known:
+                chunk["truncated"] = known[h][1]
+                here_rows.append(chunk)
+                here_vecs.append(known[h][0])
+            else:
+                g = groups.setdefault(h, {"text": r["context"] + r["text"], "rows": [],
+                                          "tokens": int(r.get("tokens") or 0)})
+                g["rows"].append(chunk)
+    fragments: list[str] = []
+    dim = store.dimensions()
+    if groups:
+        uri, options, create = store.writer_target()
+        opts = dict(run.options or {})
+        if run.batch_size is not None:
+            opts["batch_size"] = run.batch_size
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        threads = threads or 1
+        pool = workers or max(1, min(cpus // threads,
+                                     (len(groups) + EMBED_STEP - 1) // EMBED_STEP))
+        items = [{"hash": h, "text": g["text"], "rows": json.dumps(g["rows"])}
+                 for h, g in groups.items()]
+        ds = ray.data.from_items(items, override_num_blocks=max(1, min(pool * 4, len(items))))
+        ds = ds.map_batches(
+            EmbedWriteActor, fn_constructor_kwargs={
+                "model_dir": run.model_dir, "options": opts, "threads": threads,
+                "uri": uri, "storage_options": options, "create": create},
+            batch_size=EMBED_STEP, compute=ray.data.ActorPoolStrategy(size=pool),
+            num_cpus=threads, batch_format="numpy", max_restarts=-1, max_task_retries=-1)
+        prints, dims, done = set(), set(), set()
+        for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
+            for h, cut, fp, d in zip(batch["hash"], batch["truncated"], batch["fingerprint"],
+                                     batch["dimensions"]):
+                truncated[str(h)] = int(cut)
+                done.add(str(h))
+                prints.add(str(fp))
+                dims.add(int(d))
+            for f in batch["fragments"]:
+                if f:
+                    fragments.extend(json.loads(str(f)))
+            LAST_RUN["rows_written_by_workers"] += int(batch["rows"].sum())
+        if set(groups) - done:
+            raise RagsiftError(f"the Ray stage wrote {len(done)} of {len(groups)} texts")
+        if len(prints) != 1 or len(dims) != 1:
+            raise RagsiftError("Ray workers loaded different models "
+                               f"({', '.join(sorted(prints))}); install the same model "
+                               "everywhere")
+        fingerprint, dim = prints.pop(), dims.pop()
+        s.model_loaded = True
+        run._embedder = _Precomputed({"name": fingerprint.split("/")[0],
+                                      "fingerprint": fingerprint, "dimensions": dim}, {})
+        run.embedder()  # the fingerprint refusal and the model settings, as a local run
+        s.embedded += len(groups)
+        s.tokens += sum(g["tokens"] for g in groups.values())
+        LAST_RUN["fragments"] = len(fragments)
+    n_chunks = len(hashes)
+    for _, recs in docs:
+        for r in recs:
+            cut = truncated[r["content_hash"]]
+            r["truncated"] = cut
+            if cut:
+                s.truncated += 1
+                s.truncated_tokens += cut
+    s.chunks += n_chunks
+    s.reused += n_chunks - len(groups)
+    store.commit_fragments(writes, fragments, here_rows, here_vecs, int(dim or 1))
+    run.progress.advance(files=len(writes), chunks=n_chunks)

@@ -192,3 +192,57 @@ def test_two_node_cluster_on_loopback(tmp_path):
     want = load_embedder().embed(["honey bees swarm"]).vectors[0]
     assert float(want @ np.asarray(got["vector"], np.float32)) >= 0.9999
     assert_same(contents(str(tmp_path / "local.db")), contents(str(tmp_path / "two.lance")))
+
+
+def test_lance_index_is_written_by_the_workers_not_the_driver(local_ray, tmp_path, monkeypatch):
+    """For a Lance index the embedding actors write the chunk rows (vectors included) as Lance
+    fragments and return only their metadata; the driver commits them in ONE transaction per
+    run. A SQLite index still gets its vectors streamed back. Contents equal a local run's."""
+    import lance
+
+    from ragsift import distributed
+    from ragsift.index.lance import LanceIndex
+    from ragsift.pipeline import build_index
+
+    docs = corpus(tmp_path / "docs", n=6)
+    local = build_index([str(docs)], str(tmp_path / "local.db"))
+    s = build_index([str(docs)], str(tmp_path / "r.db"), engine="ray")
+    assert distributed.LAST_RUN["vectors_to_driver"] == s.embedded > 0
+    assert distributed.LAST_RUN["rows_written_by_workers"] == 0
+    s = build_index([str(docs)], str(tmp_path / "w.lance"), engine="ray")
+    assert distributed.LAST_RUN["vectors_to_driver"] == 0
+    assert distributed.LAST_RUN["rows_written_by_workers"] == s.chunks == local.chunks
+    assert distributed.LAST_RUN["fragments"] >= 1
+    assert (s.embedded, s.reused, s.tokens) == (local.embedded, local.reused, local.tokens)
+    assert_same(contents(str(tmp_path / "local.db")), contents(str(tmp_path / "w.lance")))
+    chunks_uri = str(tmp_path / "w.lance" / "chunks.lance")
+    # a changed file: its old rows go, its new chunks are written by the workers, a chunk text
+    # the index already holds keeps its vector (written by the driver, no model work for it)
+    text = (docs / "d2.md").read_text()
+    (docs / "d2.md").write_text(text + "\nA brand new closing line about lanterns.\n")
+    s = build_index([str(docs)], str(tmp_path / "w.lance"), engine="ray")
+    assert (s.parsed, s.unchanged) == (1, 5) and s.embedded >= 1 and s.reused >= 1
+    assert distributed.LAST_RUN["vectors_to_driver"] == 0
+    assert distributed.LAST_RUN["rows_written_by_workers"] == s.embedded
+    build_index([str(docs)], str(tmp_path / "local.db"))
+    assert_same(contents(str(tmp_path / "local.db")), contents(str(tmp_path / "w.lance")))
+    # a run killed after the workers wrote their fragments, before the commit: the index is
+    # as it was (the written files are never referenced), and the next run completes it
+    (docs / "d5.md").write_text("# Doc 5\n\nNothing but a short note about crabs.\n")
+    version = lance.dataset(chunks_uri).version
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(LanceIndex, "commit_fragments", killed)
+    with pytest.raises(KeyboardInterrupt):
+        build_index([str(docs)], str(tmp_path / "w.lance"), engine="ray")
+    assert distributed.LAST_RUN["rows_written_by_workers"] >= 1
+    assert lance.dataset(chunks_uri).version == version
+    monkeypatch.undo()
+    with LanceIndex.open(str(tmp_path / "w.lance")) as idx:
+        assert idx.verify() == []
+    s = build_index([str(docs)], str(tmp_path / "w.lance"), engine="ray")
+    assert (s.parsed, s.unchanged) == (1, 5)
+    build_index([str(docs)], str(tmp_path / "local.db"))
+    assert_same(contents(str(tmp_path / "local.db")), contents(str(tmp_path / "w.lance")))

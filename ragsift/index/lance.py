@@ -140,6 +140,51 @@ _CHUNK_FIELDS = ("rowid", "doc_key", "idx", "text", "context", "start", "end", "
                  "truncated")
 
 
+def chunk_row(doc_key: str, rowid: int, rec: dict) -> dict:
+    """The chunks-dataset row (all but ``vector``) of chunk record ``rec``."""
+    context = rec.get("context") or ""
+    return dict(uid=f"c:{rowid}", kind="chunk", doc_key=doc_key, rowid=rowid,
+                idx=rec["index"], text=rec["text"], context=context,
+                start=rec.get("start"), end=rec.get("end"), tokens=rec.get("tokens"),
+                chars=rec.get("chars", len(rec["text"])), line_start=rec.get("line_start"),
+                line_end=rec.get("line_end"), headings=[str(h) for h in rec.get("headings") or []],
+                page=rec.get("page"), level=rec.get("level") or 0,
+                content_hash=rec["content_hash"], truncated=int(rec.get("truncated") or 0),
+                fts=(context + "\n" + rec["text"]) if context else rec["text"])
+
+
+def rows_table(rows: list[dict], vectors: list, dim: int):
+    """An Arrow table of the chunks schema: ``rows`` (``chunk_row`` or document fields) and one
+    vector per row (None for a document row)."""
+    import numpy as np
+    import pyarrow as pa
+
+    schema = _schema(dim)
+    matrix = np.stack([np.zeros(dim, np.float32) if v is None else np.asarray(v, np.float32)
+                       for v in vectors]) if rows else np.zeros((0, dim), np.float32)
+    vector = pa.FixedSizeListArray.from_arrays(
+        pa.array(matrix.reshape(-1), pa.float32()), dim,
+        mask=pa.array([v is None for v in vectors], pa.bool_()))
+    cols = {f: pa.array([r.get(f) for r in rows], schema.field(f).type)
+            for f in schema.names if f != "vector"}
+    cols["vector"] = vector
+    return pa.table(cols, schema=schema)
+
+
+def write_fragments(uri: str, table: Any, storage_options: dict | None,
+                    create: bool = False) -> list[str]:
+    """Write ``table`` as new data files of the dataset at ``uri`` WITHOUT committing them
+    (any process: a Ray worker); returns the fragments' metadata as JSON for
+    ``LanceIndex.commit_fragments``. Files of a write never committed are never read.
+    ``create``: the dataset does not exist yet (its first commit will create it)."""
+    from lance.fragment import write_fragments as write
+
+    _lance()
+    return [json.dumps(f.to_json()) for f in
+            write(table, uri, schema=table.schema, mode="create" if create else "append",
+                  storage_options=storage_options or None)]
+
+
 def _sql_str(values: Iterable[str]) -> str:
     return ", ".join("'" + str(v).replace("'", "''") + "'" for v in values)
 
@@ -572,16 +617,7 @@ class LanceIndex:
                 indexed_at=now)
             flat.append(np.zeros((1, dim), np.float32))
             for rec, vec in zip(doc.records, vecs):
-                context = rec.get("context") or ""
-                add(uid=f"c:{rowid}", kind="chunk", doc_key=doc.key, rowid=rowid,
-                    idx=rec["index"], text=rec["text"], context=context,
-                    start=rec.get("start"), end=rec.get("end"), tokens=rec.get("tokens"),
-                    chars=rec.get("chars", len(rec["text"])), line_start=rec.get("line_start"),
-                    line_end=rec.get("line_end"), headings=[str(h) for h in
-                                                            rec.get("headings") or []],
-                    page=rec.get("page"), level=rec.get("level") or 0,
-                    content_hash=rec["content_hash"], truncated=int(rec.get("truncated") or 0),
-                    fts=(context + "\n" + rec["text"]) if context else rec["text"])
+                add(**chunk_row(doc.key, rowid, rec))
                 flat.append(vec.reshape(1, -1))
                 rowid += 1
         for key, row in self._touched.items():
@@ -610,6 +646,75 @@ class LanceIndex:
                 merge = merge.when_not_matched_by_source_delete(
                     f"kind = 'chunk' AND doc_key IN ({_sql_str(keys)})")
             merge.execute(table)
+        self._reopen()
+
+    def writer_target(self) -> tuple[str, dict, bool]:
+        """(chunks dataset URI, storage options, create) for ``write_fragments`` elsewhere."""
+        return self._chunks_uri, dict(self._opts), self._ds is None
+
+    def alloc_rowids(self, n: int) -> int:
+        """Reserve ``n`` chunk ids for rows written elsewhere; returns the first."""
+        self._require_writer()
+        return self._alloc_rowids(n)
+
+    def commit_fragments(self, docs: Sequence[DocumentWrite], fragments: Sequence[str],
+                         rows: list[dict], vectors: list, dim: int) -> None:
+        """ONE Lance commit of documents whose chunk rows were written as ``fragments`` by
+        other processes (``write_fragments``): the replaced documents' old rows are deleted, the
+        document rows (+ pending touched ones) and ``rows``/``vectors`` (chunks written here,
+        e.g. reused vectors) are added, the fragments appended, all in one ``Update``."""
+        from lance.fragment import FragmentMetadata
+
+        self._require_writer()
+        lance = _lance()
+        if self._ds is not None:
+            have = int(self._ds.schema.field("vector").type.list_size)
+            if have != dim and not self.count():
+                self._reshape(dim)
+            elif have != dim:
+                raise RagsiftError(
+                    f"vectors have {dim} dimensions but index {self.path} holds {have}; "
+                    "use the index's model or --rebuild")
+        now = time.time()
+        rows, vectors = list(rows), list(vectors)
+        for doc in docs:
+            self._touched.pop(doc.key, None)
+            rows.append(dict(uid="d:" + doc.key, kind="doc", doc_key=doc.key, path=doc.path,
+                             source=doc.source, size=doc.size, mtime=doc.mtime,
+                             sha256=doc.sha256, format=doc.format, chunker=doc.chunker,
+                             n_chunks=len(doc.records), indexed_at=now,
+                             doc_tokens=sum(int(r.get("tokens") or 0) for r in doc.records)))
+            vectors.append(None)
+        for key, row in self._touched.items():
+            rows.append(dict(uid="d:" + key, kind="doc", doc_key=key, **row))
+            vectors.append(None)
+        replaced = [d.key for d in docs] + list(self._touched)
+        self._touched = {}
+        new = [FragmentMetadata.from_json(f) for f in fragments]
+        if rows:
+            new += [FragmentMetadata.from_json(f) for f in
+                    write_fragments(self._chunks_uri, rows_table(rows, vectors, dim),
+                                    self._opts, create=self._ds is None)]
+        if not new:
+            return
+        if self._ds is None:
+            op = lance.LanceOperation.Overwrite(_schema(dim), new)
+            self._ds = lance.LanceDataset.commit(self._chunks_uri, op,
+                                                 storage_options=self._opts or None)
+            self._build_fts()
+        else:
+            removed, updated = [], []
+            pred = f"doc_key IN ({_sql_str(replaced)})" if replaced else None
+            for frag in self._ds.get_fragments() if pred else ():
+                after = frag.delete(pred)
+                if after is None:
+                    removed.append(frag.fragment_id)
+                elif after.num_deletions != frag.metadata.num_deletions:
+                    updated.append(after)
+            op = lance.LanceOperation.Update(removed_fragment_ids=removed,
+                                             updated_fragments=updated, new_fragments=new)
+            lance.LanceDataset.commit(self._chunks_uri, op, read_version=self._ds.version,
+                                      storage_options=self._opts or None)
         self._reopen()
 
     def _reshape(self, dim: int) -> None:
