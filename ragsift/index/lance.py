@@ -143,14 +143,15 @@ _CHUNK_FIELDS = ("rowid", "doc_key", "idx", "text", "context", "start", "end", "
 def chunk_row(doc_key: str, rowid: int, rec: dict) -> dict:
     """The chunks-dataset row (all but ``vector``) of chunk record ``rec``."""
     context = rec.get("context") or ""
-    return dict(uid=f"c:{rowid}", kind="chunk", doc_key=doc_key, rowid=rowid,
-                idx=rec["index"], text=rec["text"], context=context,
-                start=rec.get("start"), end=rec.get("end"), tokens=rec.get("tokens"),
-                chars=rec.get("chars", len(rec["text"])), line_start=rec.get("line_start"),
-                line_end=rec.get("line_end"), headings=[str(h) for h in rec.get("headings") or []],
-                page=rec.get("page"), level=rec.get("level") or 0,
-                content_hash=rec["content_hash"], truncated=int(rec.get("truncated") or 0),
-                fts=(context + "\n" + rec["text"]) if context else rec["text"])
+    return {"uid": f"c:{rowid}", "kind": "chunk", "doc_key": doc_key, "rowid": rowid,
+            "idx": rec["index"], "text": rec["text"], "context": context,
+            "start": rec.get("start"), "end": rec.get("end"), "tokens": rec.get("tokens"),
+            "chars": rec.get("chars", len(rec["text"])), "line_start": rec.get("line_start"),
+            "line_end": rec.get("line_end"),
+            "headings": [str(h) for h in rec.get("headings") or []],
+            "page": rec.get("page"), "level": rec.get("level") or 0,
+            "content_hash": rec["content_hash"], "truncated": int(rec.get("truncated") or 0),
+            "fts": (context + "\n" + rec["text"]) if context else rec["text"]}
 
 
 def rows_table(rows: list[dict], vectors: list, dim: int):
@@ -679,11 +680,12 @@ class LanceIndex:
         rows, vectors = list(rows), list(vectors)
         for doc in docs:
             self._touched.pop(doc.key, None)
-            rows.append(dict(uid="d:" + doc.key, kind="doc", doc_key=doc.key, path=doc.path,
-                             source=doc.source, size=doc.size, mtime=doc.mtime,
-                             sha256=doc.sha256, format=doc.format, chunker=doc.chunker,
-                             n_chunks=len(doc.records), indexed_at=now,
-                             doc_tokens=sum(int(r.get("tokens") or 0) for r in doc.records)))
+            rows.append({"uid": "d:" + doc.key, "kind": "doc", "doc_key": doc.key,
+                         "path": doc.path, "source": doc.source, "size": doc.size,
+                         "mtime": doc.mtime, "sha256": doc.sha256, "format": doc.format,
+                         "chunker": doc.chunker, "n_chunks": len(doc.records),
+                         "indexed_at": now,
+                         "doc_tokens": sum(int(r.get("tokens") or 0) for r in doc.records)})
             vectors.append(None)
         for key, row in self._touched.items():
             rows.append(dict(uid="d:" + key, kind="doc", doc_key=key, **row))
