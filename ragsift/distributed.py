@@ -6,13 +6,13 @@ Who does what:
   mtime, then sha256; the same keys, the same prune rule); the model-fingerprint refusal
   (``pipeline._Run.check_model_early``, before any work); the lookup of chunk texts that
   already have a vector (``vectors_for_hashes``); and every commit to the index, through the
-  pipeline's own ``_Run.add``/``flush`` (same batches, same atomicity, same summary counts),
-  for a SQLite file and a Lance index alike.
+  pipeline's own ``_Run.add``/``flush`` for a SQLite file (same batches, same atomicity, same
+  summary counts); for a Lance index, the one commit of the fragments the workers wrote.
 - Ray, stage 1 (``map``, one task per file): read the file, parse it, chunk it, hash the chunks.
   A file that cannot be read or parsed comes back as one skip reason, reported by the driver.
 - Ray, stage 2 (``map_batches`` over an actor pool): the ONNX embedder, one onnxruntime session
   per actor (``EmbedActor``), ``threads`` intra-op threads each, only for the texts the index
-  does not hold yet. Vectors come back to the driver with the texts they belong to.
+  does not hold yet. Vectors come back to the driver with the texts they belong to (SQLite).
 
 Faults: Ray Data retries a task whose worker died, and restarts a dead embedding actor and
 retries its batch (``max_restarts``/``max_task_retries``). Results are keyed by file and by
