@@ -369,13 +369,11 @@ def _sidecar(path: Any) -> Any:
 
 
 def _file_sha256(path: Any) -> str:
-    import hashlib
+    """A fresh sha256 of the cached graph (never the path/size/mtime-keyed cache of
+    ``weights.file_sha256``: this checks the file's bytes themselves)."""
+    from ragsift.embedders.weights import _hash_file
 
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return _hash_file(path)
 
 
 def _cache_valid(path: Any) -> bool:
