@@ -89,6 +89,7 @@ def test_evidence_strength_is_the_mean_of_relative_bm25_and_min_max_cosine():
     tf, lengths = [{"a": 1}, {"a": 1}, {}], [10, 10, 10]
     assert evidence_strengths(tf, lengths, [0.9, 0.5, 0.7]) == pytest.approx([1.0, 0.5, 0.25])
     assert evidence_strengths(tf, lengths, None) == [1.0, 1.0, 0.0]  # lexical part alone
+    assert evidence_strengths(tf, lengths, [0.9, math.nan, 0.7]) == [1.0, 1.0, 0.0]
     # equal cosines say nothing against any hit; no query term says nothing for any
     assert evidence_strengths(tf, lengths, [0.4, 0.4, 0.4]) == [1.0, 1.0, 0.5]
     assert evidence_strengths([{}, {}], [5, 9], [0.3, 0.1]) == [0.5, 0.0]

@@ -155,9 +155,11 @@ def evidence_strengths(tf: Sequence[dict[str, int]], lengths: Sequence[int],
                        scores: Sequence[float | None] | None) -> list[float]:
     """How strongly each hit holds the evidence, relative to the other hits of its query, in
     [0, 1]: the mean of its lexical score (BM25 over the hits' texts, divided by the best) and
-    its cosine (min-max over the hits); the lexical part alone when there are no cosines."""
+    its cosine (min-max over the hits); the lexical part alone when there are no cosines (or
+    one is missing or not a number)."""
     lexical = _scaled(_bm25(tf, lengths), minmax=False)
-    if scores is None or len(scores) != len(lexical) or any(s is None for s in scores):
+    if (scores is None or len(scores) != len(lexical)
+            or not all(s is not None and math.isfinite(s) for s in scores)):
         return lexical
     dense = _scaled([float(s) for s in scores if s is not None], minmax=True)
     return [0.5 * x + 0.5 * y for x, y in zip(lexical, dense)]
