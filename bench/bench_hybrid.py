@@ -18,6 +18,7 @@ Cold: ``ragsift query CLAIM --index FILE --json`` in new processes (imports, mod
 open, matrix load, FTS5, print), median of ``--cold-runs``.
 
 Run:  .venv/bin/python bench/bench_hybrid.py [--chunks 100000] [--queries 30] [--cold-runs 7]
+          [--baseline SRC]   (SRC/ragsift: another tree's cold query, alternating, as 'before')
 """
 
 from __future__ import annotations
@@ -146,21 +147,28 @@ def warm(path: Path, queries: list[str]) -> tuple[dict[str, list[float]], bool]:
     return times, same
 
 
-def cold(path: Path, queries: list[str], runs: int) -> tuple[list[float], list[float]]:
+def cold(path: Path, queries: list[str], runs: int, trees: dict[str, Path]
+         ) -> dict[str, tuple[list[float], list[float]]]:
+    """New processes, the trees taking turns (rotating order) on the same claims."""
     env = {**os.environ, "COLUMNS": "120"}
-    wall, cpu = [], []
+    out: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in trees}
+    names = list(trees)
     for i in range(runs):
-        t = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "ragsift", "query", queries[i % len(queries)],
-                                 "--index", str(path), "--json"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
-                                cwd=REPO)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall.append(time.perf_counter() - t)
-        if os.waitstatus_to_exitcode(status) not in (0, 1):
-            raise SystemExit(f"ragsift query failed: {proc.stderr.read().decode()}")
-        cpu.append(usage.ru_utime + usage.ru_stime)
-    return wall, cpu
+        names = names[1:] + names[:1]
+        for name in names:
+            tree = trees[name]
+            t = time.perf_counter()
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "ragsift", "query", queries[i % len(queries)],
+                 "--index", str(path), "--json"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                env={**env, "PYTHONPATH": str(tree)}, cwd=tree)
+            _, status, usage = os.wait4(proc.pid, 0)
+            out[name][0].append(time.perf_counter() - t)
+            if os.waitstatus_to_exitcode(status) not in (0, 1):
+                raise SystemExit(f"ragsift query failed: {proc.stderr.read().decode()}")
+            out[name][1].append(usage.ru_utime + usage.ru_stime)
+    return out
 
 
 def main() -> None:
@@ -170,6 +178,9 @@ def main() -> None:
     ap.add_argument("--cold-runs", type=int, default=7)
     ap.add_argument("--work", default="/tmp/ragsift-bench-hybrid")
     ap.add_argument("--skip-cold", action="store_true")
+    ap.add_argument("--baseline", metavar="SRC", help="a source tree holding another ragsift/ "
+                    "(e.g. `git archive main ragsift | tar -x -C SRC`): its cold query runs "
+                    "alternating with this tree's, as a 'before' row")
     args = ap.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -186,11 +197,23 @@ def main() -> None:
     print(f"\nidentical rankings, threaded vs sequential: {same}\n")
     if not args.skip_cold:
         load = os.getloadavg()[0]
-        wall, cpu = cold(path, queries, args.cold_runs)
+        trees = {"this tree": REPO}
+        if args.baseline:
+            import compileall
+
+            base = Path(args.baseline).resolve()
+            for tree in (REPO, base):  # byte code, as an installed copy has (see RESULTS.md)
+                compileall.compile_dir(tree / "ragsift", quiet=1)
+            trees["before (baseline)"] = base
+        got = cold(path, queries, args.cold_runs, trees)
         print(f"**cold `ragsift query CLAIM --index FILE --json`, {args.cold_runs} new processes "
-              f"(load average {load:.2f} before, {os.getloadavg()[0]:.2f} after)**: median "
-              f"{statistics.median(wall):.3f} s (min {min(wall):.3f}, max {max(wall):.3f}); "
-              f"CPU median {statistics.median(cpu):.3f} s")
+              f"per row, rows alternating (load average {load:.2f} before, "
+              f"{os.getloadavg()[0]:.2f} after)**\n")
+        print("| tree | median s (min–max) | CPU median s | × before |\n| --- | ---: | ---: | ---: |")
+        first = statistics.median(got[list(trees)[-1]][0])
+        for name, (wall, cpu) in got.items():
+            print(f"| {name} | {statistics.median(wall):.3f} ({min(wall):.3f}–{max(wall):.3f}) "
+                  f"| {statistics.median(cpu):.3f} | {statistics.median(wall) / first:.2f} |")
 
 
 if __name__ == "__main__":
