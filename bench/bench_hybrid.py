@@ -133,7 +133,7 @@ def warm(path: Path, queries: list[str]) -> tuple[dict[str, list[float]], bool]:
 
         def hybrid_ahead(q, v):  # the lexical lists fetched before (not timed): what a cold
             # query pays once the model is loaded (Searcher(prefetch=), engine.lexical_ahead)
-            return engine.rank(store, [q], v[None, :], mode="hybrid", n=13, lexical=ahead[q])
+            return engine.rank(store, [q], v[None, :], mode="hybrid", n=13, ahead=ahead[q])
 
         rows = {"rank hybrid (lexical in a thread)": hybrid,
                 "rank hybrid, lexical fetched ahead (cold query's share)": hybrid_ahead,

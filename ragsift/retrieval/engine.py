@@ -78,11 +78,11 @@ def matching_paths(backend: IndexBackend, glob: str | None) -> list[str] | None:
 def rank(backend: IndexBackend, queries: Sequence[str], qvecs: np.ndarray | None, *,
          mode: str, n: int, fusion: Fusion = Fusion(),
          paths: Sequence[str] | None = None,
-         lexical: Mapping[tuple[str, int], list[tuple[int, float]]] | None = None
+         ahead: Mapping[tuple[str, int], list[tuple[int, float]]] | None = None
          ) -> list[list[Ranked]]:
     """The best ``n`` candidates of each query in ``mode``, best first. ``qvecs``: one query
     vector per query (every mode needs them: the cosine is what the threshold applies to).
-    ``lexical``: lists already fetched (``lexical_ahead``), by (query, depth); used only
+    ``ahead``: lexical lists already fetched (``lexical_ahead``), by (query, depth); used only
     without a path filter, anything missing is asked for as usual."""
     check_mode(mode)
     if not queries:
@@ -92,7 +92,7 @@ def rank(backend: IndexBackend, queries: Sequence[str], qvecs: np.ndarray | None
                 for hits in backend.dense_candidates(qvecs, n, paths)]
     depth = max(fusion.depth, n)
 
-    ready = lexical if lexical is not None and paths is None else {}
+    ready = ahead if ahead is not None and paths is None else {}
 
     def lexical_lists() -> list[list[tuple[int, float]]]:
         return [ready[(q, depth)] if (q, depth) in ready
@@ -123,14 +123,16 @@ def rank(backend: IndexBackend, queries: Sequence[str], qvecs: np.ndarray | None
 
 
 def lexical_ahead(backend: IndexBackend, queries: Sequence[str], mode: str,
-                  fusion: Fusion = Fusion()) -> dict[tuple[str, int], list[tuple[int, float]]]:
+                  fusion: Fusion | None = None
+                  ) -> dict[tuple[str, int], list[tuple[int, float]]]:
     """The lexical lists ``rank`` will ask for (no path filter, ``Fusion.depth`` deep), fetched
     before the query vectors exist: a cold ``query`` runs them while the model loads (the
     lexical side needs no vector). Same calls on the same snapshot, so the same lists; pass
-    the result to ``rank``/``retrieve`` as ``lexical``. Dense mode needs none."""
+    the result to ``rank``/``retrieve`` as ``ahead``. Dense mode needs none."""
     if mode == "dense":
         return {}
-    return {(q, fusion.depth): backend.lexical_candidates(q, fusion.depth, None)
+    depth = (fusion or Fusion()).depth
+    return {(q, depth): backend.lexical_candidates(q, depth, None)
             for q in dict.fromkeys(queries) if q.strip()}
 
 
@@ -161,7 +163,7 @@ def retrieve(backend: IndexBackend, queries: Sequence[str], qvecs: np.ndarray | 
              strategy: TopK, *, mode: str = DEFAULT_MODE, fusion: Fusion = Fusion(),
              path_glob: str | None = None, model: str = "", dimensions: int = 0,
              span: str = "chunk",
-             lexical: Mapping[tuple[str, int], list[tuple[int, float]]] | None = None
+             ahead: Mapping[tuple[str, int], list[tuple[int, float]]] | None = None
              ) -> list[Retrieval]:
     """Rank every query (``strategy.fetch`` candidates) and apply the top-K strategy: one
     ``Retrieval`` record per query. ``span="best"``: each admitted hit also carries its
@@ -173,7 +175,7 @@ def retrieve(backend: IndexBackend, queries: Sequence[str], qvecs: np.ndarray | 
     total = backend.count()
     searched = total if paths is None else backend.count(paths)
     ranked = (rank(backend, queries, qvecs, mode=mode, n=strategy.fetch, fusion=fusion,
-                   paths=paths, lexical=lexical) if searched else [[] for _ in queries])
+                   paths=paths, ahead=ahead) if searched else [[] for _ in queries])
     wanted = sorted({c.rowid for cands in ranked for c in cands})
     records = {r.rowid: r for r in backend.chunk_records(wanted)}
     out = []

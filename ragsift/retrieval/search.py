@@ -114,10 +114,10 @@ class Searcher:
             return []
         if qvecs is None and self.count:
             qvecs = self.embed_queries(queries)
-        lexical, self._lexical = self._lexical, {}  # fetched for the first search only
+        ahead, self._lexical = self._lexical, {}  # fetched for the first search only
         return retrieve(self.store, queries, qvecs, strategy, mode=self.mode,
                         fusion=self.fusion, path_glob=path_glob, model=self.model,
-                        dimensions=self.dimensions, span=span, lexical=lexical)
+                        dimensions=self.dimensions, span=span, ahead=ahead)
 
 
 def embedder_for(settings: dict, model_dir: str | None = None) -> Any:
