@@ -84,3 +84,32 @@ def test_cosines_find_rows_by_binary_search_in_any_row_order():
         assert dm.cosines(q, [1, 2]) == [None, None]
     empty = DenseMatrix(np.empty(0, np.int64), np.empty((0, 8), np.float32), lambda p: [])
     assert empty.cosines(q, [1]) == [None]
+
+
+def test_numpy_is_imported_before_the_model_thread_starts(index):
+    """Two threads importing numpy for the first time at once can get its partially initialised
+    C module (an ImportError a cold `query` would report as an internal error): the
+    Searcher imports it on the calling thread before the model thread (onnxruntime imports
+    numpy) starts. Checked in a fresh interpreter, where nothing has imported numpy yet."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from ragsift.index.store import IndexStore\n"
+        "from ragsift.retrieval import search\n"
+        "assert 'numpy' not in sys.modules\n"
+        "seen = []\n"
+        "real = search.embedder_for\n"
+        "def watched(*a, **k):\n"
+        "    seen.append('numpy' in sys.modules)\n"
+        "    return real(*a, **k)\n"
+        "search.embedder_for = watched\n"
+        f"with IndexStore.open({index!r}, 'r') as store:\n"
+        "    s = search.Searcher(store, preload_embedder=True, prefetch=['bees'])\n"
+        "    assert s.embedder is not None\n"
+        "print(seen)\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[True]"

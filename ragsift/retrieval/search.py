@@ -53,6 +53,11 @@ class Searcher:
         if embedder is None and preload_embedder:
             from concurrent.futures import ThreadPoolExecutor
 
+            # numpy's first import on this thread, before the model thread's onnxruntime
+            # imports it: two threads importing numpy at once can get its partially
+            # initialised C module (ImportError "__cpu_features__", seen 1 run in 6)
+            import numpy  # noqa: F401
+
             with ThreadPoolExecutor(1, thread_name_prefix="ragsift-model") as pool:
                 self._loading = pool.submit(embedder_for, self.settings, model_dir)
                 store.load()
