@@ -11,13 +11,16 @@ Warm (one process, index open and matrix loaded, one query at a time, SciFact cl
 texts with synthetic query vectors, rows taking turns on each query):
 - ``rank hybrid``: ``engine.rank(mode="hybrid", n=13)`` as shipped (lexical side in a thread);
 - ``rank hybrid, sequential``: the same with both sides run one after the other (before);
+- ``rank hybrid, lexical fetched ahead``: ``rank`` given the lexical lists fetched beforehand
+  (``engine.lexical_ahead``, not timed): what a cold ``query`` pays once its model is loaded;
 - ``dense side`` / ``lexical side``: the backend's two calls alone.
-The two hybrid rows must return identical rankings (checked).
+The three hybrid rows must return identical rankings (checked).
 
 Cold: ``ragsift query CLAIM --index FILE --json`` in new processes (imports, model load, index
 open, matrix load, FTS5, print), median of ``--cold-runs``.
 
 Run:  .venv/bin/python bench/bench_hybrid.py [--chunks 100000] [--queries 30] [--cold-runs 7]
+          [--baseline SRC]   (SRC/ragsift: another tree's cold query, alternating, as 'before')
 """
 
 from __future__ import annotations
@@ -126,7 +129,14 @@ def warm(path: Path, queries: list[str]) -> tuple[dict[str, list[float]], bool]:
             finally:
                 engine._both = threaded
 
+        ahead: dict = {}
+
+        def hybrid_ahead(q, v):  # the lexical lists fetched before (not timed): what a cold
+            # query pays once the model is loaded (Searcher(prefetch=), engine.lexical_ahead)
+            return engine.rank(store, [q], v[None, :], mode="hybrid", n=13, ahead=ahead[q])
+
         rows = {"rank hybrid (lexical in a thread)": hybrid,
+                "rank hybrid, lexical fetched ahead (cold query's share)": hybrid_ahead,
                 "rank hybrid, sequential (before)": hybrid_seq,
                 "dense side alone": lambda q, v: store.dense_candidates(v[None, :], depth),
                 "lexical side alone": lambda q, v: store.lexical_candidates(q, depth)}
@@ -136,31 +146,40 @@ def warm(path: Path, queries: list[str]) -> tuple[dict[str, list[float]], bool]:
         for i, (q, v) in enumerate(zip(queries, qv)):
             names = names[1:] + names[:1]  # rotate the order
             got = {}
+            ahead[q] = engine.lexical_ahead(store, [q], "hybrid")
             for name in names:
                 rows[name](q, v)  # warm this query's pages once
                 t = time.perf_counter()
                 got[name] = rows[name](q, v)
                 times[name].append((time.perf_counter() - t) * 1000)
             same &= (
-                got["rank hybrid (lexical in a thread)"] == got["rank hybrid, sequential (before)"])
+                got["rank hybrid (lexical in a thread)"] == got["rank hybrid, sequential (before)"]
+                == got["rank hybrid, lexical fetched ahead (cold query's share)"])
     return times, same
 
 
-def cold(path: Path, queries: list[str], runs: int) -> tuple[list[float], list[float]]:
+def cold(path: Path, queries: list[str], runs: int, trees: dict[str, Path]
+         ) -> dict[str, tuple[list[float], list[float]]]:
+    """New processes, the trees taking turns (rotating order) on the same claims."""
     env = {**os.environ, "COLUMNS": "120"}
-    wall, cpu = [], []
+    out: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in trees}
+    names = list(trees)
     for i in range(runs):
-        t = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "ragsift", "query", queries[i % len(queries)],
-                                 "--index", str(path), "--json"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
-                                cwd=REPO)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall.append(time.perf_counter() - t)
-        if os.waitstatus_to_exitcode(status) not in (0, 1):
-            raise SystemExit(f"ragsift query failed: {proc.stderr.read().decode()}")
-        cpu.append(usage.ru_utime + usage.ru_stime)
-    return wall, cpu
+        names = names[1:] + names[:1]
+        for name in names:
+            tree = trees[name]
+            t = time.perf_counter()
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "ragsift", "query", queries[i % len(queries)],
+                 "--index", str(path), "--json"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                env={**env, "PYTHONPATH": str(tree)}, cwd=tree)
+            _, status, usage = os.wait4(proc.pid, 0)
+            out[name][0].append(time.perf_counter() - t)
+            if os.waitstatus_to_exitcode(status) not in (0, 1):
+                raise SystemExit(f"ragsift query failed: {proc.stderr.read().decode()}")
+            out[name][1].append(usage.ru_utime + usage.ru_stime)
+    return out
 
 
 def main() -> None:
@@ -170,6 +189,9 @@ def main() -> None:
     ap.add_argument("--cold-runs", type=int, default=7)
     ap.add_argument("--work", default="/tmp/ragsift-bench-hybrid")
     ap.add_argument("--skip-cold", action="store_true")
+    ap.add_argument("--baseline", metavar="SRC", help="a source tree holding another ragsift/ "
+                    "(e.g. `git archive main ragsift | tar -x -C SRC`): its cold query runs "
+                    "alternating with this tree's, as a 'before' row")
     args = ap.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -183,14 +205,26 @@ def main() -> None:
     print("| row | median ms (min–max) |\n| --- | ---: |")
     for name, xs in times.items():
         print(f"| {name} | {ms(xs)} |")
-    print(f"\nidentical rankings, threaded vs sequential: {same}\n")
+    print(f"\nidentical rankings, threaded vs sequential vs fetched ahead: {same}\n")
     if not args.skip_cold:
         load = os.getloadavg()[0]
-        wall, cpu = cold(path, queries, args.cold_runs)
+        trees = {"this tree": REPO}
+        if args.baseline:
+            import compileall
+
+            base = Path(args.baseline).resolve()
+            for tree in (REPO, base):  # byte code, as an installed copy has (see RESULTS.md)
+                compileall.compile_dir(tree / "ragsift", quiet=1)
+            trees["before (baseline)"] = base
+        got = cold(path, queries, args.cold_runs, trees)
         print(f"**cold `ragsift query CLAIM --index FILE --json`, {args.cold_runs} new processes "
-              f"(load average {load:.2f} before, {os.getloadavg()[0]:.2f} after)**: median "
-              f"{statistics.median(wall):.3f} s (min {min(wall):.3f}, max {max(wall):.3f}); "
-              f"CPU median {statistics.median(cpu):.3f} s")
+              f"per row, rows alternating (load average {load:.2f} before, "
+              f"{os.getloadavg()[0]:.2f} after)**\n")
+        print("| tree | median s (min–max) | CPU median s | × before |\n| --- | ---: | ---: | ---: |")
+        first = statistics.median(got[list(trees)[-1]][0])
+        for name, (wall, cpu) in got.items():
+            print(f"| {name} | {statistics.median(wall):.3f} ({min(wall):.3f}–{max(wall):.3f}) "
+                  f"| {statistics.median(cpu):.3f} | {statistics.median(wall) / first:.2f} |")
 
 
 if __name__ == "__main__":

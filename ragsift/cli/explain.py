@@ -84,7 +84,8 @@ def explain_command(
 
     if not text.strip():
         raise RagsiftError("the query is empty")
-    with open_searcher(index, model, mode) as searcher:
+    # the lexical side needs no query vector: fetched while the model loads (no --path only)
+    with open_searcher(index, model, mode, None if path else [text]) as searcher:
         searcher.require_chunks()
         strategy, floor = make_strategy(searcher, k, threshold, reject_window, max_chars)
         qvecs, cut = embed_queries(searcher, [text])

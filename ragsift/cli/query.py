@@ -71,13 +71,15 @@ def make_strategy(searcher: Searcher, k: int, threshold: str | None, reject_wind
 
 
 @contextmanager
-def open_searcher(index: str, model: str | None, mode: str = DEFAULT_MODE) -> Iterator[Searcher]:
+def open_searcher(index: str, model: str | None, mode: str = DEFAULT_MODE,
+                  prefetch: list[str] | None = None) -> Iterator[Searcher]:
     """Open ``index`` read-only and load its matrix (the embedder loads on first use)."""
     from ragsift.index.store import IndexStore
     from ragsift.retrieval.search import Searcher
 
     with IndexStore.open(index, "r") as store:
-        yield Searcher(store, model_dir=model, preload_embedder=True, mode=mode)
+        yield Searcher(store, model_dir=model, preload_embedder=True, mode=mode,
+                       prefetch=prefetch)
 
 
 def fmt_threshold(value: float | None) -> str:
@@ -164,7 +166,8 @@ def query_command(
     if fmt == "grep" and rejected:
         raise RagsiftError("--rejected needs --format text or json (grep lists the hits)")
     queries, batch = read_queries(text)
-    with open_searcher(index, model, mode) as searcher:
+    # the lexical side needs no query vector: fetched while the model loads (no --path only)
+    with open_searcher(index, model, mode, None if path else queries) as searcher:
         searcher.require_chunks()
         strategy, _ = make_strategy(searcher, k, threshold, reject_window, max_chars)
         qvecs, cut = embed_queries(searcher, queries)

@@ -21,7 +21,7 @@ are restricted to it (``*`` also matches ``/``).
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -77,9 +77,13 @@ def matching_paths(backend: IndexBackend, glob: str | None) -> list[str] | None:
 
 def rank(backend: IndexBackend, queries: Sequence[str], qvecs: np.ndarray | None, *,
          mode: str, n: int, fusion: Fusion = Fusion(),
-         paths: Sequence[str] | None = None) -> list[list[Ranked]]:
+         paths: Sequence[str] | None = None,
+         ahead: Mapping[tuple[str, int], list[tuple[int, float]]] | None = None
+         ) -> list[list[Ranked]]:
     """The best ``n`` candidates of each query in ``mode``, best first. ``qvecs``: one query
-    vector per query (every mode needs them: the cosine is what the threshold applies to)."""
+    vector per query (every mode needs them: the cosine is what the threshold applies to).
+    ``ahead``: lexical lists already fetched (``lexical_ahead``), by (query, depth); used only
+    without a path filter, anything missing is asked for as usual."""
     check_mode(mode)
     if not queries:
         return []
@@ -88,8 +92,11 @@ def rank(backend: IndexBackend, queries: Sequence[str], qvecs: np.ndarray | None
                 for hits in backend.dense_candidates(qvecs, n, paths)]
     depth = max(fusion.depth, n)
 
+    ready = ahead if ahead is not None and paths is None else {}
+
     def lexical_lists() -> list[list[tuple[int, float]]]:
-        return [backend.lexical_candidates(q, depth, paths) if q.strip() else []
+        return [ready[(q, depth)] if (q, depth) in ready
+                else backend.lexical_candidates(q, depth, paths) if q.strip() else []
                 for q in queries]
 
     if mode == "hybrid":
@@ -113,6 +120,20 @@ def rank(backend: IndexBackend, queries: Sequence[str], qvecs: np.ndarray | None
         out.append([Ranked(int(c.rowid), float(c.dense_score), c.lexical_score,
                            c.lexical_rank, c.fused_rank, c.source) for c in fused])
     return out
+
+
+def lexical_ahead(backend: IndexBackend, queries: Sequence[str], mode: str,
+                  fusion: Fusion | None = None
+                  ) -> dict[tuple[str, int], list[tuple[int, float]]]:
+    """The lexical lists ``rank`` will ask for (no path filter, ``Fusion.depth`` deep), fetched
+    before the query vectors exist: a cold ``query`` runs them while the model loads (the
+    lexical side needs no vector). Same calls on the same snapshot, so the same lists; pass
+    the result to ``rank``/``retrieve`` as ``ahead``. Dense mode needs none."""
+    if mode == "dense":
+        return {}
+    depth = (fusion or Fusion()).depth
+    return {(q, depth): backend.lexical_candidates(q, depth, None)
+            for q in dict.fromkeys(queries) if q.strip()}
 
 
 def _both(first, second):  # -> (first(), second()), second in a thread
@@ -141,7 +162,9 @@ def _both(first, second):  # -> (first(), second()), second in a thread
 def retrieve(backend: IndexBackend, queries: Sequence[str], qvecs: np.ndarray | None,
              strategy: TopK, *, mode: str = DEFAULT_MODE, fusion: Fusion = Fusion(),
              path_glob: str | None = None, model: str = "", dimensions: int = 0,
-             span: str = "chunk") -> list[Retrieval]:
+             span: str = "chunk",
+             ahead: Mapping[tuple[str, int], list[tuple[int, float]]] | None = None
+             ) -> list[Retrieval]:
     """Rank every query (``strategy.fetch`` candidates) and apply the top-K strategy: one
     ``Retrieval`` record per query. ``span="best"``: each admitted hit also carries its
     evidence span (``ragsift.retrieval.spans``)."""
@@ -152,7 +175,7 @@ def retrieve(backend: IndexBackend, queries: Sequence[str], qvecs: np.ndarray | 
     total = backend.count()
     searched = total if paths is None else backend.count(paths)
     ranked = (rank(backend, queries, qvecs, mode=mode, n=strategy.fetch, fusion=fusion,
-                   paths=paths) if searched else [[] for _ in queries])
+                   paths=paths, ahead=ahead) if searched else [[] for _ in queries])
     wanted = sorted({c.rowid for cands in ranked for c in cands})
     records = {r.rowid: r for r in backend.chunk_records(wanted)}
     out = []

@@ -6,7 +6,8 @@ the top-K decision). The exact dense scan itself is the backend's (``ragsift/ind
 for SQLite).
 
 Cold start: the model load (onnxruntime session, ~0.3-0.6 s) runs in a thread beside the
-backend's ``load`` (numpy's import and the matrix read): a cold ``ragsift query`` pays the
+backend's ``load`` (numpy's import and the matrix read) and, for the queries given as
+``prefetch``, the lexical side (FTS5 needs no query vector): a cold ``ragsift query`` pays the
 longer of the two, not their sum (both release the GIL for most of their work).
 """
 
@@ -16,7 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ragsift.errors import RagsiftError
-from ragsift.retrieval.engine import DEFAULT_MODE, check_mode, retrieve
+from ragsift.retrieval.engine import DEFAULT_MODE, check_mode, lexical_ahead, retrieve
 from ragsift.retrieval.hybrid import Fusion
 
 if TYPE_CHECKING:
@@ -34,26 +35,36 @@ class Searcher:
 
     The embedder is loaded on first use and must match the index's model fingerprint.
     ``mode`` orders candidates (dense | lexical | hybrid, see the engine); the threshold
-    always applies to the cosine."""
+    always applies to the cosine. ``prefetch``: the queries of the first search, known
+    before the model is loaded; their lexical lists are fetched while it loads
+    (``engine.lexical_ahead``; unused with a path filter)."""
 
     def __init__(self, store: Any, embedder: Any = None, model_dir: str | None = None,
                  preload_embedder: bool = False, mode: str = DEFAULT_MODE,
-                 fusion: Fusion | None = None) -> None:
+                 fusion: Fusion | None = None, prefetch: Sequence[str] | None = None) -> None:
         self.mode = check_mode(mode)
         self.fusion = fusion or Fusion()
         self.store = store
         self.settings: dict = dict(store.settings() or {})
         self._loading: Any = None
+        self._lexical: dict = {}
         self._embedder = embedder
         self._model_dir = model_dir
         if embedder is None and preload_embedder:
             from concurrent.futures import ThreadPoolExecutor
 
+            # numpy's first import on this thread, before the model thread's onnxruntime
+            # imports it: two threads importing numpy at once can get its partially
+            # initialised C module (ImportError "__cpu_features__", seen 1 run in 6)
+            import numpy  # noqa: F401
+
             with ThreadPoolExecutor(1, thread_name_prefix="ragsift-model") as pool:
                 self._loading = pool.submit(embedder_for, self.settings, model_dir)
                 store.load()
+                self._lexical = lexical_ahead(store, prefetch or (), self.mode, self.fusion)
         else:
             store.load()
+            self._lexical = lexical_ahead(store, prefetch or (), self.mode, self.fusion)
         self.count = int(store.count())
         self.dimensions = int(self.settings.get("dimensions") or 0)
 
@@ -108,9 +119,10 @@ class Searcher:
             return []
         if qvecs is None and self.count:
             qvecs = self.embed_queries(queries)
+        ahead, self._lexical = self._lexical, {}  # fetched for the first search only
         return retrieve(self.store, queries, qvecs, strategy, mode=self.mode,
                         fusion=self.fusion, path_glob=path_glob, model=self.model,
-                        dimensions=self.dimensions, span=span)
+                        dimensions=self.dimensions, span=span, ahead=ahead)
 
 
 def embedder_for(settings: dict, model_dir: str | None = None) -> Any:
