@@ -29,11 +29,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_hybrid import DIM, build, claims  # noqa: E402
+from bench_hybrid import DIM, build, claims
 
-from ragsift.index.store import IndexStore  # noqa: E402
-from ragsift.retrieval import engine  # noqa: E402
-from ragsift.retrieval.hybrid import Fusion  # noqa: E402
+from ragsift.index.store import IndexStore
+from ragsift.retrieval import engine
+from ragsift.retrieval.hybrid import Fusion
 
 _fuse = engine.fuse
 

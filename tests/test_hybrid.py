@@ -287,9 +287,9 @@ def test_searcher_builds_the_retrieval_record_in_every_mode(tmp_path, embedder):
 
 
 def test_searcher_mode_dispatches_to_the_fusion(tmp_path, embedder):
+    from ragsift.index.store import IndexStore
     from ragsift.retrieval.hybrid import Fusion
     from ragsift.retrieval.search import Searcher
-    from ragsift.index.store import IndexStore
     from ragsift.retrieval.topk import TopK
 
     docs = tmp_path / "docs"
