@@ -118,6 +118,10 @@ def variants() -> list:
                     a * mm(np.exp(s * c)) + (1 - a) * mm(l)))
     out.append(("minmax α=0.6 + 0.1·RRF", lambda c, l, dr, lr: 0.6 * mm(c) + 0.4 * mm(l)
                 + 0.1 * (1 / (61 + dr) + 1 / (61 + lr)) * 61 / 2))
+    for a in (0.55, 0.6, 0.65):  # the lexical side over [0, its max] (BM25's minimum is 0)
+        out.append((f"dense minmax + BM25/max α={a}", lambda c, l, dr, lr, a=a: a * mm(c)
+                    + (1 - a) * np.nan_to_num(l) / max(np.nanmax(l), 1e-12)
+                    if (~np.isnan(l)).any() else a * mm(c)))
     out.append(("minmax log(1+BM25) α=0.6", lambda c, l, dr, lr: 0.6 * mm(c)
                 + 0.4 * mm(np.log1p(l))))
     return out
