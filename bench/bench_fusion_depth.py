@@ -14,6 +14,7 @@ queried with the real claim embeddings) and/or ``--chunks`` N synthetic-vector c
 SciFact text (``bench_hybrid.build``, built once into ``--work``).
 
     .venv/bin/python bench/bench_fusion_depth.py --sf-index /tmp/i14/sf/index.sqlite --chunks 100000
+    .venv/bin/python bench/bench_fusion_depth.py --lance /tmp/bs_i12/s1000000.lance
 """
 
 from __future__ import annotations
@@ -78,14 +79,53 @@ def report(label: str, times: dict[str, list[float]], load: tuple[float, float])
     print(f"\nratio after / before: {after / before:.2f}")
 
 
+def time_lance(path: str, queries: int) -> None:
+    """The dense side of a Lance index above ``ANN_MIN_ROWS`` (IVF-PQ proposals, exact
+    re-score) at n 100 and 1,000, with and without ``ann.REFINE_DEPTH`` (before it, a list of
+    n asked n × REFINE proposals). Query vectors: ``q.npy`` beside the index
+    (``bench_scale.py`` writes it)."""
+    from ragsift.index import ann
+
+    qv = np.load(Path(path).parent / "q.npy")[:queries].astype(np.float32)
+    load0 = os.getloadavg()[0]
+    cap = ann.REFINE_DEPTH
+    times: dict[str, list[float]] = {"n 100": [], "n 1000, REFINE_DEPTH 100": [],
+                                     "n 1000, every rank refined (before)": []}
+    same, overlap = 0, []
+    with IndexStore.open(path, "r") as ix:
+        for v in qv:
+            got = {}
+            for name, n, depth in (("n 100", 100, cap), ("n 1000, REFINE_DEPTH 100", 1000, cap),
+                                   ("n 1000, every rank refined (before)", 1000, 10**9)):
+                ann.REFINE_DEPTH = depth
+                t = time.perf_counter()
+                got[name] = ix.dense_candidates(v[None, :], n)[0]
+                times[name].append((time.perf_counter() - t) * 1000)
+            ann.REFINE_DEPTH = cap
+            a, b, c = got.values()
+            same += [r for r, _ in a[:13]] == [r for r, _ in b[:13]] == [r for r, _ in c[:13]]
+            overlap.append(len({r for r, _ in b} & {r for r, _ in c}) / max(1, len(c)))
+    print(f"\n**{path}: dense side through the ANN path, {len(qv)} queries** (load average "
+          f"{load0:.2f} before, {os.getloadavg()[0]:.2f} after)\n")
+    print("| dense_candidates | median ms |\n| --- | ---: |")
+    for name, xs in times.items():
+        print(f"| {name} | {statistics.median(xs):.1f} |")
+    print(f"\nsame top 13 in all three: {same}/{len(qv)}; top-1000 overlap with every rank "
+          f"refined: mean {np.mean(overlap):.3f}, min {min(overlap):.3f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sf-index", default=None)
     ap.add_argument("--chunks", type=int, default=0)
     ap.add_argument("--queries", type=int, default=60)
     ap.add_argument("--work", default="/tmp/ragsift-bench-hybrid")
+    ap.add_argument("--lance", default=None, help="a Lance index above ANN_MIN_ROWS, e.g. "
+                    "bench_scale.py's s1000000.lance")
     args = ap.parse_args()
-    queries = claims(args.queries)
+    if args.lance:
+        time_lance(args.lance, min(args.queries, 10))
+    queries = claims(args.queries) if args.sf_index or args.chunks else []
     if args.sf_index:
         from ragsift.embedders import load_embedder
 
