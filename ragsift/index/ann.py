@@ -19,8 +19,8 @@ least ``MIN_FETCH``) before the exact re-score: chosen by a sweep on 1M clustere
 vectors (nprobes 32 / refine 4: recall@10 0.52; 64 / 10: 0.835; 64 / 30: 0.965; 64 / 50:
 0.985 at 13.6 ms; 128 / 50: 0.98), see bench/RESULTS.md. A deep list (hybrid fuses 1,000 per
 side) gets proposals for its first ``REFINE_DEPTH`` ranks only, ``max(min(n, REFINE_DEPTH) ×
-REFINE, n)``: its tail only sets the min-max floor, and 50,000 proposals per query cost 874 ms
-against 149 ms for 5,000 at 1M (bench/RESULTS.md, "Fusion at one depth"). Rows written after the index was
+REFINE, n)``: its tail only sets the min-max floor, and 50,000 proposals per query took 5–6×
+as long as 5,000 at 1M (bench/RESULTS.md, "Fusion at one depth"). Rows written after the index was
 built are searched flat by Lance (so a fresh write is found) until ``compact`` folds them in
 (``optimize_indices``); past ``REBUILD_FRACTION`` unindexed rows the index is retrained.
 """
