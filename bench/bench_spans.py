@@ -1,8 +1,11 @@
 """Evidence spans on chroma-dev (issue 14): recall / IoU at k = 5 with whole chunks and with
-``best_span`` windows of several minimum widths, plus the time span selection adds per query.
+``best_spans`` at several evidence strengths (the one at which a hit keeps its whole chunk)
+and window widths (of a hit that is cut), per corpus, plus the time span selection adds per
+query.
 
 Quality reads the candidate lists ``bench/bench_fusion.py collect`` stored (the default
-chunker, embedder and hybrid fusion; the fused top 5 re-computed with the engine's ``fuse``):
+chunker, embedder and hybrid fusion; the fused top 5 and their cosines re-computed with the
+engine's ``fuse``):
 
     .venv/bin/python bench/bench_spans.py quality --cands /tmp/i14/cands.pkl
 
@@ -26,45 +29,61 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
 
-def quality(cands: str, widths: list[int], alpha: float | None) -> None:
-    from bench_fusion import fused_order
-
+def quality(cands: str, strongs: list[float], widths: list[int], alpha: float | None) -> None:
     from ragsift import metrics as m
-    from ragsift.retrieval.hybrid import Fusion
-    from ragsift.retrieval.spans import best_spans
+    from ragsift.retrieval.hybrid import Fusion, fuse
+    from ragsift.retrieval.spans import MIN_CHARS, STRONG, best_spans
 
     with open(cands, "rb") as fh:
         ch = pickle.load(fh)["chroma-dev"]
     fusion = Fusion() if alpha is None else Fusion(alpha=alpha)
-    tops = [fused_order(fusion, d, lex, cos, 5) for d, lex, cos in ch["cands"]]
-    rows = [("chunk", None)] + [(f"best, min {w}", w) for w in widths]
+    tops = []  # the engine's fused top 5 (as engine.rank does it), with each hit's cosine
+    for d, lex, cos in ch["cands"]:
+        lex = [(r, s) for r, s in lex if r in {x for x, _ in d} or cos.get(r) is not None]
+        tops.append([(c.rowid, c.dense_score) for c in fuse(d, lex, fusion,
+                                                             dense_score_of=cos.get)[:5]])
+    rows = [("chunk", None, None)]
+    rows += [(f"best, strong {s:g}, min {MIN_CHARS}" + (" (default)" if s == STRONG else ""),
+              s, MIN_CHARS) for s in strongs]
+    rows += [(f"best, strong {STRONG:g}, min {w}", STRONG, w) for w in widths
+             if w != MIN_CHARS]
+    corpora = sorted({cid for cid, _ in ch["gold"]})
     print(f"fusion: {fusion}\n| spans | recall | precision | IoU | mean chars / hit | "
-          "select ms / query |\n| --- | --- | --- | --- | --- | --- |")
-    for label, w in rows:
-        scores, chars, took = [], [], []
+          f"select ms / query | {' | '.join(corpora)} (recall / IoU) |\n"
+          f"| --- | --- | --- | --- | --- | --- |{' --- |' * len(corpora)}")
+    for label, strong, w in rows:
+        scores, chars, took, per = [], [], [], {}
         for q, (cid, refs), top in zip(ch["queries"], ch["gold"], tops):
-            recs = [ch["records"][r] for r in top]
-            if w is None:
+            recs = [ch["records"][r] for r, _ in top]
+            if strong is None:
                 got = [(c, s, e) for c, s, e, _, _ in recs]
             else:
                 t0 = time.perf_counter()
-                spans = best_spans(q, [t for *_, t in recs], [s for _, s, *_ in recs], w)
+                spans = best_spans(q, [t for *_, t in recs], [s for _, s, *_ in recs], w,
+                                   [c for _, c in top], strong)
                 took.append(time.perf_counter() - t0)
                 got = [(rec[0], sp.start, sp.end) for rec, sp in zip(recs, spans)]
             chars.extend(e - s for _, s, e in got)
             scores.append(m.span_scores(got, refs, cid))
+            per.setdefault(cid, []).append(scores[-1])
         ms = f"{1000 * statistics.mean(took):.2f}" if took else "-"
+
+        def pair(xs: list) -> str:
+            return (f"{100 * statistics.mean(s.recall for s in xs):.1f} / "
+                    f"{100 * statistics.mean(s.iou for s in xs):.1f}")
+
         print(f"| {label} | {100 * statistics.mean(s.recall for s in scores):.1f} "
               f"| {100 * statistics.mean(s.precision for s in scores):.1f} "
               f"| {100 * statistics.mean(s.iou for s in scores):.1f} "
-              f"| {statistics.mean(chars):.0f} | {ms} |")
+              f"| {statistics.mean(chars):.0f} | {ms} | "
+              f"{' | '.join(pair(per[c]) for c in corpora)} |")
 
 
 def speed(repeats: int) -> None:
+    from ragsift.chunkers import make_chunker
     from ragsift.embedders import load_embedder
     from ragsift.index.store import IndexStore
     from ragsift.pipeline import build_index
-    from ragsift.chunkers import make_chunker
     from ragsift.retrieval.search import Searcher
     from ragsift.retrieval.spans import spans_for
     from ragsift.retrieval.topk import TopK
@@ -95,9 +114,11 @@ def speed(repeats: int) -> None:
         return (f"median {1000 * statistics.median(xs):.3f} ms, p95 "
                 f"{1000 * xs[int(0.95 * len(xs))]:.3f} ms, mean {1000 * statistics.mean(xs):.3f}")
 
+    with open("/proc/loadavg") as fh:
+        load = fh.read().split()[:3]
     print(f"span selection on the fixtures' index (k = 5, {hits:.1f} hits/query, "
           f"{len(wall)} timed selections): wall {ms(wall)}; CPU {ms(cpu)}; "
-          f"load {open('/proc/loadavg').read().split()[:3]}")
+          f"load {load}")
 
 
 def main() -> None:
@@ -105,13 +126,17 @@ def main() -> None:
     sub = ap.add_subparsers(dest="cmd", required=True)
     q = sub.add_parser("quality")
     q.add_argument("--cands", required=True)
-    q.add_argument("--widths", default="0,200,300,400,500,600,800")
+    q.add_argument("--strong", default="0.3,0.35,0.4,0.45,0.5,0.55,0.6,inf",
+                   help="evidence strengths at which a hit keeps its chunk (inf: never)")
+    q.add_argument("--widths", default="0,100,200,400",
+                   help="minimum widths of a cut hit's window, at the default strength")
     q.add_argument("--alpha", type=float, default=None)
     s = sub.add_parser("speed")
     s.add_argument("--repeats", type=int, default=50)
     args = ap.parse_args()
     if args.cmd == "quality":
-        quality(args.cands, [int(w) for w in args.widths.split(",")], args.alpha)
+        quality(args.cands, [float(s) for s in args.strong.split(",")],
+                [int(w) for w in args.widths.split(",")], args.alpha)
     else:
         speed(args.repeats)
 

@@ -1,16 +1,26 @@
 """Evidence spans (``ragsift.retrieval.spans``, ``query --span best``, ``eval --span best``).
 
-The span rule reads only texts (no model), so the property test needs no embedder at all;
-the CLI tests run the real model through ``ragsift embed`` / ``query`` / ``eval``."""
+The span rule reads only texts and the hits' cosines (given as numbers here), so the property
+test needs no embedder at all; the CLI tests run the real model through ``ragsift embed`` /
+``query`` / ``eval``."""
 
 from __future__ import annotations
 
 import json
+import math
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragsift.retrieval.spans import MIN_CHARS, best_spans, query_terms, unit_bounds
+from ragsift.retrieval.spans import (
+    MIN_CHARS,
+    STRONG,
+    best_spans,
+    evidence_strengths,
+    query_terms,
+    unit_bounds,
+)
 from tests.conftest import REPO, run_cli
 from tests.test_eval import _eval_json, _write_config, make_span_dataset
 
@@ -22,20 +32,26 @@ WORDY = st.lists(st.sampled_from(["bee", "swarm", "hive", "queen", ". ", "\n", "
 @settings(max_examples=300, deadline=None)
 @given(document=st.one_of(TEXT, WORDY), query=st.one_of(TEXT, WORDY),
        cuts=st.lists(st.integers(0, 10_000), min_size=2, max_size=8),
-       min_chars=st.integers(0, 600))
+       min_chars=st.integers(0, 600),
+       cosines=st.one_of(st.none(), st.lists(st.floats(-1, 1), min_size=8, max_size=8)),
+       strong=st.sampled_from([0.0, STRONG, 1.0, math.inf]))
 def test_a_span_is_always_a_slice_of_the_document_inside_its_chunk(document, query, cuts,
-                                                                   min_chars):
+                                                                   min_chars, cosines, strong):
     # chunks: arbitrary slices of one document (a chunk's text is document.text[start:end])
     bounds = sorted({c % (len(document) + 1) for c in cuts})
     chunks = [(s, e) for s, e in zip(bounds, bounds[1:])] or [(0, len(document))]
+    scores = None if cosines is None else cosines[:len(chunks)]
     spans = best_spans(query, [document[s:e] for s, e in chunks], [s for s, _ in chunks],
-                       min_chars)
+                       min_chars, scores, strong)
     assert len(spans) == len(chunks)
     for (s, e), span in zip(chunks, spans):
         assert s <= span.start <= span.end <= e
         assert document[span.start:span.end] == span.text
         if document[s:e].strip():
             assert span.text.strip()  # a chunk with any text never gets an empty span
+        assert 0.0 <= span.strength <= 1.0
+        if span.strength >= strong:
+            assert (span.start, span.end) == (s, e)  # a strong hit keeps its whole chunk
 
 
 @given(text=st.one_of(TEXT, WORDY))
@@ -52,22 +68,63 @@ HIVE = ("The apiary sits behind the barn. Honey is harvested in late summer. "
         "Smoke calms the bees during inspections. The shed stores spare frames.")
 
 
+CUT = math.inf  # no hit is strong enough to keep its chunk: every hit is cut to its window
+
+
 def test_the_span_is_the_evidence_and_grows_over_every_query_term():
-    (span,) = best_spans("when does a colony swarm with its queen", [HIVE], [100], min_chars=0)
+    (span,) = best_spans("when does a colony swarm with its queen", [HIVE], [100], min_chars=0,
+                         strong=CUT)
     sentence = "A colony swarms when the queen leaves with half the workers, usually in spring."
     assert span.text == sentence and span.start == 100 + HIVE.index(sentence)
     # a second query term two sentences away pulls the window over the sentence between
-    (span,) = best_spans("swarm queen smoke", [HIVE], min_chars=0)
+    (span,) = best_spans("swarm queen smoke", [HIVE], min_chars=0, strong=CUT)
     assert span.text == HIVE[HIVE.index("A colony"):HIVE.index("The shed")].strip()
     # min_chars widens the window with context around the evidence, up to the whole chunk
-    (wide,) = best_spans("swarm queen", [HIVE], min_chars=10_000)
+    (wide,) = best_spans("swarm queen", [HIVE], min_chars=10_000, strong=CUT)
     assert wide.text == HIVE
 
 
-def test_no_query_term_in_a_chunk_keeps_the_whole_chunk():
-    spans = best_spans("volcano eruption", [HIVE, "Lava flows after an eruption."], [0, 500])
-    assert (spans[0].start, spans[0].end, spans[0].score) == (0, len(HIVE), 0.0)
-    assert spans[1].text == "Lava flows after an eruption." and spans[1].score > 0
+def test_evidence_strength_is_the_mean_of_relative_bm25_and_min_max_cosine():
+    # two texts with the same one term at the same length tie on BM25; the third has none
+    tf, lengths = [{"a": 1}, {"a": 1}, {}], [10, 10, 10]
+    assert evidence_strengths(tf, lengths, [0.9, 0.5, 0.7]) == pytest.approx([1.0, 0.5, 0.25])
+    assert evidence_strengths(tf, lengths, None) == [1.0, 1.0, 0.0]  # lexical part alone
+    assert evidence_strengths(tf, lengths, [0.9, math.nan, 0.7]) == [1.0, 1.0, 0.0]
+    # equal cosines say nothing against any hit; no query term says nothing for any
+    assert evidence_strengths(tf, lengths, [0.4, 0.4, 0.4]) == [1.0, 1.0, 0.5]
+    assert evidence_strengths([{}, {}], [5, 9], [0.3, 0.1]) == [0.5, 0.0]
+    # more occurrences in a text of the same length: a higher BM25, the best scales to 1
+    more = evidence_strengths([{"a": 3}, {"a": 1}, {}], lengths, None)
+    assert more[0] == 1.0 > more[1] > 0.0 == more[2]
+
+
+LAVA = "Lava flows after an eruption. The crater glows at night."
+
+
+def test_a_strong_hit_keeps_its_chunk_and_a_weak_one_is_cut():
+    query = "when does a colony swarm with its queen"
+    texts = [HIVE, "The queen bee lays eggs all summer. Drones do not work.", LAVA]
+    spans = best_spans(query, texts, [0, 1000, 2000], scores=[0.7, 0.15, 0.1])
+    assert spans[0].strength == 1.0 and spans[2].strength == 0.0
+    # the best hit by both measures keeps its whole chunk
+    assert (spans[0].start, spans[0].end, spans[0].text) == (0, len(HIVE), HIVE)
+    assert spans[0].strength >= STRONG
+    # a weak hit holding a query term is cut to the unit(s) with it
+    assert spans[1].strength < STRONG
+    assert spans[1].text == "The queen bee lays eggs all summer."
+    assert spans[1].start == 1000
+    # a weak hit with no query term gets its first unit, the least span there is
+    assert spans[2].text == "Lava flows after an eruption." and spans[2].start == 2000
+
+
+def test_no_query_term_anywhere_the_cosine_decides():
+    spans = best_spans("volcano eruption", [HIVE, LAVA], [0, 500], scores=[0.2, 0.6])
+    assert spans[1].text == LAVA  # strongest on both sides: the whole chunk
+    assert spans[0].text == "The apiary sits behind the barn." and spans[0].score == 0.0
+    # the best cosine alone is half the strength, above STRONG: a chunk with no query term
+    # but the best cosine keeps its whole chunk
+    spans = best_spans("volcano eruption", [HIVE, LAVA], [0, 500], scores=[0.6, 0.2])
+    assert spans[0].text == HIVE and spans[0].strength == 0.5 >= STRONG
 
 
 def test_query_terms_drop_function_words_and_stem_by_truncation():
@@ -133,24 +190,22 @@ ANIMALS = ("Cats sleep for most of the day in warm places. "
 
 
 def test_eval_span_best_scores_the_spans(tmp_path):
+    ref = "Elephants are the largest land mammals and use their trunks to drink water."
     root = make_span_dataset(
         tmp_path / "tiny", {"animals": ANIMALS},
-        [("Which animal drinks water with its trunk?", "animals",
-          ["Elephants are the largest land mammals and use their trunks to drink water."])])
+        [("Which animal drinks water with its trunk?", "animals", [ref])])
     cfg = _write_config(tmp_path / "one.toml", 'strategy = "chars"\ntokenizer = "chars"\n'
-                        "size = 1000", 'mode = "hybrid"\nk = 1')
+                        "size = 200\noverlap = 0", 'mode = "hybrid"\nk = 3')
     cache = str(tmp_path / "cache.sqlite")
     (chunk,) = _eval_json(str(root), "--config", str(cfg), "--cache", cache)
     (span,) = _eval_json(str(root), "--config", str(cfg), "--cache", cache, "--span", "best")
     assert "span" not in chunk["config"] and span["config"]["span"] == "best"
-    # one chunk holds the whole corpus; its span (min width MIN_CHARS) still covers the
-    # reference, and scores a smaller denominator than the chunk
+    # the hit holding the reference is the strongest: it keeps its chunk (the reference is
+    # still found); the weakest of the three is cut, so the spans score a smaller
+    # denominator than the three whole chunks
     assert chunk["overall"]["recall"] == span["overall"]["recall"] == 100.0
-    ref = len("Elephants are the largest land mammals and use their trunks to drink water.")
-    assert chunk["overall"]["iou"] == round(100 * ref / len(ANIMALS), 2)
-    # the span is MIN_CHARS wide, plus at most one sentence (< 100 characters here)
-    assert len(ANIMALS) > MIN_CHARS + 200
-    assert span["overall"]["iou"] >= 100 * ref / (MIN_CHARS + 100) > chunk["overall"]["iou"]
+    assert span["overall"]["iou"] > chunk["overall"]["iou"]
+    assert span["overall"]["precision"] > chunk["overall"]["precision"]
 
 
 def test_explain_underlines_the_span():

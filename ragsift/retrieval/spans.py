@@ -10,26 +10,32 @@ Units: the chunk's lines, cut into sentences (``ragsift.sources.units.split_sent
 cutter attribution uses: a JSON document's text is already its citable units, one per line),
 located in the chunk text in order, so every unit is a verbatim slice.
 
-Rule (lexical, measured; bench/RESULTS.md "Evidence spans"):
+Rule (measured; bench/RESULTS.md "Evidence spans"). The evidence of a query is rarely in one
+hit only (chroma-dev k 5: whole chunks give recall@1..5 of 72 / 83 / 92 / 96 / 97), so a rule
+that trims every hit loses recall; most hits hold none of it (~1 in 4.5 does), so a rule that
+keeps every hit pays for them. The span therefore depends on how strongly the hit holds the
+evidence, compared with the other hits of the same query:
 
 1. Query terms: the words of the query (letters/digits runs, lower-cased, the lexical side's
    function words dropped), each reduced to its first ``STEM`` characters (truncation
-   stemming: cheap, and close to the index's Porter stemmer for English). A unit's score is
-   the sum over the distinct query terms it contains of the term's weight
-   ``log(1 + U / u_t)`` (``U`` units across the query's hits, ``u_t`` of them containing the
-   term: a term found everywhere says little about where the evidence is).
-2. Seed: the window of units (≤ ``min_chars`` wide, at least one unit) with the highest
-   score, earliest on ties.
-3. Grow while it gains: a neighbouring unit joins when it contains a query term the window
-   does not yet cover (its new weight > 0); then the window is widened, toward the
-   higher-scoring neighbour, until it holds ``min_chars`` characters (context around the
-   evidence, the setting that holds recall: see the measurement).
-4. A chunk where no unit matches any query term gets its whole chunk as the span (nothing
-   says where the evidence is, so nothing is cut away).
+   stemming: cheap, and close to the index's Porter stemmer for English).
+2. Evidence strength of a hit, in [0, 1]: the mean of (a) its BM25 for the query terms over
+   the hits' texts (k1 1.2, b 0.75, document frequencies and average length over the hits),
+   divided by the best hit's, and (b) its cosine to the query, min-max scaled over the hits
+   (every retrieval mode has the cosine: it is what the threshold applies to). A strong hit
+   (strength ≥ ``STRONG``) keeps its whole chunk: the evidence is spread over it.
+3. Any other hit is cut to the window of units around the query's words: a unit's score is
+   the sum over the distinct query terms it contains of ``log(1 + U / u_t)`` (``U`` units
+   across the query's hits, ``u_t`` of them containing the term); the seed is the best
+   window of units at most ``min_chars`` wide (at least one unit, earliest on ties); it grows
+   over a neighbouring unit while that unit adds a query term the window lacks, then widens
+   (toward the higher-scoring neighbour) to ``min_chars`` characters. A weak hit with no
+   query term at all gets its first unit (nothing says where evidence would be, and little
+   says there is any).
 
-Scores are summed with ``math.fsum`` (exact, so independent of set order: the same query
-gives the same span in every process). The rule reads only the texts, no model: it costs well under a millisecond per hit (measured
-in ``bench/bench_spans.py``), so ``query --span best`` adds nothing noticeable to a query.
+Scores are summed with ``math.fsum`` over a fixed order (exact: the same query gives the same
+span in every process). The rule reads only the texts and the cosines the engine already has,
+no model: about a millisecond per query at k 5 (measured in ``bench/bench_spans.py``).
 """
 
 from __future__ import annotations
@@ -44,7 +50,8 @@ from typing import Any
 
 SPAN_MODES = ("chunk", "best")
 DEFAULT_SPAN = "chunk"  # measured: see bench/RESULTS.md "Evidence spans"
-MIN_CHARS = 400  # the window's minimum width in characters (measured, ibid.)
+MIN_CHARS = 0  # a cut hit's window: its best unit(s), grown over query terms (measured, ibid.)
+STRONG = 0.45  # the evidence strength at which a hit keeps its whole chunk (measured, ibid.)
 STEM = 6  # truncation stemming: a term is its first STEM characters
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -62,13 +69,15 @@ def check_span(span: str) -> str:
 class Span:
     """A contiguous evidence span: ``start``/``end`` are offsets into the document text
     (``document.text[start:end] == text``); ``score`` is the summed weight of the query terms
-    it covers (0 when no unit matched and the span is the whole chunk)."""
+    it covers; ``strength``: the hit's evidence strength (rule step 2), ``units`` how many
+    units the span holds."""
 
     start: int
     end: int
     text: str
     score: float
     units: int
+    strength: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return {"span_start": self.start, "span_end": self.end, "span_text": self.text}
@@ -107,19 +116,77 @@ def unit_bounds(text: str) -> list[tuple[int, int]]:
     return out
 
 
-def _terms_of(text: str, wanted: set[str]) -> set[str]:
-    return {t for t in (_fold(w) for w in _WORD.findall(text)) if t in wanted}
+def _words(text: str, wanted: set[str]) -> tuple[set[str], list[str], int]:
+    """The query terms in ``text`` (distinct), every occurrence of them, and its word count."""
+    folded = [_fold(w) for w in _WORD.findall(text)]
+    hits = [t for t in folded if t in wanted]
+    return set(hits), hits, len(folded)
+
+
+def _bm25(tf: Sequence[dict[str, int]], lengths: Sequence[int]) -> list[float]:
+    """BM25 (k1 1.2, b 0.75) of each text for the query terms, with document frequencies and
+    the average length taken over these texts (the hits of one query)."""
+    n = len(tf)
+    avg = (sum(lengths) / n) if n else 0.0
+    df: dict[str, int] = {}
+    for counts in tf:
+        for t in counts:
+            df[t] = df.get(t, 0) + 1
+    idf = {t: math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
+    out = []
+    for counts, length in zip(tf, lengths):
+        norm = 1.2 * (0.25 + 0.75 * (length / avg if avg else 1.0))
+        out.append(math.fsum(idf[t] * f * 2.2 / (f + norm) for t, f in sorted(counts.items())))
+    return out
+
+
+def _scaled(values: Sequence[float], minmax: bool) -> list[float]:
+    """``values`` scaled into [0, 1]: divided by the largest, or min-max (``minmax``). When
+    nothing tells them apart (all equal; or no positive value to divide by): 1.0 each under
+    min-max (no evidence against any), 0.0 each otherwise (no evidence for any)."""
+    top = max(values, default=0.0)
+    bottom = min(values, default=0.0) if minmax else 0.0
+    if not top - bottom > 0.0:
+        return [1.0 if minmax else 0.0] * len(values)
+    return [(v - bottom) / (top - bottom) for v in values]
+
+
+def evidence_strengths(tf: Sequence[dict[str, int]], lengths: Sequence[int],
+                       scores: Sequence[float | None] | None) -> list[float]:
+    """How strongly each hit holds the evidence, relative to the other hits of its query, in
+    [0, 1]: the mean of its lexical score (BM25 over the hits' texts, divided by the best) and
+    its cosine (min-max over the hits); the lexical part alone when there are no cosines (or
+    one is missing or not a number)."""
+    lexical = _scaled(_bm25(tf, lengths), minmax=False)
+    if (scores is None or len(scores) != len(lexical)
+            or not all(s is not None and math.isfinite(s) for s in scores)):
+        return lexical
+    dense = _scaled([float(s) for s in scores if s is not None], minmax=True)
+    return [0.5 * x + 0.5 * y for x, y in zip(lexical, dense)]
 
 
 def best_spans(query: str, texts: Sequence[str], offsets: Sequence[int | None] | None = None,
-               min_chars: int = MIN_CHARS) -> list[Span]:
-    """The evidence span of each hit text (the hits of one query, so term weights are
-    comparable across them); ``offsets``: where each text starts in its document (chunk
-    ``start``; None or missing: 0)."""
+               min_chars: int = MIN_CHARS, scores: Sequence[float | None] | None = None,
+               strong: float = STRONG) -> list[Span]:
+    """The evidence span of each hit text (the hits of one query, in rank order, so weights
+    and strengths are comparable across them); ``offsets``: where each text starts in its
+    document (chunk ``start``; None or missing: 0); ``scores``: each hit's cosine to the query
+    (None: the strength is the lexical part alone); ``strong``: the strength at which a hit
+    keeps its whole chunk (above 1: every hit is cut to its window)."""
     terms = set(query_terms(query))
     per_hit = [unit_bounds(t) for t in texts]
-    matched = [[_terms_of(t[s:e], terms) for s, e in bounds]
-               for t, bounds in zip(texts, per_hit)]
+    matched, tf, lengths = [], [], []
+    for text, bounds in zip(texts, per_hit):
+        units, counts, length = [], {}, 0
+        for s, e in bounds:
+            found, occurrences, words = _words(text[s:e], terms)
+            units.append(found)
+            length += words
+            for t in occurrences:
+                counts[t] = counts.get(t, 0) + 1
+        matched.append(units)
+        tf.append(counts)
+        lengths.append(length)
     total = sum(len(b) for b in per_hit)
     df: dict[str, int] = {}
     for units in matched:
@@ -127,19 +194,24 @@ def best_spans(query: str, texts: Sequence[str], offsets: Sequence[int | None] |
             for t in found:
                 df[t] = df.get(t, 0) + 1
     weight = {t: math.log(1.0 + total / n) for t, n in df.items()}
+    strength = evidence_strengths(tf, lengths, scores)
     out = []
     for i, (text, bounds, units) in enumerate(zip(texts, per_hit, matched)):
         base = (offsets[i] if offsets is not None and i < len(offsets) else None) or 0
-        s, e, score, n = _window(text, bounds, units, weight, min_chars)
-        out.append(Span(base + s, base + e, text[s:e], score, n))
+        if strength[i] >= strong or not bounds:
+            s, e, n = 0, len(text), len(bounds)
+            score = math.fsum(weight[t] for t in set().union(*units))
+        else:
+            s, e, score, n = _window(text, bounds, units, weight, min_chars)
+        out.append(Span(base + s, base + e, text[s:e], score, n, strength[i]))
     return out
 
 
 def _window(text: str, bounds: list[tuple[int, int]], units: list[set[str]],
             weight: dict[str, float], min_chars: int) -> tuple[int, int, float, int]:
     scores = [math.fsum(weight[t] for t in u) for u in units]
-    if not bounds or max(scores, default=0.0) <= 0.0:
-        return 0, len(text), 0.0, len(bounds)
+    if max(scores, default=0.0) <= 0.0:  # no query term anywhere: the least span, unit one
+        return bounds[0][0], bounds[0][1], 0.0, 1
     n = len(bounds)
 
     def width(lo: int, hi: int) -> int:
@@ -189,9 +261,10 @@ def _window(text: str, bounds: list[tuple[int, int]], units: list[set[str]],
 
 def spans_for(query: str, candidates: Sequence[Any], min_chars: int = MIN_CHARS
               ) -> list[Span]:
-    """``best_spans`` for ``Candidate`` records (their ``text`` and ``start``)."""
+    """``best_spans`` for ``Candidate`` records (their ``text``, ``start`` and ``score``, the
+    cosine in every mode)."""
     return best_spans(query, [c.text for c in candidates], [c.start for c in candidates],
-                      min_chars)
+                      min_chars, [c.score for c in candidates])
 
 
 def with_spans(r: Any) -> Any:
