@@ -5,9 +5,10 @@ Four folds: the three chroma-dev corpora (recall@5 in characters, all corpora in
 
 Step 1 (``collect``): build each set's index with the default chunker and embedder through the
 evaluation harness (vectors from the shared embedding cache), and store, per query, both sides'
-candidate lists exactly as the engine asks the backend for them (``Fusion.depth`` = 100 for
-chroma-dev where ``eval`` asks k = 5; 1,000 for SciFact where ``eval`` asks 1,000), with the
-cosine of every lexical-only candidate. Pickled to ``--out``.
+candidate lists exactly as the engine asks the backend for them (``Fusion.depth`` for
+chroma-dev where ``eval`` asks k = 5: 1,000 since issue 14, 100 before; 1,000 for SciFact
+where ``eval`` asks 1,000), with the cosine of every lexical-only candidate. Pickled to
+``--out``.
 
 Step 2 (``sweep``): re-fuse those lists with ``ragsift.retrieval.hybrid.fuse`` (the engine's
 own function) for every candidate setting, score each fold, and run leave-one-corpus-out: for
@@ -92,9 +93,10 @@ def settings() -> list:
     from ragsift.retrieval.hybrid import Fusion
 
     out = [("dense", None), ("lexical", None)]
-    for a in (0.2, 0.3, 0.4, 0.5, 0.6, 0.7):
+    for a in (0.2, 0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7):
         out.append((f"convex minmax α={a}", Fusion(alpha=a)))
-        out.append((f"convex tmm α={a}", Fusion(alpha=a, norm="tmm")))
+        if a * 10 == int(a * 10):
+            out.append((f"convex tmm α={a}", Fusion(alpha=a, norm="tmm")))
     for k in (10, 60):
         out.append((f"rrf k={k}", Fusion(fusion="rrf", rrf_k=k)))
     for top in (5, 10, 20):
@@ -127,8 +129,9 @@ def fused_order(setting, dense, lex, cos, n):
         raise ValueError
     if isinstance(setting, tuple):
         setting = Fusion(alpha=adaptive_alpha(dense, lex, setting[1]))
-    lex = [(r, s) for r, s in lex if r in {x for x, _ in dense} or cos.get(r) is not None]
-    return [c.rowid for c in fuse(dense, lex, setting, dense_score_of=cos.get)[:n]]
+    have = {x for x, _ in dense}
+    lex = [(r, s) for r, s in lex if r in have or cos.get(r) is not None]
+    return [c.rowid for c in fuse(dense, lex, setting, dense_score_of=cos.get, limit=n)]
 
 
 def order_for(name, setting, dense, lex, cos, n):

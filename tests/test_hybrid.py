@@ -102,7 +102,7 @@ def test_fusion_is_the_only_home_of_the_defaults():
     from ragsift.retrieval import hybrid
 
     f = Fusion()
-    assert (f.fusion, f.alpha, f.norm, f.rrf_k) == ("convex", 0.5, "minmax", 60)
+    assert (f.fusion, f.alpha, f.norm, f.rrf_k, f.depth) == ("convex", 0.6, "minmax", 60, 1000)
     assert inspect.signature(hybrid.rrf_scores).parameters["rrf_k"].default == f.rrf_k
     assert inspect.signature(hybrid.fuse).parameters["fusion"].default == f
     assert EvalConfig().fusion_settings() == f
@@ -137,15 +137,15 @@ def test_engine_hybrid_fuses_what_the_backend_returns():
     # each side gives max(depth, n) = 3 candidates
     # convex 0.5 minmax over dense {1, 2, 4} and lexical {3, 4}: 1 and 3 tie at 0.5 (the
     # cosine breaks it), then 2 (0.4375); 4 (0.375) is cut
-    (out,) = rank(b, ["q"], q, mode="hybrid", n=3, fusion=Fusion(depth=2))
+    (out,) = rank(b, ["q"], q, mode="hybrid", n=3, fusion=Fusion(alpha=0.5, depth=2))
     assert [c.rowid for c in out] == [1, 3, 2] and b.calls == [("q", 3, None)]
     assert out[1].source == "lexical" and out[1].score == pytest.approx(0.1)
     assert out[0].source == "dense" and out[0].lexical_rank is None
-    (wide,) = rank(b, ["q"], q, mode="hybrid", n=10, fusion=Fusion(depth=2))
+    (wide,) = rank(b, ["q"], q, mode="hybrid", n=10, fusion=Fusion(alpha=0.5, depth=2))
     assert {c.rowid for c in wide} == {1, 2, 3, 4, 5}
     assert next(c for c in wide if c.rowid == 4).source == "both"
-    assert len(rank(b, ["q"], q, mode="hybrid", n=1, fusion=Fusion(depth=2))[0]) == 1
-    (filtered,) = rank(b, ["q"], q, mode="hybrid", n=10, fusion=Fusion(depth=2), paths=["a"])
+    assert len(rank(b, ["q"], q, mode="hybrid", n=1, fusion=Fusion(alpha=0.5, depth=2))[0]) == 1
+    (filtered,) = rank(b, ["q"], q, mode="hybrid", n=10, fusion=Fusion(alpha=0.5, depth=2), paths=["a"])
     assert 3 not in {c.rowid for c in filtered} and b.calls[-1][2] == ["a"]
     (lexical,) = rank(b, ["q"], q, mode="lexical", n=10)
     assert [c.rowid for c in lexical] == [3, 4] and [c.fused_rank for c in lexical] == [1, 2]
@@ -287,9 +287,9 @@ def test_searcher_builds_the_retrieval_record_in_every_mode(tmp_path, embedder):
 
 
 def test_searcher_mode_dispatches_to_the_fusion(tmp_path, embedder):
+    from ragsift.index.store import IndexStore
     from ragsift.retrieval.hybrid import Fusion
     from ragsift.retrieval.search import Searcher
-    from ragsift.index.store import IndexStore
     from ragsift.retrieval.topk import TopK
 
     docs = tmp_path / "docs"
@@ -308,14 +308,23 @@ def test_searcher_mode_dispatches_to_the_fusion(tmp_path, embedder):
     assert fused.as_dict()["candidates"][0]["source"] == fused.candidates[0].source
 
 
-def test_explain_shows_a_lexical_only_hit(tmp_path, embedder):
-    """Through the CLI: more chunks than the dense side's depth (100), one of which only the
-    lexical side can find; `explain --mode hybrid` marks it, with its cosine and BM25 rank."""
+def test_explain_shows_a_lexical_only_hit(tmp_path, embedder, monkeypatch):
+    """Through the CLI: more chunks than the dense side's depth, one of which only the
+    lexical side can find; `explain --mode hybrid` marks it, with its cosine and BM25 rank.
+    The default depth (1,000) is lowered to 100 for this test only, so the index needs 111
+    chunks rather than 1,001 embedded with the real model, and α is 0.5 so that the one exact
+    match ties the best cosine at the top (at the default 0.6 the 110 near-synonyms outrank
+    it); the marking itself depends on neither."""
+    import functools
+
     from typer.testing import CliRunner
 
     from ragsift.chunkers import make_chunker
     from ragsift.cli import app
     from ragsift.pipeline import build_index
+    from ragsift.retrieval import search
+
+    monkeypatch.setattr(search, "Fusion", functools.partial(Fusion, alpha=0.5, depth=100))
 
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -338,3 +347,21 @@ def test_explain_shows_a_lexical_only_hit(tmp_path, embedder):
     human = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
     assert human.exit_code == 0, human.output
     assert "mode hybrid" in human.output and "lexical only" in human.output
+
+
+@pytest.mark.parametrize("how", [Fusion(), Fusion(fusion="rrf"), Fusion(alpha=0.3, norm="tmm")])
+def test_fuse_limit_is_the_head_of_the_whole_order(how):
+    """``fuse(..., limit=k)`` (what the engine asks for) returns exactly the first k of the
+    whole fused order, ties included (many equal scores, so the tie rule decides)."""
+    import random
+
+    rng = random.Random(7)
+    for _ in range(30):
+        dense = sorted(((i, round(rng.random(), 1)) for i in rng.sample(range(60), 25)),
+                       key=lambda x: -x[1])
+        lexical = sorted(((i, float(rng.randint(0, 3))) for i in rng.sample(range(60), 25)),
+                         key=lambda x: -x[1])
+        cos = {i: round(rng.random(), 1) for i in range(60)}
+        whole = fuse(dense, lexical, how, dense_score_of=cos.get)
+        for k in (0, 1, 5, 13, len(whole), len(whole) + 5):
+            assert fuse(dense, lexical, how, dense_score_of=cos.get, limit=k) == whole[:k]

@@ -219,7 +219,7 @@ def test_ann_path_refines_by_exact_cosine(tmp_path, monkeypatch):
     """Above ``ANN_MIN_ROWS`` (lowered here to 1,000) compact builds IVF-PQ; the candidates it
     proposes are re-scored by exact cosine: every returned score is the exact path's score
     for that row, recall@10 against exact stays high, a path filter and rows written after
-    the index was built are honoured."""
+    the index was built are honoured; a deep list shares the proposals of its head."""
     import numpy as np
 
     from ragsift.index import ann
@@ -262,6 +262,20 @@ def test_ann_path_refines_by_exact_cosine(tmp_path, monkeypatch):
         recall = np.mean([len({a for a, _ in x} & {e for e, _ in y}) / 10
                           for x, y in zip(approx, exact)])
         assert recall >= 0.9
+        # a deep list (hybrid fuses 1,000 per side) gets proposals for its first REFINE_DEPTH
+        # ranks only: 10 ranks × REFINE here, the same proposals as n = 10, so the same head
+        monkeypatch.setattr(ann, "REFINE_DEPTH", 10)
+        asked, to_table = [], r._ds.to_table
+
+        def spy(*args, **kw):
+            asked.append(kw["nearest"]["k"])
+            return to_table(*args, **kw)
+
+        monkeypatch.setattr(r._ds, "to_table", spy)
+        deep = r.dense_candidates(queries, 200)
+        assert set(asked) == {10 * ann.REFINE}  # not 200 × REFINE
+        assert all(len(d) == 200 and d[:10] == a for d, a in zip(deep, approx))
+        monkeypatch.setattr(r._ds, "to_table", to_table)
         for x, y in zip(approx, exact):
             scores = dict(y)
             for rowid, s in x:

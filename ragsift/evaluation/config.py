@@ -14,9 +14,9 @@ mode = "hybrid"                     # dense | lexical | hybrid
 k = 5
 fusion = "convex"                   # hybrid: convex | rrf
 rrf_k = 60                          # rrf: 1 / (rrf_k + rank)
-alpha = 0.5                         # convex: weight of the dense side
+alpha = 0.6                         # convex: weight of the dense side
 norm = "minmax"                     # convex: minmax | tmm (theoretical minimum)
-depth = 100                         # hybrid: candidates taken from each side before fusing
+depth = 1000                        # hybrid: candidates taken from each side before fusing
 span = "chunk"                      # span sets: score whole chunks | best (evidence spans)
 backend = "sqlite"                  # the index built per configuration: sqlite | lance
 ```

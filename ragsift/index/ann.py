@@ -17,7 +17,10 @@ Parameters: ``num_partitions`` = sqrt(rows), ``num_sub_vectors`` = dim / 8 (48 f
 cosine metric; queries probe ``NPROBES`` partitions and fetch ``REFINE`` × n proposals (at
 least ``MIN_FETCH``) before the exact re-score: chosen by a sweep on 1M clustered synthetic
 vectors (nprobes 32 / refine 4: recall@10 0.52; 64 / 10: 0.835; 64 / 30: 0.965; 64 / 50:
-0.985 at 13.6 ms; 128 / 50: 0.98), see bench/RESULTS.md. Rows written after the index was
+0.985 at 13.6 ms; 128 / 50: 0.98), see bench/RESULTS.md. A deep list (hybrid fuses 1,000 per
+side) gets proposals for its first ``REFINE_DEPTH`` ranks only, ``max(min(n, REFINE_DEPTH) ×
+REFINE, n)``: its tail only sets the min-max floor, and 50,000 proposals per query took 5–6×
+as long as 5,000 at 1M (bench/RESULTS.md, "Fusion at one depth"). Rows written after the index was
 built are searched flat by Lance (so a fresh write is found) until ``compact`` folds them in
 (``optimize_indices``); past ``REBUILD_FRACTION`` unindexed rows the index is retrained.
 """
@@ -31,6 +34,7 @@ ANN_MIN_ROWS = 500_000
 NPROBES = 64
 REFINE = 50
 MIN_FETCH = 100
+REFINE_DEPTH = 100  # ranks that get REFINE proposals each; deeper ranks share them
 REBUILD_FRACTION = 0.5
 
 
@@ -105,7 +109,7 @@ def candidates(index: Any, qvecs: Any, n: int, paths: Collection[str] | None
         where = f"kind = 'chunk' AND doc_key IN ({_sql_str(keys)})"
     if n <= 0:
         return [[] for _ in range(qvecs.shape[0])]
-    fetch = max(n * REFINE, MIN_FETCH)
+    fetch = max(min(n, REFINE_DEPTH) * REFINE, n, MIN_FETCH)
     out = []
     for q in qvecs:
         t = index._ds.to_table(

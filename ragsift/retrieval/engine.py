@@ -116,7 +116,7 @@ def rank(backend: IndexBackend, queries: Sequence[str], qvecs: np.ndarray | None
         cos_of = dict(zip(todo, backend.cosines(qvec, todo))) if todo else {}
         # a chunk without a vector cannot be searched (and has no cosine to threshold)
         lexical = [(r, s) for r, s in lexical if r in have or cos_of.get(r) is not None]
-        fused = fuse(dense, lexical, how, dense_score_of=cos_of.get)[:n]
+        fused = fuse(dense, lexical, how, dense_score_of=cos_of.get, limit=n)
         out.append([Ranked(int(c.rowid), float(c.dense_score), c.lexical_score,
                            c.lexical_rank, c.fused_rank, c.source) for c in fused])
     return out
