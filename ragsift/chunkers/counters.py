@@ -132,7 +132,10 @@ class TiktokenCounter:
             lead = ((data & 0xC0) != 0x80).astype(np.int64)  # bytes that start a character
             starts[rank_ids[nonempty]] = np.add.reduceat(lead, first[nonempty])
             mid[rank_ids[nonempty]] = (data[first[nonempty]] & 0xC0) == 0x80
-            self._tables = (starts, mid)
+            # small types: the per-document gathers below read less memory
+            if starts.max(initial=0) < 256:
+                starts = starts.astype(np.uint8)
+            self._tables = (starts, mid.astype(np.uint8))
         return self._tables
 
     def index(self, text: str) -> TiktokenIndex:
@@ -148,8 +151,6 @@ class TiktokenIndex:
     """
 
     def __init__(self, counter: TiktokenCounter, text: str) -> None:
-        import numpy as np
-
         self.text = text
         self.n = len(text)
         self._encode = counter.encode
@@ -157,13 +158,15 @@ class TiktokenIndex:
         # per-token tables (importing numpy on the first document), then helps with it
         pending = Encode(counter.encoding, text, background=counter._tables is None)
         char_counts, mid = counter._char_tables()
-        tokens = pending.result()
+        import numpy as np
+
+        tokens = pending.result().astype(np.intp)
         # characters started by the tokens before each token; minus one when the token
         # itself begins inside a character (it then starts at that character)
-        counts = char_counts[tokens]
-        starts = np.cumsum(counts)
-        starts -= counts
-        starts -= mid[tokens]
+        starts = np.zeros(len(tokens) + 1, dtype=np.int64)
+        np.cumsum(np.take(char_counts, tokens), dtype=np.int64, out=starts[1:])
+        starts = starts[:-1]
+        starts -= np.take(mid, tokens)
         self._array = starts
         # bisect works on a memoryview of the int64 array: no per-token Python objects
         self.starts: Sequence[int] = memoryview(starts)
