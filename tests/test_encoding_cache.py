@@ -207,3 +207,26 @@ def test_text_tiktoken_cannot_encode_raises_as_encode_to_numpy_does(reference):
         reference.encode_to_numpy(text, disallowed_special=())
     with pytest.raises(UnicodeEncodeError):
         Encode(reference, text, min_chars=0, threads=2, background=True).result()
+
+
+def test_the_process_wide_cl100k_encoding_is_never_freed():
+    """Its destructor (tiktoken's CoreBPE) costs ~0.03 s at exit; the OS reclaims it instead."""
+    import gc
+    import weakref
+
+    from ragsift.chunkers.counters import _keep_until_exit
+
+    class Held:
+        pass
+
+    obj = Held()
+    ref = weakref.ref(obj)
+    _keep_until_exit(obj)
+    del obj
+    gc.collect()
+    assert ref() is not None
+    other = Held()
+    ref2 = weakref.ref(other)
+    del other
+    gc.collect()
+    assert ref2() is None  # without it, the same object is freed
