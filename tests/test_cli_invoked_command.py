@@ -13,6 +13,9 @@ NAMES = [info.name for info in cli.app.registered_commands]
 
 
 def run_main(monkeypatch, capsys, args: list[str], *, every: bool) -> tuple[int, str, str]:
+    from ragsift.cli._common import STATE
+
+    monkeypatch.setitem(STATE, "debug", False)  # --debug sets it for the process: undone below
     monkeypatch.setattr(sys, "argv", ["ragsift", *args])
     monkeypatch.setenv("COLUMNS", "120")
     monkeypatch.setenv("TERM", "dumb")
