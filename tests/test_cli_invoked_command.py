@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-import ragsift.cli as cli
+from ragsift import cli
 
 NAMES = [info.name for info in cli.app.registered_commands]
 

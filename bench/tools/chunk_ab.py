@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import bench_commands as bc  # noqa: E402
+import bench_commands as bc
 
 
 def quantile(values: list[float], p: float) -> float:

@@ -36,6 +36,7 @@ import re
 from bisect import bisect_left
 from collections.abc import Sequence
 from functools import cache
+from itertools import pairwise
 from typing import Any
 
 from ragsift.chunkers.base import TokenCounter
@@ -312,7 +313,7 @@ def _cut(text: str, parts: int) -> list[str]:
             break
         cuts.append(m.start() + 1)
     cuts.append(len(text))
-    return [text[a:b] for a, b in zip(cuts, cuts[1:]) if b > a]
+    return [text[a:b] for a, b in pairwise(cuts) if b > a]
 
 
 def _is_safe(text: str, p: int, lo: int, hi: int) -> bool:
@@ -421,12 +422,12 @@ def _keep_until_exit(obj: Any) -> None:
     encoding, which this cache keeps for the life of the process anyway, that skips only its
     destructor at interpreter exit: dropping tiktoken's ``CoreBPE`` (its regex clones and
     three maps of 100k entries) costs ~0.03 s, a tenth of a short ``ragsift chunk`` run."""
-    try:
+    import contextlib
+
+    with contextlib.suppress(Exception):  # no ctypes: the encoding is freed at exit as usual
         import ctypes
 
         ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
-    except Exception:  # noqa: BLE001 - no ctypes: the encoding is freed at exit as usual
-        pass
 
 
 def get_counter(name: str | TokenCounter) -> TokenCounter:
