@@ -230,3 +230,52 @@ def test_the_process_wide_cl100k_encoding_is_never_freed():
     del other
     gc.collect()
     assert ref2() is None  # without it, the same object is freed
+
+
+# -- the index takes the encode's pieces as the packer reaches them -------------------------
+
+_LONG_PIECES = ["word", "words here", " ", "\n", "\n\n", "A.", " b,", "é", "日本語", "🙂", "12345",
+                "<|endoftext|>", "\t", "x\n", "# h\n", "- item\n", "!?", "  "]
+
+
+def _chunks_whole_and_in_pieces(text, threads, pieces, strategy, options):
+    import os
+
+    from ragsift.chunkers import counters, make_chunker
+
+    chunker = make_chunker(strategy, tokenizer="cl100k", size=24, **options)
+    want = [(c.text, c.start, c.end, c.tokens, c.level) for c in chunker.chunk(text)]
+    want_offsets = chunker.counter.index(text).offsets()
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(counters, "PARALLEL_MIN_CHARS", 0)
+        m.setattr(counters, "PIECE_MIN_CHARS", max(1, len(text) // pieces))
+        m.setattr(os, "cpu_count", lambda: threads)
+        got = [(c.text, c.start, c.end, c.tokens, c.level) for c in chunker.chunk(text)]
+        split = chunker.counter.index(text)
+        got_offsets = split.offsets()
+    return want, got, want_offsets, got_offsets, len(split._job.offsets) - 1
+
+
+_CONFIGS = [("recursive", {}), ("recursive", {"overlap": 5}), ("tokens", {}),
+            ("tokens", {"overlap": 3}), ("sentence", {}), ("chars", {})]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.sampled_from(_LONG_PIECES), min_size=50, max_size=400).map("".join),
+       st.integers(min_value=2, max_value=4), st.integers(min_value=2, max_value=40),
+       st.sampled_from(_CONFIGS))
+def test_chunks_from_a_piecewise_encode_are_those_of_one_encode(text, threads, pieces, config):
+    want, got, want_offsets, got_offsets, _ = _chunks_whole_and_in_pieces(
+        text, threads, pieces, *config)
+    assert got == want
+    assert got_offsets == want_offsets
+
+
+@pytest.mark.parametrize("config", _CONFIGS)
+def test_a_fixture_in_many_pieces_chunks_as_in_one(fixtures_dir, config):
+    text = "\n\n".join(p.read_text(encoding="utf-8") for p in sorted(fixtures_dir.rglob("*.md")))
+    want, got, want_offsets, got_offsets, pieces = _chunks_whole_and_in_pieces(
+        text, 2, 12, *config)
+    assert pieces >= 6  # really cut, and taken piece by piece as the packer went
+    assert got == want and len(want) > 10
+    assert got_offsets == want_offsets
