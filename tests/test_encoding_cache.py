@@ -252,8 +252,9 @@ def _chunks_whole_and_in_pieces(text, threads, pieces, strategy, options):
         m.setattr(os, "cpu_count", lambda: threads)
         got = [(c.text, c.start, c.end, c.tokens, c.level) for c in chunker.chunk(text)]
         split = chunker.counter.index(text)
+        pieces = len(split._job.offsets) - 1
         got_offsets = split.offsets()
-    return want, got, want_offsets, got_offsets, len(split._job.offsets) - 1
+    return want, got, want_offsets, got_offsets, pieces
 
 
 _CONFIGS = [("recursive", {}), ("recursive", {"overlap": 5}), ("tokens", {}),

@@ -166,8 +166,8 @@ class TiktokenIndex:
         self.n = len(text)
         self._encode = counter.encode
         self._counter = counter
-        self._job = Encode(counter.encoding, text, min_chars=PARALLEL_MIN_CHARS,
-                           background=counter._tables is None)
+        self._job: Any = Encode(counter.encoding, text, min_chars=PARALLEL_MIN_CHARS,
+                                background=counter._tables is None)
         self._buf: Any = None  # int64 starts of the pieces taken so far (grown geometrically)
         self._mv: Sequence[int] = memoryview(b"").cast("q")  # bisect works on this view
         self._ntok = 0
@@ -212,6 +212,7 @@ class TiktokenIndex:
         if self._next_piece >= len(self._job.offsets) - 1:
             self._done, self._ready = True, self.n + 1
             self._job.close()
+            self._job = None  # its token buffers are no longer needed
         else:
             self._ready = self._job.offsets[self._next_piece]
 
@@ -357,7 +358,7 @@ class Encode:
             t.start()
             self._threads.append(t)
 
-    def _encode_one(self, k: int) -> bool:
+    def _encode_one(self) -> bool:
         """Encode the next untaken piece; False when every piece is taken."""
         j = next(self._next)
         if j >= len(self._out):
@@ -371,7 +372,7 @@ class Encode:
         return True
 
     def _work(self) -> None:
-        while self._encode_one(-1):
+        while self._encode_one():
             pass
 
     def piece(self, k: int) -> Any:
@@ -381,7 +382,7 @@ class Encode:
         if self._raw is None:
             return None
         while not self._done[k].is_set():
-            if not self._encode_one(k):
+            if not self._encode_one():  # all taken: piece k is being encoded elsewhere
                 self._done[k].wait()
         part = self._out[k]
         return None if part is None else np.frombuffer(part, dtype=np.uint32)
