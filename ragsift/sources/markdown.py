@@ -26,9 +26,19 @@ from ragsift.sources.document import Document, OffsetMap
 # Every line a top-level heading can start on: an ATX ``#`` or a setext underline (``===`` or
 # ``---`` alone on its line) after at most three spaces (a tab or more spaces make it code).
 # A superset test: text with no such line has no headings, and markdown-it need not run.
-# (searched in "\n" + text: a pattern that starts with a line break scans fast)
+# (searched in "\n" + text: a pattern that starts with a line break scans fast; without "\r"
+# in the text, one that starts with the literal "\n" scans ~10x faster than the class)
 _HEADING_LINE = re.compile(r"[\r\n] {0,3}(?:#|(?:=+|-+)[ \t]*(?:[\r\n]|\Z))")
+_HEADING_LINE_LF = re.compile(r"\n {0,3}(?:#|(?:=+|-+)[ \t]*(?:\n|\Z))")
+_HEADING_FIRST_LINE = re.compile(r" {0,3}(?:#|(?:=+|-+)[ \t]*(?:[\r\n]|\Z))")
 PAGE_BREAK = re.compile(r"<page_break\s+page\s*=\s*[\"']?(\d+)[\"']?\s*/?>", re.IGNORECASE)
+
+
+def _may_have_headings(text: str) -> bool:
+    r"""``_HEADING_LINE.search("\n" + text)``, without copying the text."""
+    if _HEADING_FIRST_LINE.match(text):
+        return True
+    return (_HEADING_LINE if "\r" in text else _HEADING_LINE_LF).search(text) is not None
 
 
 @cache
@@ -66,7 +76,7 @@ def parse_markdown(
     warnings: tuple[str, ...] = (),
 ) -> Document:
     lines = OffsetMap.of_lines(text)
-    if _HEADING_LINE.search("\n" + text) is None:  # no line can start a heading: nothing to parse
+    if not _may_have_headings(text):  # no line can start a heading: nothing to parse
         tokens, headings = [], []
     else:
         tokens, env = _block_tokens(text)
