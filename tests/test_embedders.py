@@ -241,3 +241,24 @@ def test_fused_graph_equals_exported_graph(embedder, reference):
     assert np.abs(fused_vecs - plain_vecs).max() <= 1e-5
     with pytest.raises(RagsiftError, match="graph must be"):
         load_embedder(graph="fast")
+
+
+def test_the_model_tokenizer_is_loaded_once_per_file_and_reloaded_when_it_changes(tmp_path):
+    """`embed` asks for the tokenizer twice (chunk counts, then the embedder): one object."""
+    from ragsift.embedders import DEFAULT_MODEL_DIR
+    from ragsift.embedders.onnx import load_tokenizer
+
+    src = Path(DEFAULT_MODEL_DIR) / "tokenizer.json"
+    path = tmp_path / "tokenizer.json"
+    shutil.copyfile(src, path)
+    first = load_tokenizer(path)
+    assert load_tokenizer(path) is first
+    assert model_counter()._tok is load_tokenizer(src)  # the counter and embedder share it
+    assert load_embedder(lazy=True)._tok is load_tokenizer(src)
+    # a rewritten file (other size) is a new object, with padding/truncation off as before
+    data = json.loads(path.read_text(encoding="utf-8"))
+    path.write_text(json.dumps(data, indent=1), encoding="utf-8")
+    second = load_tokenizer(path)
+    assert second is not first
+    assert second.encode("honey bees").ids == first.encode("honey bees").ids
+    assert second.padding is None and second.truncation is None

@@ -25,6 +25,7 @@ overflow BERT-style position tables and crash the session.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from dataclasses import dataclass
@@ -108,11 +109,24 @@ class ModelTokenCounter:
 
 
 def load_tokenizer(path: Path) -> Any:
-    """A ``tokenizers.Tokenizer`` with saved padding and truncation switched off."""
+    """A ``tokenizers.Tokenizer`` with saved padding and truncation switched off.
+
+    One object per file (and size, mtime) per process: ``embed`` asks for the model's tokenizer
+    twice, for the chunker's token counts and for the embedder, and nothing changes it after
+    loading (``encode``/``encode_batch`` only), so both share it."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return _load_tokenizer(str(path), None)
+    return _load_tokenizer(str(path), (st.st_size, st.st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=4)
+def _load_tokenizer(path: str, _stamp: tuple[int, int] | None) -> Any:
     from tokenizers import Tokenizer
 
     try:
-        tok = Tokenizer.from_file(str(path))
+        tok = Tokenizer.from_file(path)
     except Exception as exc:  # the Rust side raises plain Exception subclasses
         raise RagsiftError(f"cannot load tokenizer {path}: {exc}") from exc
     tok.no_padding()
