@@ -65,6 +65,10 @@ def connect(address: str | None) -> Any:
         if address:
             ray.init(address=address, log_to_driver=False, logging_level="ERROR")
         else:
+            # Ray starts its workers at niceness 15 (a background cluster's default); the
+            # local cluster of one `embed` run does that command's work, so it runs at the
+            # command's priority: on a busy machine niced workers starved for minutes
+            os.environ.setdefault("RAY_worker_niceness", "0")
             ray.init(include_dashboard=False, log_to_driver=False, logging_level="ERROR")
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise RagsiftError(f"cannot connect to the Ray cluster at {address or 'local'}: "

@@ -58,6 +58,9 @@ def corpus(root: Path, n: int = 10) -> Path:
 
 @pytest.fixture(scope="module")
 def local_ray():
+    # as `connect` does for its own local cluster: workers at the test's priority, not Ray's
+    # niceness 15, so a busy CI machine cannot starve them
+    os.environ.setdefault("RAY_worker_niceness", "0")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
@@ -128,6 +131,33 @@ def test_a_killed_worker_is_retried_without_duplicate_or_lost_chunks(tmp_path):
     got, want = json.loads(proc.stdout), json.loads(ref.stdout)
     assert (got["chunks"], got["embedded"]) == (want["chunks"], want["embedded"])
     assert_same(contents(str(tmp_path / "local.db")), contents(str(tmp_path / "k.lance")))
+
+
+def test_the_local_cluster_runs_its_workers_at_the_commands_priority():
+    """Ray's default worker niceness is 15: on a busy machine such workers starved (a killed
+    worker's retry waited minutes under load 6). The local cluster ragsift starts for `embed
+    --engine ray` runs at the command's own niceness; an explicit RAY_worker_niceness wins."""
+    code = textwrap.dedent("""
+        import os
+        from ragsift.distributed import connect
+        ray = connect(None)
+        @ray.remote
+        def nice():
+            return os.nice(0)
+        print(os.nice(0), ray.get(nice.remote()))
+        ray.shutdown()
+    """)
+    env = {k: v for k, v in os.environ.items() if k != "RAY_worker_niceness"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=REPO, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    driver, worker = out.stdout.split()
+    assert worker == driver
+    env["RAY_worker_niceness"] = "7"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=REPO, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[1] == "7"
 
 
 TWO_NODES = textwrap.dedent("""
