@@ -236,3 +236,34 @@ def test_grep_line_is_one_line_and_literal():
     line = grep_line(r.candidates[0])
     assert line.startswith("doc.md:1: line one [red] line two ")
     assert "\n" not in line and len(line) <= len("doc.md:1: ") + GREP_PREVIEW
+
+
+def test_chunk_table_under_100_columns_is_one_block_per_chunk(tmp_path):
+    """`chunk --format table` at 80 columns: every chunk's full id with its lines and tokens on
+    one line, its heading trail and text start below, nothing wider than the terminal, control
+    characters visible and brackets literal; 120 columns keeps the table."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "guide.md").write_text(
+        "# Guide\n\n## Setup\n\nRun [red]pytest[/red] with care; " + "words " * 60 + "\n",
+        encoding="utf-8")
+    (folder / "bell\x07name.txt").write_text("a note \x1b[31mred\x1b[0m here\n", encoding="utf-8")
+    want = [json.loads(line)["id"] for line in run_cli("chunk", str(folder)).stdout.splitlines()]
+    proc = run_cli("chunk", str(folder), "--format", "table", env=NARROW)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert max(cell_len(line) for line in lines) <= 80
+    assert "┃" not in proc.stdout  # no table
+    heads = [line for line in lines if re.search(r"  lines \d+-\d+ · \d+ tokens · lvl \d+$", line)]
+    assert len(heads) == len(want)
+    for cid, head in zip(want, heads):  # in output order; a long id keeps its end
+        shown = cid.replace("\x07", "␇")
+        name = head.split("  lines ")[0]
+        assert name == shown or (name.startswith("…") and shown.endswith(name[1:])), head
+        assert shown.endswith(("guide.md#0", "␇name.txt#0"))
+    assert "  Guide" in lines  # the heading trail
+    assert any(line.startswith("  # Guide ## Setup Run [red]pytest[/red] with care; words")
+               and line.endswith("…") for line in lines)
+    assert "  a note ␛[31mred␛[0m here" in lines
+    wide = run_cli("chunk", str(folder), "--format", "table", env=WIDE)
+    assert "┃" in wide.stdout

@@ -200,7 +200,12 @@ def _print_table(records: list[dict]) -> None:
     from rich.table import Table
 
     from ragsift.cli._common import safe_markup, stdout_console
+    from ragsift.cli.render import NARROW
 
+    console = stdout_console()
+    if console.width < NARROW:
+        _print_blocks(console, records)
+        return
     table = Table(title="chunks", show_lines=False)
     for col, kw in (("id", {}), ("lines", {"justify": "right"}), ("tokens", {"justify": "right"}),
                     ("lvl", {"justify": "right"}), ("headings", {}), ("text", {"overflow": "ellipsis"})):
@@ -213,7 +218,35 @@ def _print_table(records: list[dict]) -> None:
         table.add_row(safe_markup(r["id"]), lines, str(r["tokens"]), str(r["level"]),
                       safe_markup(" › ".join(r["headings"])),
                       safe_markup(preview[:80] + ("…" if len(preview) > 80 else "")))
-    stdout_console().print(table)
+    console.print(table)
+
+
+def _print_blocks(console, records: list[dict]) -> None:
+    """``--format table`` under ``NARROW`` columns (as ``explain`` does): one block per chunk,
+    every line cut to the terminal's width: the id with its lines, tokens and level, the heading
+    trail, then the start of the text; a long id keeps its end (file name, chunk number).
+    Document text is shown literally (``Text``, no markup)."""
+    from rich.text import Text
+
+    from ragsift.cli.render import flat
+
+    width = max(console.width, 20)
+    console.print(Text("chunks", style="bold"))
+    for r in records:
+        where = f"lines {r['line_start']}-{r['line_end']}" if r["line_start"] is not None else ""
+        if r["page"] is not None:
+            where += f" p{r['page']}"
+        meta = " · ".join(x for x in (where, f"{r['tokens']} tokens", f"lvl {r['level']}") if x)
+        head = flat(r["id"])
+        room = max(width - len(meta) - 2, 12)
+        if len(head) > room:  # keep the end: the file name and the chunk number
+            head = "…" + head[len(head) - room + 1:]
+        console.print(Text.assemble((head, "bold"), "  ", (meta, "dim")), no_wrap=True,
+                      overflow="ellipsis")
+        if r["headings"]:
+            console.print(Text("  " + flat(" › ".join(r["headings"]), width - 2), style="dim"),
+                          no_wrap=True, overflow="ellipsis")
+        console.print(Text("  " + flat(r["text"], width - 2)), no_wrap=True, overflow="ellipsis")
 
 
 def _print_summary(summary, counter: str) -> None:
