@@ -6,7 +6,9 @@ threads do not spin (``session.intra_op.allow_spinning=0``): an A/B probe for is
 """
 import runpy
 import sys
+
 import onnxruntime as ort
+
 _Orig = ort.SessionOptions
 class NoSpin(_Orig):
     def __init__(self, *a, **k):
