@@ -23,7 +23,7 @@ def run_main(monkeypatch, capsys, args: list[str], *, every: bool) -> tuple[int,
     if every:
         monkeypatch.setattr(cli, "invoked_commands", lambda argv: cli.app.registered_commands)
     with pytest.raises(SystemExit) as exc:
-        cli.main()
+        cli.main(fast_exit=False)
     monkeypatch.undo()
     out, err = capsys.readouterr()
     return exc.value.code, out, err

@@ -65,11 +65,19 @@ for _info in app.registered_commands:  # one help style for every subcommand (cl
         _info.cls = HelpCommand
 
 
-def main() -> None:
+# Commands that only read (an index, documents) and write to stdout/stderr: once their output
+# is flushed, the process ends without the interpreter's teardown (``run_app(fast_exit=)``).
+READ_ONLY = frozenset({"chunk", "query", "explain", "info", "ls"})
+
+
+def main(*, fast_exit: bool = True) -> None:
+    """The ``ragsift`` console script (and ``python -m ragsift``). ``fast_exit=False`` for a
+    caller that goes on after ``SystemExit`` (tests calling it in-process)."""
     every = app.registered_commands
     app.registered_commands = invoked_commands(sys.argv[1:])
+    names = {info.name for info in app.registered_commands}
     try:
-        run_app(app)
+        run_app(app, fast_exit=fast_exit and len(names) == 1 and names <= READ_ONLY)
     finally:
         app.registered_commands = every
 
