@@ -13,11 +13,15 @@ texts with synthetic query vectors, rows taking turns on each query):
 - ``rank hybrid, sequential``: the same with both sides run one after the other (before);
 - ``rank hybrid, lexical fetched ahead``: ``rank`` given the lexical lists fetched beforehand
   (``engine.lexical_ahead``, not timed): what a cold ``query`` pays once its model is loaded;
-- ``dense side`` / ``lexical side``: the backend's two calls alone.
-The three hybrid rows must return identical rankings (checked).
+- ``dense side`` / ``lexical side``: the backend's two calls alone;
+- ``... FTS5 bm25() (before)``: the same with the lexical side answered by FTS5's own
+  ``bm25()`` query instead of the lexical postings (``ragsift/index/lexical.py``).
+All hybrid rows must return identical rankings and scores, and the two lexical rows identical
+lists (checked). An index built by an older tree is upgraded in place first (schema 2).
 
 Cold: ``ragsift query CLAIM --index FILE --json`` in new processes (imports, model load, index
-open, matrix load, FTS5, print), median of ``--cold-runs``.
+open, matrix load, lexical side, print), median of ``--cold-runs``. A ``--baseline`` tree from
+before schema 2 queries a copy of the index without the postings (``schema1_copy``).
 
 Run:  .venv/bin/python bench/bench_hybrid.py [--chunks 100000] [--queries 30] [--cold-runs 7]
           [--baseline SRC]   (SRC/ragsift: another tree's cold query, alternating, as 'before')
@@ -39,6 +43,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from ragsift.index import migrations
 from ragsift.index.store import DocumentWrite, IndexStore
 from ragsift.retrieval import engine
 
@@ -64,6 +69,12 @@ def windows(n: int) -> list[str]:
 def build(path: Path, n: int) -> None:
     marker = path.with_suffix(".done")
     if path.exists() and marker.exists() and marker.read_text() == str(n):
+        with IndexStore.open(path, "r") as store:
+            old = migrations.schema_version(store.db) < migrations.LATEST
+        if old:  # built by an older tree: a writer upgrades it (lexical postings, schema 2)
+            t0 = time.perf_counter()
+            IndexStore.open(path, "w").close()
+            print(f"upgraded {path} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
         return
     for p in (path, marker, Path(f"{path}-wal"), Path(f"{path}-shm")):
         p.unlink(missing_ok=True)
@@ -94,6 +105,24 @@ def build(path: Path, n: int) -> None:
         store.write_documents(batch)
     marker.write_text(str(n))
     print(f"built {path} ({n} chunks) in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+
+
+def schema1_copy(path: Path) -> Path:
+    """A copy of the index without the lexical postings (schema 1), for a baseline tree from
+    before them (it refuses newer schemas); same rows, same FTS5 index."""
+    import shutil
+    import sqlite3
+
+    out = path.with_name(path.stem + "-schema1.ragsift")
+    if out.exists() and out.stat().st_mtime >= path.stat().st_mtime:
+        return out
+    shutil.copyfile(path, out)
+    db = sqlite3.connect(out, isolation_level=None)
+    for sql in ("DROP TRIGGER IF EXISTS vec_blocks_lex_ad", "DROP TABLE IF EXISTS lex_postings",
+                "DROP TABLE IF EXISTS lex_blocks", "PRAGMA user_version = 1", "VACUUM"):
+        db.execute(sql)
+    db.close()
+    return out
 
 
 def claims(count: int) -> list[str]:
@@ -130,6 +159,17 @@ def warm(path: Path, queries: list[str]) -> tuple[dict[str, list[float]], bool]:
                 engine._both = threaded
 
         ahead: dict = {}
+        postings = store._lexical_postings()  # the lexical postings (ragsift/index/lexical.py)
+        assert postings is not None, "the index has no usable lexical postings"
+
+        def with_fts5(call):  # the same call answered by FTS5's own bm25() query (before)
+            def run(q, v):
+                store._postings = False
+                try:
+                    return call(q, v)
+                finally:
+                    store._postings = postings
+            return run
 
         def hybrid_ahead(q, v):  # the lexical lists fetched before (not timed): what a cold
             # query pays once the model is loaded (Searcher(prefetch=), engine.lexical_ahead)
@@ -138,8 +178,11 @@ def warm(path: Path, queries: list[str]) -> tuple[dict[str, list[float]], bool]:
         rows = {"rank hybrid (lexical in a thread)": hybrid,
                 "rank hybrid, lexical fetched ahead (cold query's share)": hybrid_ahead,
                 "rank hybrid, sequential (before)": hybrid_seq,
+                "rank hybrid, FTS5 bm25() lexical side (before)": with_fts5(hybrid),
                 "dense side alone": lambda q, v: store.dense_candidates(v[None, :], depth),
-                "lexical side alone": lambda q, v: store.lexical_candidates(q, depth)}
+                "lexical side alone": lambda q, v: store.lexical_candidates(q, depth),
+                "lexical side alone, FTS5 bm25() (before)": with_fts5(
+                    lambda q, v: store.lexical_candidates(q, depth))}
         times: dict[str, list[float]] = {k: [] for k in rows}
         same = True
         names = list(rows)
@@ -154,11 +197,13 @@ def warm(path: Path, queries: list[str]) -> tuple[dict[str, list[float]], bool]:
                 times[name].append((time.perf_counter() - t) * 1000)
             same &= (
                 got["rank hybrid (lexical in a thread)"] == got["rank hybrid, sequential (before)"]
-                == got["rank hybrid, lexical fetched ahead (cold query's share)"])
+                == got["rank hybrid, lexical fetched ahead (cold query's share)"]
+                == got["rank hybrid, FTS5 bm25() lexical side (before)"]
+                and got["lexical side alone"] == got["lexical side alone, FTS5 bm25() (before)"])
     return times, same
 
 
-def cold(path: Path, queries: list[str], runs: int, trees: dict[str, Path]
+def cold(files: dict[str, Path], queries: list[str], runs: int, trees: dict[str, Path]
          ) -> dict[str, tuple[list[float], list[float]]]:
     """New processes, the trees taking turns (rotating order) on the same claims."""
     env = {**os.environ, "COLUMNS": "120"}
@@ -171,7 +216,7 @@ def cold(path: Path, queries: list[str], runs: int, trees: dict[str, Path]
             t = time.perf_counter()
             proc = subprocess.Popen(
                 [sys.executable, "-m", "ragsift", "query", queries[i % len(queries)],
-                 "--index", str(path), "--json"],
+                 "--index", str(files[name]), "--json"],
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                 env={**env, "PYTHONPATH": str(tree)}, cwd=tree)
             _, status, usage = os.wait4(proc.pid, 0)
@@ -205,7 +250,8 @@ def main() -> None:
     print("| row | median ms (min–max) |\n| --- | ---: |")
     for name, xs in times.items():
         print(f"| {name} | {ms(xs)} |")
-    print(f"\nidentical rankings, threaded vs sequential vs fetched ahead: {same}\n")
+    print("\nidentical rankings and scores, threaded vs sequential vs fetched ahead vs FTS5 "
+          f"bm25(): {same}\n")
     if not args.skip_cold:
         load = os.getloadavg()[0]
         trees = {"this tree": REPO}
@@ -216,7 +262,10 @@ def main() -> None:
             for tree in (REPO, base):  # byte code, as an installed copy has (see RESULTS.md)
                 compileall.compile_dir(tree / "ragsift", quiet=1)
             trees["before (baseline)"] = base
-        got = cold(path, queries, args.cold_runs, trees)
+        files = {name: path for name in trees}
+        if args.baseline:  # a tree from before the lexical postings reads schema 1 only
+            files["before (baseline)"] = schema1_copy(path)
+        got = cold(files, queries, args.cold_runs, trees)
         print(f"**cold `ragsift query CLAIM --index FILE --json`, {args.cold_runs} new processes "
               f"per row, rows alternating (load average {load:.2f} before, "
               f"{os.getloadavg()[0]:.2f} after)**\n")

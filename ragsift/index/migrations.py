@@ -20,6 +20,10 @@ Schema 1 (what each table holds):
   what makes a 100k × 384 matrix load in tens of milliseconds.
 - ``chunks_fts``: FTS5 (porter + unicode61) over ``context`` and ``text``, external content
   ``chunks``, kept in step by triggers, i.e. by the very transactions that write chunks.
+
+Schema 2 adds, per vector block, its lexical postings (``lex_blocks``: row lengths in tokens;
+``lex_postings``: term → positions and counts), written with the block and dropped with it by
+a trigger; see ``ragsift/index/lexical.py``.
 """
 
 from __future__ import annotations
@@ -119,8 +123,20 @@ def m001_initial(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_initial]
+def m002_lexical_postings(db: sqlite3.Connection) -> None:
+    """Schema 2: ``lex_blocks`` and ``lex_postings``, each vector block's postings for the
+    lexical side (``ragsift.index.lexical``), written for the blocks already there."""
+    from ragsift.index import lexical
+
+    run_script(db, lexical.SCHEMA)
+    lexical.backfill(db)
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_initial, m002_lexical_postings]
 LATEST = len(MIGRATIONS)
+# Readers accept every schema from this one on: an index written before schema 2 is searched
+# with FTS5's own bm25() until a writer (``embed``, ``rm``) upgrades it.
+OLDEST_READABLE = 1
 
 
 def schema_version(db: sqlite3.Connection) -> int:

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ragsift.errors import RagsiftError
-from ragsift.index import migrations
+from ragsift.index import lexical, migrations
 from ragsift.index.backend import SETTING_KEYS, ChunkRecord, DocumentInfo, DocumentWrite
 from ragsift.index.lance import is_lance_location
 from ragsift.index.locking import WriterLock, file_kind, holder_pid
@@ -96,6 +96,7 @@ class IndexStore:
         self._lock = lock
         self._dim: int | None = None
         self._dense: Any = None  # ragsift.index.dense.DenseMatrix, loaded by ``load``
+        self._postings: Any = None  # lexical.Postings (False: FTS5's bm25() answers instead)
 
     # -- opening ---------------------------------------------------------------------------
     @classmethod
@@ -177,7 +178,7 @@ class IndexStore:
             raise RagsiftError(
                 f"index {self.path} has schema version {version}, newer than this ragsift "
                 f"understands ({migrations.LATEST}); upgrade ragsift")
-        if not writable and version < migrations.LATEST:
+        if not writable and version < migrations.OLDEST_READABLE:
             if version == 0:
                 raise RagsiftError(f"index {self.path} is empty: no run has committed yet")
             raise RagsiftError(
@@ -216,6 +217,7 @@ class IndexStore:
         """Reader: drop the snapshot and take a new one (see commits made since opening)."""
         if self.mode == "r":
             self._dense = None
+            self._postings = None
             self.db.execute("COMMIT")
             self.db.execute("BEGIN")
             self.db.execute("SELECT count(*) FROM settings").fetchone()
@@ -356,7 +358,13 @@ class IndexStore:
         terms = [t for t in terms if t not in _STOPWORDS] or terms
         if not terms or limit <= 0:
             return []
-        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms[:MAX_QUERY_TERMS])
+        terms = terms[:MAX_QUERY_TERMS]
+        postings = self._lexical_postings()
+        if postings is not None:  # the same scores without FTS5's per-row bm25() (lexical.py)
+            phrases = postings.phrases(terms)
+            if phrases is not None:
+                return postings.search(self.db, phrases, limit, rowids_filter)
+        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
         sql = "SELECT rowid, bm25(chunks_fts) AS s FROM chunks_fts WHERE chunks_fts MATCH ?"
         params: list[Any] = [match]
         if rowids_filter is not None:
@@ -368,6 +376,12 @@ class IndexStore:
         sql += " ORDER BY s, rowid LIMIT ?"
         params.append(int(limit))
         return [(int(r), float(s)) for r, s in self.db.execute(sql, params)]
+
+    def _lexical_postings(self) -> lexical.Postings | None:
+        """The index's postings (once per snapshot), or None: FTS5's own query answers."""
+        if self._postings is None:
+            self._postings = lexical.Postings.load(self.db) or False
+        return self._postings or None
 
     def paths(self) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT path FROM documents ORDER BY path")]
@@ -430,6 +444,12 @@ class IndexStore:
             if ids.shape[0] != n or int((ids < 0).sum()) != dead:
                 problems.append("a vector block disagrees with its counts")
                 break
+        if migrations.schema_version(self.db) >= 2:
+            blocks = q("SELECT count(*) FROM vec_blocks").fetchone()[0]
+            with_postings = q("SELECT count(*) FROM lex_blocks WHERE block_id IN "
+                              "(SELECT id FROM vec_blocks)").fetchone()[0]
+            if with_postings == blocks and lexical.Postings.load(self.db) is None:
+                problems.append("lexical postings disagree with the FTS index (rows or tokens)")
         if self.mode == "w":  # FTS5's own check against the chunks table (a write statement)
             try:
                 with self.transaction():
@@ -455,6 +475,7 @@ class IndexStore:
             raise
         self.db.execute("COMMIT")
         self._dense = None  # searches see the new rows
+        self._postings = None
 
     def set_settings(self, **values: Any) -> None:
         with self.transaction():
@@ -626,6 +647,7 @@ class IndexStore:
             self.db.executemany(
                 "UPDATE chunks SET block_id = ?, block_pos = ? WHERE id = ?",
                 [(cur.lastrowid, pos, int(cid)) for pos, cid in enumerate(part_ids.tolist())])
+            lexical.write_block(self.db, cur.lastrowid, part_ids.tolist())
             n_blocks += 1
         return n_blocks
 

@@ -1,0 +1,203 @@
+"""Issue 13: the lexical side scores from per-block postings (``ragsift/index/lexical.py``) and
+must return exactly what FTS5's own ``bm25()`` query returns: the same rowids, in the same
+order, with bit-identical scores, after any mix of writes, replacements, deletions,
+compaction; an index from before the postings is read through FTS5 and upgraded by a writer.
+
+No embedder here: the documents are written with random unit vectors straight through the
+store, because the lexical side never reads vectors and these tests need many small indexes.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ragsift.index import lexical, migrations
+from ragsift.index.backend import DocumentWrite
+from ragsift.index.store import IndexStore
+
+DIM = 4
+WORDS = ["bee", "bees", "hive", "hives", "honey", "queen", "Queens", "larva", "larvae", "wax",
+         "café", "cafe", "naïve", "résumé", "Straße", "temperature", "of", "the", "and", "x2",
+         "42", "nectar", "pollen", "swarm", "swarming", "ΔT", "日本"]
+
+
+def record(i: int, text: str, context: str = "") -> dict:
+    return {"index": i, "text": text, "context": context, "start": 0, "end": len(text),
+            "tokens": len(text.split()), "line_start": 1, "line_end": 1, "headings": [],
+            "page": None, "level": 0, "content_hash": f"{i}:{hash(text)}", "truncated": 0}
+
+
+def doc(key: str, texts: list[tuple[str, str]], rng: np.random.Generator) -> DocumentWrite:
+    vecs = rng.standard_normal((len(texts), DIM)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    return DocumentWrite(key=key, path=key, sha256="0" * 64,
+                         records=[record(i, t, c) for i, (t, c) in enumerate(texts)],
+                         vectors=vecs)
+
+
+def both(store: IndexStore, query: str, limit: int, rowids=None):
+    """(postings answer, FTS5 answer) for one query."""
+    assert store._lexical_postings() is not None, "the postings path is not in use"
+    fast = store.lexical_search(query, limit, rowids)
+    store._postings = False  # FTS5's own query
+    try:
+        slow = store.lexical_search(query, limit, rowids)
+    finally:
+        store._postings = None
+    return fast, slow
+
+
+text = st.lists(st.sampled_from(WORDS), min_size=1, max_size=30).map(" ".join)
+chunk = st.tuples(text, st.one_of(st.just(""), text))
+documents = st.lists(st.lists(chunk, min_size=1, max_size=6), min_size=1, max_size=8)
+queries = st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join),
+                   min_size=1, max_size=5)
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(docs=documents, edits=st.lists(st.tuples(st.sampled_from(["replace", "remove"]),
+                                                st.integers(0, 7), st.lists(chunk, min_size=1,
+                                                                            max_size=4)),
+                                      max_size=4),
+       qs=queries, limit=st.integers(1, 40), compact=st.booleans())
+def test_postings_answer_exactly_what_fts5_answers(docs, edits, qs, limit, compact):
+    rng = np.random.default_rng(0)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = str(Path(tmp) / "i.sqlite")
+        with IndexStore.open(path, "w") as store:
+            store.write_documents([doc(f"d{i}", t, rng) for i, t in enumerate(docs)])
+            for action, which, texts in edits:
+                key = f"d{which % len(docs)}"
+                if action == "remove":
+                    store.remove_documents([key])
+                else:
+                    store.write_documents([doc(key, texts, rng)])
+            if compact:
+                store.compact()
+            assert store.verify() == []
+        with IndexStore.open(path, "r") as store:
+            if not store.count():
+                return
+            rowids = [r[0] for r in store.db.execute("SELECT id FROM chunks ORDER BY id")]
+            for q in qs:
+                fast, slow = both(store, q, limit)
+                assert fast == slow  # same rowids, order and bit-identical scores
+                fast, slow = both(store, q, limit, rowids[::2])
+                assert fast == slow
+
+
+def test_real_text_many_blocks_and_deletions(tmp_path):
+    # more than one vector block (1,024 rows each), rows deleted inside blocks
+    rng = np.random.default_rng(1)
+    corpus = (Path(__file__).resolve().parent.parent / "fixtures").rglob("*.md")
+    sentences = [s.strip() for p in corpus for s in p.read_text().split(".") if s.strip()]
+    assert len(sentences) > 50
+    docs = [doc(f"d{i}", [(sentences[(i * 7 + j) % len(sentences)], "Heading " + str(i % 9))
+                          for j in range(25)], rng) for i in range(100)]
+    path = str(tmp_path / "i.sqlite")
+    with IndexStore.open(path, "w") as store:
+        store.write_documents(docs[:50])
+        store.write_documents(docs[50:])
+        store.remove_documents([f"d{i}" for i in range(0, 100, 7)])
+        assert store.db.execute("SELECT count(*) FROM vec_blocks").fetchone()[0] >= 2
+        assert store.db.execute("SELECT sum(dead) FROM vec_blocks").fetchone()[0] > 0
+    with IndexStore.open(path, "r") as store:
+        for q in ["the honey bees", "queen larvae temperature", "Heading 3", "swarm of bees",
+                  "what is wax made of", "the"]:
+            fast, slow = both(store, q, 1000)
+            assert fast == slow and fast
+
+
+def test_an_index_from_before_the_postings_is_read_by_fts5_then_upgraded(tmp_path, monkeypatch):
+    rng = np.random.default_rng(2)
+    path = str(tmp_path / "old.sqlite")
+    with monkeypatch.context() as m:  # write the index as schema 1 did
+        m.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:1])
+        m.setattr(migrations, "LATEST", 1)
+        m.setattr(lexical, "write_block", lambda *a: None)
+        with IndexStore.open(path, "w") as store:
+            store.write_documents([doc("a", [("honey bees and wax", ""), ("queen bee", "")], rng),
+                                   doc("b", [("the hive temperature", "Hive")], rng)])
+    with IndexStore.open(path, "r") as store:
+        assert migrations.schema_version(store.db) == 1
+        assert store._lexical_postings() is None  # read through FTS5
+        before = store.lexical_search("bee hive", 10)
+        assert [r for r, _ in before]
+    with IndexStore.open(path, "w") as store:  # a writer upgrades and backfills
+        assert migrations.schema_version(store.db) == migrations.LATEST
+        assert store.verify() == []
+    with IndexStore.open(path, "r") as store:
+        assert store._lexical_postings() is not None
+        assert store.lexical_search("bee hive", 10) == before
+
+
+def test_postings_that_disagree_with_fts5_are_not_used(tmp_path):
+    rng = np.random.default_rng(3)
+    path = str(tmp_path / "i.sqlite")
+    with IndexStore.open(path, "w") as store:
+        store.write_documents([doc("a", [("honey bees and wax", ""), ("queen bee", "")], rng)])
+    with IndexStore.open(path, "r") as store:
+        want = store.lexical_search("bee wax", 10)
+    db = sqlite3.connect(path)
+    (ntok,) = db.execute("SELECT ntok FROM lex_blocks").fetchone()
+    wrong = np.frombuffer(ntok, "<u4") + 1
+    db.execute("UPDATE lex_blocks SET ntok = ?", (wrong.astype("<u4").tobytes(),))
+    db.commit()
+    db.close()
+    with IndexStore.open(path, "r") as store:
+        assert store._lexical_postings() is None  # token totals differ from FTS5's
+        assert store.lexical_search("bee wax", 10) == want  # FTS5 answers
+        assert any("lexical postings" in p for p in store.verify())
+
+
+def test_query_words_are_tokenized_by_fts5_itself(tmp_path):
+    rng = np.random.default_rng(4)
+    path = str(tmp_path / "i.sqlite")
+    with IndexStore.open(path, "w") as store:
+        store.write_documents([doc("a", [("Swarming bees in the Café", "")], rng)])
+    with IndexStore.open(path, "r") as store:
+        postings = store._lexical_postings()
+        # porter stems, folded case and diacritics, as chunks_fts stores them
+        assert postings.phrases(["Swarming", "bees", "café"]) == ["swarm", "bee", "cafe"]
+        assert postings.phrases(["two words"]) is None  # FTS5 would make it a phrase
+        assert postings.phrases(["-"]) is None  # no token at all
+
+
+@pytest.mark.parametrize("pathological", ["rows", "count"])
+def test_a_block_beyond_uint16_has_no_postings_and_fts5_answers(tmp_path, monkeypatch,
+                                                               pathological):
+    monkeypatch.setattr(lexical, "MAX_FIELD", 2)  # stands in for 65,535
+    rng = np.random.default_rng(5)
+    texts = ([("bee", ""), ("wax", ""), ("hive", "")] if pathological == "rows"
+             else [("bee bee bee", "")])
+    path = str(tmp_path / "i.sqlite")
+    with IndexStore.open(path, "w") as store:
+        store.write_documents([doc("a", texts, rng)])
+        assert store.db.execute("SELECT count(*) FROM lex_blocks").fetchone()[0] == 0
+        assert store.verify() == []
+    with IndexStore.open(path, "r") as store:
+        assert store._lexical_postings() is None
+        assert store.lexical_search("bee", 5)
+
+
+def test_a_new_and_an_emptied_index_agree_with_fts5(tmp_path):
+    # FTS5 starts with an empty averages record: zero rows, zero tokens
+    rng = np.random.default_rng(6)
+    path = str(tmp_path / "i.sqlite")
+    with IndexStore.open(path, "w") as store:
+        assert store.verify() == []
+        assert lexical.fts5_totals(store.db) == (0, 0)
+        store.write_documents([doc("a", [("honey bees", "")], rng)])
+        store.remove_documents(["a"])
+        assert store.verify() == []
+    with IndexStore.open(path, "r") as store:
+        assert store._lexical_postings() is not None
+        assert store.lexical_search("bees", 5) == []
