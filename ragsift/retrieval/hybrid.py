@@ -192,17 +192,22 @@ def fuse(
     else:
         known = {rid: c for rid, c in cos.items() if c is not None}
         fused = convex_scores(known, lex_map, alpha=fusion.alpha, norm=fusion.norm)
-        for rid in ids:
-            fused.setdefault(rid, 0.0)
+        if len(fused) != len(ids):
+            for rid in ids:
+                fused.setdefault(rid, 0.0)
 
     def order(rid: Hashable) -> tuple:
         c = cos[rid]
         return (-fused[rid], -(c if c is not None else float("-inf")), str(rid))
 
     if limit is not None and limit < len(ids):
-        import heapq
-
-        best = heapq.nsmallest(max(limit, 0), ids, key=order)  # = sorted(...)[:limit]
+        # = sorted(ids, key=order)[:limit]: only ids whose fused score reaches the limit-th
+        # best can be among them, so only those are ordered by the full key
+        if limit <= 0:
+            best = []
+        else:
+            cut = sorted(fused.values(), reverse=True)[limit - 1]
+            best = sorted((rid for rid in ids if fused[rid] >= cut), key=order)[:limit]
     else:
         best = sorted(ids, key=order)
     out = []
