@@ -134,3 +134,65 @@ def test_the_chunk_command_keeps_no_ids():
     assert counter.memo is None
     counter.count("some text")
     assert counter.memo is None
+
+
+# -- ModelIndex: a range's ids sliced from the document's one encode -------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+PIECES = st.sampled_from([
+    " ", "  ", "\n", "\n\n", "\t", "\r\n", "\r", "word", "Bees", "hive's", "U.S.A.", "e-mail",
+    "naïve", "cafe\u0301", "\u0301", "İstanbul", "ǅ", "ß", "日本語", "中", "한국어", "🐝", "😀x",
+    "[SEP]", "[CLS]", "[MASK]", "[UNK]", "##ing", "\x00", "\ufffd", "\u200b", "\xa0", "\u2028",
+    "\x0b", "\x0c", "\x85", "—", "(", ")", "!", "?", "…", "1,000.5", "x" * 120, "a" * 99,
+    "### Heading", "> quote", "| a | b |", "`code`", "https://example.com/a?b=c",
+])
+DOCS = st.lists(PIECES, min_size=1, max_size=40).map("".join)
+CONTEXTS = st.sampled_from(["", "doc: ", "Guide > Install\n\n", "\n", "x", "[SEP] ", "日本 "])
+
+
+@settings(max_examples=700, deadline=None, derandomize=True)
+@given(DOCS, st.data(), CONTEXTS)
+def test_model_index_exact_and_ids_equal_a_fresh_encode(text, data, context):
+    counter = model_counter()
+    index = counter.index(text)
+    tok = counter._tok
+    assert index.starts == counter.offsets(text)  # the boundaries the chunkers see: unchanged
+    spaces = [i for i, c in enumerate(text) if c in " \t\n\r"]
+    points = sorted({0, len(text), *spaces, *(i + 1 for i in spaces)})
+    s = data.draw(st.sampled_from(points[:-1]) | st.integers(0, len(text) - 1))
+    e = data.draw(st.sampled_from([p for p in points if p > s] or [len(text)])
+                  | st.integers(s + 1, len(text)))
+    fresh = tok.encode(context + text[s:e]).ids
+    ids = index.ids(context, s, e)
+    assert ids is None or ids == fresh
+    counter.keep_token_ids(True)
+    assert index.exact(context, s, e) == len(fresh)
+    assert counter.memo.take([context + text[s:e]]) == [fresh]
+
+
+def test_model_index_slices_whitespace_ranges_and_encodes_the_rest():
+    counter = model_counter()
+    text = "Bees keep warm.\n\nThe hive, in winter: 日本語 cafe\u0301 [SEP] end"
+    index = counter.index(text)
+    cut = text.index("The")
+    assert index.ids("", 0, cut) is not None and index.ids("", cut, len(text)) is not None
+    assert index.ids("Guide > ", cut, len(text)) is not None
+    assert index.ids("", 1, cut) is None  # starts inside a word: encoded afresh
+    assert index.ids("doc:", cut, len(text)) is None  # the context joins a word
+    for s, e in ((0, cut), (cut, len(text)), (1, cut), (3, 9)):
+        assert index.exact("", s, e) == counter.count(text[s:e])
+
+
+def test_only_a_bert_wordpiece_tokenizer_is_sliced():
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    counter = model_counter()
+    assert counter.sliceable() == (101, 102)
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.Whitespace()
+    other = ModelTokenCounter(bpe, 64)
+    assert other.sliceable() is None
+    index = other.index("some words here")
+    assert index.ids("", 0, 4) is None

@@ -89,6 +89,7 @@ class ModelTokenCounter:
         self._tok = tokenizer
         self.max_length = max_length
         self.memo: TokenMemo | None = None  # see ``keep_token_ids``
+        self._sliceable: tuple[int, int] | bool | None = None  # unknown yet (``sliceable``)
 
     def count(self, text: str) -> int:
         ids = self._tok.encode(text).ids
@@ -109,16 +110,40 @@ class ModelTokenCounter:
         return [len(e.ids) for e in self._tok.encode_batch(texts)]
 
     def offsets(self, text: str) -> list[int]:
-        enc = self._tok.encode(text)
-        out: list[int] = []
-        for (start, _end), special in zip(enc.offsets, enc.special_tokens_mask):
-            if special:
-                continue
-            if not out:
-                out.append(0)
-            elif start > out[-1]:
-                out.append(start)
-        return out
+        return _starts(self._tok.encode(text))
+
+    def index(self, text: str) -> Any:
+        """The per-document index of the chunkers (``counters.index_for``): a ``ModelIndex``."""
+        from ragsift.embedders.model_index import ModelIndex
+
+        return ModelIndex(self, text)
+
+    def sliceable(self) -> tuple[int, int] | None:
+        """(first, last) special ids if a text's ids are ``[first] + the ids of its words +
+        [last]`` and each whitespace-separated word is encoded on its own, so the ids of a range
+        of a document that starts and ends at whitespace are a slice of the document's ids: a
+        BERT WordPiece tokenizer (``BertNormalizer``, ``BertPreTokenizer``, ``WordPiece``), one
+        special token each side, no added token that strips or holds whitespace. Else None."""
+        if self._sliceable is False:
+            return None
+        if self._sliceable is None:
+            from ragsift.embedders.model_index import bert_wordpiece_ends
+
+            self._sliceable = bert_wordpiece_ends(self._tok) or False
+        return self._sliceable or None
+
+
+def _starts(enc: Any, offsets: list[tuple[int, int]] | None = None) -> list[int]:
+    """``ModelTokenCounter.offsets`` of an encoding (``offsets``: its ``enc.offsets``)."""
+    out: list[int] = []
+    for (start, _end), special in zip(offsets or enc.offsets, enc.special_tokens_mask):
+        if special:
+            continue
+        if not out:
+            out.append(0)
+        elif start > out[-1]:
+            out.append(start)
+    return out
 
 
 class TokenMemo:
