@@ -388,6 +388,7 @@ class _Run:
         self.settings = store.settings()
         self.on_warning: Callable[[str, str], None] | None = None
         self.token_counter = None  # the chunker's counter keeping token ids (share_token_ids)
+        self._loading = None  # (thread, [(embedder, error)]) of ``preload``
 
     # model -------------------------------------------------------------------------------
     @property
@@ -411,14 +412,52 @@ class _Run:
             return False
         return clean_embedder_options(self.settings.get("embedder_options")) != self.options
 
+    def _load(self):
+        from ragsift.embedders import load_embedder
+
+        options = dict(self.options or {})
+        if self.batch_size is not None:
+            options["batch_size"] = self.batch_size
+        return load_embedder(self.model_dir, **options)
+
+    def preload(self) -> None:
+        """Load the model on a helper thread now, while the producer parses the first files
+        (onnxruntime builds its session without holding the GIL): on an index that holds no
+        vectors yet, the first chunk needs it. ``embedder()`` takes it (and raises its error
+        there, where the lazy load would have); unused, it only cost the load."""
+        if self._embedder is not None or self._loading is not None or \
+                self.settings.get("model_fingerprint"):
+            return
+        import threading
+
+        import numpy  # noqa: F401 - imported here first, never by two threads at once
+        box: list = []
+
+        def load() -> None:
+            try:
+                emb = self._load()
+                warm = getattr(emb, "load", None)
+                if warm is not None:
+                    warm()
+                box.append((emb, None))
+            except BaseException as exc:  # noqa: BLE001 - raised by embedder(), if needed
+                box.append((None, exc))
+
+        thread = threading.Thread(target=load, name="ragsift-model", daemon=True)
+        thread.start()
+        self._loading = (thread, box)
+
     def embedder(self):
         if self._embedder is None:
-            from ragsift.embedders import load_embedder
-
-            options = dict(self.options or {})
-            if self.batch_size is not None:
-                options["batch_size"] = self.batch_size
-            self._embedder = load_embedder(self.model_dir, **options)
+            if self._loading is not None:
+                (thread, box), self._loading = self._loading, None
+                thread.join()
+                emb, exc = box[0]
+                if exc is not None:
+                    raise exc
+                self._embedder = emb
+            else:
+                self._embedder = self._load()
             self.summary.model_loaded = True
         emb = self._embedder
         if self.token_counter is not None:
@@ -646,6 +685,8 @@ def _ingest_files(run: _Run, paths, chunker, include, exclude, prune: bool, skip
     state = store.documents_state()
     seen: set[str] = set()
     run.progress.start(len(found.files), sum(sf.size or 0 for sf in found.files))
+    if found.files:
+        run.preload()
     run.share_token_ids(chunker)
     try:
         _consume(run, _prefetched(_file_events(found.files, state, chunker, key_of_chunker,

@@ -196,3 +196,41 @@ def test_only_a_bert_wordpiece_tokenizer_is_sliced():
     assert other.sliceable() is None
     index = other.index("some words here")
     assert index.ids("", 0, 4) is None
+
+
+# -- the model is loaded while the first files are parsed (fresh index only) -----------------
+
+def test_a_fresh_index_loads_the_model_on_a_helper_thread_and_uses_it(corpus, tmp_path,
+                                                                      monkeypatch):
+    import threading
+
+    from ragsift.errors import RagsiftError
+
+    real_load = _Run._load
+    threads: list[str] = []
+
+    def spy(self):
+        threads.append(threading.current_thread().name)
+        return real_load(self)
+
+    monkeypatch.setattr(_Run, "_load", spy)
+    first = build_index([str(corpus)], tmp_path / "i.db")
+    assert threads == ["ragsift-model"] and first.model_loaded and first.embedded > 0
+    # an index that holds vectors loads the model only when a chunk needs it (here: none)
+    threads.clear()
+    again = build_index([str(corpus)], tmp_path / "i.db")
+    assert threads == [] and not again.model_loaded and again.unchanged == first.parsed
+
+    def broken(self):
+        raise RagsiftError("cannot load ONNX model: broken")
+
+    monkeypatch.setattr(_Run, "_load", broken)
+    # nothing to embed (only an empty file): the failed preload is never seen
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "blank.txt").write_text("")
+    s = build_index([str(empty)], tmp_path / "e.db")
+    assert not s.model_loaded and s.embedded == 0
+    # something to embed: the load's error is raised where the lazy load raised it
+    with pytest.raises(RagsiftError, match="broken"):
+        build_index([str(corpus)], tmp_path / "f.db")

@@ -5,7 +5,6 @@ Imported only by ``ModelTokenCounter.index`` (it needs the chunkers' ``GenericIn
 
 from __future__ import annotations
 
-import json
 from bisect import bisect_left
 from typing import Any
 
@@ -14,24 +13,20 @@ from ragsift.embedders.onnx import ModelTokenCounter, _starts
 
 
 def bert_wordpiece_ends(tok: Any) -> tuple[int, int] | None:
-    """See ``ModelTokenCounter.sliceable``: read from the tokenizer's own JSON."""
+    """See ``ModelTokenCounter.sliceable``: the tokenizer's parts by type, its added tokens,
+    and what it does with ``""``, ``"a"``, ``"b"`` and ``"a b"``."""
     try:
-        d = json.loads(tok.to_str())
-        single = d["post_processor"]["single"] if d["post_processor"]["type"] == \
-            "TemplateProcessing" else None
-        if (d["normalizer"] or {}).get("type") != "BertNormalizer" or \
-                (d["pre_tokenizer"] or {}).get("type") != "BertPreTokenizer" or \
-                d["model"]["type"] != "WordPiece" or single is None or len(single) != 3 or \
-                "SpecialToken" not in single[0] or "SpecialToken" not in single[2] or \
-                single[1] != {"Sequence": {"id": "A", "type_id": 0}}:
+        if (type(tok.normalizer).__name__, type(tok.pre_tokenizer).__name__,
+                type(tok.model).__name__) != ("BertNormalizer", "BertPreTokenizer", "WordPiece"):
             return None
-        for t in d["added_tokens"]:
-            if t["lstrip"] or t["rstrip"] or t["single_word"] or \
-                    any(c.isspace() for c in t["content"]) or not t["content"]:
+        for t in tok.get_added_tokens_decoder().values():
+            if t.lstrip or t.rstrip or t.single_word or not t.content or \
+                    any(c.isspace() for c in t.content):
                 return None
         ends = tok.encode("").ids
-        if len(ends) != 2 or tok.encode("a b").ids != \
-                [ends[0], *tok.encode("a").ids[1:-1], *tok.encode("b").ids[1:-1], ends[1]]:
+        a, b = tok.encode("a").ids, tok.encode("b").ids
+        if len(ends) != 2 or a[0::len(a) - 1] != ends or b[0::len(b) - 1] != ends or \
+                tok.encode("a b").ids != [ends[0], *a[1:-1], *b[1:-1], ends[1]]:
             return None
         return ends[0], ends[1]
     except Exception:  # noqa: BLE001 - any other tokenizer: counted by fresh encodes
