@@ -61,14 +61,22 @@ class ModelIndex(GenericIndex):
             return
         enc = counter._tok.encode(text)
         offsets = enc.offsets
-        self.starts = _starts(enc, offsets)  # what ``GenericIndex`` has from ``offsets()``
+        inner = [a for a, _b in offsets[1:-1]]  # token starts between the two special tokens
+        in_order = inner == sorted(inner)
+        ids = enc.ids
+        ends = ids[0::len(ids) - 1] if len(ids) >= 2 else []
+        if self._ends is not None and tuple(ends) == self._ends and in_order:
+            self._ids, self._firsts = ids[1:-1], inner
+        mask = enc.special_tokens_mask
+        if in_order and len(ends) == 2 and mask[0] and mask[-1] and sum(mask) == 2:
+            # ``_starts`` in one pass: the first start is 0, then each start past the last
+            prev = inner[:-1]
+            if prev:
+                prev[0] = 0
+            self.starts = [0, *[x for x, p in zip(inner[1:], prev) if x > p]] if inner else []
+        else:
+            self.starts = _starts(enc, offsets)  # what ``GenericIndex`` has from ``offsets()``
         self.ntok = len(self.starts)
-        if self._ends is not None:
-            ids = enc.ids
-            if len(ids) >= 2 and (ids[0], ids[-1]) == self._ends:
-                firsts = [a for a, _b in offsets[1:-1]]
-                if all(x <= y for x, y in zip(firsts, firsts[1:])):
-                    self._ids, self._firsts = ids[1:-1], firsts
 
     def exact(self, context: str, s: int, e: int) -> int:
         ids = self.ids(context, s, e)
