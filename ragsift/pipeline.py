@@ -388,7 +388,7 @@ class _Run:
         self.settings = store.settings()
         self.on_warning: Callable[[str, str], None] | None = None
         self.token_counter = None  # the chunker's counter keeping token ids (share_token_ids)
-        self._loading = None  # (thread, [(embedder, error)]) of ``preload``
+        self._loading = None  # the model ``preload`` loaded, or the error it got
 
     # model -------------------------------------------------------------------------------
     @property
@@ -421,43 +421,30 @@ class _Run:
         return load_embedder(self.model_dir, **options)
 
     def preload(self) -> None:
-        """Load the model on a helper thread now, while the producer parses the first files
-        (onnxruntime builds its session without holding the GIL): on an index that holds no
-        vectors yet, the first chunk needs it. ``embedder()`` takes it (and raises its error
-        there, where the lazy load would have); unused, it only cost the load."""
+        """Load the model (and build its onnxruntime session, which runs without holding the
+        GIL) now, on this thread, while the producer parses the first files, instead of
+        waiting for them: on an index that holds no vectors yet the first chunk needs it.
+        An error is kept and raised by ``embedder()``, where the lazy load raised it; a model
+        no chunk needed only cost its load (``model_loaded`` says whether it was used)."""
         if self._embedder is not None or self._loading is not None or \
                 self.settings.get("model_fingerprint"):
             return
-        import threading
-
-        import numpy  # noqa: F401 - imported here first, never by two threads at once
-        box: list = []
-
-        def load() -> None:
-            try:
-                emb = self._load()
-                warm = getattr(emb, "load", None)
-                if warm is not None:
-                    warm()
-                box.append((emb, None))
-            except BaseException as exc:  # noqa: BLE001 - raised by embedder(), if needed
-                box.append((None, exc))
-
-        thread = threading.Thread(target=load, name="ragsift-model", daemon=True)
-        thread.start()
-        self._loading = (thread, box)
+        try:
+            emb = self._load()
+            warm = getattr(emb, "load", None)
+            if warm is not None:
+                warm()
+        except Exception as exc:  # noqa: BLE001 - raised by embedder(), if a chunk needs it
+            self._loading = exc
+            return
+        self._loading = emb
 
     def embedder(self):
         if self._embedder is None:
-            if self._loading is not None:
-                (thread, box), self._loading = self._loading, None
-                thread.join()
-                emb, exc = box[0]
-                if exc is not None:
-                    raise exc
-                self._embedder = emb
-            else:
-                self._embedder = self._load()
+            if isinstance(self._loading, Exception):
+                raise self._loading
+            self._embedder = self._loading if self._loading is not None else self._load()
+            self._loading = None
             self.summary.model_loaded = True
         emb = self._embedder
         if self.token_counter is not None:
@@ -685,12 +672,11 @@ def _ingest_files(run: _Run, paths, chunker, include, exclude, prune: bool, skip
     state = store.documents_state()
     seen: set[str] = set()
     run.progress.start(len(found.files), sum(sf.size or 0 for sf in found.files))
-    if found.files:
-        run.preload()
     run.share_token_ids(chunker)
     try:
         _consume(run, _prefetched(_file_events(found.files, state, chunker, key_of_chunker,
-                                               max_file_size), PREFETCH_FILES), seen, skip)
+                                               max_file_size), PREFETCH_FILES,
+                                  meanwhile=run.preload if found.files else None), seen, skip)
         run.flush()
     finally:
         run.share_token_ids(None)
@@ -812,10 +798,12 @@ def _file_events(files, state, chunker, key_of_chunker,
     yield from pending
 
 
-def _prefetched(items: Iterable, depth: int) -> Iterator:
+def _prefetched(items: Iterable, depth: int,
+                meanwhile: Callable[[], None] | None = None) -> Iterator:
     """``items`` produced by a daemon thread up to ``depth`` ahead of the consumer, in order.
     An exception in the producer is raised here; when the consumer stops early (an error,
-    Ctrl-C) the producer stops at its next item."""
+    Ctrl-C) the producer stops at its next item. ``meanwhile`` runs on the consumer's thread
+    once the producer has started (before the first item is taken)."""
     import queue
     import threading
 
@@ -845,6 +833,8 @@ def _prefetched(items: Iterable, depth: int) -> Iterator:
     thread = threading.Thread(target=produce, name="ragsift-prefetch", daemon=True)
     thread.start()
     try:
+        if meanwhile is not None:
+            meanwhile()
         while True:
             exc, item = q.get()
             if exc is not None:

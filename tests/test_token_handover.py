@@ -200,32 +200,37 @@ def test_only_a_bert_wordpiece_tokenizer_is_sliced():
 
 # -- the model is loaded while the first files are parsed (fresh index only) -----------------
 
-def test_a_fresh_index_loads_the_model_on_a_helper_thread_and_uses_it(corpus, tmp_path,
-                                                                      monkeypatch):
-    import threading
-
+def test_a_fresh_index_loads_the_model_while_the_first_files_are_parsed(corpus, tmp_path,
+                                                                        monkeypatch):
     from ragsift.errors import RagsiftError
 
-    real_load = _Run._load
-    threads: list[str] = []
+    real_load, real_add = _Run._load, _Run.add
+    events: list[str] = []
 
-    def spy(self):
-        threads.append(threading.current_thread().name)
+    def spy_load(self):
+        events.append("load")
         return real_load(self)
 
-    monkeypatch.setattr(_Run, "_load", spy)
+    def spy_add(self, doc, work=0):
+        events.append("add")
+        return real_add(self, doc, work)
+
+    monkeypatch.setattr(_Run, "_load", spy_load)
+    monkeypatch.setattr(_Run, "add", spy_add)
     first = build_index([str(corpus)], tmp_path / "i.db")
-    assert threads == ["ragsift-model"] and first.model_loaded and first.embedded > 0
+    # loaded once, before the first parsed document reached the run (not at its first commit)
+    assert events[0] == "load" and events.count("load") == 1
+    assert first.model_loaded and first.embedded > 0
     # an index that holds vectors loads the model only when a chunk needs it (here: none)
-    threads.clear()
+    events.clear()
     again = build_index([str(corpus)], tmp_path / "i.db")
-    assert threads == [] and not again.model_loaded and again.unchanged == first.parsed
+    assert events == [] and not again.model_loaded and again.unchanged == first.parsed
 
     def broken(self):
         raise RagsiftError("cannot load ONNX model: broken")
 
     monkeypatch.setattr(_Run, "_load", broken)
-    # nothing to embed (only an empty file): the failed preload is never seen
+    # nothing to embed (only an empty file): the failed early load is never seen
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "blank.txt").write_text("")
