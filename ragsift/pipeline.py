@@ -388,7 +388,6 @@ class _Run:
         self.settings = store.settings()
         self.on_warning: Callable[[str, str], None] | None = None
         self.token_counter = None  # the chunker's counter keeping token ids (share_token_ids)
-        self._loading = None  # the model ``preload`` loaded, or the error it got
 
     # model -------------------------------------------------------------------------------
     @property
@@ -412,39 +411,14 @@ class _Run:
             return False
         return clean_embedder_options(self.settings.get("embedder_options")) != self.options
 
-    def _load(self):
-        from ragsift.embedders import load_embedder
-
-        options = dict(self.options or {})
-        if self.batch_size is not None:
-            options["batch_size"] = self.batch_size
-        return load_embedder(self.model_dir, **options)
-
-    def preload(self) -> None:
-        """Load the model (and build its onnxruntime session, which runs without holding the
-        GIL) now, on this thread, while the producer parses the first files, instead of
-        waiting for them: on an index that holds no vectors yet the first chunk needs it.
-        An error is kept and raised by ``embedder()``, where the lazy load raised it; a model
-        no chunk needed only cost its load (``model_loaded`` says whether it was used)."""
-        if self._embedder is not None or self._loading is not None or \
-                self.settings.get("model_fingerprint"):
-            return
-        try:
-            emb = self._load()
-            warm = getattr(emb, "load", None)
-            if warm is not None:
-                warm()
-        except Exception as exc:  # noqa: BLE001 - raised by embedder(), if a chunk needs it
-            self._loading = exc
-            return
-        self._loading = emb
-
     def embedder(self):
         if self._embedder is None:
-            if isinstance(self._loading, Exception):
-                raise self._loading
-            self._embedder = self._loading if self._loading is not None else self._load()
-            self._loading = None
+            from ragsift.embedders import load_embedder
+
+            options = dict(self.options or {})
+            if self.batch_size is not None:
+                options["batch_size"] = self.batch_size
+            self._embedder = load_embedder(self.model_dir, **options)
             self.summary.model_loaded = True
         emb = self._embedder
         if self.token_counter is not None:
@@ -675,8 +649,7 @@ def _ingest_files(run: _Run, paths, chunker, include, exclude, prune: bool, skip
     run.share_token_ids(chunker)
     try:
         _consume(run, _prefetched(_file_events(found.files, state, chunker, key_of_chunker,
-                                               max_file_size), PREFETCH_FILES,
-                                  meanwhile=run.preload if found.files else None), seen, skip)
+                                               max_file_size), PREFETCH_FILES), seen, skip)
         run.flush()
     finally:
         run.share_token_ids(None)
@@ -798,12 +771,10 @@ def _file_events(files, state, chunker, key_of_chunker,
     yield from pending
 
 
-def _prefetched(items: Iterable, depth: int,
-                meanwhile: Callable[[], None] | None = None) -> Iterator:
+def _prefetched(items: Iterable, depth: int) -> Iterator:
     """``items`` produced by a daemon thread up to ``depth`` ahead of the consumer, in order.
     An exception in the producer is raised here; when the consumer stops early (an error,
-    Ctrl-C) the producer stops at its next item. ``meanwhile`` runs on the consumer's thread
-    once the producer has started (before the first item is taken)."""
+    Ctrl-C) the producer stops at its next item."""
     import queue
     import threading
 
@@ -833,8 +804,6 @@ def _prefetched(items: Iterable, depth: int,
     thread = threading.Thread(target=produce, name="ragsift-prefetch", daemon=True)
     thread.start()
     try:
-        if meanwhile is not None:
-            meanwhile()
         while True:
             exc, item = q.get()
             if exc is not None:

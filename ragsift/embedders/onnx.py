@@ -260,10 +260,6 @@ class OnnxEmbedder:
         return f"{self.name}/{self.dimensions}/{self.weights_sha256}{extra}"
 
     # -- model session -------------------------------------------------------------------
-    def load(self) -> None:
-        """Build the onnxruntime session now (else the first ``embed`` builds it)."""
-        self._ensure_session()
-
     def _ensure_session(self) -> Any:
         if self._session is None:
             self._session = self._make_session()
