@@ -12,6 +12,8 @@ import sqlite3
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ragsift.embedders import load_embedder, model_counter
 from ragsift.embedders.onnx import ModelTokenCounter, TokenMemo
@@ -137,9 +139,6 @@ def test_the_chunk_command_keeps_no_ids():
 
 
 # -- ModelIndex: a range's ids sliced from the document's one encode -------------------------
-
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 PIECES = st.sampled_from([
     " ", "  ", "\n", "\n\n", "\t", "\r\n", "\r", "word", "Bees", "hive's", "U.S.A.", "e-mail",

@@ -32,7 +32,7 @@ SHARED = Path(os.environ.get("RAGSIFT_SHARED_EVAL", REPO.parent / "shared" / "ev
 
 
 def child(kind: str, corpus: str, work: Path) -> None:
-    import ragsift.embedders.onnx as onnx
+    from ragsift.embedders import onnx
 
     padded = [0]
 
@@ -54,7 +54,8 @@ def child(kind: str, corpus: str, work: Path) -> None:
     else:
         from ragsift.embedders import load_embedder
 
-        texts = [json.loads(line)["text"] for line in open(work / "texts.jsonl", encoding="utf-8")]
+        with open(work / "texts.jsonl", encoding="utf-8") as fh:
+            texts = [json.loads(line)["text"] for line in fh]
         load_embedder().embed(texts, kind="passage")
     ru = resource.getrusage(resource.RUSAGE_SELF)
     print(json.dumps({"cpu": ru.ru_utime + ru.ru_stime, "padded": padded[0]}))
@@ -82,7 +83,7 @@ def main() -> int:
         rows = {"embed": ("embed", None), "model": ("model", None)}
         if args.baseline:
             rows["embed-base"] = ("embed", str(Path(args.baseline).resolve()))
-        load0 = open("/proc/loadavg").read().split()[:3]
+        load0 = Path("/proc/loadavg").read_text().split()[:3]
         got: dict[str, list[dict]] = {k: [] for k in rows}
         for r in range(args.rounds):
             names = list(rows)
@@ -93,8 +94,8 @@ def main() -> int:
                                       str(work), args.corpus], env=env, check=True,
                                      capture_output=True, text=True).stdout
                 got[name].append(json.loads(out.strip().splitlines()[-1]))
-        load1 = open("/proc/loadavg").read().split()[:3]
-    print(f"| row | CPU s median | min | padded model tokens |\n| --- | ---: | ---: | ---: |")
+        load1 = Path("/proc/loadavg").read_text().split()[:3]
+    print("| row | CPU s median | min | padded model tokens |\n| --- | ---: | ---: | ---: |")
     for name, runs in got.items():
         cpu = [x["cpu"] for x in runs]
         print(f"| {name} | {statistics.median(cpu):.3f} | {min(cpu):.3f} | {runs[0]['padded']} |")

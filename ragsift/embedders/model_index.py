@@ -48,7 +48,7 @@ class ModelIndex(GenericIndex):
     ``TokenMemo`` when it keeps them (``embed``). ``tests/test_token_handover.py`` compares
     every answer with a fresh encode on adversarial text."""
 
-    def __init__(self, counter: ModelTokenCounter, text: str) -> None:  # noqa: D107
+    def __init__(self, counter: ModelTokenCounter, text: str) -> None:
         self.text = text
         self.n = len(text)
         self._counter = counter
