@@ -88,24 +88,95 @@ class ModelTokenCounter:
     def __init__(self, tokenizer: Any, max_length: int) -> None:
         self._tok = tokenizer
         self.max_length = max_length
+        self.memo: TokenMemo | None = None  # see ``keep_token_ids``
+        self._sliceable: tuple[int, int] | bool | None = None  # unknown yet (``sliceable``)
 
     def count(self, text: str) -> int:
-        return len(self._tok.encode(text).ids)
+        ids = self._tok.encode(text).ids
+        memo = self.memo
+        if memo is not None:
+            memo.put(text, ids)
+        return len(ids)
+
+    def keep_token_ids(self, on: bool) -> TokenMemo | None:
+        """Keep the ids of the texts ``count`` sees (``on``) in a ``TokenMemo`` that an
+        embedder on the same tokenizer takes them from (``OnnxEmbedder.take_token_ids_from``),
+        or stop (and drop them). ``embed`` turns it on for its run: the chunker's last count
+        of a chunk is a fresh encode of exactly ``context + text``, the text embedded."""
+        self.memo = TokenMemo() if on else None
+        return self.memo
 
     def count_batch(self, texts: list[str]) -> list[int]:
         return [len(e.ids) for e in self._tok.encode_batch(texts)]
 
     def offsets(self, text: str) -> list[int]:
-        enc = self._tok.encode(text)
-        out: list[int] = []
-        for (start, _end), special in zip(enc.offsets, enc.special_tokens_mask):
-            if special:
-                continue
-            if not out:
-                out.append(0)
-            elif start > out[-1]:
-                out.append(start)
-        return out
+        return _starts(self._tok.encode(text))
+
+    def index(self, text: str) -> Any:
+        """The per-document index of the chunkers (``counters.index_for``): a ``ModelIndex``."""
+        from ragsift.embedders.model_index import ModelIndex
+
+        return ModelIndex(self, text)
+
+    def sliceable(self) -> tuple[int, int] | None:
+        """(first, last) special ids if a text's ids are ``[first] + the ids of its words +
+        [last]`` and each whitespace-separated word is encoded on its own, so the ids of a range
+        of a document that starts and ends at whitespace are a slice of the document's ids: a
+        BERT WordPiece tokenizer (``BertNormalizer``, ``BertPreTokenizer``, ``WordPiece``), one
+        special token each side, no added token that strips or holds whitespace. Else None."""
+        if self._sliceable is False:
+            return None
+        if self._sliceable is None:
+            from ragsift.embedders.model_index import bert_wordpiece_ends
+
+            self._sliceable = bert_wordpiece_ends(self._tok) or False
+        return self._sliceable or None
+
+
+def _starts(enc: Any, offsets: list[tuple[int, int]] | None = None) -> list[int]:
+    """``ModelTokenCounter.offsets`` of an encoding (``offsets``: its ``enc.offsets``)."""
+    out: list[int] = []
+    for (start, _end), special in zip(offsets or enc.offsets, enc.special_tokens_mask):
+        if special:
+            continue
+        if not out:
+            out.append(0)
+        elif start > out[-1]:
+            out.append(start)
+    return out
+
+
+class TokenMemo:
+    """Token ids by text, handed from a ``ModelTokenCounter`` (the chunker, in ``embed``'s
+    producer thread) to an ``OnnxEmbedder`` on the same tokenizer (the main thread), so a chunk
+    is encoded once. Keyed by the exact string encoded, so a hit is the encode the embedder
+    would do itself (same tokenizer object, same text: same ids, hence the same vectors); a
+    text that is not here (a passage prefix, evicted) is simply encoded. Bounded: the oldest
+    entries go first beyond ``capacity`` (ids of counted texts never embedded, e.g. a chunk
+    candidate over budget, or a duplicate). Thread-safe."""
+
+    def __init__(self, capacity: int = 1024) -> None:
+        import threading
+
+        self.capacity = capacity
+        self._ids: dict[str, list[int]] = {}
+        self._lock = threading.Lock()
+
+    def put(self, text: str, ids: list[int]) -> None:
+        with self._lock:
+            d = self._ids
+            d[text] = ids
+            if len(d) > self.capacity:
+                del d[next(iter(d))]
+
+    def take(self, texts: list[str]) -> list[list[int] | None]:
+        """The kept ids of each text (removed from the memo), None where there are none."""
+        with self._lock:
+            pop = self._ids.pop
+            return [pop(t, None) for t in texts]
+
+    def __len__(self) -> int:
+        return len(self._ids)
 
 
 def load_tokenizer(path: Path) -> Any:
@@ -176,6 +247,7 @@ class OnnxEmbedder:
         self._fingerprint_extra = fingerprint_extra
         self.fused_minilm = fused_minilm  # run the rebuilt fused graph (see fused.py)
         self._tok = tokenizer
+        self._memo: TokenMemo | None = None  # ids a chunker's counter kept (take_token_ids_from)
         self._threads = threads or _threads()
         self._session: Any = None
         self._input_names: tuple[str, ...] = ()
@@ -258,12 +330,32 @@ class OnnxEmbedder:
     def counter(self) -> ModelTokenCounter:
         return ModelTokenCounter(self._tok, self.max_length)
 
+    def take_token_ids_from(self, counter: Any) -> bool:
+        """Take the ids ``counter`` keeps (``ModelTokenCounter.keep_token_ids``) instead of
+        encoding those texts again, if it counts with this embedder's tokenizer object (None:
+        stop). True if linked."""
+        memo = getattr(counter, "memo", None) if isinstance(counter, ModelTokenCounter) \
+            and counter._tok is self._tok else None
+        self._memo = memo
+        return memo is not None
+
     def _token_ids(self, texts: list[str]) -> tuple[list[list[int]], list[int]]:
         """Model-input ids per text (truncated to ``max_length``) and tokens cut per text."""
+        limit = self.max_length
+        kept: list = [None] * len(texts)
+        if self._memo is not None:  # ids a chunker kept: identical to encoding the text here
+            kept = [ids if ids is not None and len(ids) <= limit else None
+                    for ids in self._memo.take(texts)]
+        encs = iter(self._tok.encode_batch([t for t, ids in zip(texts, kept) if ids is None])
+                    if None in kept else ())
         ids_out: list[list[int]] = []
         cut: list[int] = []
-        limit = self.max_length
-        for enc in self._tok.encode_batch(texts):
+        for ids in kept:
+            if ids is not None:
+                ids_out.append(ids)
+                cut.append(0)
+                continue
+            enc = next(encs)
             ids = enc.ids
             n = len(ids)
             if n <= limit:
