@@ -258,8 +258,12 @@ def suite_startup(tmp: Path, repeats: int) -> str:
         "python": ([PY, "-c", "pass"], "`python -c pass` (interpreter start)"),
     }
     if BASELINE:
+        from _schema import schema1_copy
+
+        old = str(schema1_copy(index))  # a tree from before schema 2 reads schema 1 only
         for k in ("query", "help"):
-            cmds[f"{k}-base"] = (["BASELINE", *cmds[k][0]], f"{cmds[k][1]}, {BASELINE['name']}")
+            cmd = [old if a == str(index) else a for a in cmds[k][0]]
+            cmds[f"{k}-base"] = (["BASELINE", *cmd], f"{cmds[k][1]}, {BASELINE['name']}")
     rows = [(k, c, tmp / f"{k}.out") for k, (c, _) in cmds.items()]
     times = alternate(rows, repeats, tmp)
     desc = f"index: chroma-dev corpora ({index.stat().st_size / 1e6:.1f} MB); {repeats} rounds"

@@ -43,6 +43,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from _schema import schema1_copy  # noqa: E402
 from ragsift.index import migrations
 from ragsift.index.store import DocumentWrite, IndexStore
 from ragsift.retrieval import engine
@@ -105,24 +106,6 @@ def build(path: Path, n: int) -> None:
         store.write_documents(batch)
     marker.write_text(str(n))
     print(f"built {path} ({n} chunks) in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
-
-
-def schema1_copy(path: Path) -> Path:
-    """A copy of the index without the lexical postings (schema 1), for a baseline tree from
-    before them (it refuses newer schemas); same rows, same FTS5 index."""
-    import shutil
-    import sqlite3
-
-    out = path.with_name(path.stem + "-schema1.ragsift")
-    if out.exists() and out.stat().st_mtime >= path.stat().st_mtime:
-        return out
-    shutil.copyfile(path, out)
-    db = sqlite3.connect(out, isolation_level=None)
-    for sql in ("DROP TRIGGER IF EXISTS vec_blocks_lex_ad", "DROP TABLE IF EXISTS lex_postings",
-                "DROP TABLE IF EXISTS lex_blocks", "PRAGMA user_version = 1", "VACUUM"):
-        db.execute(sql)
-    db.close()
-    return out
 
 
 def claims(count: int) -> list[str]:
