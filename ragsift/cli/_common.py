@@ -113,12 +113,27 @@ def handle_errors(func: F) -> F:
         except (typer.Exit, typer.Abort, SystemExit):
             raise
         except Exception as exc:  # a bug, not a user error: still one line unless --debug
+            if _interrupted(exc):  # Ctrl-C inside an import (numpy re-raises ImportError)
+                warn("interrupted")
+                raise typer.Exit(130) from None
             if STATE["debug"]:
                 raise
             warn(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for a traceback)")
             raise typer.Exit(EXIT_USAGE) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is among ``exc``'s causes or contexts."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, KeyboardInterrupt):
+            return True
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return False
 
 
 def _silence_stdout() -> None:
