@@ -8,6 +8,7 @@ that ``ragsift --help`` stays fast.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import json
@@ -64,11 +65,9 @@ def safe_markup(text: str) -> str:
 
 def warn(message: str) -> None:
     """One line on stderr, prefixed like every ragsift diagnostic (controls made visible)."""
-    try:
+    with contextlib.suppress(OSError, ValueError):  # stderr itself gone: nothing left to tell
         sys.stderr.write(f"ragsift: {printable(message, one_line=True)}\n")
         sys.stderr.flush()
-    except (OSError, ValueError):
-        pass  # stderr itself is gone: nothing left to tell
 
 
 def waiting_notice(index: str) -> Callable[[int | None], None]:
@@ -322,7 +321,6 @@ def _exit_now(code: int) -> None:
     and modules is skipped. Open files other than stdout/stderr are not flushed: for commands
     that write nothing else (``READ_ONLY`` in ``ragsift.cli``)."""
     import atexit
-    import contextlib
 
     for stream in (sys.stdout, sys.stderr):
         # stdout was flushed and checked by run_app: a stream that fails now has nothing left

@@ -64,7 +64,8 @@ END;
 
 def _scratch(db: sqlite3.Connection, name: str, columns: str) -> None:
     """A contentless FTS5 table in the connection's temp schema, with the index's tokenizer,
-    and its ``fts5vocab`` instance view (``<name>_v``): FTS5's own tokenization of any text."""
+    and its ``fts5vocab`` instance view (``<name>_v``): FTS5's own tokenization of any text.
+    Emptied here, before each use (so a use that failed half-way leaves nothing behind)."""
     db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{name} USING fts5({columns}, "
                f"content='', tokenize='{FTS5_TOKENIZE}')")
     db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{name}_v "
@@ -83,7 +84,6 @@ def write_block(db: sqlite3.Connection, block_id: int, rowids: Sequence[int]) ->
                (json.dumps([int(r) for r in rowids]),))
     # every token instance, ordered by term then row (fts5vocab's own order)
     rows = db.execute("SELECT term, doc FROM temp.lex_tok_v").fetchall()
-    db.execute("INSERT INTO temp.lex_tok(lex_tok) VALUES ('delete-all')")
     n = len(rowids)
     if not rows:
         terms: list[str] = []
@@ -225,7 +225,6 @@ class Postings:
         got: dict[int, list[str]] = {}
         for doc, term in db.execute("SELECT doc, term FROM temp.lex_q_v"):
             got.setdefault(doc, []).append(term)
-        db.execute("INSERT INTO temp.lex_q(lex_q) VALUES ('delete-all')")
         if any(len(got.get(i, ())) != 1 for i in range(1, len(words) + 1)):
             return None
         return [got[i][0] for i in range(1, len(words) + 1)]

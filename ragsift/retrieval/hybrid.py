@@ -192,9 +192,8 @@ def fuse(
     else:
         known = {rid: c for rid, c in cos.items() if c is not None}
         fused = convex_scores(known, lex_map, alpha=fusion.alpha, norm=fusion.norm)
-        if len(fused) != len(ids):
-            for rid in ids:
-                fused.setdefault(rid, 0.0)
+        for rid in ids:
+            fused.setdefault(rid, 0.0)
 
     def order(rid: Hashable) -> tuple:
         c = cos[rid]
