@@ -368,6 +368,39 @@ def default_embed_chunker(model_dir: str | None = None, *, strategy: str = "recu
     return make_chunker(strategy, tokenizer=tok, **options)
 
 
+class _ModelLoad:
+    """``load_embedder`` on a daemon thread, for a run that will embed: the session is built
+    (native code, the GIL released) while this thread opens the index and the producer
+    chunks the first files, instead of after them. ``result()`` waits and returns it, or
+    raises what the load raised."""
+
+    def __init__(self, model_dir: str | None, options: dict) -> None:
+        import threading
+
+        self._out: list = [None, None]  # embedder, exception
+
+        def load() -> None:
+            try:
+                from ragsift.embedders import load_embedder
+
+                self._out[0] = load_embedder(model_dir, **options)
+            except BaseException as exc:  # noqa: BLE001 - raised again by result()
+                self._out[1] = exc
+
+        self._thread = threading.Thread(target=load, name="ragsift-model", daemon=True)
+        self._thread.start()
+
+    def result(self):
+        self._thread.join()
+        if self._out[1] is not None:
+            raise self._out[1]
+        return self._out[0]
+
+    def wait(self) -> None:
+        """Let an unused load finish: no thread outlives the run inside native code."""
+        self._thread.join()
+
+
 class _Run:
     """State of one ``build_index`` call (kept out of the function to keep it readable)."""
 
@@ -388,6 +421,7 @@ class _Run:
         self.settings = store.settings()
         self.on_warning: Callable[[str, str], None] | None = None
         self.token_counter = None  # the chunker's counter keeping token ids (share_token_ids)
+        self.early: _ModelLoad | None = None  # the model loading ahead (build_index)
 
     # model -------------------------------------------------------------------------------
     @property
@@ -413,12 +447,13 @@ class _Run:
 
     def embedder(self):
         if self._embedder is None:
-            from ragsift.embedders import load_embedder
+            if self.early is not None:
+                self._embedder, self.early = self.early.result(), None
+            else:
+                from ragsift.embedders import load_embedder
 
-            options = dict(self.options or {})
-            if self.batch_size is not None:
-                options["batch_size"] = self.batch_size
-            self._embedder = load_embedder(self.model_dir, **options)
+                self._embedder = load_embedder(self.model_dir,
+                                               **_load_options(self.options, self.batch_size))
             self.summary.model_loaded = True
         emb = self._embedder
         if self.token_counter is not None:
@@ -592,22 +627,30 @@ def build_index(
         from ragsift.sources import check_arguments
 
         check_arguments(list(paths), include or [], exclude or [])  # before the index exists
-    if not use_stdin and chunker is None:
-        opts = clean_embedder_options(embedder_options)
-        chunker = default_embed_chunker(model_dir, max_length=opts.get("max_length"),
-                                        passage_prefix=opts.get("passage_prefix"))
 
     def skip(s: Skipped) -> None:
         summary.skipped.append(s)
         if on_skip:
             on_skip(s)
 
-    store = IndexStore.open(index, "w", wait=wait)
+    early = _load_ahead(index, embedder, rebuild, engine, model_dir, batch_size,
+                        embedder_options)
+    try:
+        if not use_stdin and chunker is None:
+            opts = clean_embedder_options(embedder_options)
+            chunker = default_embed_chunker(model_dir, max_length=opts.get("max_length"),
+                                            passage_prefix=opts.get("passage_prefix"))
+        store = IndexStore.open(index, "w", wait=wait)
+    except BaseException:
+        if early is not None:
+            early.wait()
+        raise
     try:
         if rebuild:
             store.clear()
         run = _Run(store, summary, embedder, model_dir, batch_size, progress,
                    embedder_options)
+        run.early = early
         run.on_warning = on_warning
         run.check_model_early()
         if use_stdin:
@@ -630,8 +673,38 @@ def build_index(
     finally:
         progress.finish()
         store.close()
+        if early is not None:
+            early.wait()
     summary.seconds = time.perf_counter() - t0
     return summary
+
+
+def _load_ahead(index, embedder, rebuild: bool, engine: str, model_dir: str | None,
+                batch_size: int | None, embedder_options: dict | None) -> _ModelLoad | None:
+    """Start loading the model now when the run will certainly need it: a new, empty or
+    rebuilt index embeds everything it indexes (an index with documents loads the model
+    only once something needs embedding, so an unchanged re-run never does)."""
+    from ragsift.errors import RagsiftError
+    from ragsift.index.store import inspect_file
+
+    if embedder is not None or engine != "local":
+        return None
+    if not rebuild:
+        try:
+            if inspect_file(os.fspath(index)) == "ours":
+                return None
+        except RagsiftError:
+            return None  # IndexStore.open says what is wrong with it
+    return _ModelLoad(model_dir, _load_options(clean_embedder_options(embedder_options),
+                                               batch_size))
+
+
+def _load_options(options: dict | None, batch_size: int | None) -> dict:
+    """``load_embedder`` keywords: the embedder options and the batch size."""
+    out = dict(options or {})
+    if batch_size is not None:
+        out["batch_size"] = batch_size
+    return out
 
 
 def _ingest_files(run: _Run, paths, chunker, include, exclude, prune: bool, skip, *,

@@ -65,9 +65,10 @@ for _info in app.registered_commands:  # one help style for every subcommand (cl
         _info.cls = HelpCommand
 
 
-# Commands that only read (an index, documents) and write to stdout/stderr: once their output
-# is flushed, the process ends without the interpreter's teardown (``run_app(fast_exit=)``).
-READ_ONLY = frozenset({"chunk", "query", "explain", "info", "ls"})
+# Commands whose only files are stdout/stderr and an index they have committed and closed
+# before they return: once their output is flushed, the process ends without the
+# interpreter's teardown (``run_app(fast_exit=)``).
+FAST_EXIT = frozenset({"chunk", "query", "explain", "info", "ls", "embed", "rm"})
 
 
 def main(*, fast_exit: bool = True) -> None:
@@ -77,7 +78,7 @@ def main(*, fast_exit: bool = True) -> None:
     app.registered_commands = invoked_commands(sys.argv[1:])
     names = {info.name for info in app.registered_commands}
     try:
-        run_app(app, fast_exit=fast_exit and len(names) == 1 and names <= READ_ONLY)
+        run_app(app, fast_exit=fast_exit and len(names) == 1 and names <= FAST_EXIT)
     finally:
         app.registered_commands = every
 

@@ -319,7 +319,7 @@ def _exit_now(code: int) -> None:
     """``os._exit(code)`` after flushing the standard streams and running the ``atexit``
     handlers (coverage, logging, Ray's shutdown): only the interpreter's freeing of objects
     and modules is skipped. Open files other than stdout/stderr are not flushed: for commands
-    that write nothing else (``READ_ONLY`` in ``ragsift.cli``)."""
+    that write nothing else, or only an index they closed (``FAST_EXIT`` in ``ragsift.cli``)."""
     import atexit
 
     for stream in (sys.stdout, sys.stderr):

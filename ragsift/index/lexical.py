@@ -116,14 +116,23 @@ def write_block(db: sqlite3.Connection, block_id: int, rowids: Sequence[int]) ->
          for h, a, b in zip(heads, ends, ends[1:])])
 
 
+_MISSING = "FROM vec_blocks WHERE id NOT IN (SELECT block_id FROM lex_blocks)"
+
+
+def missing_blocks(db: sqlite3.Connection) -> bool:
+    """Whether some vector block has no postings (written small, or before schema 2)."""
+    return db.execute(f"SELECT 1 {_MISSING} LIMIT 1").fetchone() is not None
+
+
 def backfill(db: sqlite3.Connection) -> int:
     """Write the postings of every vector block that has none (an index from before schema
-    2); returns the blocks done. Inside the caller's transaction."""
+    2, or a block written below ``SMALL_BLOCK`` rows that ``compact`` did not merge); returns
+    the blocks done. Inside the caller's transaction."""
+    todo = [(bid, rid) for bid, rid in db.execute(f"SELECT id, rowids {_MISSING} ORDER BY id")]
+    if not todo:
+        return 0  # (a new index is created without importing numpy)
     import numpy as np
 
-    todo = [(bid, rid) for bid, rid in db.execute(
-        "SELECT id, rowids FROM vec_blocks WHERE id NOT IN (SELECT block_id FROM lex_blocks) "
-        "ORDER BY id")]
     for block_id, rid in todo:
         write_block(db, block_id, np.frombuffer(rid, "<i8").tolist())
     return len(todo)

@@ -526,7 +526,7 @@ class IndexStore:
                     pending_vecs.append(vecs)
             if pending_ids:
                 self._write_blocks(np.asarray(pending_ids, np.int64),
-                                   np.concatenate(pending_vecs))
+                                   np.concatenate(pending_vecs), small_postings=False)
 
     def touch_document(self, key: str, *, path: str | None = None, size: int | None = None,
                        mtime: float | None = None) -> None:
@@ -589,7 +589,8 @@ class IndexStore:
             self._dim = None
 
     def compact(self) -> int:
-        """Rewrite blocks holding deleted rows and merge small blocks; returns blocks removed.
+        """Rewrite blocks holding deleted rows and merge small blocks, then write the lexical
+        postings of every block still without them; returns blocks removed.
 
         Keeps ``load_matrix`` a few large sequential reads no matter how the index grew.
         """
@@ -597,27 +598,31 @@ class IndexStore:
 
         rows = self.db.execute("SELECT id, n, dead FROM vec_blocks ORDER BY id").fetchall()
         todo = [bid for bid, n, dead in rows if dead or n - dead < SMALL_BLOCK]
-        if not todo or (len(todo) == 1 and not any(d for _, _, d in rows)):
-            return 0
         dim = self.dimensions()
-        if not dim:
+        if not dim or (len(todo) == 1 and not any(d for _, _, d in rows)):
+            todo = []
+        if not todo and not lexical.missing_blocks(self.db):
             return 0
+        written = 0
         with self.transaction():
-            ids_parts, vec_parts = [], []
-            for bid in todo:
-                n, rid, data = self.db.execute(
-                    "SELECT n, rowids, data FROM vec_blocks WHERE id = ?", (bid,)).fetchone()
-                ids = np.frombuffer(rid, "<i8")
-                vecs = np.frombuffer(data, "<f4").reshape(n, dim)
-                live = ids >= 0
-                ids_parts.append(ids[live])
-                vec_parts.append(vecs[live])
-            self.db.execute("DELETE FROM vec_blocks WHERE id IN (SELECT value FROM json_each(?))",
-                            (json.dumps(todo),))
-            ids = np.concatenate(ids_parts)
-            vecs = np.concatenate(vec_parts)
-            order = np.argsort(ids, kind="stable")
-            written = self._write_blocks(ids[order], vecs[order]) if ids.size else 0
+            if todo:
+                ids_parts, vec_parts = [], []
+                for bid in todo:
+                    n, rid, data = self.db.execute(
+                        "SELECT n, rowids, data FROM vec_blocks WHERE id = ?", (bid,)).fetchone()
+                    ids = np.frombuffer(rid, "<i8")
+                    vecs = np.frombuffer(data, "<f4").reshape(n, dim)
+                    live = ids >= 0
+                    ids_parts.append(ids[live])
+                    vec_parts.append(vecs[live])
+                self.db.execute(
+                    "DELETE FROM vec_blocks WHERE id IN (SELECT value FROM json_each(?))",
+                    (json.dumps(todo),))
+                ids = np.concatenate(ids_parts)
+                vecs = np.concatenate(vec_parts)
+                order = np.argsort(ids, kind="stable")
+                written = self._write_blocks(ids[order], vecs[order]) if ids.size else 0
+            lexical.backfill(self.db)  # blocks written small and left alone
         return len(todo) - written
 
     # -- internals -------------------------------------------------------------------------
@@ -634,7 +639,12 @@ class IndexStore:
                 f"vectors have {dim} dimensions but index {self.path} holds {have}; "
                 "use the index's model or --rebuild")
 
-    def _write_blocks(self, ids: np.ndarray, vecs: np.ndarray) -> int:
+    def _write_blocks(self, ids: np.ndarray, vecs: np.ndarray,
+                      small_postings: bool = True) -> int:
+        """Vector blocks of ``BLOCK_ROWS`` and their lexical postings. ``small_postings=False``
+        (``write_documents``): a block below ``SMALL_BLOCK`` rows gets its postings when
+        ``compact`` merges it (or, left alone, backfills it), so they are built once, not
+        here and again in the merge; until then readers use FTS5's bm25() (the same scores)."""
         import numpy as np
 
         n_blocks = 0
@@ -647,7 +657,8 @@ class IndexStore:
             self.db.executemany(
                 "UPDATE chunks SET block_id = ?, block_pos = ? WHERE id = ?",
                 [(cur.lastrowid, pos, int(cid)) for pos, cid in enumerate(part_ids.tolist())])
-            lexical.write_block(self.db, cur.lastrowid, part_ids.tolist())
+            if small_postings or part.shape[0] >= SMALL_BLOCK:
+                lexical.write_block(self.db, cur.lastrowid, part_ids.tolist())
             n_blocks += 1
         return n_blocks
 
