@@ -1,7 +1,8 @@
-"""Issue 13: read-only commands end with ``os._exit`` once their output is flushed
-(``run_app(fast_exit=)``), skipping the interpreter's teardown. What must still happen does:
-all output arrives, the exit code is the command's, ``atexit`` handlers run. A command that
-writes an index ends the usual way."""
+"""Issue 13: the commands in ``cli.FAST_EXIT`` (read-only ones, and ``embed``/``rm``, which
+commit and close their index before they return) end with ``os._exit`` once their output is
+flushed (``run_app(fast_exit=)``), skipping the interpreter's teardown. What must still happen
+does: all output arrives, the exit code is the command's, ``atexit`` handlers run, the index
+is whole. Any other command ends the usual way."""
 
 from __future__ import annotations
 
@@ -61,9 +62,26 @@ def test_a_large_output_through_a_pipe_is_not_cut(tmp_path):
     assert "".join(r["text"] for r in rows).count("Paragraph") == 400
 
 
-def test_a_write_command_ends_the_usual_way(tmp_path):
+def test_embed_leaves_a_whole_index_without_teardown(tmp_path):
+    # embed commits and closes its index before it returns: nothing is left for a teardown
+    index = tmp_path / "i.sqlite"
     proc, mark = run_probe(tmp_path, "embed", str(FIXTURES / "beekeeping"), "--index",
-                           str(tmp_path / "i.sqlite"))
+                           str(index), "--json")
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert (mark.parent / "mark.atexit").read_text() == "ran"
+    assert not (mark.parent / "mark.teardown").exists()
+    assert not Path(str(index) + "-wal").exists()  # checkpointed and closed
+    check = subprocess.run([sys.executable, "-m", "ragsift", "info", "--check", "--json",
+                            "--index", str(index)], capture_output=True, text=True,
+                           timeout=120)
+    assert check.returncode == 0, check.stderr
+    info = json.loads(check.stdout)
+    assert info["chunks"] == summary["chunks"] > 0
+
+
+def test_a_command_outside_the_list_ends_the_usual_way(tmp_path):
+    proc, mark = run_probe(tmp_path, "--help")
     assert proc.returncode == 0, proc.stderr
     assert (mark.parent / "mark.atexit").read_text() == "ran"
     assert (mark.parent / "mark.teardown").exists()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 import tempfile
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ragsift.index import lexical, migrations
+from ragsift.index import store as store_module
 from ragsift.index.backend import DocumentWrite
 from ragsift.index.store import IndexStore
 
@@ -42,9 +44,11 @@ def doc(key: str, texts: list[tuple[str, str]], rng: np.random.Generator) -> Doc
                          vectors=vecs)
 
 
-def both(store: IndexStore, query: str, limit: int, rowids=None):
-    """(postings answer, FTS5 answer) for one query."""
-    assert store._lexical_postings() is not None, "the postings path is not in use"
+def both(store: IndexStore, query: str, limit: int, rowids=None, postings: bool = True):
+    """(postings answer, FTS5 answer) for one query; ``postings=False``: the index has blocks
+    without postings, so both answers must come from FTS5."""
+    in_use = store._lexical_postings() is not None
+    assert in_use == postings, "the postings path is in use" if in_use else "it is not in use"
     fast = store.lexical_search(query, limit, rowids)
     store._postings = False  # FTS5's own query
     try:
@@ -67,10 +71,15 @@ queries = st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(
                                                 st.integers(0, 7), st.lists(chunk, min_size=1,
                                                                             max_size=4)),
                                       max_size=4),
-       qs=queries, limit=st.integers(1, 40), compact=st.booleans())
-def test_postings_answer_exactly_what_fts5_answers(docs, edits, qs, limit, compact):
+       qs=queries, limit=st.integers(1, 40), compact=st.booleans(),
+       small=st.sampled_from([1, store_module.SMALL_BLOCK]))
+def test_postings_answer_exactly_what_fts5_answers(docs, edits, qs, limit, compact, small):
+    # ``small``: the rows below which a written block waits for ``compact`` to get its
+    # postings. 1 stands in for blocks of a big run (postings at once, then rows deleted
+    # inside them); the real value leaves these small blocks to ``compact``.
     rng = np.random.default_rng(0)
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, \
+            mock.patch.object(store_module, "SMALL_BLOCK", small):
         path = str(Path(tmp) / "i.sqlite")
         with IndexStore.open(path, "w") as store:
             store.write_documents([doc(f"d{i}", t, rng) for i, t in enumerate(docs)])
@@ -87,15 +96,18 @@ def test_postings_answer_exactly_what_fts5_answers(docs, edits, qs, limit, compa
             if not store.count():
                 return
             rowids = [r[0] for r in store.db.execute("SELECT id FROM chunks ORDER BY id")]
+            postings = compact or small == 1
             for q in qs:
-                fast, slow = both(store, q, limit)
+                fast, slow = both(store, q, limit, postings=postings)
                 assert fast == slow  # same rowids, order and bit-identical scores
-                fast, slow = both(store, q, limit, rowids[::2])
+                fast, slow = both(store, q, limit, rowids[::2], postings=postings)
                 assert fast == slow
 
 
-def test_real_text_many_blocks_and_deletions(tmp_path):
-    # more than one vector block (1,024 rows each), rows deleted inside blocks
+def test_real_text_many_blocks_and_deletions(tmp_path, monkeypatch):
+    # more than one vector block (1,024 rows each), rows deleted inside blocks; every block
+    # written gets its postings at once (as a big run's blocks do)
+    monkeypatch.setattr(store_module, "SMALL_BLOCK", 1)
     rng = np.random.default_rng(1)
     corpus = (Path(__file__).resolve().parent.parent / "fixtures").rglob("*.md")
     sentences = [s.strip() for p in corpus for s in p.read_text().split(".") if s.strip()]
@@ -144,6 +156,7 @@ def test_postings_that_disagree_with_fts5_are_not_used(tmp_path):
     path = str(tmp_path / "i.sqlite")
     with IndexStore.open(path, "w") as store:
         store.write_documents([doc("a", [("honey bees and wax", ""), ("queen bee", "")], rng)])
+        store.compact()  # a small block's postings come with the run's compaction
     with IndexStore.open(path, "r") as store:
         want = store.lexical_search("bee wax", 10)
     db = sqlite3.connect(path)
@@ -163,6 +176,7 @@ def test_query_words_are_tokenized_by_fts5_itself(tmp_path):
     path = str(tmp_path / "i.sqlite")
     with IndexStore.open(path, "w") as store:
         store.write_documents([doc("a", [("Swarming bees in the Café", "")], rng)])
+        store.compact()
     with IndexStore.open(path, "r") as store:
         postings = store._lexical_postings()
         # porter stems, folded case and diacritics, as chunks_fts stores them
@@ -181,6 +195,7 @@ def test_a_block_beyond_uint16_has_no_postings_and_fts5_answers(tmp_path, monkey
     path = str(tmp_path / "i.sqlite")
     with IndexStore.open(path, "w") as store:
         store.write_documents([doc("a", texts, rng)])
+        store.compact()
         assert store.db.execute("SELECT count(*) FROM lex_blocks").fetchone()[0] == 0
         assert store.verify() == []
     with IndexStore.open(path, "r") as store:
@@ -201,3 +216,29 @@ def test_a_new_and_an_emptied_index_agree_with_fts5(tmp_path):
     with IndexStore.open(path, "r") as store:
         assert store._lexical_postings() is not None
         assert store.lexical_search("bees", 5) == []
+
+
+def test_each_row_of_a_run_of_small_flushes_is_tokenized_once(tmp_path, monkeypatch):
+    # a run commits small blocks (a few files each) and compact merges them at the end: the
+    # postings are built once, in the merge, not once per flush and again in the merge
+    tokenized: list[int] = []
+    real = lexical.write_block
+
+    def counting(db, block_id, rowids):
+        tokenized.extend(int(r) for r in rowids if r >= 0)
+        return real(db, block_id, rowids)
+
+    monkeypatch.setattr(lexical, "write_block", counting)
+    rng = np.random.default_rng(7)
+    path = str(tmp_path / "i.sqlite")
+    with IndexStore.open(path, "w") as store:
+        for i in range(3):
+            store.write_documents([doc(f"d{i}", [("honey bees", ""), (f"wax {i}", "H")], rng)])
+        assert tokenized == []  # committed, readable through FTS5 meanwhile
+        assert store.compact() == 2  # three small blocks became one
+        rows = [r for (r,) in store.db.execute("SELECT id FROM chunks ORDER BY id")]
+        assert sorted(tokenized) == rows  # every row once
+        assert store.verify() == []
+    with IndexStore.open(path, "r") as store:
+        fast, slow = both(store, "wax bees", 10)
+        assert fast == slow and len(fast) == 6

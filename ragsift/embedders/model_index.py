@@ -61,7 +61,9 @@ class ModelIndex(GenericIndex):
         if not text:
             self.starts, self.ntok = [], 0
             return
-        enc = counter._tok.encode(text)
+        # encode_batch releases the GIL (encode holds it): the model loading and the main
+        # thread go on meanwhile (the same encoding)
+        enc = counter._tok.encode_batch([text])[0]
         offsets = enc.offsets
         inner = [a for a, _b in offsets[1:-1]]  # token starts between the two special tokens
         in_order = inner == sorted(inner)

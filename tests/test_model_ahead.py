@@ -1,0 +1,94 @@
+"""Issue 13, target 2: a run that will embed everything (a new, empty or rebuilt index)
+starts loading the model on a thread at once (``pipeline._ModelLoad``), so the session is
+built while the index opens and the first files are chunked. An index with documents loads
+the model only when something needs embedding. No load thread outlives the run."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+from ragsift import pipeline
+from ragsift.errors import RagsiftError
+from ragsift.pipeline import build_index
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def loader_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name == "ragsift-model"]
+
+
+@pytest.fixture
+def loads(monkeypatch):
+    """The ``_ModelLoad`` objects a run creates."""
+    made: list = []
+    real = pipeline._ModelLoad
+
+    def counting(*args, **kwargs):
+        made.append(real(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(pipeline, "_ModelLoad", counting)
+    return made
+
+
+def test_a_new_index_loads_the_model_ahead_and_uses_it(tmp_path, loads):
+    shutil.copytree(FIXTURES / "beekeeping", tmp_path / "docs")
+    s = build_index([str(tmp_path / "docs")], tmp_path / "i.sqlite")
+    assert len(loads) == 1 and s.model_loaded and s.embedded == s.chunks > 0
+    assert loader_threads() == []
+    # an unchanged re-run and a re-run with one changed file: no load ahead
+    s = build_index([str(tmp_path / "docs")], tmp_path / "i.sqlite")
+    assert len(loads) == 1 and not s.model_loaded
+    first = sorted((tmp_path / "docs").rglob("*.md"))[0]
+    first.write_text(first.read_text() + "\n\nOne more paragraph about smokers.\n")
+    s = build_index([str(tmp_path / "docs")], tmp_path / "i.sqlite")
+    assert len(loads) == 1 and s.model_loaded and s.embedded >= 1
+
+
+def test_a_rebuild_loads_ahead(tmp_path, loads):
+    shutil.copytree(FIXTURES / "beekeeping", tmp_path / "docs")
+    build_index([str(tmp_path / "docs")], tmp_path / "i.sqlite")
+    s = build_index([str(tmp_path / "docs")], tmp_path / "i.sqlite", rebuild=True)
+    assert len(loads) == 2 and s.model_loaded and s.reused == 0 < s.embedded
+
+
+def test_nothing_to_embed_waits_for_the_unused_load(tmp_path, loads):
+    # every file skipped: the model loaded ahead is not used, and its thread is done
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
+    s = build_index([str(docs)], tmp_path / "i.sqlite")
+    assert len(loads) == 1 and not s.model_loaded and s.chunks == 0
+    assert loader_threads() == []
+
+
+def test_an_error_before_the_index_opens_leaves_no_load_running(tmp_path, loads):
+    shutil.copytree(FIXTURES / "beekeeping", tmp_path / "docs")
+    foreign = tmp_path / "foreign.sqlite"
+    foreign.write_bytes(b"not an index, not empty")
+    with pytest.raises(RagsiftError):
+        build_index([str(tmp_path / "docs")], foreign)
+    assert loads == [] and loader_threads() == []  # a foreign file: nothing loaded ahead
+    with pytest.raises(RagsiftError, match="tokenizer|model"):
+        build_index([str(tmp_path / "docs")], tmp_path / "i.sqlite",
+                    model_dir=str(tmp_path))  # no model files there
+    assert loader_threads() == []
+
+
+def test_a_failed_load_ahead_is_raised_by_the_run(tmp_path, monkeypatch):
+    # the load's own error reaches the caller, as a load on first need would
+    def broken(*_a, **_k):
+        raise RagsiftError("cannot load model: broken on purpose")
+
+    import ragsift.embedders as embedders
+
+    monkeypatch.setattr(embedders, "load_embedder", broken)
+    shutil.copytree(FIXTURES / "beekeeping", tmp_path / "docs")
+    with pytest.raises(RagsiftError, match="broken on purpose"):
+        build_index([str(tmp_path / "docs")], tmp_path / "i.sqlite")
+    assert loader_threads() == []
