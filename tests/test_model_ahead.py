@@ -92,3 +92,27 @@ def test_a_failed_load_ahead_is_raised_by_the_run(tmp_path, monkeypatch):
     with pytest.raises(RagsiftError, match="broken on purpose"):
         build_index([str(tmp_path / "docs")], tmp_path / "i.sqlite")
     assert loader_threads() == []
+
+
+@pytest.mark.parametrize("loading", [True, False])
+def test_the_first_batch_gathers_while_the_model_loads(tmp_path, monkeypatch, loading):
+    # 12 one-chunk files: FLUSH_FILES (8) makes two commits; while the model is still
+    # loading (held here, not timed) the batch may grow up to 4x before it commits
+    from ragsift.index.store import IndexStore
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(12):
+        (docs / f"n{i:02d}.txt").write_text(f"Note {i} about hives and queen bees.\n")
+    monkeypatch.setattr(pipeline._ModelLoad, "loading", lambda self: loading)
+    commits: list[int] = []
+    real = IndexStore.write_documents
+
+    def counting(self, batch):
+        commits.append(len(batch))
+        return real(self, batch)
+
+    monkeypatch.setattr(IndexStore, "write_documents", counting)
+    s = build_index([str(docs)], tmp_path / "i.sqlite")
+    assert s.embedded == s.chunks == 12
+    assert commits == ([12] if loading else [8, 4])
