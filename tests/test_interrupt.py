@@ -50,3 +50,29 @@ def test_a_plain_interrupt_and_a_bug(monkeypatch, capsys):
     assert capsys.readouterr().err == "ragsift: interrupted\n"
     assert run(bug, monkeypatch) == 2
     assert capsys.readouterr().err.startswith("ragsift: internal error: ImportError")
+
+
+def test_an_interrupt_while_the_cli_loads_is_exit_130(tmp_path):
+    # a Ctrl-C before any command runs lands in the import of the CLI (typer, the
+    # subcommands): the entry point catches it. Simulated by an import hook that raises
+    # KeyboardInterrupt when typer is imported, in a new process, through the console
+    # script's entry (and ``python -m ragsift``, which is the same function).
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "class Hook:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'typer':\n"
+        "            raise KeyboardInterrupt\n"
+        "sys.meta_path.insert(0, Hook())\n"
+        "sys.argv = ['ragsift', '--help']\n"
+        "from ragsift.__main__ import main\n"
+        "main()\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 130
+    assert proc.stderr == "ragsift: interrupted\n"
+    assert proc.stdout == ""
