@@ -518,10 +518,21 @@ class _Run:
         # while the model is still loading ahead nothing can be embedded: the first batch
         # goes on gathering (up to GATHER_WHILE_LOADING times the usual size), so it is
         # sorted by length over more texts, at no cost in time to the first commit
-        scale = GATHER_WHILE_LOADING if self.early is not None and self.early.loading() else 1
-        if self.pending_chunks >= FLUSH_CHUNKS * scale or \
-                len(self.pending) >= FLUSH_FILES * scale:
+        if self._due(GATHER_WHILE_LOADING if self._loading() else 1):
             self.flush()
+
+    def flush_if_due(self) -> None:
+        """While this thread waits for the producer: commit a batch that became due when the
+        model finished loading (not only at the next document, which may be slow to parse)."""
+        if self.pending and not self._loading() and self._due(1):
+            self.flush()
+
+    def _due(self, scale: int) -> bool:
+        return self.pending_chunks >= FLUSH_CHUNKS * scale or \
+            len(self.pending) >= FLUSH_FILES * scale
+
+    def _loading(self) -> bool:
+        return self.early is not None and self.early.loading()
 
     def flush(self) -> None:
         import time
@@ -731,7 +742,8 @@ def _ingest_files(run: _Run, paths, chunker, include, exclude, prune: bool, skip
     run.share_token_ids(chunker)
     try:
         _consume(run, _prefetched(_file_events(found.files, state, chunker, key_of_chunker,
-                                               max_file_size), PREFETCH_FILES), seen, skip)
+                                               max_file_size), PREFETCH_FILES,
+                                  idle=run.flush_if_due), seen, skip)
         run.flush()
     finally:
         run.share_token_ids(None)
@@ -853,8 +865,13 @@ def _file_events(files, state, chunker, key_of_chunker,
     yield from pending
 
 
-def _prefetched(items: Iterable, depth: int) -> Iterator:
-    """``items`` produced by a daemon thread up to ``depth`` ahead of the consumer, in order.
+IDLE_TICK = 0.05  # seconds between ``idle`` calls while the consumer waits for the producer
+
+
+def _prefetched(items: Iterable, depth: int,
+                idle: Callable[[], None] | None = None) -> Iterator:
+    """``items`` produced by a daemon thread up to ``depth`` ahead of the consumer, in order;
+    ``idle`` runs on the consumer's thread every ``IDLE_TICK`` seconds it waits for an item.
     An exception in the producer is raised here; when the consumer stops early (an error,
     Ctrl-C) the producer stops at its next item."""
     import queue
@@ -887,7 +904,11 @@ def _prefetched(items: Iterable, depth: int) -> Iterator:
     thread.start()
     try:
         while True:
-            exc, item = q.get()
+            try:
+                exc, item = q.get(timeout=IDLE_TICK if idle is not None else None)
+            except queue.Empty:
+                idle()  # type: ignore[misc]
+                continue
             if exc is not None:
                 raise exc
             if item is done:

@@ -116,3 +116,54 @@ def test_the_first_batch_gathers_while_the_model_loads(tmp_path, monkeypatch, lo
     s = build_index([str(docs)], tmp_path / "i.sqlite")
     assert s.embedded == s.chunks == 12
     assert commits == ([12] if loading else [8, 4])
+
+
+def test_a_batch_due_when_the_model_is_ready_commits_without_the_next_file(tmp_path,
+                                                                           monkeypatch):
+    # the first batch gathers files while the model loads; the model is ready when the 10th
+    # file starts parsing, which is slow (held here until a batch is committed): the due
+    # batch must commit while the consumer waits for that file, not after it. Broken, the producer waits 60 s and the order of
+    # events shows it; no timing decides the outcome.
+    from ragsift.index.store import IndexStore
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(12):
+        (docs / f"n{i:02d}.txt").write_text(f"Note {i} about hives and queen bees.\n")
+    state = {"loading": True, "calls": 0}
+    events: list = []
+    committed = threading.Event()
+    monkeypatch.setattr(pipeline._ModelLoad, "loading", lambda self: state["loading"])
+    real_records = pipeline.index_records
+
+    nine_added = threading.Event()
+    real_add = pipeline._Run.add
+
+    def counting_add(self, doc, work=0):
+        real_add(self, doc, work)
+        if len(self.pending) == 9:
+            nine_added.set()
+
+    def slow_tenth(chunker, doc):
+        state["calls"] += 1
+        if state["calls"] == 10:
+            nine_added.wait(60)  # the consumer holds 9 files and waits for the 10th
+            state["loading"] = False  # the model is ready now
+            committed.wait(60)
+            events.append("10th file parsed")
+        return real_records(chunker, doc)
+
+    real_write = IndexStore.write_documents
+
+    def recording(self, batch):
+        out = real_write(self, batch)
+        events.append(("commit", len(batch)))
+        committed.set()
+        return out
+
+    monkeypatch.setattr(pipeline, "index_records", slow_tenth)
+    monkeypatch.setattr(pipeline._Run, "add", counting_add)
+    monkeypatch.setattr(IndexStore, "write_documents", recording)
+    s = build_index([str(docs)], tmp_path / "i.sqlite")
+    assert s.embedded == 12
+    assert events == [("commit", 9), "10th file parsed", ("commit", 3)]
