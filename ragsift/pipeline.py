@@ -378,6 +378,11 @@ class _ModelLoad:
     def __init__(self, model_dir: str | None, options: dict) -> None:
         import threading
 
+        # numpy's first import is not safe from two threads at once (one may get it half
+        # initialised: "cannot import name ... from partially initialized module"), and the
+        # caller's thread needs it too (index, Lance): imported here, before the thread
+        import numpy  # noqa: F401
+
         self._out: list = [None, None]  # embedder, exception
 
         def load() -> None:
@@ -653,13 +658,14 @@ def build_index(
         if on_skip:
             on_skip(s)
 
-    early = _load_ahead(index, embedder, rebuild, engine, model_dir, batch_size,
-                        embedder_options)
+    early = None
     try:
         if not use_stdin and chunker is None:
             opts = clean_embedder_options(embedder_options)
             chunker = default_embed_chunker(model_dir, max_length=opts.get("max_length"),
                                             passage_prefix=opts.get("passage_prefix"))
+        early = _load_ahead(index, embedder, rebuild, engine, model_dir, batch_size,
+                            embedder_options)
         store = IndexStore.open(index, "w", wait=wait)
     except BaseException:
         if early is not None:
