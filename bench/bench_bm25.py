@@ -46,13 +46,7 @@ def collect(settings: list[tuple[float, float]]) -> dict:
             emb = CachingEmbedder(runner._load_embedder(DEFAULT_CONFIG), cache)
             index = runner._build(paths, Path(tmp) / "index.sqlite", DEFAULT_CONFIG, emb)
             store = index.store
-            if hasattr(ds, "questions"):
-                queries = [q.question for q in ds.questions]
-                gold = [(q.corpus_id, q.references) for q in ds.questions]
-            else:
-                qids = list(ds.queries)
-                queries = [ds.queries[q] for q in qids]
-                gold = [ds.qrels[q] for q in qids]
+            queries, gold = BF.queries_and_gold(ds)
             qvecs = emb.embed(queries, kind="query").vectors
             dense = store.dense_candidates(qvecs, depth)
             records = {r.rowid: (label_of(r.path), r.start, r.end, r.path, r.text)
@@ -62,13 +56,7 @@ def collect(settings: list[tuple[float, float]]) -> dict:
                     lexical.K1, lexical.B = k1, b
                     store._postings = None  # a fresh snapshot: the constants are read per query
                     t0 = time.perf_counter()
-                    cands = []
-                    for query, qvec, d in zip(queries, qvecs, dense):
-                        lex = store.lexical_candidates(query, depth) if query.strip() else []
-                        have = {r for r, _ in d}
-                        todo = [r for r, _ in lex if r not in have]
-                        cos = dict(zip(todo, store.cosines(qvec, todo))) if todo else {}
-                        cands.append((d, lex, cos))
+                    cands = BF.candidate_lists(store, queries, qvecs, dense, depth)
                     per[(k1, b)][name] = {"queries": queries, "gold": gold, "cands": cands,
                                           "records": records, "depth": depth}
                     print(f"{name} k1={k1} b={b}: {time.perf_counter() - t0:.1f}s",

@@ -59,22 +59,10 @@ def collect(out: str, only: str | None = None) -> None:
             print(f"{name}: indexed {len(index.records)} chunks in "
                   f"{time.perf_counter() - t0:.0f}s", file=sys.stderr, flush=True)
             store = index.store
-            if hasattr(ds, "questions"):
-                queries = [q.question for q in ds.questions]
-                gold = [(q.corpus_id, q.references) for q in ds.questions]
-            else:
-                qids = list(ds.queries)
-                queries = [ds.queries[q] for q in qids]
-                gold = [ds.qrels[q] for q in qids]
+            queries, gold = queries_and_gold(ds)
             qvecs = emb.embed(queries, kind="query").vectors
             dense = store.dense_candidates(qvecs, depth)
-            per_query = []
-            for query, qvec, d in zip(queries, qvecs, dense):
-                lex = store.lexical_candidates(query, depth) if query.strip() else []
-                have = {r for r, _ in d}
-                todo = [r for r, _ in lex if r not in have]
-                cos = dict(zip(todo, store.cosines(qvec, todo))) if todo else {}
-                per_query.append((d, lex, cos))
+            per_query = candidate_lists(store, queries, qvecs, dense, depth)
             records = {r.rowid: (label_of(r.path), r.start, r.end, r.path, r.text)
                        for r in index.records}
             store.close()
@@ -84,6 +72,29 @@ def collect(out: str, only: str | None = None) -> None:
               file=sys.stderr, flush=True)
     with open(out, "wb") as fh:
         pickle.dump(data, fh)
+
+
+def queries_and_gold(ds) -> tuple[list[str], list]:
+    """A set's query texts and what each is scored against: (corpus id, reference spans) for
+    a span set, the qrels for a BEIR set."""
+    if hasattr(ds, "questions"):
+        return ([q.question for q in ds.questions],
+                [(q.corpus_id, q.references) for q in ds.questions])
+    qids = list(ds.queries)
+    return [ds.queries[q] for q in qids], [ds.qrels[q] for q in qids]
+
+
+def candidate_lists(store, queries, qvecs, dense, depth: int) -> list[tuple]:
+    """Per query, (dense list, lexical list, cosine of every lexical-only candidate): what
+    the engine asks the backend for before it fuses."""
+    out = []
+    for query, qvec, d in zip(queries, qvecs, dense):
+        lex = store.lexical_candidates(query, depth) if query.strip() else []
+        have = {r for r, _ in d}
+        todo = [r for r, _ in lex if r not in have]
+        cos = dict(zip(todo, store.cosines(qvec, todo))) if todo else {}
+        out.append((d, lex, cos))
+    return out
 
 
 FOLDS = ("chatlogs", "state_of_the_union", "wikitexts", "scifact")

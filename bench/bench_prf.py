@@ -19,6 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import bench_fusion as BF  # noqa: E402
 from bench_fusion import EVAL  # noqa: E402
 
 
@@ -53,13 +54,7 @@ def run(sf_index: str | None, ms: list[int], betas: list[float]) -> None:
             rowids, matrix = store.load_matrix()
             row_of = {int(r): i for i, r in enumerate(rowids.tolist())}
             recs = {r.rowid: r for r in store.chunk_records(rowids.tolist())}
-            if hasattr(ds, "questions"):
-                queries = [q.question for q in ds.questions]
-                gold = [(q.corpus_id, q.references) for q in ds.questions]
-            else:
-                qids = list(ds.queries)
-                queries = [ds.queries[q] for q in qids]
-                gold = [ds.qrels[q] for q in qids]
+            queries, gold = BF.queries_and_gold(ds)
             qv = np.asarray(emb.embed(queries, kind="query").vectors, dtype=np.float32)
             dense0 = store.dense_candidates(qv, depth)
             lexs = [store.lexical_candidates(q, depth) for q in queries]
