@@ -707,9 +707,10 @@ def build_index(
 
 def _load_ahead(index, embedder, rebuild: bool, engine: str, model_dir: str | None,
                 batch_size: int | None, embedder_options: dict | None) -> _ModelLoad | None:
-    """Start loading the model now when the run will certainly need it: a new, empty or
-    rebuilt index embeds everything it indexes (an index with documents loads the model
-    only once something needs embedding, so an unchanged re-run never does)."""
+    """Start loading the model now when the run will certainly need it: a new index (no
+    file, or a 0-byte one) or a rebuilt one embeds everything it indexes (an index with
+    documents loads the model only once something needs embedding, so an unchanged re-run
+    never does)."""
     from ragsift.errors import RagsiftError
     from ragsift.index.store import inspect_file
 

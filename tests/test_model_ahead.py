@@ -1,6 +1,7 @@
-"""Issue 13, target 2: a run that will embed everything (a new, empty or rebuilt index)
-starts loading the model on a thread at once (``pipeline._ModelLoad``), so the session is
-built while the index opens and the first files are chunked. An index with documents loads
+"""Issue 13, target 2: a run that will embed everything (a new index: no file or a 0-byte
+one, or a rebuilt index) starts loading the model on a thread at once
+(``pipeline._ModelLoad``), so the session is built while the index opens and the first files
+are chunked. An index with documents loads
 the model only when something needs embedding. No load thread outlives the run."""
 
 from __future__ import annotations
