@@ -383,24 +383,25 @@ class _ModelLoad:
         # caller's thread needs it too (index, Lance): imported here, before the thread
         import numpy  # noqa: F401
 
-        self._out: list = [None, None]  # embedder, exception
+        self._embedder = None
+        self._error: BaseException | None = None
 
         def load() -> None:
             try:
                 from ragsift.embedders import load_embedder
 
-                self._out[0] = load_embedder(model_dir, **options)
+                self._embedder = load_embedder(model_dir, **options)
             except BaseException as exc:  # noqa: BLE001 - raised again by result()
-                self._out[1] = exc
+                self._error = exc
 
         self._thread = threading.Thread(target=load, name="ragsift-model", daemon=True)
         self._thread.start()
 
     def result(self):
         self._thread.join()
-        if self._out[1] is not None:
-            raise self._out[1]
-        return self._out[0]
+        if self._error is not None:
+            raise self._error
+        return self._embedder
 
     def loading(self) -> bool:
         return self._thread.is_alive()

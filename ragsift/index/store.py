@@ -594,8 +594,6 @@ class IndexStore:
 
         Keeps ``load_matrix`` a few large sequential reads no matter how the index grew.
         """
-        import numpy as np
-
         rows = self.db.execute("SELECT id, n, dead FROM vec_blocks ORDER BY id").fetchall()
         todo = [bid for bid, n, dead in rows if dead or n - dead < SMALL_BLOCK]
         dim = self.dimensions()
@@ -606,24 +604,29 @@ class IndexStore:
         written = 0
         with self.transaction():
             if todo:
-                ids_parts, vec_parts = [], []
-                for bid in todo:
-                    n, rid, data = self.db.execute(
-                        "SELECT n, rowids, data FROM vec_blocks WHERE id = ?", (bid,)).fetchone()
-                    ids = np.frombuffer(rid, "<i8")
-                    vecs = np.frombuffer(data, "<f4").reshape(n, dim)
-                    live = ids >= 0
-                    ids_parts.append(ids[live])
-                    vec_parts.append(vecs[live])
-                self.db.execute(
-                    "DELETE FROM vec_blocks WHERE id IN (SELECT value FROM json_each(?))",
-                    (json.dumps(todo),))
-                ids = np.concatenate(ids_parts)
-                vecs = np.concatenate(vec_parts)
-                order = np.argsort(ids, kind="stable")
-                written = self._write_blocks(ids[order], vecs[order]) if ids.size else 0
+                written = self._merge_blocks(todo, dim)
             lexical.backfill(self.db)  # blocks written small and left alone
         return len(todo) - written
+
+    def _merge_blocks(self, todo: list[int], dim: int) -> int:
+        """Rewrite the live rows of blocks ``todo`` as new full blocks; returns blocks written."""
+        import numpy as np
+
+        ids_parts, vec_parts = [], []
+        for bid in todo:
+            n, rid, data = self.db.execute(
+                "SELECT n, rowids, data FROM vec_blocks WHERE id = ?", (bid,)).fetchone()
+            ids = np.frombuffer(rid, "<i8")
+            vecs = np.frombuffer(data, "<f4").reshape(n, dim)
+            live = ids >= 0
+            ids_parts.append(ids[live])
+            vec_parts.append(vecs[live])
+        self.db.execute("DELETE FROM vec_blocks WHERE id IN (SELECT value FROM json_each(?))",
+                        (json.dumps(todo),))
+        ids = np.concatenate(ids_parts)
+        vecs = np.concatenate(vec_parts)
+        order = np.argsort(ids, kind="stable")
+        return self._write_blocks(ids[order], vecs[order]) if ids.size else 0
 
     # -- internals -------------------------------------------------------------------------
     def _require_writer(self) -> None:
