@@ -1,7 +1,10 @@
-"""Issue 13: the lexical side scores from per-block postings (``ragsift/index/lexical.py``) and
-must return exactly what FTS5's own ``bm25()`` query returns: the same rowids, in the same
-order, with bit-identical scores, after any mix of writes, replacements, deletions,
-compaction; an index from before the postings is read through FTS5 and upgraded by a writer.
+"""The lexical side scores from per-block postings (``ragsift/index/lexical.py``, issue 13) or,
+without them, by ``lexical.scan`` (the matching rows tokenized at query time). Both must give
+the same rowids, in the same order, with bit-identical scores, after any mix of writes,
+replacements, deletions, compaction, blocks left without postings; and with FTS5's own
+constants (k1 1.2, b 0.75) both must return exactly what FTS5's ``bm25()`` query returns, the
+oracle for the formula. An index from before the postings is read by the scan and upgraded by
+a writer.
 
 No embedder here: the documents are written with random unit vectors straight through the
 store, because the lexical side never reads vectors and these tests need many small indexes.
@@ -9,6 +12,7 @@ store, because the lexical side never reads vectors and these tests need many sm
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import tempfile
 from pathlib import Path
@@ -44,18 +48,46 @@ def doc(key: str, texts: list[tuple[str, str]], rng: np.random.Generator) -> Doc
                          vectors=vecs)
 
 
-def both(store: IndexStore, query: str, limit: int, rowids=None, postings: bool = True):
-    """(postings answer, FTS5 answer) for one query; ``postings=False``: the index has blocks
-    without postings, so both answers must come from FTS5."""
-    in_use = store._lexical_postings() is not None
-    assert in_use == postings, "the postings path is in use" if in_use else "it is not in use"
+FTS5_CONSTANTS = {"K1": 1.2, "B": 0.75}  # fts5_aux.c: what FTS5's bm25() always uses
+
+
+def words_of(query: str) -> list[str]:
+    """The query words ``IndexStore.lexical_search`` asks for (its own rule)."""
+    terms = list(dict.fromkeys(t.lower() for t in store_module._TERM.findall(query)))
+    terms = [t for t in terms if t not in store_module._STOPWORDS] or terms
+    return terms[:store_module.MAX_QUERY_TERMS]
+
+
+def fts5(store: IndexStore, query: str, limit: int, rowids=None) -> list[tuple[int, float]]:
+    """FTS5's own ``bm25()`` query (its fixed constants): the oracle."""
+    match = " OR ".join('"' + t.replace('"', '""') + '"' for t in words_of(query))
+    sql = "SELECT rowid, bm25(chunks_fts) AS s FROM chunks_fts WHERE chunks_fts MATCH ?"
+    params: list = [match]
+    if rowids is not None:
+        sql += " AND rowid IN (SELECT value FROM json_each(?))"
+        params.append(json.dumps(list(rowids)))
+    return [(int(r), float(s)) for r, s in
+            store.db.execute(sql + " ORDER BY s, rowid LIMIT ?", [*params, limit])]
+
+
+def both(store: IndexStore, query: str, limit: int, rowids=None):
+    """(postings answer, scan answer) for one query; the postings must be in use."""
+    assert store._lexical_postings() is not None, "the postings path is not in use"
     fast = store.lexical_search(query, limit, rowids)
-    store._postings = False  # FTS5's own query
-    try:
-        slow = store.lexical_search(query, limit, rowids)
-    finally:
-        store._postings = None
+    slow = lexical.scan(store.db, words_of(query), limit, rowids)
     return fast, slow
+
+
+def all_agree(store: IndexStore, query: str, limit: int, rowids=None) -> list:
+    """Postings and scan agree at the default constants and, with FTS5's, with FTS5."""
+    fast, slow = both(store, query, limit, rowids)
+    assert fast == slow  # same rowids, order and bit-identical scores
+    with mock.patch.multiple(lexical, **FTS5_CONSTANTS):
+        store._postings = None
+        fast5, slow5 = both(store, query, limit, rowids)
+        assert fast5 == slow5 == fts5(store, query, limit, rowids)
+    store._postings = None
+    return fast
 
 
 text = st.lists(st.sampled_from(WORDS), min_size=1, max_size=30).map(" ".join)
@@ -73,10 +105,11 @@ queries = st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(
                                       max_size=4),
        qs=queries, limit=st.integers(1, 40), compact=st.booleans(),
        small=st.sampled_from([1, store_module.SMALL_BLOCK]))
-def test_postings_answer_exactly_what_fts5_answers(docs, edits, qs, limit, compact, small):
+def test_postings_scan_and_fts5_agree(docs, edits, qs, limit, compact, small):
     # ``small``: the rows below which a written block waits for ``compact`` to get its
-    # postings. 1 stands in for blocks of a big run (postings at once, then rows deleted
-    # inside them); the real value leaves these small blocks to ``compact``.
+    # postings on disk. 1 stands in for blocks of a big run (postings at once, then rows
+    # deleted inside them); the real value leaves these small blocks to ``compact``, and a
+    # reader before it builds their postings in memory.
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as tmp, \
             mock.patch.object(store_module, "SMALL_BLOCK", small):
@@ -96,12 +129,14 @@ def test_postings_answer_exactly_what_fts5_answers(docs, edits, qs, limit, compa
             if not store.count():
                 return
             rowids = [r[0] for r in store.db.execute("SELECT id FROM chunks ORDER BY id")]
-            postings = compact or small == 1
+            on_disk = not store.db.execute(
+                "SELECT 1 FROM vec_blocks WHERE id NOT IN (SELECT block_id FROM lex_blocks)"
+            ).fetchone()
+            assert on_disk == (compact or small == 1)
+            assert bool(store._lexical_postings().extra) <= (not on_disk)
             for q in qs:
-                fast, slow = both(store, q, limit, postings=postings)
-                assert fast == slow  # same rowids, order and bit-identical scores
-                fast, slow = both(store, q, limit, rowids[::2], postings=postings)
-                assert fast == slow
+                all_agree(store, q, limit)
+                all_agree(store, q, limit, rowids[::2])
 
 
 def test_real_text_many_blocks_and_deletions(tmp_path, monkeypatch):
@@ -124,11 +159,10 @@ def test_real_text_many_blocks_and_deletions(tmp_path, monkeypatch):
     with IndexStore.open(path, "r") as store:
         for q in ["the honey bees", "queen larvae temperature", "Heading 3", "swarm of bees",
                   "what is wax made of", "the"]:
-            fast, slow = both(store, q, 1000)
-            assert fast == slow and fast
+            assert all_agree(store, q, 1000)
 
 
-def test_an_index_from_before_the_postings_is_read_by_fts5_then_upgraded(tmp_path, monkeypatch):
+def test_an_index_from_before_the_postings_is_scanned_then_upgraded(tmp_path, monkeypatch):
     rng = np.random.default_rng(2)
     path = str(tmp_path / "old.sqlite")
     with monkeypatch.context() as m:  # write the index as schema 1 did
@@ -140,9 +174,10 @@ def test_an_index_from_before_the_postings_is_read_by_fts5_then_upgraded(tmp_pat
                                    doc("b", [("the hive temperature", "Hive")], rng)])
     with IndexStore.open(path, "r") as store:
         assert migrations.schema_version(store.db) == 1
-        assert store._lexical_postings() is None  # read through FTS5
+        assert store._lexical_postings() is None  # no lex tables: the scan answers
         before = store.lexical_search("bee hive", 10)
         assert [r for r, _ in before]
+        assert before == lexical.scan(store.db, ["bee", "hive"], 10)
     with IndexStore.open(path, "w") as store:  # a writer upgrades and backfills
         assert migrations.schema_version(store.db) == migrations.LATEST
         assert store.verify() == []
@@ -167,7 +202,7 @@ def test_postings_that_disagree_with_fts5_are_not_used(tmp_path):
     db.close()
     with IndexStore.open(path, "r") as store:
         assert store._lexical_postings() is None  # token totals differ from FTS5's
-        assert store.lexical_search("bee wax", 10) == want  # FTS5 answers
+        assert store.lexical_search("bee wax", 10) == want  # the scan answers
         assert any("lexical postings" in p for p in store.verify())
 
 
@@ -186,8 +221,8 @@ def test_query_words_are_tokenized_by_fts5_itself(tmp_path):
 
 
 @pytest.mark.parametrize("pathological", ["rows", "count"])
-def test_a_block_beyond_uint16_has_no_postings_and_fts5_answers(tmp_path, monkeypatch,
-                                                               pathological):
+def test_a_block_beyond_uint16_has_postings_in_memory_only(tmp_path, monkeypatch,
+                                                          pathological):
     monkeypatch.setattr(lexical, "MAX_FIELD", 2)  # stands in for 65,535
     rng = np.random.default_rng(5)
     texts = ([("bee", ""), ("wax", ""), ("hive", "")] if pathological == "rows"
@@ -199,8 +234,8 @@ def test_a_block_beyond_uint16_has_no_postings_and_fts5_answers(tmp_path, monkey
         assert store.db.execute("SELECT count(*) FROM lex_blocks").fetchone()[0] == 0
         assert store.verify() == []
     with IndexStore.open(path, "r") as store:
-        assert store._lexical_postings() is None
-        assert store.lexical_search("bee", 5)
+        assert store._lexical_postings().extra  # built when the snapshot is loaded
+        assert all_agree(store, "bee", 5)
 
 
 def test_a_new_and_an_emptied_index_agree_with_fts5(tmp_path):
@@ -234,11 +269,31 @@ def test_each_row_of_a_run_of_small_flushes_is_tokenized_once(tmp_path, monkeypa
     with IndexStore.open(path, "w") as store:
         for i in range(3):
             store.write_documents([doc(f"d{i}", [("honey bees", ""), (f"wax {i}", "H")], rng)])
-        assert tokenized == []  # committed, readable through FTS5 meanwhile
+        assert tokenized == []  # committed; a reader meanwhile builds them in memory
         assert store.compact() == 2  # three small blocks became one
         rows = [r for (r,) in store.db.execute("SELECT id FROM chunks ORDER BY id")]
         assert sorted(tokenized) == rows  # every row once
         assert store.verify() == []
     with IndexStore.open(path, "r") as store:
-        fast, slow = both(store, "wax bees", 10)
-        assert fast == slow and len(fast) == 6
+        assert len(all_agree(store, "wax bees", 10)) == 6
+
+
+def test_the_scan_counts_a_word_fts5_splits_as_a_phrase(tmp_path):
+    # a query word of several FTS5 tokens is one phrase: its tokens at consecutive offsets of
+    # one column, overlapping instances counted each (``"bee bee"`` twice in "bee bee bee")
+    rng = np.random.default_rng(8)
+    path = str(tmp_path / "i.sqlite")
+    texts = [("honey bees make wax", ""), ("bees honey", "honey bees"), ("bee bee bee", ""),
+             ("honey", "bees"), ("wax honey bees honey bees", "")]
+    with IndexStore.open(path, "w") as store:
+        store.write_documents([doc("a", texts, rng)])
+        store.compact()
+    with IndexStore.open(path, "r") as store:
+        words = ["honey bees", "bee bee", "wax"]
+        got = lexical.scan(store.db, words, 10)
+        assert {r for r, _ in got} == {1, 2, 3, 5}  # not 4: the tokens are in two columns
+        with mock.patch.multiple(lexical, **FTS5_CONSTANTS):
+            want = [(int(r), float(s)) for r, s in store.db.execute(
+                "SELECT rowid, bm25(chunks_fts) AS s FROM chunks_fts WHERE chunks_fts MATCH "
+                "'\"honey bees\" OR \"bee bee\" OR \"wax\"' ORDER BY s, rowid")]
+            assert lexical.scan(store.db, words, 10) == want

@@ -16,14 +16,17 @@ the index's tokenizer, read through ``fts5vocab``), so a term here is exactly a 
 ``chunks_fts``. A trigger drops them with their block. Which rows are live comes from the
 block's ``rowids`` (-1: deleted), as for the vectors.
 
-``Postings.search`` then computes, in numpy, the very formula of FTS5's ``bm25()`` (sqlite
-``fts5_aux.c``: k1 1.2, b 0.75, IDF ``log((N - n + 0.5) / (n + 0.5))`` clamped to 1e-6, one
-term per query phrase, the row's length over all columns, the same operation order), so the
-scores are bit-identical and the order (score, then rowid) the same as
-``ORDER BY bm25(chunks_fts), rowid``. Before using the postings a reader checks that their row
-and token totals equal FTS5's own (its "averages" record); an index without postings (written
-before schema 2) or any disagreement, and a query word FTS5 would split into several tokens,
-fall back to the FTS5 query itself. Measured in ``bench/bench_hybrid.py``.
+``Postings.search`` then computes BM25 in numpy: the formula of FTS5's ``bm25()`` (sqlite
+``fts5_aux.c``: IDF ``log((N - n + 0.5) / (n + 0.5))`` clamped to 1e-6, one term per query
+phrase, the row's length over all columns, the same operation order), but with the constants
+``K1``/``B`` (Anserini's BM25 defaults, 0.9 and 0.4; FTS5's own are 1.2 and 0.75 and cannot be
+changed), ordered by (score, then rowid). With FTS5's constants the scores are bit-identical
+to ``ORDER BY bm25(chunks_fts), rowid`` (``tests/test_lexical_postings.py`` checks it). A block
+without postings (written small and not yet compacted, e.g. after a kill) gets them in memory
+when the snapshot is loaded. ``scan`` computes the same scores without postings, from FTS5's
+tokenization of the rows that match: for an index written before schema 2, postings whose
+totals disagree with FTS5's, and a query word FTS5 splits into several tokens (a phrase).
+Every path gives the same scores. Measured in ``bench/bench_hybrid.py``.
 """
 
 from __future__ import annotations
@@ -39,8 +42,11 @@ if TYPE_CHECKING:
 
 FTS5_TOKENIZE = "porter unicode61 remove_diacritics 2"  # chunks_fts's tokenizer (migrations)
 MAX_FIELD = 0xFFFF  # positions and counts are stored as uint16
-K1 = 1.2  # FTS5 bm25() constants (fts5_aux.c)
-B = 0.75
+# BM25's constants: Anserini's defaults. Against FTS5's (1.2, 0.75) they strengthen the lexical
+# side on all four evaluation folds and lift SciFact's fused nDCG@10 over 74 (bench/RESULTS.md,
+# "BM25 constants: Anserini's defaults").
+K1 = 0.9
+B = 0.4
 
 SCHEMA = """
 CREATE TABLE lex_blocks (
@@ -73,6 +79,38 @@ def _scratch(db: sqlite3.Connection, name: str, columns: str) -> None:
     db.execute(f"INSERT INTO temp.{name}({name}) VALUES ('delete-all')")
 
 
+def _memory_db() -> sqlite3.Connection:
+    """A private in-memory database for FTS5 tokenization (an index reader is query-only)."""
+    return sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+
+
+def _tokenize(mem: sqlite3.Connection, rows: Iterable[tuple[int, str, str]]
+              ) -> list[tuple[str, int, int, int]]:
+    """FTS5's tokens of ``rows`` (key, context, text), as (term, key, column, offset) in
+    fts5vocab's order (term, key, column, offset); keys must be positive."""
+    _scratch(mem, "lex_scan", "context, text")
+    mem.executemany("INSERT INTO temp.lex_scan(rowid, context, text) VALUES (?, ?, ?)", rows)
+    return mem.execute("SELECT term, doc, col = 'text', offset FROM temp.lex_scan_v").fetchall()
+
+
+def _pairs(terms: Sequence[str], docs: np.ndarray, n: int) -> tuple[np.ndarray, ...]:
+    """From token instances in (term, row) order, rows ``0..n-1``: each row's token count,
+    then one (term id, row, count) triple per (term, row), and where each term starts."""
+    import numpy as np
+
+    ntok = np.bincount(docs, minlength=n)
+    words = np.asarray(terms, dtype=object)
+    new_term = np.empty(len(words), bool)
+    new_term[:1] = True
+    new_term[1:] = words[1:] != words[:-1]
+    term_id = np.cumsum(new_term) - 1
+    key = term_id * max(n, 1) + docs
+    first = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1]))) if key.size else key
+    tf = np.diff(np.append(first, key.size))
+    ends = np.searchsorted(term_id[first], np.arange(int(new_term.sum()) + 1))
+    return ntok, docs[first], tf, ends, np.flatnonzero(new_term)
+
+
 def write_block(db: sqlite3.Connection, block_id: int, rowids: Sequence[int]) -> None:
     """Postings of vector block ``block_id`` whose positions hold chunk ids ``rowids``
     (-1: deleted). Runs inside the caller's transaction, after the chunks were written."""
@@ -91,24 +129,15 @@ def write_block(db: sqlite3.Connection, block_id: int, rowids: Sequence[int]) ->
     else:
         terms, doc_list = zip(*rows)
         docs = np.asarray(doc_list, np.int64) - 1
-    ntok = np.bincount(docs, minlength=n).astype("<u4")
-    # term ids from the term runs, then one (term, row) pair per run of equal keys
-    words = np.asarray(terms, dtype=object)
-    new_term = np.empty(len(words), bool)
-    new_term[:1] = True
-    new_term[1:] = words[1:] != words[:-1]
-    term_id = np.cumsum(new_term) - 1
-    key = term_id * max(n, 1) + docs
-    first = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1]))) if key.size else key
-    tf = np.diff(np.append(first, key.size))
+    ntok, rows_of, tf, ends_a, heads_a = _pairs(terms, docs, n)
     if n > MAX_FIELD or (tf.size and int(tf.max()) > MAX_FIELD):
-        return  # no postings for this block: readers use FTS5's bm25() (blocks hold 1,024
-        # rows; a term 65,536 times in one chunk has not been seen)
-    pos = docs[first].astype("<u2").tobytes()
+        return  # no postings for this block: readers build them in memory (blocks hold
+        # 1,024 rows; a term 65,536 times in one chunk has not been seen)
+    pos = rows_of.astype("<u2").tobytes()
     tfs = tf.astype("<u2").tobytes()
+    ntok = ntok.astype("<u4")
     # where each term's pairs start and end (pairs are in term order)
-    ends = np.searchsorted(term_id[first], np.arange(int(new_term.sum()) + 1)).tolist()
-    heads = np.flatnonzero(new_term).tolist()
+    ends, heads = ends_a.tolist(), heads_a.tolist()
     db.execute("INSERT INTO lex_blocks(block_id, ntok) VALUES (?, ?)", (block_id, ntok.tobytes()))
     db.executemany(
         "INSERT INTO lex_postings(term, block_id, pos, tf) VALUES (?, ?, ?, ?)",
@@ -173,9 +202,11 @@ def _varints(data: bytes) -> list[int]:
 
 
 class Postings:
-    """One snapshot of the index's postings: block offsets, live rows, row lengths."""
+    """One snapshot of the index's postings: block offsets, live rows, row lengths, and the
+    postings built in memory for blocks that have none on disk (``extra``)."""
 
-    def __init__(self, offsets: dict[int, int], rowids: np.ndarray, ntok: np.ndarray) -> None:
+    def __init__(self, offsets: dict[int, int], rowids: np.ndarray, ntok: np.ndarray,
+                 extra: dict[str, tuple[np.ndarray, np.ndarray]] | None = None) -> None:
         import numpy as np
 
         self.offsets = offsets  # block id -> first slot of the block
@@ -184,12 +215,14 @@ class Postings:
         self.ntok = ntok.astype(np.float64)
         self.rows = int(self.live.sum())
         self.tokens = int(ntok[self.live].sum(dtype=np.int64))
+        self.extra = extra or {}  # term -> (slots, counts) of the blocks without postings
         self._memory: sqlite3.Connection | None = None
 
     @classmethod
     def load(cls, db: sqlite3.Connection) -> Postings | None:
-        """The postings of ``db``'s current snapshot, or None where they cannot stand in for
-        FTS5 (schema before 2, a block without postings, totals that disagree)."""
+        """The postings of ``db``'s current snapshot (a block without postings on disk gets
+        them in memory), or None where they cannot stand in for FTS5's index (schema before
+        2, totals that disagree): ``scan`` answers then."""
         import numpy as np
 
         try:
@@ -201,50 +234,46 @@ class Postings:
         offsets: dict[int, int] = {}
         ids: list[np.ndarray] = []
         lens: list[np.ndarray] = []
+        missing: list[int] = []  # slots of live rows whose block has no postings
         at = 0
         for block_id, rid, ntok in rows:
-            if ntok is None:
-                return None
             r = np.frombuffer(rid, "<i8")
-            t = np.frombuffer(ntok, "<u4")
-            if t.shape != r.shape:
-                return None
+            if ntok is None:
+                t = np.zeros(r.shape, np.uint32)
+                missing.extend((at + np.flatnonzero(r >= 0)).tolist())
+            else:
+                t = np.frombuffer(ntok, "<u4")
+                if t.shape != r.shape:
+                    return None
             offsets[block_id] = at
             at += r.shape[0]
             ids.append(r)
             lens.append(t)
-        postings = cls(offsets,
-                       np.concatenate(ids) if ids else np.empty(0, np.int64),
-                       np.concatenate(lens) if lens else np.empty(0, np.uint32))
+        rowids = np.concatenate(ids) if ids else np.empty(0, np.int64)
+        ntoks = np.concatenate(lens) if lens else np.empty(0, np.uint32)
+        extra = None
+        if missing:
+            extra = _memory_postings(db, rowids, ntoks, np.asarray(missing, np.int64))
+        postings = cls(offsets, rowids, ntoks, extra)
         if fts5_totals(db) != (postings.rows, postings.tokens):
             return None
         return postings
 
     def phrases(self, words: Sequence[str]) -> list[str] | None:
         """The FTS5 token of each query word (``"word"`` is one phrase of the OR query), or
-        None when some word is not exactly one token (FTS5 would make it a longer phrase).
-        Tokenized by FTS5 in a private in-memory database (an index reader is query-only)."""
+        None when some word is not exactly one token (FTS5 would make it a longer phrase)."""
         if self._memory is None:
-            self._memory = sqlite3.connect(":memory:", isolation_level=None,
-                                           check_same_thread=False)
-        db = self._memory
-        _scratch(db, "lex_q", "text")
-        db.executemany("INSERT INTO temp.lex_q(rowid, text) VALUES (?, ?)",
-                       list(enumerate(words, 1)))
-        got: dict[int, list[str]] = {}
-        for doc, term in db.execute("SELECT doc, term FROM temp.lex_q_v"):
-            got.setdefault(doc, []).append(term)
-        if any(len(got.get(i, ())) != 1 for i in range(1, len(words) + 1)):
+            self._memory = _memory_db()
+        got = query_tokens(self._memory, words)
+        if any(len(t) != 1 for t in got):
             return None
-        return [got[i][0] for i in range(1, len(words) + 1)]
+        return [t[0] for t in got]
 
     def search(self, db: sqlite3.Connection, phrases: Sequence[str], limit: int,
                rowids_filter: Iterable[int] | None = None) -> list[tuple[int, float]]:
-        """[(rowid, bm25)] best first, at most ``limit``: what ``SELECT rowid,
-        bm25(chunks_fts) AS s ... MATCH '"p1" OR "p2" ...' ORDER BY s, rowid`` returns."""
+        """[(rowid, -bm25)] best first, at most ``limit`` (the sign of FTS5's ``bm25()``:
+        more negative is better) for the OR query of ``phrases`` (one token each)."""
         import numpy as np
-
-        from ragsift.index.dense import top_order
 
         merged: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         # one row per term, its blocks' lists joined by SQLite: the block ids and how many
@@ -265,27 +294,131 @@ class Postings:
             s = s + shift
             keep &= self.live[np.where(keep, s, 0)]
             merged[term] = (s[keep], f[keep])
-        n_rows = float(self.rows)
-        avgdl = float(self.tokens) / n_rows if self.rows else 0.0
+        for term in phrases:
+            more = self.extra.get(term)
+            if more is not None:
+                old = merged.get(term)
+                merged[term] = more if old is None else (np.concatenate((old[0], more[0])),
+                                                         np.concatenate((old[1], more[1])))
         score = np.zeros(self.rowids.shape[0], np.float64)
         matched = np.zeros(self.rowids.shape[0], bool)
         for term in phrases:  # FTS5 adds phrase after phrase, in query order
-            if term not in merged:
-                continue
-            s, f = merged[term]
-            n_hit = float(s.shape[0])
-            idf = math.log((n_rows - n_hit + 0.5) / (n_hit + 0.5))
-            if idf <= 0.0:
-                idf = 1e-6
-            d = self.ntok[s]
-            score[s] += idf * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * d / avgdl)))
-            matched[s] = True
+            if term in merged:
+                s, f = merged[term]
+                _add_bm25(score, s, f, self.ntok[s], self.rows, self.tokens)
+                matched[s] = True
         cand = np.flatnonzero(matched)
         if rowids_filter is not None:
             wanted = np.fromiter((int(r) for r in rowids_filter), np.int64)
             cand = cand[np.isin(self.rowids[cand], wanted)]
-        if not cand.size or limit <= 0:
-            return []
-        best = cand[top_order(score[cand], int(limit), self.rowids[cand])]
-        return [(int(r), -float(v)) for r, v in zip(self.rowids[best].tolist(),
-                                                      score[best].tolist())]
+        return _best(self.rowids[cand], score[cand], limit)
+
+
+def _add_bm25(score: np.ndarray, at: np.ndarray, tf: np.ndarray, length: np.ndarray,
+              rows: int, tokens: int) -> None:
+    """Add one query phrase's BM25 to ``score[at]``: ``tf`` its count in each of those rows,
+    ``length`` their token counts; ``rows``/``tokens``: the index's totals (FTS5's)."""
+    n_rows = float(rows)
+    avgdl = float(tokens) / n_rows if rows else 0.0
+    n_hit = float(at.shape[0])
+    idf = math.log((n_rows - n_hit + 0.5) / (n_hit + 0.5))
+    if idf <= 0.0:
+        idf = 1e-6
+    score[at] += idf * ((tf * (K1 + 1.0)) / (tf + K1 * (1 - B + B * length / avgdl)))
+
+
+def _best(rowids: np.ndarray, score: np.ndarray, limit: int) -> list[tuple[int, float]]:
+    """The ``limit`` best (rowid, -score), by score then rowid."""
+    from ragsift.index.dense import top_order
+
+    if not rowids.size or limit <= 0:
+        return []
+    best = top_order(score, int(limit), rowids)
+    return [(int(r), -float(v)) for r, v in zip(rowids[best].tolist(), score[best].tolist())]
+
+
+def query_tokens(mem: sqlite3.Connection, words: Sequence[str]) -> list[list[str]]:
+    """FTS5's tokens of each query word, in order (a word may give none, or several)."""
+    _scratch(mem, "lex_q", "text")
+    mem.executemany("INSERT INTO temp.lex_q(rowid, text) VALUES (?, ?)",
+                    list(enumerate(words, 1)))
+    got: dict[int, list[str]] = {}
+    for doc, term in mem.execute("SELECT doc, term FROM temp.lex_q_v ORDER BY doc, offset"):
+        got.setdefault(doc, []).append(term)
+    return [got.get(i, []) for i in range(1, len(words) + 1)]
+
+
+def _memory_postings(db: sqlite3.Connection, rowids: np.ndarray, ntok: np.ndarray,
+                     slots: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Postings, in memory, of the rows at ``slots`` (their blocks have none on disk); sets
+    their token counts in ``ntok``. The rows are tokenized by FTS5 itself."""
+    import numpy as np
+
+    ids = rowids[slots].tolist()
+    texts = {rid: (context, text) for rid, context, text in db.execute(
+        "SELECT id, context, text FROM chunks WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(ids),))}
+    mem = _memory_db()
+    try:
+        inst = _tokenize(mem, [(k, *texts.get(rid, ("", ""))) for k, rid in enumerate(ids, 1)])
+    finally:
+        mem.close()
+    terms = [t for t, _, _, _ in inst]
+    docs = np.fromiter((d - 1 for _, d, _, _ in inst), np.int64, len(inst))
+    counts, rows_of, tf, ends, heads = _pairs(terms, docs, len(ids))
+    ntok[slots] = counts
+    at = slots[rows_of]
+    return {terms[h]: (at[a:b], tf[a:b].astype(np.float64))
+            for h, a, b in zip(heads.tolist(), ends.tolist(), ends[1:].tolist())}
+
+
+def scan(db: sqlite3.Connection, words: Sequence[str], limit: int,
+         rowids_filter: Iterable[int] | None = None) -> list[tuple[int, float]]:
+    """``Postings.search``'s scores without postings: the rows that match the OR query of
+    ``words`` (each word one FTS5 phrase, as FTS5 tokenizes it) come from ``chunks_fts`` and
+    are tokenized here, to count each phrase (its tokens at consecutive offsets of one column)
+    and each row's length; N and the average length are FTS5's own totals. Costs one
+    tokenization of every matching row."""
+    import numpy as np
+
+    match = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+    texts = db.execute(
+        "SELECT id, context, text FROM chunks WHERE id IN "
+        "(SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?) ORDER BY id",
+        (match,)).fetchall()
+    mem = _memory_db()
+    try:
+        phrases = query_tokens(mem, words)
+        inst = _tokenize(mem, texts) if texts else []
+    finally:
+        mem.close()
+    keys = np.fromiter((r[0] for r in texts), np.int64, len(texts))
+    where = {k: i for i, k in enumerate(keys.tolist())}
+    needed = {t for p in phrases for t in p}
+    rows_of = np.fromiter((where[d] for _, d, _, _ in inst), np.int64, len(inst))
+    length = np.bincount(rows_of, minlength=len(texts)).astype(np.float64)
+    occ: dict[str, list[tuple[int, int, int]]] = {}  # term -> (row, column, offset)
+    for (term, _, col, off), i in zip(inst, rows_of.tolist()):
+        if term in needed:
+            occ.setdefault(term, []).append((i, col, off))
+    totals = fts5_totals(db)
+    rows_n, tokens = totals if totals is not None else (len(texts), int(length.sum()))
+    score = np.zeros(len(texts), np.float64)
+    matched = np.zeros(len(texts), bool)
+    for phrase in phrases:  # in query order, as FTS5 adds them
+        if not phrase:
+            continue
+        starts = {(i, c, o) for i, c, o in occ.get(phrase[0], ())}
+        for j, t in enumerate(phrase[1:], 1):
+            starts &= {(i, c, o - j) for i, c, o in occ.get(t, ())}
+        if not starts:
+            continue
+        tf = np.bincount([i for i, _, _ in starts], minlength=len(texts)).astype(np.float64)
+        at = np.flatnonzero(tf)
+        _add_bm25(score, at, tf[at], length[at], rows_n, tokens)
+        matched[at] = True
+    cand = np.flatnonzero(matched)
+    if rowids_filter is not None:
+        wanted = np.fromiter((int(r) for r in rowids_filter), np.int64)
+        cand = cand[np.isin(keys[cand], wanted)]
+    return _best(keys[cand], score[cand], limit)

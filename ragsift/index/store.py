@@ -96,7 +96,7 @@ class IndexStore:
         self._lock = lock
         self._dim: int | None = None
         self._dense: Any = None  # ragsift.index.dense.DenseMatrix, loaded by ``load``
-        self._postings: Any = None  # lexical.Postings (False: FTS5's bm25() answers instead)
+        self._postings: Any = None  # lexical.Postings (False: lexical.scan answers instead)
 
     # -- opening ---------------------------------------------------------------------------
     @classmethod
@@ -348,10 +348,11 @@ class IndexStore:
 
     def lexical_search(self, query: str, limit: int,
                        rowids_filter: Iterable[int] | None = None) -> list[tuple[int, float]]:
-        """FTS5 BM25 over ``context + text``: [(rowid, bm25)] best first, at most ``limit``.
+        """BM25 over ``context + text``: [(rowid, -bm25)] best first, at most ``limit``.
 
-        The score is FTS5's raw ``bm25()``: negative, more negative is better. The query is
-        never passed as FTS5 syntax: its words (letters/digits runs) are each quoted and
+        The score has the sign of FTS5's ``bm25()``: negative, more negative is better; its
+        constants are ``lexical.K1``/``lexical.B`` on every path. The query is never passed
+        as FTS5 syntax: its words (letters/digits runs) are each quoted and
         OR-ed, so punctuation, quotes or operators in user text cannot raise. No words: [].
         """
         terms = list(dict.fromkeys(t.lower() for t in _TERM.findall(query or "")))
@@ -360,25 +361,18 @@ class IndexStore:
             return []
         terms = terms[:MAX_QUERY_TERMS]
         postings = self._lexical_postings()
-        if postings is not None:  # the same scores without FTS5's per-row bm25() (lexical.py)
+        if postings is not None:  # BM25 from the postings (lexical.py)
             phrases = postings.phrases(terms)
             if phrases is not None:
                 return postings.search(self.db, phrases, limit, rowids_filter)
-        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-        sql = "SELECT rowid, bm25(chunks_fts) AS s FROM chunks_fts WHERE chunks_fts MATCH ?"
-        params: list[Any] = [match]
         if rowids_filter is not None:
-            ids = [int(r) for r in rowids_filter]
-            if not ids:
+            rowids_filter = [int(r) for r in rowids_filter]
+            if not rowids_filter:
                 return []
-            sql += " AND rowid IN (SELECT value FROM json_each(?))"
-            params.append(json.dumps(ids))
-        sql += " ORDER BY s, rowid LIMIT ?"
-        params.append(int(limit))
-        return [(int(r), float(s)) for r, s in self.db.execute(sql, params)]
+        return lexical.scan(self.db, terms, limit, rowids_filter)
 
     def _lexical_postings(self) -> lexical.Postings | None:
-        """The index's postings (once per snapshot), or None: FTS5's own query answers."""
+        """The index's postings (once per snapshot), or None: ``lexical.scan`` answers."""
         if self._postings is None:
             self._postings = lexical.Postings.load(self.db) or False
         return self._postings or None
