@@ -15,9 +15,10 @@ texts with synthetic query vectors, rows taking turns on each query):
   (``engine.lexical_ahead``, not timed): what a cold ``query`` pays once its model is loaded;
 - ``dense side`` / ``lexical side``: the backend's two calls alone;
 - ``... FTS5 bm25() (before)``: the same with the lexical side answered by FTS5's own
-  ``bm25()`` query instead of the lexical postings (``ragsift/index/lexical.py``).
-All hybrid rows must return identical rankings and scores, and the two lexical rows identical
-lists (checked). An index built by an older tree is upgraded in place first (schema 2).
+  ``bm25()`` query instead of the lexical postings (``ragsift/index/lexical.py``); FTS5's
+  constants are fixed (k1 1.2, b 0.75), the postings' are ``lexical.K1``/``B`` (0.9, 0.4).
+The shipped hybrid rows must return identical rankings and scores, and the FTS5 rows exactly
+what the postings rows return with FTS5's constants (checked, untimed). An index built by an older tree is upgraded in place first (schema 2).
 
 Cold: ``ragsift query CLAIM --index FILE --json`` in new processes (imports, model load, index
 open, matrix load, lexical side, print), median of ``--cold-runs``. A ``--baseline`` tree from
@@ -37,6 +38,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 
@@ -44,7 +46,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from _schema import schema1_copy  # noqa: E402
-from ragsift.index import migrations
+from ragsift.index import lexical, migrations
+from ragsift.index import store as store_module
 from ragsift.index.store import DocumentWrite, IndexStore
 from ragsift.retrieval import engine
 
@@ -145,13 +148,30 @@ def warm(path: Path, queries: list[str]) -> tuple[dict[str, list[float]], bool]:
         postings = store._lexical_postings()  # the lexical postings (ragsift/index/lexical.py)
         assert postings is not None, "the index has no usable lexical postings"
 
+        shipped = store.lexical_search
+
+        def fts5_search(query, limit, rowids_filter=None):  # FTS5's own bm25() query (before)
+            terms = list(dict.fromkeys(t.lower() for t in store_module._TERM.findall(query)))
+            terms = [t for t in terms if t not in store_module._STOPWORDS] or terms
+            match = " OR ".join('"' + t.replace('"', '""') + '"'
+                                for t in terms[:store_module.MAX_QUERY_TERMS])
+            return [(int(r), float(s)) for r, s in store.db.execute(
+                "SELECT rowid, bm25(chunks_fts) AS s FROM chunks_fts WHERE chunks_fts MATCH ? "
+                "ORDER BY s, rowid LIMIT ?", (match, int(limit)))]
+
         def with_fts5(call):  # the same call answered by FTS5's own bm25() query (before)
             def run(q, v):
-                store._postings = False
+                store.lexical_search = fts5_search
                 try:
                     return call(q, v)
                 finally:
-                    store._postings = postings
+                    store.lexical_search = shipped
+            return run
+
+        def at_fts5_constants(call):  # the postings with FTS5's constants (the check)
+            def run(q, v):
+                with mock.patch.multiple(lexical, K1=1.2, B=0.75):
+                    return call(q, v)
             return run
 
         def hybrid_ahead(q, v):  # the lexical lists fetched before (not timed): what a cold
@@ -181,8 +201,10 @@ def warm(path: Path, queries: list[str]) -> tuple[dict[str, list[float]], bool]:
             same &= (
                 got["rank hybrid (lexical in a thread)"] == got["rank hybrid, sequential (before)"]
                 == got["rank hybrid, lexical fetched ahead (cold query's share)"]
-                == got["rank hybrid, FTS5 bm25() lexical side (before)"]
-                and got["lexical side alone"] == got["lexical side alone, FTS5 bm25() (before)"])
+                and got["rank hybrid, FTS5 bm25() lexical side (before)"]
+                == at_fts5_constants(hybrid)(q, v)
+                and got["lexical side alone, FTS5 bm25() (before)"]
+                == at_fts5_constants(rows["lexical side alone"])(q, v))
     return times, same
 
 
@@ -233,8 +255,8 @@ def main() -> None:
     print("| row | median ms (min–max) |\n| --- | ---: |")
     for name, xs in times.items():
         print(f"| {name} | {ms(xs)} |")
-    print("\nidentical rankings and scores, threaded vs sequential vs fetched ahead vs FTS5 "
-          f"bm25(): {same}\n")
+    print("\nidentical rankings and scores, threaded vs sequential vs fetched ahead, and FTS5 "
+          f"bm25() vs the postings at FTS5's constants: {same}\n")
     if not args.skip_cold:
         load = os.getloadavg()[0]
         trees = {"this tree": REPO}

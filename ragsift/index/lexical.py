@@ -24,8 +24,9 @@ changed), ordered by (score, then rowid). With FTS5's constants the scores are b
 to ``ORDER BY bm25(chunks_fts), rowid`` (``tests/test_lexical_postings.py`` checks it). A block
 without postings (written small and not yet compacted, e.g. after a kill) gets them in memory
 when the snapshot is loaded. ``scan`` computes the same scores without postings, from FTS5's
-tokenization of the rows that match: for an index written before schema 2, postings whose
-totals disagree with FTS5's, and a query word FTS5 splits into several tokens (a phrase).
+own ``bm25()`` of each query word alone solved for the word's count in each row: for an index
+written before schema 2, postings whose totals disagree with FTS5's, and a query word FTS5
+splits into several tokens (a phrase).
 Every path gives the same scores. Measured in ``bench/bench_hybrid.py``.
 """
 
@@ -47,6 +48,8 @@ MAX_FIELD = 0xFFFF  # positions and counts are stored as uint16
 # "BM25 constants: Anserini's defaults").
 K1 = 0.9
 B = 0.4
+FTS5_K1 = 1.2  # what FTS5's own bm25() uses, fixed (fts5_aux.c): ``scan`` solves it for counts
+FTS5_B = 0.75
 
 SCHEMA = """
 CREATE TABLE lex_blocks (
@@ -85,12 +88,12 @@ def _memory_db() -> sqlite3.Connection:
 
 
 def _tokenize(mem: sqlite3.Connection, rows: Iterable[tuple[int, str, str]]
-              ) -> list[tuple[str, int, int, int]]:
-    """FTS5's tokens of ``rows`` (key, context, text), as (term, key, column, offset) in
-    fts5vocab's order (term, key, column, offset); keys must be positive."""
-    _scratch(mem, "lex_scan", "context, text")
-    mem.executemany("INSERT INTO temp.lex_scan(rowid, context, text) VALUES (?, ?, ?)", rows)
-    return mem.execute("SELECT term, doc, col = 'text', offset FROM temp.lex_scan_v").fetchall()
+              ) -> list[tuple[str, int]]:
+    """FTS5's tokens of ``rows`` (key, context, text), as (term, key) per token instance, in
+    fts5vocab's order (term, then key); keys must be positive."""
+    _scratch(mem, "lex_mem", "context, text")
+    mem.executemany("INSERT INTO temp.lex_mem(rowid, context, text) VALUES (?, ?, ?)", rows)
+    return mem.execute("SELECT term, doc FROM temp.lex_mem_v").fetchall()
 
 
 def _pairs(terms: Sequence[str], docs: np.ndarray, n: int) -> tuple[np.ndarray, ...]:
@@ -294,7 +297,7 @@ class Postings:
             s = s + shift
             keep &= self.live[np.where(keep, s, 0)]
             merged[term] = (s[keep], f[keep])
-        for term in phrases:
+        for term in dict.fromkeys(phrases):
             more = self.extra.get(term)
             if more is not None:
                 old = merged.get(term)
@@ -363,8 +366,8 @@ def _memory_postings(db: sqlite3.Connection, rowids: np.ndarray, ntok: np.ndarra
         inst = _tokenize(mem, [(k, *texts.get(rid, ("", ""))) for k, rid in enumerate(ids, 1)])
     finally:
         mem.close()
-    terms = [t for t, _, _, _ in inst]
-    docs = np.fromiter((d - 1 for _, d, _, _ in inst), np.int64, len(inst))
+    terms = [t for t, _ in inst]
+    docs = np.fromiter((d - 1 for _, d in inst), np.int64, len(inst))
     counts, rows_of, tf, ends, heads = _pairs(terms, docs, len(ids))
     ntok[slots] = counts
     at = slots[rows_of]
@@ -374,51 +377,56 @@ def _memory_postings(db: sqlite3.Connection, rowids: np.ndarray, ntok: np.ndarra
 
 def scan(db: sqlite3.Connection, words: Sequence[str], limit: int,
          rowids_filter: Iterable[int] | None = None) -> list[tuple[int, float]]:
-    """``Postings.search``'s scores without postings: the rows that match the OR query of
-    ``words`` (each word one FTS5 phrase, as FTS5 tokenizes it) come from ``chunks_fts`` and
-    are tokenized here, to count each phrase (its tokens at consecutive offsets of one column)
-    and each row's length; N and the average length are FTS5's own totals. Costs one
-    tokenization of every matching row."""
+    """``Postings.search``'s scores without postings, from FTS5 alone: for each query word
+    (one FTS5 phrase, as FTS5 tokenizes it) FTS5's own ``bm25()`` of that phrase alone gives
+    the rows holding it, and solving its formula (constants ``FTS5_K1``/``FTS5_B``, the row's
+    length from ``chunks_fts_docsize``, FTS5's totals) for the count gives the phrase's count in
+    each row; the scores are then recomputed with ``K1``/``B``. One FTS5 query per word, in
+    one read transaction, so every number comes from one snapshot."""
     import numpy as np
 
-    match = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
-    texts = db.execute(
-        "SELECT id, context, text FROM chunks WHERE id IN "
-        "(SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?) ORDER BY id",
-        (match,)).fetchall()
-    mem = _memory_db()
+    own = not db.in_transaction
+    if own:
+        db.execute("BEGIN")
     try:
-        phrases = query_tokens(mem, words)
-        inst = _tokenize(mem, texts) if texts else []
+        totals = fts5_totals(db)
+        hits = [db.execute("SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts "
+                           "MATCH ?", ('"' + w.replace('"', '""') + '"',)).fetchall()
+                for w in words]
+        keys = sorted({r for got in hits for r, _ in got})
+        sizes = dict(db.execute(
+            "SELECT id, sz FROM chunks_fts_docsize WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(keys),)))
+        if totals is None:  # an averages record we cannot read: the same totals, counted
+            totals = (db.execute("SELECT count(*) FROM chunks_fts_docsize").fetchone()[0],
+                      sum(sum(_varints(bytes(sz))) for (sz,) in
+                          db.execute("SELECT sz FROM chunks_fts_docsize")))
     finally:
-        mem.close()
-    keys = np.fromiter((r[0] for r in texts), np.int64, len(texts))
-    where = {k: i for i, k in enumerate(keys.tolist())}
-    needed = {t for p in phrases for t in p}
-    rows_of = np.fromiter((where[d] for _, d, _, _ in inst), np.int64, len(inst))
-    length = np.bincount(rows_of, minlength=len(texts)).astype(np.float64)
-    occ: dict[str, list[tuple[int, int, int]]] = {}  # term -> (row, column, offset)
-    for (term, _, col, off), i in zip(inst, rows_of.tolist()):
-        if term in needed:
-            occ.setdefault(term, []).append((i, col, off))
-    totals = fts5_totals(db)
-    rows_n, tokens = totals if totals is not None else (len(texts), int(length.sum()))
-    score = np.zeros(len(texts), np.float64)
-    matched = np.zeros(len(texts), bool)
-    for phrase in phrases:  # in query order, as FTS5 adds them
-        if not phrase:
+        if own:
+            db.execute("COMMIT")
+    rows_n, tokens = totals
+    avgdl = float(tokens) / float(rows_n) if rows_n else 0.0
+    where = {k: i for i, k in enumerate(keys)}
+    length = np.fromiter((sum(_varints(bytes(sizes.get(k, b"")))) for k in keys), np.float64,
+                         len(keys))
+    score = np.zeros(len(keys), np.float64)
+    matched = np.zeros(len(keys), bool)
+    for got in hits:  # in query order, as FTS5 adds the phrases
+        if not got:
             continue
-        starts = {(i, c, o) for i, c, o in occ.get(phrase[0], ())}
-        for j, t in enumerate(phrase[1:], 1):
-            starts &= {(i, c, o - j) for i, c, o in occ.get(t, ())}
-        if not starts:
-            continue
-        tf = np.bincount([i for i, _, _ in starts], minlength=len(texts)).astype(np.float64)
-        at = np.flatnonzero(tf)
-        _add_bm25(score, at, tf[at], length[at], rows_n, tokens)
+        at = np.fromiter((where[r] for r, _ in got), np.int64, len(got))
+        n_hit = float(len(got))
+        idf = math.log((float(rows_n) - n_hit + 0.5) / (n_hit + 0.5))
+        if idf <= 0.0:
+            idf = 1e-6
+        x = -np.fromiter((v for _, v in got), np.float64, len(got)) / idf
+        k = FTS5_K1 * (1 - FTS5_B + FTS5_B * length[at] / avgdl)
+        tf = np.maximum(np.rint(x * k / (FTS5_K1 + 1.0 - x)), 1.0)
+        _add_bm25(score, at, tf, length[at], rows_n, tokens)
         matched[at] = True
     cand = np.flatnonzero(matched)
+    keys_a = np.asarray(keys, np.int64)
     if rowids_filter is not None:
         wanted = np.fromiter((int(r) for r in rowids_filter), np.int64)
-        cand = cand[np.isin(keys[cand], wanted)]
-    return _best(keys[cand], score[cand], limit)
+        cand = cand[np.isin(keys_a[cand], wanted)]
+    return _best(keys_a[cand], score[cand], limit)
