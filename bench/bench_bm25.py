@@ -1,13 +1,14 @@
 """BM25's k1 and b on the lexical side (issue 14, item 3: a stronger lexical side, kept only
 where it helps on every fold).
 
-The index's lexical postings (``ragsift/index/lexical.py``) compute FTS5's ``bm25()`` formula
-with FTS5's constants (k1 1.2, b 0.75). Here the module's ``K1``/``B`` are set to each grid
-point and the four folds of ``bench_fusion.py`` (chroma-dev's three corpora, recall@5; SciFact
-train, nDCG@10) are scored for the lexical side alone and for min-max convex fusion at several
-α, every list collected through the same backend calls as the engine's (1,000 per side).
-Queries whose words FTS5 would split into phrases are answered by FTS5's own ``bm25()`` (the
-constants do not reach it), as ``query`` would with such settings.
+The lexical side (``ragsift/index/lexical.py``) computes FTS5's ``bm25()`` formula with the
+module's constants ``K1``/``B`` (k1 0.9, b 0.4 since the fifth session; FTS5's own are 1.2 and
+0.75). Here they are set to each grid point and the four folds of ``bench_fusion.py``
+(chroma-dev's three corpora, recall@5; SciFact train, nDCG@10) are scored for the lexical side
+alone and for min-max convex fusion at several α, every list collected through the same
+backend calls as the engine's (1,000 per side). (Before the fifth session, queries whose words
+FTS5 splits into phrases were answered by FTS5's own ``bm25()``, which the constants did not
+reach; now every path uses them.)
 
     .venv/bin/python bench/bench_bm25.py --k1 0.9,1.0,1.2 --b 0.4,0.5,0.6,0.75 --alpha 0.55,0.6,0.65,0.7
 
@@ -27,6 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_fusion as BF  # noqa: E402
+from ragsift.index.lexical import B, K1  # noqa: E402  (the shipped constants, restored after)
 
 
 def collect(settings: list[tuple[float, float]]) -> dict:
@@ -62,7 +64,7 @@ def collect(settings: list[tuple[float, float]]) -> dict:
                     print(f"{name} k1={k1} b={b}: {time.perf_counter() - t0:.1f}s",
                           file=sys.stderr, flush=True)
             finally:
-                lexical.K1, lexical.B = 1.2, 0.75
+                lexical.K1, lexical.B = K1, B
                 store.close()
     return per
 
@@ -86,7 +88,7 @@ def spans(settings: list[tuple[float, float]]) -> None:
             print(f"| {k1}, {b} | {res.overall['recall']:.2f} / {res.overall['iou']:.2f} | "
                   f"{per} |", flush=True)
     finally:
-        lexical.K1, lexical.B = 1.2, 0.75
+        lexical.K1, lexical.B = K1, B
 
 
 def main() -> None:
