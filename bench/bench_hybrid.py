@@ -151,10 +151,8 @@ def warm(path: Path, queries: list[str]) -> tuple[dict[str, list[float]], bool]:
         shipped = store.lexical_search
 
         def fts5_search(query, limit, rowids_filter=None):  # FTS5's own bm25() query (before)
-            terms = list(dict.fromkeys(t.lower() for t in store_module._TERM.findall(query)))
-            terms = [t for t in terms if t not in store_module._STOPWORDS] or terms
             match = " OR ".join('"' + t.replace('"', '""') + '"'
-                                for t in terms[:store_module.MAX_QUERY_TERMS])
+                                for t in store_module.query_words(query))
             return [(int(r), float(s)) for r, s in store.db.execute(
                 "SELECT rowid, bm25(chunks_fts) AS s FROM chunks_fts WHERE chunks_fts MATCH ? "
                 "ORDER BY s, rowid LIMIT ?", (match, int(limit)))]

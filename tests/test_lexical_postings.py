@@ -51,16 +51,9 @@ def doc(key: str, texts: list[tuple[str, str]], rng: np.random.Generator) -> Doc
 FTS5_CONSTANTS = {"K1": 1.2, "B": 0.75}  # fts5_aux.c: what FTS5's bm25() always uses
 
 
-def words_of(query: str) -> list[str]:
-    """The query words ``IndexStore.lexical_search`` asks for (its own rule)."""
-    terms = list(dict.fromkeys(t.lower() for t in store_module._TERM.findall(query)))
-    terms = [t for t in terms if t not in store_module._STOPWORDS] or terms
-    return terms[:store_module.MAX_QUERY_TERMS]
-
-
 def fts5(store: IndexStore, query: str, limit: int, rowids=None) -> list[tuple[int, float]]:
     """FTS5's own ``bm25()`` query (its fixed constants): the oracle."""
-    match = " OR ".join('"' + t.replace('"', '""') + '"' for t in words_of(query))
+    match = " OR ".join('"' + t.replace('"', '""') + '"' for t in store_module.query_words(query))
     sql = "SELECT rowid, bm25(chunks_fts) AS s FROM chunks_fts WHERE chunks_fts MATCH ?"
     params: list = [match]
     if rowids is not None:
@@ -74,7 +67,7 @@ def both(store: IndexStore, query: str, limit: int, rowids=None):
     """(postings answer, scan answer) for one query; the postings must be in use."""
     assert store._lexical_postings() is not None, "the postings path is not in use"
     fast = store.lexical_search(query, limit, rowids)
-    slow = lexical.scan(store.db, words_of(query), limit, rowids)
+    slow = lexical.scan(store.db, store_module.query_words(query), limit, rowids)
     return fast, slow
 
 

@@ -440,12 +440,11 @@ class LanceIndex:
 
     def lexical_candidates(self, text: str, n: int, paths: Collection[str] | None = None
                            ) -> list[tuple[int, float]]:
-        from ragsift.index.store import _STOPWORDS, _TERM, MAX_QUERY_TERMS
+        from ragsift.index.store import query_words
 
         if self._ds is None or n <= 0:
             return []
-        terms = list(dict.fromkeys(t.lower() for t in _TERM.findall(text or "")))
-        terms = [t for t in terms if t not in _STOPWORDS] or terms
+        terms = query_words(text)
         if not terms:
             return []
         where = "kind = 'chunk'"
@@ -457,7 +456,7 @@ class LanceIndex:
         self._ensure_fts()
         from lance.query import MatchQuery
 
-        query = MatchQuery(" ".join(terms[:MAX_QUERY_TERMS]), "fts")
+        query = MatchQuery(" ".join(terms), "fts")
         t = self._ds.to_table(columns=["rowid", "_score"], full_text_query=query,
                               filter=where, prefilter=True, limit=n + LEXICAL_SLACK)
         hits = sorted(zip(t.column("rowid").to_pylist(), t.column("_score").to_pylist()),

@@ -321,13 +321,15 @@ def _add_bm25(score: np.ndarray, at: np.ndarray, tf: np.ndarray, length: np.ndar
               rows: int, tokens: int) -> None:
     """Add one query phrase's BM25 to ``score[at]``: ``tf`` its count in each of those rows,
     ``length`` their token counts; ``rows``/``tokens``: the index's totals (FTS5's)."""
-    n_rows = float(rows)
-    avgdl = float(tokens) / n_rows if rows else 0.0
-    n_hit = float(at.shape[0])
-    idf = math.log((n_rows - n_hit + 0.5) / (n_hit + 0.5))
-    if idf <= 0.0:
-        idf = 1e-6
+    avgdl = float(tokens) / float(rows) if rows else 0.0
+    idf = _idf(rows, at.shape[0])
     score[at] += idf * ((tf * (K1 + 1.0)) / (tf + K1 * (1 - B + B * length / avgdl)))
+
+
+def _idf(rows: int, n_hit: int) -> float:
+    """FTS5's IDF of a phrase held by ``n_hit`` of ``rows`` rows, clamped to 1e-6."""
+    idf = math.log((float(rows) - float(n_hit) + 0.5) / (float(n_hit) + 0.5))
+    return idf if idf > 0.0 else 1e-6
 
 
 def _best(rowids: np.ndarray, score: np.ndarray, limit: int) -> list[tuple[int, float]]:
@@ -415,11 +417,7 @@ def scan(db: sqlite3.Connection, words: Sequence[str], limit: int,
         if not got:
             continue
         at = np.fromiter((where[r] for r, _ in got), np.int64, len(got))
-        n_hit = float(len(got))
-        idf = math.log((float(rows_n) - n_hit + 0.5) / (n_hit + 0.5))
-        if idf <= 0.0:
-            idf = 1e-6
-        x = -np.fromiter((v for _, v in got), np.float64, len(got)) / idf
+        x = -np.fromiter((v for _, v in got), np.float64, len(got)) / _idf(rows_n, len(got))
         k = FTS5_K1 * (1 - FTS5_B + FTS5_B * length[at] / avgdl)
         tf = np.maximum(np.rint(x * k / (FTS5_K1 + 1.0 - x)), 1.0)
         _add_bm25(score, at, tf, length[at], rows_n, tokens)

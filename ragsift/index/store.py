@@ -70,6 +70,15 @@ _STOPWORDS = frozenset({
 })
 
 
+def query_words(query: str) -> list[str]:
+    """The words a lexical query asks for, on every backend: letter/digit runs, lower-cased,
+    each once, English function words dropped unless nothing else is left, at most
+    ``MAX_QUERY_TERMS``."""
+    terms = list(dict.fromkeys(t.lower() for t in _TERM.findall(query or "")))
+    terms = [t for t in terms if t not in _STOPWORDS] or terms
+    return terms[:MAX_QUERY_TERMS]
+
+
 @dataclass(frozen=True)
 class DocState:
     """What the index remembers of a document, for change detection."""
@@ -355,11 +364,9 @@ class IndexStore:
         as FTS5 syntax: its words (letters/digits runs) are each quoted and
         OR-ed, so punctuation, quotes or operators in user text cannot raise. No words: [].
         """
-        terms = list(dict.fromkeys(t.lower() for t in _TERM.findall(query or "")))
-        terms = [t for t in terms if t not in _STOPWORDS] or terms
+        terms = query_words(query)
         if not terms or limit <= 0:
             return []
-        terms = terms[:MAX_QUERY_TERMS]
         postings = self._lexical_postings()
         if postings is not None:  # BM25 from the postings (lexical.py)
             phrases = postings.phrases(terms)
