@@ -5,4 +5,4 @@ The package is layered; data flows one way:
 ``pipeline`` orchestrates them; ``cli`` only parses arguments and prints.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -108,12 +108,14 @@ class Index:
 
         return [d for d in self.store.documents() if path_matches(d.path, patterns)]
 
-    def threshold(self, threshold: float | str | None = AUTO) -> ThresholdInForce:
-        """The floor a query with this ``threshold`` argument uses, and where it came from
-        (``.value``, ``.label``: "measured default", "tuned on N queries", ...)."""
+    def threshold(self, threshold: float | str | None = AUTO,
+                  mode: str = DEFAULT_MODE) -> ThresholdInForce:
+        """The floor a query with this ``threshold`` argument uses in ``mode``, and where it
+        came from (``.value``, ``.label``: "measured default", "tuned on N queries", ...;
+        ``.warning``: a saved threshold from ragsift < 0.2 that was ignored)."""
         from ragsift.retrieval.threshold import resolve_threshold
 
-        return resolve_threshold(_flag(threshold), self.settings)
+        return resolve_threshold(_flag(threshold), self.settings, mode=check_mode(mode))
 
     def query(self, text: str, *, k: int = 3, threshold: float | str | None = AUTO,
               reject_window: int = 10, max_chars: int | None = None, path: str | None = None,
@@ -137,7 +139,8 @@ class Index:
         searcher = self._searcher(check_mode(mode), fusion)
         searcher.require_chunks()
         strategy, _ = strategy_for(searcher.settings, k=k, threshold=_flag(threshold),
-                                   reject_window=reject_window, max_chars=max_chars)
+                                   reject_window=reject_window, max_chars=max_chars,
+                                   mode=mode)
         return searcher.retrieve_many(list(texts), strategy, path_glob=path, span=span)
 
     def _searcher(self, mode: str, fusion: Fusion | None) -> Searcher:

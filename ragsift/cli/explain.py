@@ -158,7 +158,7 @@ def render(console: Console, r: Retrieval, attributions: list[Attribution],
             if c.truncated:
                 where += f"\n[yellow]⚠ truncated: {c.truncated} tokens the model never saw[/]"
             table.add_row(str(c.rank), f"{c.score:.3f}", _signed(c.margin(r.threshold)),
-                          *(_side_cells(c) if fused else ()), where,
+                          *(_side_cells(c, r) if fused else ()), where,
                           highlighted(c, by_id.get(c.id)))
         console.print(table)
         _print_units(console, r, by_id)
@@ -176,14 +176,14 @@ def render(console: Console, r: Retrieval, attributions: list[Attribution],
         table.add_column("where", overflow="fold", min_width=16, max_width=40)
         # The numbers matter more than the preview: it gets what the other columns leave
         # (bounded, so rich never squeezes rank/score/gap/where to nothing), or nothing.
-        room = console.width - (120 if fused else 90)
+        room = console.width - (120 if r.mode == "hybrid" else 105)
         preview = room >= 12
         if preview:
             table.add_column("preview", overflow="ellipsis", no_wrap=True, max_width=room)
         for c in rejected:
             where = escape(c.location) + (f" [yellow]⚠{c.truncated}[/]" if c.truncated else "")
             table.add_row(str(c.rank), f"{c.score:.3f}", _signed(c.margin(r.threshold)),
-                          escape(reason_label(c, r)), *(_side_cells(c) if fused else ()), where,
+                          escape(reason_label(c, r)), *(_side_cells(c, r) if fused else ()), where,
                           *((escape(_preview(c.text)),) if preview else ()))
         console.print(table)
 
@@ -274,23 +274,24 @@ def score_picture(r: Retrieval, width: int = 40) -> list[str]:
 
 
 def _add_side_columns(table, r: Retrieval) -> bool:
-    """Lexical/hybrid modes: columns for the lexical side and the fusion (score stays the
-    cosine, which the threshold applies to). Returns whether they were added."""
-    if r.mode == "dense":
-        return False
-    table.add_column("lexical", justify="right", no_wrap=True, min_width=7)
-    table.add_column("fused", justify="right", no_wrap=True, min_width=5)
-    table.add_column("via", no_wrap=True, min_width=7)
+    """The evidence columns (``render.evidence_cells``): what the score was computed from."""
+    if r.mode != "lexical":
+        table.add_column("cosine", justify="right", no_wrap=True, min_width=7)
+    if r.mode != "dense":
+        table.add_column("lexical", justify="right", no_wrap=True, min_width=7)
+    if r.mode == "hybrid":
+        table.add_column("via", no_wrap=True, min_width=4)
     return True
 
 
-def _side_cells(c: Candidate) -> tuple[str, str, str]:
-    """BM25 score and rank (or -), fused rank, and which side brought the candidate in."""
-    lexical = "-" if c.lexical_rank is None else f"{c.lexical_score:.2f} #{c.lexical_rank}"
-    fused = "-" if c.fused_rank is None else f"#{c.fused_rank}"
-    via = {"lexical": "[magenta]lexical only[/]", "dense": "dense only"}.get(
-        c.source or "", c.source or "-")
-    return lexical, fused, via
+def _side_cells(c: Candidate, r: Retrieval) -> tuple[str, ...]:
+    from ragsift.cli.render import evidence_cells
+
+    cells = tuple(x.replace("cos ", "").replace("lex ", "") for x in evidence_cells(c, r))
+    if r.mode == "hybrid":
+        cells += ({"lexical": "[magenta]lexical[/]", "dense": "dense"}.get(c.source or "",
+                                                                            "both"),)
+    return cells
 
 
 def _signed(value: float | None) -> str:

@@ -66,8 +66,12 @@ def make_strategy(searcher: Searcher, k: int, threshold: str | None, reject_wind
     ``ragsift.retrieval.threshold``)."""
     from ragsift.retrieval.threshold import strategy_for
 
-    return strategy_for(searcher.settings, k=k, threshold=threshold,
-                        reject_window=reject_window, max_chars=max_chars, required=required)
+    strategy, floor = strategy_for(searcher.settings, k=k, threshold=threshold,
+                                   reject_window=reject_window, max_chars=max_chars,
+                                   required=required, mode=searcher.mode)
+    if floor.warning:
+        warn(floor.warning)
+    return strategy, floor
 
 
 @contextmanager

@@ -219,19 +219,30 @@ def _colour(c: Candidate) -> str:
     return "red" if c.reason == BELOW_THRESHOLD else "yellow"
 
 
+def evidence_cells(c: Candidate, r: Retrieval) -> tuple[str, ...]:
+    """The evidence behind a candidate's score, one cell per side: ``cos 0.41 #3`` (the cosine
+    and its rank in the dense list), ``lex 0.58 #1`` (the BM25 share of the query's ceiling and
+    its rank in the lexical list; ``-`` where that side did not return it). Dense mode shows
+    the cosine only, lexical mode the lexical side only; hybrid both, and which side brought
+    in a candidate only one of them found."""
+    cells = []
+    if r.mode != "lexical":
+        rank = c.dense_rank if c.dense_rank is not None else (c.rank if r.mode == "dense"
+                                                             else None)
+        cos = "-" if c.dense_score is None else f"cos {c.dense_score:.2f}"
+        cells.append(cos + (f" #{rank}" if rank is not None else ""))
+    if r.mode != "dense":
+        cells.append("-" if c.lexical_rank is None or c.lexical_share is None else
+                     f"lex {c.lexical_share:.2f} #{c.lexical_rank}")
+    return tuple(cells)
+
+
 def side_info(c: Candidate, r: Retrieval) -> str:
-    """The lexical side and the fusion of a hybrid/lexical ranking, in words."""
-    if r.mode == "dense":
-        return ""
-    # "lex 0.61 #9": BM25 score and rank; a candidate the lexical side did not find says so
-    parts = ["dense only" if c.lexical_rank is None else
-             f"lex {c.lexical_score:.2f} #{c.lexical_rank}"]
-    if r.mode == "hybrid":  # in lexical mode the lexical rank is the order: nothing to add
-        if c.fused_rank is not None:
-            parts.append(f"fused #{c.fused_rank}")
-        if c.source == "lexical":
-            parts.append("lexical only")
-    return ", ".join(parts)
+    """The evidence of a candidate's score, in words (``evidence_cells``)."""
+    parts = list(evidence_cells(c, r))
+    if r.mode == "hybrid" and c.source in ("dense", "lexical"):
+        parts.append(f"{c.source} only")
+    return ", ".join(p for p in parts if p != "-")
 
 
 def _join_fitting(parts: list[Text], width: int, indent: int) -> list[Text]:

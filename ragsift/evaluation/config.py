@@ -12,7 +12,7 @@ model = "default"                   # "default" (all-MiniLM-L6-v2 int8) or an ON
 [retrieval]
 mode = "hybrid"                     # dense | lexical | hybrid
 k = 5
-fusion = "convex"                   # hybrid: convex | rrf
+fusion = "relevance"                # hybrid: relevance | convex | rrf (the last two: comparisons)
 rrf_k = 60                          # rrf: 1 / (rrf_k + rank)
 alpha = 0.6                         # convex: weight of the dense side
 norm = "minmax"                     # convex: minmax | tmm (theoretical minimum)
@@ -93,6 +93,9 @@ class EvalConfig:
         elif self.fusion == "rrf":
             d.pop("alpha")
             d.pop("norm")
+        elif self.fusion == "relevance":
+            for key in ("alpha", "norm", "rrf_k"):
+                d.pop(key)
         else:
             d.pop("rrf_k")
         return d
@@ -116,6 +119,8 @@ class EvalConfig:
             return self.mode
         if self.fusion == "rrf":
             return f"hybrid rrf k={self.rrf_k}"
+        if self.fusion == "relevance":
+            return "hybrid relevance"
         return f"hybrid convex α={self.alpha:g} {self.norm}"
 
 

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 BEIR_DEPTH = 1000  # chunks per side for BEIR runs (≥ 100 documents for Recall@100)
 SPAN_METRICS = ("recall", "precision", "iou")
 BEIR_METRICS = ("ndcg@10", "recall@10", "recall@100", "mrr@10")
-SWEEP = tuple(round(0.05 * i, 2) for i in range(17))  # 0.00 … 0.80
+SWEEP = tuple(round(0.05 * i, 2) for i in range(21))  # 0.00 … 1.00 (the relevance score)
 
 Progress = Callable[[str], None]
 

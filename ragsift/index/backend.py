@@ -191,6 +191,13 @@ class IndexBackend(Protocol):
         in the total order. Never raises on user text; no words: []."""
         ...
 
+    def lexical_ceiling(self, text: str) -> float:
+        """The largest BM25 any chunk could score for ``text`` (``Σ idf·(k1 + 1)`` over its
+        query words, words no chunk holds included); 0.0 for a text without query words.
+        ``lexical_candidates`` scores divided by it are the relevance score's lexical share
+        (``ragsift.retrieval.relevance``)."""
+        ...
+
     def chunk_records(self, rowids: Sequence[int]) -> list[ChunkRecord]:
         """Records for ``rowids``, in the order asked; ids not in the index are left out."""
         ...

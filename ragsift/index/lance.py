@@ -63,6 +63,7 @@ KEEP_VERSIONS = datetime.timedelta(hours=1)
 SCALAR_INDEX_MIN_ROWS = 10_000
 # Extra lexical hits fetched beyond ``n`` so that ties at the cut are broken by rowid.
 LEXICAL_SLACK = 32
+LANCE_K1 = 1.2  # Lance's BM25 constant (its inverted index's default)
 
 
 def is_lance_location(path: str | os.PathLike) -> bool:
@@ -206,6 +207,7 @@ class LanceIndex:
         self._dense: Any = None
         self._ann: Any = None
         self._touched: dict[str, dict] = {}  # writer: doc rows to rewrite at the next commit
+        self._df: dict[tuple[int, str], int] = {}  # (version, query word) -> chunks holding it
         self._next_rowid: int | None = None
         self._batch: list[DocumentWrite] | None = None  # inside ``transaction()``
         self._closed = False
@@ -462,6 +464,36 @@ class LanceIndex:
         hits = sorted(zip(t.column("rowid").to_pylist(), t.column("_score").to_pylist()),
                       key=lambda x: (-x[1], x[0]))
         return [(int(r), float(s)) for r, s in hits[:n]]
+
+    def lexical_ceiling(self, text: str) -> float:
+        """The largest BM25 a chunk could score for ``text`` under Lance's inverted index:
+        ``Σ idf·(k1 + 1)`` over the query words, with Lance's BM25 (k1 1.2, idf
+        ``ln(1 + (N − n + 0.5)/(n + 0.5))``), ``n`` counted per word by a full-text query.
+        The relevance coefficients were fitted on the SQLite backend's BM25 (k1 0.9, b 0.4),
+        so on Lance the share is the same kind of number, not the same calibration."""
+        import math
+
+        from ragsift.index.store import query_words
+
+        terms = query_words(text)
+        if self._ds is None or not terms:
+            return 0.0
+        self._ensure_fts()
+        from lance.query import MatchQuery
+
+        rows = self.count()
+        version = self._ds.version
+        total = 0.0
+        for term in terms:
+            key = (version, term)
+            n = self._df.get(key)
+            if n is None:
+                n = self._ds.to_table(columns=["rowid"], filter="kind = 'chunk'",
+                                      full_text_query=MatchQuery(term, "fts"),
+                                      prefilter=True).num_rows
+                self._df[key] = n
+            total += math.log(1.0 + (rows - n + 0.5) / (n + 0.5))
+        return total * (LANCE_K1 + 1.0)
 
     def _ensure_fts(self) -> None:
         """The inverted index must exist for a full-text query (built by the writer's

@@ -273,9 +273,11 @@ class Postings:
         return [t[0] for t in got]
 
     def search(self, db: sqlite3.Connection, phrases: Sequence[str], limit: int,
-               rowids_filter: Iterable[int] | None = None) -> list[tuple[int, float]]:
+               rowids_filter: Iterable[int] | None = None,
+               out: dict | None = None) -> list[tuple[int, float]]:
         """[(rowid, -bm25)] best first, at most ``limit`` (the sign of FTS5's ``bm25()``:
-        more negative is better) for the OR query of ``phrases`` (one token each)."""
+        more negative is better) for the OR query of ``phrases`` (one token each).
+        ``out["ceiling"]``, when ``out`` is given: the query's BM25 ceiling (``ceiling``)."""
         import numpy as np
 
         merged: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -310,6 +312,9 @@ class Postings:
                 s, f = merged[term]
                 _add_bm25(score, s, f, self.ntok[s], self.rows, self.tokens)
                 matched[s] = True
+        if out is not None:
+            out["ceiling"] = ceiling(self.rows, [merged[t][0].shape[0] if t in merged else 0
+                                                 for t in dict.fromkeys(phrases)])
         cand = np.flatnonzero(matched)
         if rowids_filter is not None:
             wanted = np.fromiter((int(r) for r in rowids_filter), np.int64)
@@ -324,6 +329,16 @@ def _add_bm25(score: np.ndarray, at: np.ndarray, tf: np.ndarray, length: np.ndar
     avgdl = float(tokens) / float(rows) if rows else 0.0
     idf = _idf(rows, at.shape[0])
     score[at] += idf * ((tf * (K1 + 1.0)) / (tf + K1 * (1 - B + B * length / avgdl)))
+
+
+def ceiling(rows: int, n_hits: Sequence[int]) -> float:
+    """The largest BM25 any row could score for a query whose phrases are held by ``n_hits``
+    rows each: ``Σ idf·(K1 + 1)`` (a phrase's BM25 tends to ``idf·(K1 + 1)`` as its count
+    grows). A phrase no row holds counts with the idf of ``n_hit = 0``: a query word the index
+    lacks lowers every chunk's share of the ceiling. Dividing a row's BM25 by it gives a
+    lexical score in [0, 1) that means the same on every query
+    (``ragsift.retrieval.relevance``)."""
+    return sum(_idf(rows, n) for n in n_hits) * (K1 + 1.0) if rows else 0.0
 
 
 def _idf(rows: int, n_hit: int) -> float:
@@ -378,7 +393,8 @@ def _memory_postings(db: sqlite3.Connection, rowids: np.ndarray, ntok: np.ndarra
 
 
 def scan(db: sqlite3.Connection, words: Sequence[str], limit: int,
-         rowids_filter: Iterable[int] | None = None) -> list[tuple[int, float]]:
+         rowids_filter: Iterable[int] | None = None,
+         out: dict | None = None) -> list[tuple[int, float]]:
     """``Postings.search``'s scores without postings, from FTS5 alone: for each query word
     (one FTS5 phrase, as FTS5 tokenizes it) FTS5's own ``bm25()`` of that phrase alone gives
     the rows holding it, and solving its formula (constants ``FTS5_K1``/``FTS5_B``, the row's
@@ -422,6 +438,8 @@ def scan(db: sqlite3.Connection, words: Sequence[str], limit: int,
         tf = np.maximum(np.rint(x * k / (FTS5_K1 + 1.0 - x)), 1.0)
         _add_bm25(score, at, tf, length[at], rows_n, tokens)
         matched[at] = True
+    if out is not None:
+        out["ceiling"] = ceiling(rows_n, [len(got) for got in hits])
     cand = np.flatnonzero(matched)
     keys_a = np.asarray(keys, np.int64)
     if rowids_filter is not None:

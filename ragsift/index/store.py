@@ -106,6 +106,7 @@ class IndexStore:
         self._dim: int | None = None
         self._dense: Any = None  # ragsift.index.dense.DenseMatrix, loaded by ``load``
         self._postings: Any = None  # lexical.Postings (False: lexical.scan answers instead)
+        self._ceilings: dict[str, float] = {}  # query text -> BM25 ceiling (this snapshot)
 
     # -- opening ---------------------------------------------------------------------------
     @classmethod
@@ -227,6 +228,7 @@ class IndexStore:
         if self.mode == "r":
             self._dense = None
             self._postings = None
+            self._ceilings = {}
             self.db.execute("COMMIT")
             self.db.execute("BEGIN")
             self.db.execute("SELECT count(*) FROM settings").fetchone()
@@ -365,18 +367,32 @@ class IndexStore:
         OR-ed, so punctuation, quotes or operators in user text cannot raise. No words: [].
         """
         terms = query_words(query)
-        if not terms or limit <= 0:
+        if not terms:
             return []
+        out: dict = {}
         postings = self._lexical_postings()
+        hits = None
         if postings is not None:  # BM25 from the postings (lexical.py)
             phrases = postings.phrases(terms)
             if phrases is not None:
-                return postings.search(self.db, phrases, limit, rowids_filter)
-        if rowids_filter is not None:
-            rowids_filter = [int(r) for r in rowids_filter]
-            if not rowids_filter:
-                return []
-        return lexical.scan(self.db, terms, limit, rowids_filter)
+                hits = postings.search(self.db, phrases, max(limit, 0), rowids_filter, out)
+        if hits is None:
+            if rowids_filter is not None:
+                rowids_filter = [int(r) for r in rowids_filter]
+            hits = lexical.scan(self.db, terms, max(limit, 0), rowids_filter, out)
+        self._ceilings[query] = out.get("ceiling", 0.0)
+        if len(self._ceilings) > 256:  # the ceilings of recent queries only
+            self._ceilings.pop(next(iter(self._ceilings)))
+        return hits
+
+    def lexical_ceiling(self, text: str) -> float:
+        """The largest BM25 any chunk could score for ``text`` (``lexical.ceiling``); 0.0 when
+        the text has no query words. Remembered from the lexical search of the same text."""
+        if not query_words(text):
+            return 0.0
+        if text not in self._ceilings:
+            self.lexical_search(text, 0)
+        return self._ceilings[text]
 
     def _lexical_postings(self) -> lexical.Postings | None:
         """The index's postings (once per snapshot), or None: ``lexical.scan`` answers."""
@@ -477,6 +493,7 @@ class IndexStore:
         self.db.execute("COMMIT")
         self._dense = None  # searches see the new rows
         self._postings = None
+        self._ceilings = {}
 
     def set_settings(self, **values: Any) -> None:
         with self.transaction():

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ragsift.errors import RagsiftError
+from ragsift.retrieval import relevance
 from ragsift.retrieval.hybrid import Fusion, fuse
 
 if TYPE_CHECKING:
@@ -50,15 +51,22 @@ def check_mode(mode: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Ranked:
-    """One candidate in the engine's order. ``score`` is the cosine (what the threshold
-    applies to); the other fields are the lexical/fused evidence (None in dense mode)."""
+    """One candidate in the engine's order. ``score`` is the relevance score
+    (``ragsift.retrieval.relevance``): what orders the list and what the threshold applies to.
+    The rest is the evidence it came from: ``dense_score`` the cosine, ``lexical_score`` the
+    BM25 (None: the lexical side did not match it), ``lexical_share`` that BM25 over the
+    query's ceiling, each side's 1-based rank in its own list (None: not in it), the position
+    in the order (``fused_rank``, hybrid only) and which side brought it in (``source``)."""
 
     rowid: int
     score: float
+    dense_score: float | None = None
     lexical_score: float | None = None
     lexical_rank: int | None = None
     fused_rank: int | None = None
     source: str | None = None
+    lexical_share: float | None = None
+    dense_rank: int | None = None
 
 
 def path_matches(path: str, globs: Sequence[str] | None) -> bool:
@@ -88,8 +96,13 @@ def rank(backend: IndexBackend, queries: Sequence[str], qvecs: np.ndarray | None
     if not queries:
         return []
     if mode == "dense":
-        return [[Ranked(r, s) for r, s in hits]
-                for hits in backend.dense_candidates(qvecs, n, paths)]
+        out = []
+        for query, hits in zip(queries, backend.dense_candidates(qvecs, n, paths)):
+            cos = [s for _, s in hits]
+            p = relevance.scores("dense", cos, [0.0] * len(cos), _words(query))
+            out.append([Ranked(r, s, c, dense_rank=i) for i, ((r, c), s)
+                        in enumerate(zip(hits, p), start=1)])
+        return out
     depth = max(fusion.depth, n)
 
     ready = ahead if ahead is not None and paths is None else {}
@@ -107,18 +120,66 @@ def rank(backend: IndexBackend, queries: Sequence[str], qvecs: np.ndarray | None
                                          lexical_lists)
     else:
         dense_lists, lexical_all = [[] for _ in queries], lexical_lists()
-    # lexical mode orders by BM25 alone: RRF over one list keeps that list's order
-    how = fusion if mode == "hybrid" else replace(fusion, fusion="rrf")
     out = []
-    for qvec, dense, lexical in zip(qvecs, dense_lists, lexical_all):
+    for query, qvec, dense, lexical in zip(queries, qvecs, dense_lists, lexical_all):
         have = {r for r, _ in dense}
         todo = [r for r, _ in lexical if r not in have]
         cos_of = dict(zip(todo, backend.cosines(qvec, todo))) if todo else {}
-        # a chunk without a vector cannot be searched (and has no cosine to threshold)
+        # a chunk without a vector cannot be searched (and has no cosine to show)
         lexical = [(r, s) for r, s in lexical if r in have or cos_of.get(r) is not None]
-        fused = fuse(dense, lexical, how, dense_score_of=cos_of.get, limit=n)
-        out.append([Ranked(int(c.rowid), float(c.dense_score), c.lexical_score,
-                           c.lexical_rank, c.fused_rank, c.source) for c in fused])
+        ceiling = backend.lexical_ceiling(query) if lexical else 0.0
+        out.append(_order(mode, query, dense, lexical, cos_of, ceiling, n, fusion))
+    return out
+
+
+def _words(query: str) -> int:
+    from ragsift.index.store import query_words
+
+    return len(query_words(query))
+
+
+def _order(mode: str, query: str, dense: list[tuple[int, float]],
+           lexical: list[tuple[int, float]], cos_of: Mapping[int, float], ceiling: float,
+           n: int, fusion: Fusion) -> list[Ranked]:
+    """One query's lexical/hybrid candidates scored and ordered: by the relevance score
+    (ties: the cosine, then the rowid), or, for an ``eval`` comparison with
+    ``fusion="convex"``/``"rrf"``, by that fusion (the score is still the relevance score)."""
+    import numpy as np
+
+    dense_pos = {r: i for i, (r, _) in enumerate(dense, start=1)}
+    lex_pos = {r: i for i, (r, _) in enumerate(lexical, start=1)}
+    bm25 = dict(lexical)
+    ids = list(dense_pos)
+    ids += [r for r, _ in lexical if r not in dense_pos]
+    cos_map = dict(dense)
+    cos = np.fromiter((cos_map[r] if r in cos_map else cos_of[r] for r in ids), np.float64,
+                      len(ids))
+    bm = np.fromiter((bm25.get(r, 0.0) for r in ids), np.float64, len(ids))
+    share = bm / ceiling if ceiling > 0 else np.zeros_like(bm)
+    if mode == "lexical":  # lexical mode: its own evidence only, BM25's own candidates
+        keep = np.fromiter((r in lex_pos for r in ids), bool, len(ids))
+        ids = [r for r, k in zip(ids, keep.tolist()) if k]
+        cos, bm, share = cos[keep], bm[keep], share[keep]
+    score = relevance.score_array(mode, cos, share, _words(query))
+    rowid = np.asarray(ids, np.int64)
+    if fusion.fusion == "relevance" or mode == "lexical":
+        best = np.lexsort((rowid, -cos, -score))[:n]
+    else:
+        fused = fuse(dense, lexical, fusion, dense_score_of=cos_of.get, limit=n)
+        at = {r: i for i, r in enumerate(ids)}
+        best = np.fromiter((at[c.rowid] for c in fused), np.int64, len(fused))
+    out = []
+    for pos, i in enumerate(best.tolist(), start=1):
+        r = ids[i]
+        in_dense, in_lex = r in dense_pos, r in lex_pos
+        out.append(Ranked(
+            rowid=int(r), score=float(score[i]), dense_score=float(cos[i]),
+            lexical_score=float(bm[i]) if in_lex else None,
+            lexical_rank=lex_pos.get(r),
+            fused_rank=pos if mode == "hybrid" else None,
+            source=("both" if in_dense and in_lex else "dense" if in_dense else "lexical"),
+            lexical_share=float(share[i]) if in_lex else None,
+            dense_rank=dense_pos.get(r)))
     return out
 
 

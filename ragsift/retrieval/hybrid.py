@@ -1,29 +1,27 @@
-"""Hybrid retrieval: fuse a dense (cosine) ranking with a lexical (FTS5 BM25) ranking.
+"""Hybrid retrieval settings, and the two historical fusions kept for ``eval`` comparisons.
 
-Role: decides the ORDER of candidates in hybrid mode. It does not admit or reject anything;
-the top-K strategy does that, with its threshold on the dense cosine (see below).
+Since 0.2 hybrid mode orders candidates by the relevance score
+(``ragsift.retrieval.relevance``): one calibrated number per candidate from both sides'
+evidence, which is also what the threshold applies to. ``Fusion`` holds the hybrid settings:
+``fusion="relevance"`` (the default, and the only one ``query``/``explain``/``tune`` use) and
+``depth``, the candidates taken from each side.
 
-Two fusions, both pure functions over candidate lists:
+The two fusions hybrid mode used before are kept as pure functions so that ``ragsift eval``
+(a config's ``fusion = "convex"`` or ``"rrf"``) and the benchmarks can compare their rankings
+with the relevance order. Under them the order is the fused one while the score (and any
+gate) stays the relevance score, so they are for ranking comparisons only:
 
 - **RRF** (reciprocal rank fusion, Cormack et al. 2009): ``fused = Σ_side w / (rrf_k + rank)``,
   rank 1-based within each side's candidate list; a side that did not return the candidate adds 0.
-  Uses ranks only, so BM25's unbounded scale and the cosine's compressed one never meet.
 - **Convex combination** (Bruch et al. 2023): ``fused = α·norm(cosine) + (1−α)·norm(bm25)``.
   ``norm="minmax"`` scales each side over the candidate set to [0, 1]; ``norm="tmm"`` uses the
   theoretical minimum (−1 for the cosine, 0 for BM25) and the observed maximum. A candidate the
-  lexical side did not match gets lexical 0. Every candidate has a cosine (it is looked up in the
-  dense score array), so a lexical-only candidate is scored by its real cosine, not by 0.
+  lexical side did not match gets lexical 0.
 
-Lexical scores arrive larger-is-better (the backend contract flips SQLite's negative
-``bm25()``). ``Fusion`` is the only home of the fusion settings and their defaults; the
-candidate lists come from ``ragsift.retrieval.engine``.
-
-Threshold semantics: the fused score is relative to one query's candidate set (RRF is a rank
-statistic, min-max puts the best candidate at 1.0 for every query), so it carries no absolute
-meaning and cannot hold a threshold. The threshold stays on the dense cosine in every mode: each
-``FusedCandidate`` carries ``dense_score`` (its cosine) even when it came in only through the
-lexical side, and a lexical-only hit with a low cosine is rejected as ``below-threshold`` in the
-fused order, visibly, rather than silently admitted.
+Both are relative to one query's candidate set (RRF is a rank statistic, min-max puts the best
+candidate at 1.0 for every query): they carry no absolute meaning and cannot hold a threshold,
+which is why the relevance score replaced them (issue 21; bench/RESULTS.md "One relevance
+score").
 """
 
 from __future__ import annotations
@@ -31,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
-FUSIONS = ("rrf", "convex")
+FUSIONS = ("relevance", "convex", "rrf")
 NORMS = ("minmax", "tmm")
 DENSE_MIN = -1.0  # theoretical minimum of a cosine
 LEXICAL_MIN = 0.0  # theoretical minimum of a (sign-flipped) BM25 score
@@ -39,26 +37,16 @@ LEXICAL_MIN = 0.0  # theoretical minimum of a (sign-flipped) BM25 score
 
 @dataclass(frozen=True)
 class Fusion:
-    """How hybrid mode fuses the two sides: the one home of these settings and defaults.
+    """How hybrid mode orders candidates: the one home of these settings and defaults.
 
-    Defaults chosen with ``ragsift eval`` on chroma-dev and SciFact (bench/RESULTS.md): the
-    convex combination with min-max normalisation beat RRF on both sets (recall@5 96.7 vs
-    93.9; nDCG@10 72.6 vs 71.0). ``depth`` (candidates taken from each side, at least the
-    ``n`` asked for) is part of the rule, not only of its cost: min-max scales each side over
-    its own candidate list, so the same α orders differently at another depth. 1,000 per side
-    everywhere, so ``query``/``explain``/``tune`` fuse exactly as ``eval`` scores SciFact (it
-    needs 1,000 for Recall@100; before, ``query`` fused 100 and its SciFact top 10 scored
-    nDCG@10 72.0, not the 72.6 measured). At that depth, leave-one-corpus-out over four folds
-    (chroma-dev's three corpora, SciFact train; bench/bench_fusion.py, RESULTS.md "Fusion at
-    one depth") chooses α 0.45–0.7 on the held-out folds, every choice beating the better
-    single side; α = 0.6 keeps chroma-dev's three corpora exactly where α 0.5 had them (98.53
-    / 97.37 / 96.38, recall@5 97.1) and raises SciFact nDCG@10 72.64 → 73.35. With BM25's
-    constants at Anserini's defaults (``index/lexical.py``; RESULTS.md "BM25 constants") the
-    same α 0.6 beats both single sides on every fold again (held-out choices lose at most 0.38
-    points) and gives SciFact 74.19, chroma-dev recall@5 96.1. ``rrf_k = 60`` is Cormack et
-    al.'s constant (used when ``fusion = "rrf"``)."""
+    ``fusion="relevance"`` (default): by the relevance score (``retrieval/relevance.py``).
+    ``"convex"``/``"rrf"``: the fusions of ragsift < 0.2, for ``eval`` comparisons (``alpha``,
+    ``norm``, ``rrf_k`` are theirs; α 0.6 min-max was the default then: RESULTS.md "Fusion at
+    one depth"). ``depth``: candidates taken from each side (at least the ``n`` asked for),
+    1,000 everywhere, so ``query``/``explain``/``tune`` rank exactly as ``eval`` scores SciFact
+    (it needs 1,000 for Recall@100)."""
 
-    fusion: str = "convex"
+    fusion: str = "relevance"
     alpha: float = 0.6
     norm: str = "minmax"
     rrf_k: int = 60

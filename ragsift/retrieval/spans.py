@@ -265,7 +265,8 @@ def spans_for(query: str, candidates: Sequence[Any], min_chars: int = MIN_CHARS
     """``best_spans`` for ``Candidate`` records (their ``text``, ``start`` and ``score``, the
     cosine in every mode)."""
     return best_spans(query, [c.text for c in candidates], [c.start for c in candidates],
-                      min_chars, [c.score for c in candidates])
+                      min_chars, [c.score if c.dense_score is None else c.dense_score
+                                  for c in candidates])
 
 
 def with_spans(r: Any) -> Any:

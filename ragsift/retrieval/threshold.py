@@ -3,12 +3,15 @@
 Three sources, in this order:
 
 1. ``--threshold VALUE`` (or ``none`` / ``off`` / ``no``: no floor): "given on the command line".
-2. A threshold stored in the index by ``ragsift tune --save``: "tuned on N queries".
+2. A threshold stored in the index by ``ragsift tune --save``: "tuned on N queries". It is a
+   threshold on the relevance score only when it says so (``"score": SCORE_KIND``); one saved
+   by ragsift < 0.2 was a cosine, which no longer means anything here: it is ignored, with one
+   warning asking to re-tune (``ThresholdInForce.warning``), and the next source applies.
 3. The model's measured default: only models whose floor was measured have one. Today that is
-   the bundled all-MiniLM-L6-v2 (int8 ONNX, mean pooling, normalised): 0.40, measured with
-   ``ragsift tune``/``ragsift eval`` on ../shared/eval (bench/RESULTS.md, "MiniLM's default
-   threshold"; the value and its reasoning live beside ``MINILM_THRESHOLD`` in
-   ``ragsift/embedders/onnx.py``). A model nobody measured (any ``--model DIR``, or MiniLM
+   the bundled all-MiniLM-L6-v2 (int8 ONNX, mean pooling, normalised): the relevance score's
+   ``DEFAULT_THRESHOLDS`` (one per mode: each mode's score has its own model), chosen by leave-one-corpus-out on ../shared/eval (the value and its
+   measurement live beside the score's coefficients in ``ragsift/retrieval/relevance.py``;
+   bench/RESULTS.md, "One relevance score"). A model nobody measured (any ``--model DIR``, or MiniLM
    with options that change its vectors) has NO default: ``query``/``explain`` refuse with
    exit 2 and say to pass ``--threshold`` or run ``ragsift tune --save``. A number nobody
    measured is never presented as measured.
@@ -23,18 +26,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragsift.errors import RagsiftError
+from ragsift.retrieval.relevance import SCORE_KIND
 
 FLAG = "--threshold"
 TUNED = "tuned"
 MEASURED = "model default"  # JSON value of ``threshold_source`` (kept from earlier releases)
 
 
-def measured_thresholds() -> dict[str, float]:
-    """Model fingerprint → measured floor. Only the bundled MiniLM, as it ships."""
-    from ragsift.embedders.onnx import MINILM_THRESHOLD
+def measured_thresholds(mode: str = "hybrid") -> dict[str, float]:
+    """Model fingerprint → measured floor in ``mode``. Only the bundled MiniLM, as it ships."""
     from ragsift.embedders.weights import DEFAULT_MODEL_NAME, DEFAULT_SHA256
+    from ragsift.retrieval.relevance import DEFAULT_THRESHOLDS
 
-    return {f"{DEFAULT_MODEL_NAME}/384/{DEFAULT_SHA256}": MINILM_THRESHOLD}
+    return {f"{DEFAULT_MODEL_NAME}/384/{DEFAULT_SHA256}": DEFAULT_THRESHOLDS[mode]}
 
 
 def parse_threshold(value: str | None) -> tuple[bool, float | None]:
@@ -48,8 +52,8 @@ def parse_threshold(value: str | None) -> tuple[bool, float | None]:
         number = float(text)
     except ValueError:
         raise RagsiftError(f"--threshold must be a number or 'none', not {value!r}") from None
-    if not -1.0 <= number <= 1.0:
-        raise RagsiftError(f"--threshold {value}: a cosine similarity lies between -1 and 1")
+    if not 0.0 <= number <= 1.0:
+        raise RagsiftError(f"--threshold {value}: the relevance score lies between 0 and 1")
     return False, number
 
 
@@ -61,6 +65,7 @@ class ThresholdInForce:
     value: float | None
     source: str | None
     queries: int | None = None  # tuned: how many labelled queries
+    warning: str | None = None  # one line for the user (a saved threshold that was ignored)
 
     @property
     def label(self) -> str:
@@ -75,40 +80,49 @@ class ThresholdInForce:
 
 
 def resolve_threshold(flag: str | None, settings: dict[str, Any], *,
-                      required: bool = True) -> ThresholdInForce:
-    """The threshold in force for an index (its ``settings``) and the ``--threshold`` flag."""
+                      required: bool = True, mode: str = "hybrid") -> ThresholdInForce:
+    """The threshold in force for an index (its ``settings``), the ``--threshold`` flag and
+    the retrieval ``mode`` (whose score the measured default belongs to)."""
     no_flag, value = parse_threshold(flag)
     if not no_flag:
         return ThresholdInForce(value, FLAG)
     tuned = settings.get("tuned_threshold")
+    warning = None
     if isinstance(tuned, dict) and "value" in tuned:
         v = tuned["value"]
-        return ThresholdInForce(None if v is None else float(v), TUNED,
-                                int(tuned.get("queries") or 0))
+        if tuned.get("score") == SCORE_KIND:
+            return ThresholdInForce(None if v is None else float(v), TUNED,
+                                    int(tuned.get("queries") or 0))
+        warning = (f"the threshold saved in this index ({v}) is a cosine from ragsift < 0.2 "
+                   "and is ignored: scores are now relevance scores; re-run "
+                   "`ragsift tune --queries FILE --save`")
     fingerprint = settings.get("model_fingerprint")
-    measured = measured_thresholds().get(fingerprint or "")
+    measured = measured_thresholds(mode).get(fingerprint or "")
     if measured is not None:
-        return ThresholdInForce(measured, MEASURED)
+        return ThresholdInForce(measured, MEASURED, warning=warning)
     if not required:
-        return ThresholdInForce(None, None)
+        return ThresholdInForce(None, None, warning=warning)
     model = settings.get("model") or fingerprint or "of this index"
+    ignored = " (its saved cosine threshold from ragsift < 0.2 is ignored)" if warning else ""
     raise RagsiftError(
-        f"model {model} has no measured threshold; pass --threshold VALUE (or --threshold "
+        f"model {model} has no measured threshold{ignored}; pass --threshold VALUE (or --threshold "
         "none), or store one in the index with `ragsift tune --queries FILE --save`")
 
 
 def tuned_setting(value: float | None, *, queries: int, k: int, mode: str,
                   objective: str) -> dict[str, Any]:
     """The ``tuned_threshold`` index setting written by ``tune --save``."""
-    return {"value": value, "queries": queries, "k": k, "mode": mode, "objective": objective}
+    return {"value": value, "queries": queries, "k": k, "mode": mode, "objective": objective,
+            "score": SCORE_KIND}
 
 
 def strategy_for(settings: dict[str, Any], *, k: int, threshold: str | None,
-                 reject_window: int, max_chars: int | None, required: bool = True):
+                 reject_window: int, max_chars: int | None, required: bool = True,
+                 mode: str = "hybrid"):
     """The ``TopK`` options of the shared flags, with the threshold in force for this index.
     Returns ``(TopK, ThresholdInForce)``."""
     from ragsift.retrieval.topk import TopK
 
-    floor = resolve_threshold(threshold, settings, required=required)
+    floor = resolve_threshold(threshold, settings, required=required, mode=mode)
     return (TopK(k=k, threshold=floor.value, reject_window=reject_window, max_chars=max_chars),
             floor)

@@ -3,16 +3,19 @@ a record of the near-misses instead of dropping them silently.
 
 Algorithm (pure arithmetic over scores; no I/O, no model):
 
-1. The searcher hands over candidates in one total order: score descending, ties broken by
-   rowid ascending. It fetches ``k + reject_window`` of them.
+1. The engine hands over candidates in one total order: the relevance score descending
+   (``ragsift.retrieval.relevance``; ties by the cosine, then rowid ascending). It fetches
+   ``k + reject_window`` of them. The score that orders them is the score the threshold
+   applies to, in every mode.
 2. Admission walks the first ``k`` positions of that order and nothing beyond. A candidate
    there is admitted when ``score >= threshold`` (no floor when ``threshold is None``) and its
    text fits in what is left of ``max_chars``. In score order the admitted set is therefore a
    prefix of the first ``k``: once one candidate is below the floor all later ones are too, and
    the first candidate that does not fit the character budget closes admission (a worse hit
-   never jumps ahead of a better one that did not fit). In an order that is not by score (a
-   fused hybrid ranking) a below-floor candidate inside the first ``k`` is skipped and keeps
-   its position, so the floor still holds and admission still reads only ``k`` positions.
+   never jumps ahead of a better one that did not fit). So no rejected candidate outscores
+   an admitted one unless it is ``over-k`` or ``over-char-budget`` (and an ``over-k`` one
+   never does). Only an order that is not by score (``eval``'s comparison fusions) can put a
+   below-floor candidate inside the first ``k``: it is skipped and keeps its position.
 3. Every other candidate gets a reason: ``below-threshold``, ``over-char-budget`` (it clears
    the floor but the budget stopped admission before it), or ``over-k``.
 
@@ -125,9 +128,13 @@ class TopK:
 class Candidate:
     """One candidate chunk and what the strategy decided about it.
 
-    ``score`` is the score the threshold applies to (the dense cosine in dense mode).
-    ``dense_score``, ``lexical_score``, ``lexical_rank`` and ``fused_rank`` let other modes
-    show both sides of a fused ranking; they stay ``None`` where a side was not computed.
+    ``score`` is the relevance score (``ragsift.retrieval.relevance``): the estimated
+    probability that the chunk is relevant, what orders the candidates and what the
+    threshold applies to, in every mode. The evidence it came from: ``dense_score`` (the
+    cosine), ``lexical_score`` (BM25), ``lexical_share`` (BM25 over the query's ceiling),
+    ``dense_rank``/``lexical_rank`` (1-based ranks in each side's own list) and
+    ``fused_rank`` (the position in the hybrid order); ``None`` where a side did not return
+    the candidate.
     ``source`` says which side brought a fused candidate in: "both", "dense" or "lexical"
     (a lexical-only hit); ``None`` in dense mode.
     ``truncated`` counts tokens the embedder never saw for this chunk.
@@ -161,6 +168,8 @@ class Candidate:
     span_start: int | None = None
     span_end: int | None = None
     span_text: str | None = None
+    lexical_share: float | None = None
+    dense_rank: int | None = None
 
     @property
     def location(self) -> str:
@@ -182,8 +191,9 @@ class Candidate:
         d = asdict(self)
         d["headings"] = list(self.headings)
         d["score"] = round(float(self.score), 6)
-        if self.dense_score is not None:
-            d["dense_score"] = round(float(self.dense_score), 6)
+        for key in ("dense_score", "lexical_share"):
+            if d[key] is not None:
+                d[key] = round(float(d[key]), 6)
         if self.span_start is None:  # span fields only where spans were asked for
             for key in ("span_start", "span_end", "span_text"):
                 d.pop(key)
@@ -272,7 +282,8 @@ def build_retrieval(
 
     ``ranked`` (``ragsift.retrieval.engine.Ranked``: the cosine plus the lexical/fused
     evidence) and ``records`` (the backend's ``ChunkRecord`` of each) are aligned; at most
-    ``strategy.fetch`` are kept. The threshold applies to ``Ranked.score``, the cosine.
+    ``strategy.fetch`` are kept. The threshold applies to ``Ranked.score``, the relevance
+    score the engine ordered them by.
     """
     ranked = list(ranked)[: strategy.fetch]
     records = list(records)[: len(ranked)]
@@ -321,8 +332,10 @@ def _candidate(rec: ChunkRecord, c: Ranked, rank: int, reason: str | None,
         chars=len(rec.text),
         tokens=rec.tokens,
         truncated=rec.truncated,
-        dense_score=float(c.score),
+        dense_score=None if c.dense_score is None else float(c.dense_score),
         lexical_score=c.lexical_score,
+        lexical_share=c.lexical_share,
+        dense_rank=c.dense_rank,
         lexical_rank=c.lexical_rank,
         fused_rank=c.fused_rank,
         source=c.source,
@@ -352,7 +365,7 @@ def outcome_hint(r: Retrieval) -> str | None:
             return (f"the best hit ({best.chars} chars, {best.location}) does not fit "
                     f"--max-chars {r.max_chars}; `--max-chars {best.chars}` would admit it")
         if r.threshold is not None and best.score < r.threshold:
-            suggestion = math.floor(best.score * 20) / 20
+            suggestion = math.floor(best.score * 100) / 100
             n = admitted_at(r, suggestion)
             return (f"nothing cleared the threshold {r.threshold:.2f}: best candidate "
                     f"{best.score:.3f} at {best.location}; `--threshold {suggestion:.2f}` "

@@ -1,0 +1,345 @@
+"""One relevance score (issue 21): fit it, choose its threshold, and check it fold by fold.
+
+Reads the admission set (``bench/admission_set.py --out SET``) and, for each mode:
+
+1. **fit**: logistic regression (L2, Newton's method, each fold weighted equally) of "this
+   candidate is relevant" on ``ragsift.retrieval.relevance.FEATURES``, over the top
+   ``TRAIN_TOP`` candidates of each side per query;
+2. **leave-one-corpus-out** over the four folds (chatlogs, state_of_the_union, wikitexts,
+   scifact): for each held-out fold, fit on the other three, choose the threshold there by
+   the rule below, and report on the held-out fold: admission (answered / falsely admitted at
+   the default k), ranking (chroma recall@5, SciFact nDCG@10, with both single sides beside
+   it) and calibration (ECE, 10 bins, over the top-k candidates of every query);
+3. the same figures for today's design (fused order, cosine gate 0.40), beside it;
+4. the coefficients and threshold fitted on all four folds: what ships in
+   ``ragsift/retrieval/relevance.py``.
+
+Labels: a SciFact chunk is relevant when its abstract is in the query's qrels; a chroma-dev
+chunk when it holds at least half of one of the question's reference spans (or a reference
+holds at least half of the chunk). A query is *answered* when an admitted hit is relevant; an
+unanswerable query (another set's question, an off-topic one) is *falsely admitted* when
+anything is admitted.
+
+Threshold rule: the value that maximises ``answered − COST · falsely admitted`` on the
+training folds (each fold's rates averaged): a false admission costs ``COST`` missed answers.
+Not the largest value that keeps one figure at a target.
+
+    .venv/bin/python bench/bench_relevance.py --set /tmp/i21/set.pkl [--mode hybrid]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import pickle
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from ragsift.retrieval.relevance import FEATURES, Model  # noqa: E402
+
+# every feature tried: the shipped ones, and the reciprocal ranks of each side (tried, not
+# kept: RESULTS.md)
+ALL = (*FEATURES, "dense_rr", "lexical_rr")
+
+FOLDS = ("chatlogs", "state_of_the_union", "wikitexts", "scifact")
+K = 3  # the default -k
+TRAIN_TOP = 3  # candidates per side per query the model is fitted on (held-out log-loss, RESULTS.md)
+COST = 2.0  # a false admission costs this many missed answers (threshold rule)
+# the features shipped (chosen by held-out log-loss over the folds, RESULTS.md)
+SHIPPED = ("cosine", "share", "cosine_gap", "share_gap", "log_words", "cosine_words",
+           "share_words")
+GRID = np.round(np.arange(0.02, 0.99, 0.01), 2)
+OLD_THRESHOLD = 0.40  # today's cosine gate
+OLD_ALPHA = 0.6
+
+
+# -- the evidence of one query ------------------------------------------------------------------
+
+class Q:
+    """One query of the set with its candidates' evidence and labels."""
+
+    def __init__(self, row: dict, records: dict) -> None:
+        self.text, self.fold, self.kind, self.index = (row["text"], row["fold"], row["kind"],
+                                                      row["index"])
+        self.answerable = row["gold"] is not None
+        d_ids, d_sc = row["dense"]
+        l_ids, l_sc = row["lexical"]
+        cos = dict(zip(d_ids.tolist(), d_sc.tolist()))
+        cos.update(row["cos"])
+        ids = list(dict.fromkeys([*d_ids.tolist(), *l_ids.tolist()]))
+        ids = [r for r in ids if cos.get(r) is not None]
+        bm = dict(zip(l_ids.tolist(), l_sc.tolist()))
+        self.ids = np.array(ids, np.int64)
+        self.cos = np.array([cos[r] for r in ids], np.float64)
+        self.bm25 = np.array([bm.get(r, 0.0) for r in ids], np.float64)
+        ceiling = row["ceiling"]
+        self.share = self.bm25 / ceiling if ceiling > 0 else np.zeros_like(self.bm25)
+        self.words = max(row["words"], 1)
+        self.dense_rank = {r: i for i, r in enumerate(d_ids.tolist())}
+        self.lex_rank = {r: i for i, r in enumerate(l_ids.tolist())}
+        self.gold = row["gold"]
+        self.records = records
+        self.label = np.array([self._relevant(r) for r in ids], bool)
+
+    def _relevant(self, rowid: int) -> bool:
+        if self.gold is None:
+            return False
+        rec = self.records[rowid]
+        if self.index == "scifact":
+            return self.gold.get(rec[0], 0) > 0
+        cid, refs = self.gold
+        if rec[0] != cid:
+            return False
+        for s, e in refs:
+            inter = min(e, rec[2]) - max(s, rec[1])
+            if inter > 0 and (2 * inter >= e - s or 2 * inter >= rec[2] - rec[1]):
+                return True
+        return False
+
+    def features(self, mode: str) -> np.ndarray:
+        cos = self.cos if mode != "lexical" else np.zeros_like(self.cos)
+        share = self.share if mode != "dense" else np.zeros_like(self.share)
+        cols = {"cosine": cos, "share": share,
+                "cosine_gap": cos - cos.max() if cos.size else cos,
+                "share_gap": share - share.max() if share.size else share,
+                "log_words": np.full(cos.shape, math.log(self.words)),
+                "cosine_words": cos * math.log(self.words),
+                "share_words": share * math.log(self.words),
+                "dense_rr": (np.array([1.0 / (self.dense_rank[r] + 1) if r in self.dense_rank
+                                       else 0.0 for r in self.ids.tolist()])
+                             if mode != "lexical" else np.zeros_like(cos)),
+                "lexical_rr": (np.array([1.0 / (self.lex_rank[r] + 1) if r in self.lex_rank
+                                         else 0.0 for r in self.ids.tolist()])
+                               if mode != "dense" else np.zeros_like(cos))}
+        return np.stack([cols[f] for f in ALL], axis=1)
+
+    def train_rows(self) -> np.ndarray:
+        """Positions of the top TRAIN_TOP of each side (what the gate is ever asked about)."""
+        top = {r for r, i in self.dense_rank.items() if i < TRAIN_TOP}
+        top |= {r for r, i in self.lex_rank.items() if i < TRAIN_TOP}
+        return np.array([i for i, r in enumerate(self.ids.tolist()) if r in top], np.int64)
+
+
+def load(path: str) -> list[Q]:
+    with open(path, "rb") as fh:
+        data = pickle.load(fh)
+    return [Q(row, data["indexes"][row["index"]]["records"]) for row in data["queries"]]
+
+
+# -- the model ----------------------------------------------------------------------------------
+
+def used(mode: str, feats: tuple[str, ...]) -> list[int]:
+    own = {"dense": ("cosine", "cosine_gap", "dense_rr", "cosine_words"),
+           "lexical": ("share", "share_gap", "lexical_rr", "share_words")}
+    return [i for i, f in enumerate(ALL) if f in feats
+            and (mode == "hybrid" or f in own[mode] or f == "log_words")]
+
+
+def fit(qs: list[Q], mode: str, feats: tuple[str, ...], l2: float) -> Model:
+    cols = used(mode, feats)
+    xs, ys, ws = [], [], []
+    per_fold = {f: sum(1 for q in qs if q.fold == f) for f in FOLDS}
+    for q in qs:
+        rows = q.train_rows()
+        if not rows.size:
+            continue
+        xs.append(q.features(mode)[rows][:, cols])
+        ys.append(q.label[rows].astype(np.float64))
+        ws.append(np.full(rows.size, 1.0 / (per_fold[q.fold] * rows.size)))
+    x = np.concatenate(xs)
+    y = np.concatenate(ys)
+    w = np.concatenate(ws)
+    w = w / w.mean()
+    xb = np.hstack([np.ones((x.shape[0], 1)), x])
+    beta = np.zeros(xb.shape[1])
+    reg = np.full(xb.shape[1], l2 * x.shape[0] / 1000.0)
+    reg[0] = 0.0
+    for _ in range(50):
+        p = 1.0 / (1.0 + np.exp(-(xb @ beta)))
+        g = xb.T @ (w * (p - y)) + reg * beta
+        h = (xb * (w * p * (1 - p))[:, None]).T @ xb + np.diag(reg) + 1e-9 * np.eye(xb.shape[1])
+        step = np.linalg.solve(h, g)
+        beta -= step
+        if np.abs(step).max() < 1e-9:
+            break
+    return Model(float(beta[0]), {ALL[c]: float(b) for c, b in zip(cols, beta[1:])})
+
+
+def score(q: Q, mode: str, model: Model) -> np.ndarray:
+    """The model's score of every candidate. For the shipped features this is
+    ``relevance.score_array`` itself (the product's function); a model with features that
+    were only tried is scored from the feature matrix."""
+    from ragsift.retrieval.relevance import score_array
+
+    if set(model.weights) <= set(FEATURES):
+        return score_array(mode, q.cos, q.share, q.words, model)
+    x = q.features(mode)
+    z = model.bias + x @ np.array([model.weights.get(f, 0.0) for f in ALL])
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+def order(q: Q, s: np.ndarray, tie: np.ndarray | None = None) -> np.ndarray:
+    """Positions best first: score descending, then cosine descending, then rowid."""
+    tie = q.cos if tie is None else tie
+    return np.lexsort((q.ids, -tie, -s))
+
+
+# -- the measurements ---------------------------------------------------------------------------
+
+def ranking(q: Q, pos: np.ndarray) -> float:
+    from ragsift import metrics as m
+
+    if q.index == "scifact":
+        docs = [q.records[int(r)][0] for r in q.ids[pos[:1000]]]
+        ranking_ = m.best_chunk_ranking((d, -float(i)) for i, d in enumerate(docs))
+        return m.ndcg_at_k(ranking_, q.gold, 10)
+    cid, refs = q.gold
+    retrieved = [q.records[int(r)] for r in q.ids[pos[:5]]]
+    return m.span_scores(retrieved, refs, cid).recall
+
+
+def side_orders(q: Q, how: str) -> tuple[np.ndarray, np.ndarray]:
+    """(order, the score a gate reads) for a single side or today's fused order."""
+    if how == "dense":
+        return order(q, q.cos), q.cos
+    if how == "lexical":
+        return order(q, q.bm25), q.cos
+    # today's hybrid: convex α·minmax(cos) + (1−α)·minmax(bm25), gated on the cosine
+    def mm(v, present):
+        if not present.any():
+            return np.zeros_like(v)
+        lo, hi = v[present].min(), v[present].max()
+        return np.where(present, (v - lo) / (hi - lo) if hi > lo else 1.0, 0.0)
+    fused = OLD_ALPHA * mm(q.cos, np.ones(q.cos.shape, bool)) + \
+        (1 - OLD_ALPHA) * mm(q.bm25, q.bm25 > 0)
+    return order(q, fused), q.cos
+
+
+def admitted(pos: np.ndarray, gate: np.ndarray, t: float, k: int = K) -> np.ndarray:
+    head = pos[:k]
+    return head[gate[head] >= t]
+
+
+def admission_rates(qs: list[Q], orders: dict, t: float) -> tuple[float, float, int, int]:
+    """(answered share, falsely admitted share, #answerable, #unanswerable)."""
+    ans = [q for q in qs if q.answerable]
+    una = [q for q in qs if not q.answerable]
+    a = sum(bool(q.label[admitted(*orders[id(q)], t)].any()) for q in ans)
+    f = sum(admitted(*orders[id(q)], t).size > 0 for q in una)
+    return a / max(len(ans), 1), f / max(len(una), 1), len(ans), len(una)
+
+
+def choose_threshold(qs: list[Q], orders: dict, folds: list[str]) -> float:
+    best = (-1e9, 0.5)
+    for t in GRID:
+        rates = [admission_rates([q for q in qs if q.fold == f], orders, t) for f in folds]
+        a = float(np.mean([r[0] for r in rates]))
+        f = float(np.mean([r[1] for r in rates]))
+        if a - COST * f > best[0] + 1e-12:
+            best = (a - COST * f, float(t))
+    return best[1]
+
+
+def ece(qs: list[Q], scored: dict, k: int = K, bins: int = 10) -> tuple[float, list]:
+    ps, ys = [], []
+    for q in qs:
+        pos, s = scored[id(q)]
+        ps.extend(s[pos[:k]].tolist())
+        ys.extend(q.label[pos[:k]].tolist())
+    p, y = np.array(ps), np.array(ys, np.float64)
+    table, err = [], 0.0
+    for b in range(bins):
+        lo, hi = b / bins, (b + 1) / bins
+        sel = (p >= lo) & ((p < hi) if b < bins - 1 else (p <= hi))
+        if sel.any():
+            err += sel.sum() / p.size * abs(p[sel].mean() - y[sel].mean())
+            table.append((lo, hi, int(sel.sum()), float(p[sel].mean()), float(y[sel].mean())))
+        else:
+            table.append((lo, hi, 0, float("nan"), float("nan")))
+    return float(err), table
+
+
+def mean_ranking(qs: list[Q], orders: dict) -> float:
+    vals = [ranking(q, orders[id(q)][0]) for q in qs if q.answerable and q.kind == "full"]
+    return 100 * float(np.mean(vals)) if vals else float("nan")
+
+
+def report(qs: list[Q], mode: str, feats: tuple[str, ...], l2: float) -> dict:
+    base = {how: {id(q): side_orders(q, how) for q in qs} for how in ("dense", "lexical",
+                                                                       "fused")}
+    out: dict = {"folds": {}}
+    print(f"\n## mode {mode}: features {', '.join(feats)}; L2 {l2}\n")
+    print("| held-out fold | threshold (chosen on the other three) | answered | falsely "
+          "admitted | ranking | dense | lexical | today: answered | today: false | today: "
+          "ranking | ECE top-3 |")
+    print("| --- |" + " ---: |" * 10)
+    reliab = []
+    for f in FOLDS:
+        train = [q for q in qs if q.fold != f]
+        test = [q for q in qs if q.fold == f]
+        model = fit(train, mode, feats, l2)
+        scored = {}
+        for q in qs:
+            s = score(q, mode, model)
+            scored[id(q)] = (order(q, s, q.cos if mode != "lexical" else q.bm25), s)
+        t = choose_threshold(train, scored, [g for g in FOLDS if g != f])
+        a, fa, na, nu = admission_rates(test, scored, t)
+        oa, of, _, _ = admission_rates(test, base["fused"], OLD_THRESHOLD)
+        e, table = ece(test, scored)
+        reliab.append((f, table))
+        row = {"threshold": t, "answered": a, "false": fa, "ranking": mean_ranking(test, scored),
+               "dense": mean_ranking(test, base["dense"]),
+               "lexical": mean_ranking(test, base["lexical"]),
+               "old_answered": oa, "old_false": of,
+               "old_ranking": mean_ranking(test, base["fused"]), "ece": e, "n": (na, nu),
+               "model": model}
+        out["folds"][f] = row
+        print(f"| {f} | {t:.2f} | {100 * a:.1f} ({na}) | {100 * fa:.1f} ({nu}) | "
+              f"{row['ranking']:.2f} | {row['dense']:.2f} | {row['lexical']:.2f} | "
+              f"{100 * oa:.1f} | {100 * of:.1f} | {row['old_ranking']:.2f} | {e:.3f} |")
+    full = fit(qs, mode, feats, l2)
+    scored = {}
+    for q in qs:
+        s = score(q, mode, full)
+        scored[id(q)] = (order(q, s, q.cos if mode != "lexical" else q.bm25), s)
+    t = choose_threshold(qs, scored, list(FOLDS))
+    out["model"], out["threshold"] = full, t
+    print(f"\nfitted on all four folds (relevance.MODELS[{mode!r}]): Model({full.bias:.4f}, "
+          + "{" + ", ".join(f"{k!r}: {v:.4f}" for k, v in full.weights.items()) + "})"
+          + f"; threshold {t:.2f}")
+    for f in FOLDS:
+        test = [q for q in qs if q.fold == f]
+        a, fa, _, _ = admission_rates(test, scored, t)
+        shorts = [q for q in test if q.kind == "short"]
+        sa = admission_rates(shorts, scored, t)[0] if shorts else float("nan")
+        print(f"  {f}: answered {100 * a:.1f}, short queries {100 * sa:.1f}, falsely admitted "
+              f"{100 * fa:.1f}, ranking {mean_ranking(test, scored):.2f}")
+    print("\nreliability (held-out folds, top-3 candidates of every query): bin | n | mean "
+          "score | share relevant")
+    for f, table in reliab:
+        print(f"  {f}: " + "; ".join(f"[{lo:.1f},{hi:.1f}) {n} {p:.2f}/{y:.2f}"
+                                      for lo, hi, n, p, y in table if n))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--set", required=True)
+    ap.add_argument("--mode", default="all", choices=("all", "dense", "lexical", "hybrid"))
+    ap.add_argument("--features", default=",".join(SHIPPED))
+    ap.add_argument("--l2", type=float, default=0.1)
+    args = ap.parse_args()
+    qs = load(args.set)
+    print(f"{len(qs)} queries: " + ", ".join(
+        f"{f} {sum(q.fold == f for q in qs)}" for f in FOLDS), file=sys.stderr)
+    feats = tuple(args.features.split(","))
+    for mode in (("hybrid", "dense", "lexical") if args.mode == "all" else (args.mode,)):
+        report(qs, mode, feats, args.l2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""The relevance score: one number per candidate that orders the list and holds the threshold.
+
+``score`` estimates the probability that a candidate is relevant to the query. It is a
+logistic model over evidence both sides already produce, and nothing else (no text, no model
+call), so it costs a few vector operations per query:
+
+- ``cosine``: the dense side's cosine of the query and chunk vectors;
+- ``share``: the chunk's BM25 divided by the query's BM25 *ceiling* (``lexical.ceiling``: the
+  most any chunk could score, ``Σ idf·(k1 + 1)`` over the query's words, words the index lacks
+  included), so 0.6 means the same on a one-word query and a twenty-word one; 0 when the
+  lexical side did not match the chunk;
+- ``cosine_gap`` / ``share_gap``: how far the candidate lies below the best candidate of the
+  query on that side (0 for the best): the evidence relative to what else the index holds;
+- ``log_words``: ``log`` of the number of query words (``store.query_words``): short queries
+  have lower cosines for the same relevance.
+
+``p = 1 / (1 + exp(−(b + Σ wᵢ·xᵢ)))``. Each mode uses only its own evidence: ``dense`` the
+cosine terms, ``lexical`` the share terms, ``hybrid`` both. Within one query every term but
+the bias and ``log_words`` is linear in the cosine and the share with positive weights, so the
+score orders a dense list as the cosine does and a lexical list as BM25 does.
+
+The coefficients were fitted by logistic regression (bench/bench_relevance.py) on the labelled
+admission set (bench/admission_set.py: chroma-dev and SciFact train questions and their short
+keyword forms against their own index; the other set's questions and off-topic queries as
+negatives), on the top candidates of each query; the feature set, the regularisation and the
+default threshold were chosen by leave-one-corpus-out over the four folds (chroma-dev's three
+corpora, SciFact), and the numbers per fold are in bench/RESULTS.md, "One relevance score".
+They describe the bundled all-MiniLM-L6-v2 and the index's BM25 (k1 0.9, b 0.4): for another
+model the score is still an order, but not a calibrated probability, and such a model has no
+default threshold (``ragsift.retrieval.threshold``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# Version of the score's meaning: a threshold saved by `tune --save` records it, and one saved
+# before (a cosine, ragsift < 0.2) is not applied to this score.
+SCORE_KIND = "relevance-1"
+
+FEATURES = ("cosine", "share", "cosine_gap", "share_gap", "log_words", "cosine_words",
+            "share_words")
+
+
+@dataclass(frozen=True)
+class Model:
+    """A logistic model over ``FEATURES`` (a missing weight is 0)."""
+
+    bias: float
+    weights: dict[str, float]
+
+    def logit_terms(self) -> tuple[float, ...]:
+        return tuple(self.weights.get(f, 0.0) for f in FEATURES)
+
+
+# Fitted on all four folds by `bench/bench_relevance.py --set SET` (SET: bench/admission_set.py),
+# L2 0.1, on the top 3 candidates of each side per query: the feature set, the L2 and the
+# candidates fitted on were chosen by held-out log-loss over the four leave-one-corpus-out
+# folds (bench/RESULTS.md, "One relevance score": every fold's admission, ranking and
+# reliability table). Within a query each side's weight (e.g. cosine + cosine_gap +
+# cosine_words·log_words) is positive, so the score keeps each side's own order.
+MODELS: dict[str, Model] = {
+    "hybrid": Model(-1.1700, {"cosine": -0.0197, "share": 1.5461, "cosine_gap": 5.6058,
+                              "share_gap": 4.9036, "log_words": -1.3451,
+                              "cosine_words": 1.8111, "share_words": 1.7325}),
+    "dense": Model(-1.8639, {"cosine": 1.9099, "cosine_gap": 2.9091, "log_words": -1.4770,
+                             "cosine_words": 2.6395}),
+    "lexical": Model(-2.4701, {"share": 2.2942, "share_gap": 3.3820, "log_words": -0.6461,
+                               "share_words": 3.0619}),
+}
+# The default threshold of each mode's score, for the bundled model: on the folds it was
+# fitted on, the value that maximises answered − 2 × falsely admitted (a false admission costs
+# two missed answers), at the default k 3. Leave-one-corpus-out chose 0.15–0.24 (hybrid) on
+# the held-out folds (bench/RESULTS.md, ibid.).
+DEFAULT_THRESHOLDS: dict[str, float] = {"hybrid": 0.21, "dense": 0.17, "lexical": 0.18}
+
+
+def score_array(mode: str, cosine: np.ndarray, share: np.ndarray, words: int,
+                model: Model | None = None) -> np.ndarray:
+    """The relevance score of each candidate of one query: ``cosine`` and ``share`` are
+    aligned float arrays (a side the mode does not use is ignored); ``words`` is the number
+    of query words. The gaps are taken from the best candidate in these arrays."""
+    import numpy as np
+
+    m = model or MODELS[mode]
+    w_cos, w_share, w_cgap, w_sgap, w_words, w_cw, w_sw = m.logit_terms()
+    if not cosine.size:
+        return np.zeros(0, np.float64)
+    lw = math.log(max(words, 1))
+    z = np.full(cosine.shape, m.bias + w_words * lw, np.float64)
+    if mode != "lexical":
+        z += (w_cos + w_cgap + w_cw * lw) * cosine - w_cgap * float(cosine.max())
+    if mode != "dense":
+        z += (w_share + w_sgap + w_sw * lw) * share - w_sgap * float(share.max())
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+def scores(mode: str, cosines: Sequence[float], shares: Sequence[float], words: int,
+           model: Model | None = None) -> list[float]:
+    """``score_array`` for plain sequences."""
+    import numpy as np
+
+    return score_array(mode, np.asarray(cosines, np.float64), np.asarray(shares, np.float64),
+                       words, model).tolist()
