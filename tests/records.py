@@ -8,7 +8,8 @@ from ragsift.retrieval.engine import Ranked
 from ragsift.retrieval.topk import build_retrieval
 
 _FIELDS = set(ChunkRecord.__slots__)
-_RANKED = ("lexical_score", "lexical_rank", "fused_rank", "source")
+_RANKED = ("dense_score", "lexical_score", "lexical_rank", "fused_rank", "source",
+           "lexical_share", "dense_rank")
 
 
 def chunk(d: dict, i: int = 0) -> ChunkRecord:
@@ -25,7 +26,11 @@ def chunk(d: dict, i: int = 0) -> ChunkRecord:
 
 
 def retrieval(strategy, *, scores, records, **kw):
-    ranked = [Ranked(int(d.get("rowid", i + 1)), float(s), **{k: d.get(k) for k in _RANKED})
-              for i, (s, d) in enumerate(zip(scores, records))]
+    ranked = []
+    for i, (s, d) in enumerate(zip(scores, records)):
+        evidence = {k: d.get(k) for k in _RANKED}
+        if "dense_score" not in d:  # no cosine of its own: the score stands in (dense mode)
+            evidence["dense_score"] = float(s)
+        ranked.append(Ranked(int(d.get("rowid", i + 1)), float(s), **evidence))
     recs = [chunk(d, i) for i, d in enumerate(records)]
     return build_retrieval(strategy, ranked=ranked, records=recs, **{"query": "q", **kw})

@@ -160,6 +160,19 @@ def test_lexical_candidates(filled, open_backend):
             assert isinstance(b.lexical_candidates(text, 5), list)
 
 
+def test_lexical_ceiling_bounds_every_score(filled, open_backend):
+    """The BM25 ceiling is above every lexical score of the query (the relevance score's
+    share lies in [0, 1)), grows with a word no chunk holds, and is 0 without query words."""
+    with open_backend(filled[0]) as b:
+        for text in ("cat dog", "zq7x build", "cat"):
+            hits = b.lexical_candidates(text, 10)
+            ceiling = b.lexical_ceiling(text)
+            assert hits and all(0 < s < ceiling for _, s in hits), (text, hits, ceiling)
+        assert b.lexical_ceiling("cat qqqzzx") > b.lexical_ceiling("cat")
+        for text in ("", "   ", "!!!"):
+            assert b.lexical_ceiling(text) == 0.0
+
+
 def test_replace_and_remove_keep_every_side_in_step(filled, open_backend):
     path, _ = filled
     rng = np.random.default_rng(11)

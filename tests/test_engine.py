@@ -114,7 +114,10 @@ def test_tune_save_is_used_by_query_and_explain(small_index):
     ]) + "\n")
     before = json.loads(run_cli("explain", "when do bees swarm", "-i", path, "--json",
                                 cwd=cwd).stdout)
-    assert before["threshold_source"] == "model default" and before["threshold"] == 0.4
+    from ragsift.retrieval.relevance import DEFAULT_THRESHOLDS
+
+    assert before["threshold_source"] == "model default"
+    assert before["threshold"] == DEFAULT_THRESHOLDS["hybrid"]
     assert before["threshold_origin"] == "measured default"
     proc = run_cli("tune", "-i", path, "--queries", str(labelled), "--save", "--json", cwd=cwd)
     assert proc.returncode == 0, proc.stderr
@@ -183,7 +186,10 @@ def test_the_readme_python_example_runs():
     with contextlib.redirect_stdout(out):
         exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
     text = out.getvalue()
-    assert "chunks indexed" in text and "threshold 0.4 measured default" in text
+    from ragsift.retrieval.relevance import DEFAULT_THRESHOLDS
+
+    default = DEFAULT_THRESHOLDS["hybrid"]
+    assert "chunks indexed" in text and f"threshold {default} measured default" in text
     assert re.search(r"^0\.\d{3} .*bees\.md:\d+", text, re.M)
 
 

@@ -205,7 +205,7 @@ def test_load_config(tmp_path):
     assert "rrf_k" not in c.as_dict() and c.as_dict()["alpha"] == 0.7
     assert c.chunker_label() == "recursive 250/125 model"
     assert EvalConfig(mode="dense").as_dict().get("fusion") is None  # dense: no fusion keys
-    assert (EvalConfig().mode, EvalConfig().fusion) == ("hybrid", "convex")  # chosen defaults
+    assert (EvalConfig().mode, EvalConfig().fusion) == ("hybrid", "relevance")  # defaults
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ with its rank, score, margin/gap, reason and path:line. At 120 columns the table
 from __future__ import annotations
 
 import json
+import math
 import re
 
 import pytest
@@ -86,11 +87,14 @@ def test_wide_layout_keeps_the_tables_and_shows_everything(index):
 
 
 def test_over_k_says_the_rule_and_the_hint_what_k_would_admit(index):
-    rec = record(index, BEES, "--threshold", "0.2")
+    # a floor just under the 5th candidate's score: ranks 4 and 5 clear it and k 3 stops them
+    fifth = record(index, BEES, "--threshold", "none")["candidates"][4]["score"]
+    floor = f"{math.floor(fifth * 1000) / 1000:.3f}"
+    rec = record(index, BEES, "--threshold", floor)
     over = [c for c in rec["candidates"] if c["reason"] == "over-k"]
     assert over, "the fixture query should leave candidates past k above the floor"
     assert {c["reason"] for c in rec["candidates"]} <= {None, "over-k", "below-threshold"}
-    proc = explain(index, BEES, NARROW, "--threshold", "0.2")
+    proc = explain(index, BEES, NARROW, "--threshold", floor)
     for c in over:
         assert f"over-k (rank {c['rank']} > k 3)" in proc.stdout
     k = max(c["rank"] for c in over)

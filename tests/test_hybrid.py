@@ -102,7 +102,8 @@ def test_fusion_is_the_only_home_of_the_defaults():
     from ragsift.retrieval import hybrid
 
     f = Fusion()
-    assert (f.fusion, f.alpha, f.norm, f.rrf_k, f.depth) == ("convex", 0.6, "minmax", 60, 1000)
+    assert (f.fusion, f.alpha, f.norm, f.rrf_k, f.depth) == ("relevance", 0.6, "minmax", 60,
+                                                             1000)
     assert inspect.signature(hybrid.rrf_scores).parameters["rrf_k"].default == f.rrf_k
     assert inspect.signature(hybrid.fuse).parameters["fusion"].default == f
     assert EvalConfig().fusion_settings() == f
@@ -129,6 +130,9 @@ class _MemoryBackend:
         self.calls.append((text, n, None if paths is None else sorted(paths)))
         return [(r, s) for r, s in self.lex if paths is None or self.path[r] in paths][:n]
 
+    def lexical_ceiling(self, text):
+        return 10.0  # above every BM25 of the hand-made list
+
 
 def test_engine_hybrid_fuses_what_the_backend_returns():
     b = _MemoryBackend({1: 0.9, 2: 0.8, 3: 0.1, 4: 0.7, 5: 0.2}, [(3, 8.0), (4, 2.0)],
@@ -137,20 +141,26 @@ def test_engine_hybrid_fuses_what_the_backend_returns():
     # each side gives max(depth, n) = 3 candidates
     # convex 0.5 minmax over dense {1, 2, 4} and lexical {3, 4}: 1 and 3 tie at 0.5 (the
     # cosine breaks it), then 2 (0.4375); 4 (0.375) is cut
-    (out,) = rank(b, ["q"], q, mode="hybrid", n=3, fusion=Fusion(alpha=0.5, depth=2))
+    convex = Fusion(fusion="convex", alpha=0.5, depth=2)  # eval's comparison fusion
+    (out,) = rank(b, ["q"], q, mode="hybrid", n=3, fusion=convex)
     assert [c.rowid for c in out] == [1, 3, 2] and b.calls == [("q", 3, None)]
-    assert out[1].source == "lexical" and out[1].score == pytest.approx(0.1)
+    assert out[1].source == "lexical" and out[1].dense_score == pytest.approx(0.1)
+    assert out[1].lexical_share == pytest.approx(0.8)
     assert out[0].source == "dense" and out[0].lexical_rank is None
-    (wide,) = rank(b, ["q"], q, mode="hybrid", n=10, fusion=Fusion(alpha=0.5, depth=2))
+    (wide,) = rank(b, ["q"], q, mode="hybrid", n=10, fusion=convex)
     assert {c.rowid for c in wide} == {1, 2, 3, 4, 5}
     assert next(c for c in wide if c.rowid == 4).source == "both"
-    assert len(rank(b, ["q"], q, mode="hybrid", n=1, fusion=Fusion(alpha=0.5, depth=2))[0]) == 1
-    (filtered,) = rank(b, ["q"], q, mode="hybrid", n=10, fusion=Fusion(alpha=0.5, depth=2), paths=["a"])
+    assert len(rank(b, ["q"], q, mode="hybrid", n=1, fusion=convex)[0]) == 1
+    (filtered,) = rank(b, ["q"], q, mode="hybrid", n=10, fusion=convex, paths=["a"])
     assert 3 not in {c.rowid for c in filtered} and b.calls[-1][2] == ["a"]
     (lexical,) = rank(b, ["q"], q, mode="lexical", n=10)
-    assert [c.rowid for c in lexical] == [3, 4] and [c.fused_rank for c in lexical] == [1, 2]
+    assert [c.rowid for c in lexical] == [3, 4] and [c.lexical_rank for c in lexical] == [1, 2]
     (dense,) = rank(b, ["q"], q, mode="dense", n=2)
     assert [(c.rowid, c.source) for c in dense] == [(1, None), (2, None)]
+    # the default hybrid order is the relevance score's, and it is the score each carries
+    (scored,) = rank(b, ["q"], q, mode="hybrid", n=10, fusion=Fusion(depth=2))
+    assert [c.score for c in scored] == sorted((c.score for c in scored), reverse=True)
+    assert [c.fused_rank for c in scored] == list(range(1, len(scored) + 1))
 
 
 def test_fused_candidate_as_dict():
@@ -248,8 +258,10 @@ def test_a_lexical_only_hit_is_identifiable(tmp_path, embedder):
     cat, log = by_path["cats.md"], by_path["log.md"]
     assert cat.source == "dense" and cat.lexical_rank is None
     assert log.lexical_rank == 1 and log.lexical_score > 0
-    # its cosine is reported: the threshold applies to it like to any candidate
-    assert log.score == pytest.approx(float(scores[list(rowids).index(log.rowid)]), abs=1e-6)
+    # its cosine is reported beside the relevance score the threshold applies to
+    assert log.dense_score == pytest.approx(float(scores[list(rowids).index(log.rowid)]),
+                                            abs=1e-6)
+    assert 0.0 < log.score < 1.0 and log.lexical_share > 0
 
 
 def test_searcher_builds_the_retrieval_record_in_every_mode(tmp_path, embedder):
@@ -272,10 +284,10 @@ def test_searcher_builds_the_retrieval_record_in_every_mode(tmp_path, embedder):
     assert r.candidates_complete
     log = next(c for c in r.candidates if c.path.endswith("log.md"))
     assert log.lexical_rank == 1 and log.lexical_score > 0
-    # the threshold applies to the cosine in every mode: score == dense_score, and a weak
-    # lexical-only hit is rejected as below-threshold, visibly
-    cosine = {c.path: c.score for c in dense_only.candidates}
-    assert log.score == log.dense_score == cosine[log.path]
+    # every mode reports the cosine (dense_score) beside its own relevance score, which the
+    # threshold applies to: a weak hit is rejected as below-threshold, visibly
+    cosine = {c.path: c.dense_score for c in dense_only.candidates}
+    assert log.dense_score == cosine[log.path]
     assert (log.admitted, log.reason) == (
         log.score >= 0.3,
         None if log.score >= 0.3 else "below-threshold",
@@ -342,7 +354,7 @@ def test_explain_shows_a_lexical_only_hit(tmp_path, embedder, monkeypatch):
     assert record["mode"] == "hybrid" and record["searched"] > 100  # more than the depth
     (log,) = [c for c in record["candidates"] if c["path"].endswith("log.md")]
     assert log["source"] == "lexical" and log["lexical_rank"] == 1
-    assert log["score"] == log["dense_score"]  # the threshold's score is the cosine
+    assert 0 < log["score"] < 1 and log["lexical_share"] > 0  # the relevance score
     assert all(c["source"] == "dense" for c in record["candidates"] if c is not log)
     human = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
     assert human.exit_code == 0, human.output

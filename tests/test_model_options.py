@@ -99,7 +99,7 @@ def test_query_uses_the_stored_options_and_the_query_prefix(built, model_dir):
     expected = float(np.dot(with_prefix.embed_query(BEES), stored))
     without = float(np.dot(bare.embed_query(BEES), stored))
     assert abs(expected - without) > 1e-3  # the prefix matters for this query
-    assert top["score"] == pytest.approx(expected, abs=1e-4)
+    assert top["dense_score"] == pytest.approx(expected, abs=1e-4)
 
 
 def test_changing_vector_options_is_refused_unless_rebuild(built, model_dir, tmp_path):

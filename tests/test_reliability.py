@@ -305,10 +305,14 @@ def read_only_index(built, tmp_path, permissions_enforced) -> Path:
 def test_read_only_index_in_read_only_folder_answers_query_explain_info(read_only_index):
     index, folder = str(read_only_index), read_only_index.parent
     ro = _without_dac_override
-    proc = run("query", "how do bees make honey", "--index", index, "--json", preexec_fn=ro)
+    # two chunks: BM25 has no idf to speak of, so the measured default admits little here;
+    # the floor is given (what is tested is reading a read-only index)
+    proc = run("query", "how do bees make honey", "--index", index, "--json",
+               "--threshold", "0.05", preexec_fn=ro)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.splitlines()[0])["path"].endswith("bees.md")
-    proc = run("explain", "how do bees make honey", "--index", index, preexec_fn=ro)
+    proc = run("explain", "how do bees make honey", "--index", index, "--threshold", "0.05",
+               preexec_fn=ro)
     assert proc.returncode == 0, proc.stderr
     proc = run("info", "--index", index, "--json", preexec_fn=ro)
     assert proc.returncode == 0, proc.stderr

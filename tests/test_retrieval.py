@@ -242,13 +242,16 @@ def test_searcher_exact_order_filter_and_nan():
     ref = np.nan_to_num(m @ q, nan=-np.inf)
     expected = [100 + i for i in np.argsort(-ref, kind="stable")[:8]]
     assert [c.rowid for c in r.candidates] == expected
-    assert [c.score for c in r.candidates] == pytest.approx(sorted(ref, reverse=True)[:8])
+    assert [c.dense_score for c in r.candidates] == pytest.approx(
+        sorted(ref, reverse=True)[:8])
+    assert [c.score for c in r.candidates] == sorted((c.score for c in r.candidates),
+                                                     reverse=True)
     assert r.searched == 50 and len(r.admitted) == 3
     f = s.retrieve("q", TopK(k=3, threshold=None, reject_window=40), qvec=q, path_glob="docs/*")
     assert f.searched == 25 and all(c.path.startswith("docs/") for c in f.candidates)
     assert f.candidates_complete and len(f.candidates) == 25
     (cos,) = s.store.cosines(q, [f.candidates[0].rowid])
-    assert cos == f.candidates[0].score  # the same kernel: bit-identical
+    assert cos == f.candidates[0].dense_score  # the same kernel: bit-identical
     none = s.retrieve("q", TopK(), qvec=q, path_glob="nowhere/*")
     assert none.searched == 0 and none.candidates == () and not none.corpus_empty
 

@@ -289,8 +289,8 @@ def _side_cells(c: Candidate, r: Retrieval) -> tuple[str, ...]:
 
     cells = tuple(x.replace("cos ", "").replace("lex ", "") for x in evidence_cells(c, r))
     if r.mode == "hybrid":
-        cells += ({"lexical": "[magenta]lexical[/]", "dense": "dense"}.get(c.source or "",
-                                                                            "both"),)
+        cells += ({"lexical": "[magenta]lexical only[/]", "dense": "dense only"}.get(
+            c.source or "", "both"),)
     return cells
 
 
