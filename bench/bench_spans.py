@@ -79,6 +79,58 @@ def quality(cands: str, strongs: list[float], widths: list[int], alpha: float | 
               f"{' | '.join(pair(per[c]) for c in corpora)} |")
 
 
+def relevance_loco(set_path: str, strongs: list[float], by: str = "cosine") -> None:
+    """Spans on the relevance order (issue 21): the top 5 of each chroma-dev question as the
+    engine orders them now (``relevance.score_array``, hybrid), from the admission set
+    (``bench/admission_set.py``), at each evidence strength; then leave-one-corpus-out over
+    the three corpora: STRONG chosen on two by the largest mean of recall and IoU (each
+    corpus weighted equally), scored on the third."""
+    import numpy as np
+
+    from ragsift import metrics as m
+    from ragsift.evaluation.datasets import load_dataset
+    from ragsift.retrieval.relevance import score_array
+    from ragsift.retrieval.spans import MIN_CHARS, best_spans
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from bench_relevance import load, order
+
+    ds = load_dataset(ROOT.parent / "shared" / "eval" / "chroma-dev")
+    texts = {cid: p.read_text(encoding="utf-8") for cid, p in ds.corpora.items()}
+    qs = [q for q in load(set_path) if q.index == "chroma-dev" and q.kind == "full"]
+    corpora = sorted({q.fold for q in qs})
+    table: dict = {}
+    for strong in [None, *strongs]:
+        per: dict = {c: [] for c in corpora}
+        for q in qs:
+            p = score_array("hybrid", q.cos, q.share, q.words)
+            pos = order(q, p)[:5]
+            strength_of = q.cos if by == "cosine" else p
+            recs = [q.records[int(r)] for r in q.ids[pos]]
+            if strong is None:
+                got = recs
+            else:
+                spans = best_spans(q.text, [texts[c][s:e] for c, s, e in recs],
+                                   [s for _, s, _ in recs], MIN_CHARS,
+                                   [float(x) for x in strength_of[pos]], strong)
+                got = [(rec[0], sp.start, sp.end) for rec, sp in zip(recs, spans)]
+            cid, refs = q.gold
+            per[q.fold].append(m.span_scores(got, refs, cid))
+        table[strong] = {c: (100 * float(np.mean([x.recall for x in v])),
+                             100 * float(np.mean([x.iou for x in v]))) for c, v in per.items()}
+        allq = [x for v in per.values() for x in v]
+        print(f"strong {strong}: all {100 * np.mean([x.recall for x in allq]):.1f} / "
+              f"{100 * np.mean([x.iou for x in allq]):.1f}  " + "  ".join(
+                  f"{c} {r:.1f}/{i:.1f}" for c, (r, i) in table[strong].items()), flush=True)
+    print("\n| held-out corpus | STRONG chosen on the other two | held-out recall | held-out IoU |"
+          "\n| --- | ---: | ---: | ---: |")
+    for held in corpora:
+        train = [c for c in corpora if c != held]
+        best = max(strongs, key=lambda s: (np.mean([sum(table[s][c]) / 2 for c in train]), -s))
+        r, i = table[best][held]
+        print(f"| {held} | {best:g} | {r:.1f} | {i:.1f} |")
+
+
 def speed(repeats: int) -> None:
     from ragsift.chunkers import make_chunker
     from ragsift.embedders import load_embedder
@@ -133,8 +185,15 @@ def main() -> None:
     q.add_argument("--alpha", type=float, default=None)
     s = sub.add_parser("speed")
     s.add_argument("--repeats", type=int, default=50)
+    r = sub.add_parser("relevance", help="spans on the relevance order, leave-one-corpus-out")
+    r.add_argument("--set", required=True, help="bench/admission_set.py --out")
+    r.add_argument("--strong", default="0.2,0.25,0.3,0.35,0.4,0.45,0.5,0.55,0.6,0.7,inf")
+    r.add_argument("--by", choices=("cosine", "score"), default="cosine",
+                   help="the dense half of a hit's strength: its cosine or its relevance score")
     args = ap.parse_args()
-    if args.cmd == "quality":
+    if args.cmd == "relevance":
+        relevance_loco(args.set, [float(x) for x in args.strong.split(",")], args.by)
+    elif args.cmd == "quality":
         quality(args.cands, [float(s) for s in args.strong.split(",")],
                 [int(w) for w in args.widths.split(",")], args.alpha)
     else:

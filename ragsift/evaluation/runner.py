@@ -298,7 +298,8 @@ def _score_spans(
             # score each hit's evidence span: the rule `query --span best` applies to the same
             # hits (ragsift.retrieval.spans; eval admits the whole top k, no threshold)
             spans = best_spans(q.question, [rec.text for rec, _ in top],
-                               [rec.start for rec, _ in top], scores=[c.score for _, c in top])
+                               [rec.start for rec, _ in top],
+                               scores=[c.dense_score for _, c in top])  # cosines, as spans_for
             retrieved = [(cid, sp.start, sp.end) for (cid, _, _), sp in zip(retrieved, spans)]
         per_q.append((q.corpus_id, m.span_scores(retrieved, q.references, q.corpus_id)))
         judged.append(

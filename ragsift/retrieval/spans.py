@@ -51,8 +51,10 @@ from typing import Any
 SPAN_MODES = ("chunk", "best")
 DEFAULT_SPAN = "chunk"  # measured: see bench/RESULTS.md "Evidence spans"
 MIN_CHARS = 0  # a cut hit's window: its best unit(s), grown over query terms (measured, ibid.)
-STRONG = 0.40  # the evidence strength at which a hit keeps its whole chunk: the largest that
-# keeps recall with spans ≥ 95 on chroma-dev (bench/RESULTS.md, "BM25 constants")
+STRONG = 0.45  # the evidence strength at which a hit keeps its whole chunk: on the relevance
+# order, the value with the best mean of recall and IoU over chroma-dev's three corpora;
+# leave-one-corpus-out chose 0.45-0.5 on the held-out corpora (bench/bench_spans.py relevance;
+# bench/RESULTS.md, "One relevance score": spans)
 STEM = 6  # truncation stemming: a term is its first STEM characters
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
