@@ -268,61 +268,85 @@ def mean_ranking(qs: list[Q], orders: dict) -> float:
     return 100 * float(np.mean(vals)) if vals else float("nan")
 
 
+def _scored(qs: list[Q], mode: str, model: Model) -> dict:
+    out = {}
+    for q in qs:
+        s = score(q, mode, model)
+        out[id(q)] = (order(q, s, q.cos if mode != "lexical" else q.bm25), s)
+    return out
+
+
 def report(qs: list[Q], mode: str, feats: tuple[str, ...], l2: float) -> dict:
+    from ragsift.retrieval import relevance
+
     base = {how: {id(q): side_orders(q, how) for q in qs} for how in ("dense", "lexical",
                                                                        "fused")}
     out: dict = {"folds": {}}
-    print(f"\n## mode {mode}: features {', '.join(feats)}; L2 {l2}\n")
-    print("| held-out fold | threshold (chosen on the other three) | answered | falsely "
-          "admitted | ranking | dense | lexical | today: answered | today: false | today: "
-          "ranking | ECE top-3 |")
-    print("| --- |" + " ---: |" * 10)
-    reliab = []
+    rows, reliab = [], []
     for f in FOLDS:
         train = [q for q in qs if q.fold != f]
         test = [q for q in qs if q.fold == f]
-        model = fit(train, mode, feats, l2)
-        scored = {}
-        for q in qs:
-            s = score(q, mode, model)
-            scored[id(q)] = (order(q, s, q.cos if mode != "lexical" else q.bm25), s)
+        scored = _scored(qs, mode, fit(train, mode, feats, l2))
         t = choose_threshold(train, scored, [g for g in FOLDS if g != f])
         a, fa, na, nu = admission_rates(test, scored, t)
-        oa, of, _, _ = admission_rates(test, base["fused"], OLD_THRESHOLD)
-        e, table = ece(test, scored)
-        reliab.append((f, table))
-        row = {"threshold": t, "answered": a, "false": fa, "ranking": mean_ranking(test, scored),
+        row = {"fold": f, "threshold": t, "answered": a, "false": fa, "n": (na, nu),
+               "full": admission_rates([q for q in test if q.kind == "full"], scored, t)[0],
+               "short": admission_rates([q for q in test if q.kind == "short"], scored, t)[0],
+               "ceiling": admission_rates(test, scored, 0.0)[0],
+               "old": admission_rates(test, base["fused"], OLD_THRESHOLD)[:2],
+               "ranking": mean_ranking(test, scored),
                "dense": mean_ranking(test, base["dense"]),
                "lexical": mean_ranking(test, base["lexical"]),
-               "old_answered": oa, "old_false": of,
-               "old_ranking": mean_ranking(test, base["fused"]), "ece": e, "n": (na, nu),
-               "model": model}
+               "old_ranking": mean_ranking(test, base["fused"])}
+        row["ece"], table = ece(test, scored)
+        reliab.append((f, table))
         out["folds"][f] = row
-        print(f"| {f} | {t:.2f} | {100 * a:.1f} ({na}) | {100 * fa:.1f} ({nu}) | "
-              f"{row['ranking']:.2f} | {row['dense']:.2f} | {row['lexical']:.2f} | "
-              f"{100 * oa:.1f} | {100 * of:.1f} | {row['old_ranking']:.2f} | {e:.3f} |")
+        rows.append(row)
+    print(f"\n### mode {mode} (features {', '.join(feats)}; L2 {l2}; fitted on the top "
+          f"{TRAIN_TOP} of each side)\n")
+    print("Admission, k 3, each fold held out (model and threshold fitted on the other three):"
+          "\n\n| held-out fold | threshold | answered: all (n) | full | short | falsely "
+          "admitted (n) | no floor: answered | today (cosine ≥ 0.40): answered | today: false "
+          "|\n| --- |" + " ---: |" * 8)
+    for r in rows:
+        print(f"| {r['fold']} | {r['threshold']:.2f} | {100 * r['answered']:.1f} ({r['n'][0]}) "
+              f"| {100 * r['full']:.1f} | {100 * r['short']:.1f} | {100 * r['false']:.1f} "
+              f"({r['n'][1]}) | {100 * r['ceiling']:.1f} | {100 * r['old'][0]:.1f} | "
+              f"{100 * r['old'][1]:.1f} |")
+    metric = "chroma recall@5 (whole chunks) / SciFact nDCG@10"
+    print(f"\nRanking ({metric}), full questions, each fold held out:\n\n| held-out fold | "
+          "relevance score | dense | lexical | better side − score | today's fusion |\n"
+          "| --- |" + " ---: |" * 5)
+    for r in rows:
+        print(f"| {r['fold']} | {r['ranking']:.2f} | {r['dense']:.2f} | {r['lexical']:.2f} | "
+              f"{max(r['dense'], r['lexical']) - r['ranking']:+.2f} | {r['old_ranking']:.2f} |")
+    print("\nCalibration: expected calibration error (10 bins) over the top 3 candidates of "
+          "every held-out query, and the reliability table (mean score / share relevant, n):"
+          "\n\n| held-out fold | ECE | " + " | ".join(f"[{b / 10:.1f}, {(b + 1) / 10:.1f})"
+                                                   for b in range(10)) + " |\n| --- |"
+          + " ---: |" * 11)
+    for (f, table), r in zip(reliab, rows):
+        cells = [f"{p:.2f} / {y:.2f} ({n})" if n else "-" for _, _, n, p, y in table]
+        print(f"| {f} | {r['ece']:.3f} | " + " | ".join(cells) + " |")
     full = fit(qs, mode, feats, l2)
-    scored = {}
-    for q in qs:
-        s = score(q, mode, full)
-        scored[id(q)] = (order(q, s, q.cos if mode != "lexical" else q.bm25), s)
+    scored = _scored(qs, mode, full)
     t = choose_threshold(qs, scored, list(FOLDS))
     out["model"], out["threshold"] = full, t
-    print(f"\nfitted on all four folds (relevance.MODELS[{mode!r}]): Model({full.bias:.4f}, "
+    shipped = relevance.MODELS[mode]
+    same = (abs(shipped.bias - full.bias) < 5e-4 and set(shipped.weights) == set(full.weights)
+            and all(abs(shipped.weights[k] - v) < 5e-4 for k, v in full.weights.items()))
+    print(f"\nFitted on all four folds: Model({full.bias:.4f}, "
           + "{" + ", ".join(f"{k!r}: {v:.4f}" for k, v in full.weights.items()) + "})"
-          + f"; threshold {t:.2f}")
+          + f", threshold {t:.2f}; the shipped relevance.MODELS[{mode!r}] is this model: {same}"
+          f", DEFAULT_THRESHOLDS[{mode!r}] is {relevance.DEFAULT_THRESHOLDS[mode]:.2f}")
+    print("\nThe shipped model and threshold on each fold (in-sample):\n\n| fold | answered "
+          "| short queries | falsely admitted | ranking |\n| --- | ---: | ---: | ---: | ---: |")
     for f in FOLDS:
         test = [q for q in qs if q.fold == f]
         a, fa, _, _ = admission_rates(test, scored, t)
-        shorts = [q for q in test if q.kind == "short"]
-        sa = admission_rates(shorts, scored, t)[0] if shorts else float("nan")
-        print(f"  {f}: answered {100 * a:.1f}, short queries {100 * sa:.1f}, falsely admitted "
-              f"{100 * fa:.1f}, ranking {mean_ranking(test, scored):.2f}")
-    print("\nreliability (held-out folds, top-3 candidates of every query): bin | n | mean "
-          "score | share relevant")
-    for f, table in reliab:
-        print(f"  {f}: " + "; ".join(f"[{lo:.1f},{hi:.1f}) {n} {p:.2f}/{y:.2f}"
-                                      for lo, hi, n, p, y in table if n))
+        sa = admission_rates([q for q in test if q.kind == "short"], scored, t)[0]
+        print(f"| {f} | {100 * a:.1f} | {100 * sa:.1f} | {100 * fa:.1f} | "
+              f"{mean_ranking(test, scored):.2f} |")
     return out
 
 
