@@ -24,7 +24,7 @@ Threshold rule: the value that maximises ``answered − COST · falsely admitted
 training folds (each fold's rates averaged): a false admission costs ``COST`` missed answers.
 Not the largest value that keeps one figure at a target.
 
-    .venv/bin/python bench/bench_relevance.py --set /tmp/i21/set.pkl [--mode hybrid]
+    .venv/bin/python bench/bench_relevance.py --set /tmp/i21/set3.pkl [--mode hybrid]
 """
 
 from __future__ import annotations
