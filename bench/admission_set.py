@@ -92,12 +92,15 @@ def short_query(question: str, df: dict[str, int]) -> str:
     hold the word; words the index lacks are skipped, ties by first occurrence), in the
     question's order: one word for half the questions, two for the other half (by the
     question's hash, so the set is the same on every run)."""
+    return rarest_words(question, df, 1 + hashlib.sha256(question.encode()).digest()[0] % 2)
+
+
+def rarest_words(text: str, df: dict[str, int], n: int) -> str:
+    """The ``n`` rarest query words of ``text`` (at least 3 letters, held by some chunk), in
+    the text's order; "" when there is none."""
     from ragsift.index.store import query_words
 
-    words = [w for w in query_words(question) if len(w) >= 3 and df.get(w, 0) > 0]
-    if not words:
-        return ""
-    n = 1 + hashlib.sha256(question.encode()).digest()[0] % 2
+    words = [w for w in query_words(text) if len(w) >= 3 and df.get(w, 0) > 0]
     rare = sorted(range(len(words)), key=lambda i: (df[words[i]], i))[:n]
     return " ".join(words[i] for i in sorted(rare))
 
