@@ -6,13 +6,16 @@ no second path: what ``eval`` measured is what ``query`` returns (a test checks 
 
 Pattern: the backend (``ragsift.index.backend.IndexBackend``) answers the two candidate
 questions: the best ``n`` chunks by cosine for a query vector, and the best ``n`` by BM25 for
-the query text. The engine combines them:
+the query text, plus the query's BM25 ceiling. The engine scores every candidate with the
+relevance score of the mode (``ragsift.retrieval.relevance``) and orders by it (ties: the
+cosine, then the rowid); the threshold applies to that same score:
 
-- ``dense``: the backend's cosine order (score descending, rowid ascending).
-- ``lexical``: the backend's BM25 order; every candidate carries its cosine (looked up with
-  ``backend.cosines``), because the threshold applies to the cosine in every mode.
-- ``hybrid``: ``Fusion.depth`` (at least ``n``) candidates from each side, fused by
-  ``ragsift.retrieval.hybrid.fuse`` (``Fusion`` holds every fusion setting and default).
+- ``dense``: the backend's best ``n`` by cosine (the score keeps the cosine's order).
+- ``lexical``: the backend's ``Fusion.depth`` best by BM25 (the score keeps BM25's order);
+  every candidate also carries its cosine (looked up with ``backend.cosines``), for display.
+- ``hybrid``: ``Fusion.depth`` (at least ``n``) candidates from each side, scored from both
+  sides' evidence. ``Fusion(fusion="convex"|"rrf")`` orders by that fusion instead
+  (``ragsift eval`` comparisons only).
 
 A ``--path`` glob is turned into the set of matching document paths here, once, and both sides
 are restricted to it (``*`` also matches ``/``).
@@ -39,7 +42,8 @@ if TYPE_CHECKING:
 MODES = ("dense", "lexical", "hybrid")
 # The default for query/explain/tune/eval and the Python API, chosen by measurement (see
 # Fusion): hybrid beat dense on both labelled sets (chroma-dev recall@5 96.7 vs 89.0; SciFact
-# nDCG@10 72.6 vs 67.1). The threshold still applies to the cosine in every mode.
+# nDCG@10 72.6 vs 67.1; with the relevance score 96.1 and 74.6). In every mode the threshold
+# applies to the mode's relevance score.
 DEFAULT_MODE = "hybrid"
 
 
@@ -89,7 +93,7 @@ def rank(backend: IndexBackend, queries: Sequence[str], qvecs: np.ndarray | None
          ahead: Mapping[tuple[str, int], list[tuple[int, float]]] | None = None
          ) -> list[list[Ranked]]:
     """The best ``n`` candidates of each query in ``mode``, best first. ``qvecs``: one query
-    vector per query (every mode needs them: the cosine is what the threshold applies to).
+    vector per query (every mode needs them: every candidate carries its cosine).
     ``ahead``: lexical lists already fetched (``lexical_ahead``), by (query, depth); used only
     without a path filter, anything missing is asked for as usual."""
     check_mode(mode)

@@ -34,8 +34,8 @@ class Searcher:
     """Search one index (``store`` follows ``ragsift.index.backend.IndexBackend``).
 
     The embedder is loaded on first use and must match the index's model fingerprint.
-    ``mode`` orders candidates (dense | lexical | hybrid, see the engine); the threshold
-    always applies to the cosine. ``prefetch``: the queries of the first search, known
+    ``mode`` chooses the evidence (dense | lexical | hybrid, see the engine); the threshold
+    applies to the relevance score that orders them. ``prefetch``: the queries of the first search, known
     before the model is loaded; their lexical lists are fetched while it loads
     (``engine.lexical_ahead``; unused with a path filter)."""
 

@@ -22,7 +22,7 @@ evidence, compared with the other hits of the same query:
 2. Evidence strength of a hit, in [0, 1]: the mean of (a) its BM25 for the query terms over
    the hits' texts (k1 1.2, b 0.75, document frequencies and average length over the hits),
    divided by the best hit's, and (b) its cosine to the query, min-max scaled over the hits
-   (every retrieval mode has the cosine: it is what the threshold applies to). A strong hit
+   (every candidate carries its cosine, in every retrieval mode). A strong hit
    (strength ≥ ``STRONG``) keeps its whole chunk: the evidence is spread over it.
 3. Any other hit is cut to the window of units around the query's words: a unit's score is
    the sum over the distinct query terms it contains of ``log(1 + U / u_t)`` (``U`` units
