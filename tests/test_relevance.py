@@ -189,3 +189,22 @@ def test_explain_shows_the_evidence_of_each_score(index):
     wide = run_cli("explain", "when do honey bees swarm", "-i", index,
                    env={"COLUMNS": "160"}).stdout
     assert "cosine" in wide and "lexical" in wide
+
+
+@pytest.mark.parametrize("mode", ["dense", "lexical", "hybrid"])
+def test_python_api_orders_and_gates_on_the_modes_score(index, mode):
+    """`Index.query` ranks by the mode's relevance score, applies the mode's measured default
+    to it, and `Index.threshold(mode=)` names the same value."""
+    import ragsift.api as rs
+    from ragsift.retrieval.relevance import DEFAULT_THRESHOLDS
+
+    with rs.open_index(index) as ix:
+        assert ix.threshold(mode=mode).value == DEFAULT_THRESHOLDS[mode]
+        r = ix.query("when do honey bees swarm", mode=mode, reject_window=20)
+        assert r.threshold == DEFAULT_THRESHOLDS[mode] and r.mode == mode
+        scores = [c.score for c in r.candidates]
+        assert scores == sorted(scores, reverse=True)
+        assert all(c.score >= r.threshold for c in r.admitted)
+        assert all(c.reason != "below-threshold" or c.score < r.threshold
+                   for c in r.rejected)
+        assert all(c.dense_score is not None for c in r.candidates)
