@@ -69,10 +69,9 @@ def pseudo_queries(records, texts, df, rng) -> list[dict]:
 
 
 def run(set_path: str) -> None:
-    import numpy as np
-
     from admission_set import EVAL, evidence, word_df
     from bench_relevance import FOLDS, Q, admission_rates, choose_threshold, load, order
+
     from ragsift.evaluation import runner
     from ragsift.evaluation.cache import CachingEmbedder, EmbeddingCache
     from ragsift.evaluation.config import DEFAULT_CONFIG
@@ -133,7 +132,7 @@ def run(set_path: str) -> None:
                   file=sys.stderr, flush=True)
     print(f"\nkeep --auto (every fold of every index answers at least as much at no more false "
           f"admissions): {keep}")
-    del np
+
 
 
 def main() -> None:

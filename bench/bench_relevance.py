@@ -39,7 +39,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ragsift.retrieval.relevance import FEATURES, Model  # noqa: E402
+from ragsift.retrieval.relevance import FEATURES, Model
 
 # every feature tried: the shipped ones, and the reciprocal ranks of each side (tried, not
 # kept: RESULTS.md)

@@ -23,9 +23,18 @@ candidate, ``┃`` marks the threshold.
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from typing import TYPE_CHECKING, Any
+
+# the hint sentences live with the retrieval records (the MCP server and the API give them too)
+from ragsift.retrieval.hints import (  # noqa: F401 (re-exported for the CLI and its tests)
+    TUNE_NOTE,
+    hints,
+    k_hint,
+    nothing_hint,
+    path_hint,
+    under_floor,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -66,72 +75,6 @@ def reason_label(c: Candidate, r: Retrieval) -> str:
         return "admitted"
     why = rule(c, r)
     return f"{c.reason} ({why})" if why else c.reason
-
-
-def k_hint(r: Retrieval) -> str | None:
-    """What a larger ``-k`` would admit among the candidates shown, when some of them clear
-    the floor and were turned away only by their rank."""
-    from ragsift.retrieval.topk import OVER_K, admission
-
-    over = [c for c in r.candidates if c.reason == OVER_K]
-    if not over:
-        return None
-    k = max(c.rank for c in over)
-    reasons = admission([c.score for c in r.candidates], [c.chars for c in r.candidates],
-                        k=k, threshold=r.threshold, max_chars=r.max_chars)
-    more = sum(reason is None for reason in reasons) - len(r.admitted)
-    if more <= 0:
-        return None
-    floor = "above the threshold" if r.threshold is not None else "with no floor"
-    text = (f"{len(over)} candidate{'s' if len(over) != 1 else ''} past rank {r.k} clear the "
-            f"floor; `-k {k}` would admit {more} more {floor}")
-    top = max(over, key=lambda c: c.score)
-    admitted = [c.score for c in r.admitted]
-    if admitted and top.score > min(admitted):
-        text += f" (rank {top.rank} scores {top.score:.3f}, more than admitted hits)"
-    return text
-
-
-def under_floor(r: Retrieval) -> bool:
-    """Nothing admitted because even the best candidate scores under the threshold."""
-    best = r.best
-    return (not r.admitted and best is not None and r.threshold is not None
-            and best.score < r.threshold)
-
-
-TUNE_NOTE = "; or tune a threshold on your own questions and keep it: `ragsift tune --save`"
-
-
-def path_hint(pattern: str, paths: list[str], show: int = 3) -> str:
-    """``--path`` matched nothing: show the shape of the stored paths (a few, spread over the
-    sorted list) and a wider glob that would match, if there is one."""
-    if not paths:
-        return f"no document path matches --path {pattern!r} (the index holds no documents)"
-    ordered = sorted(paths)
-    step = max(1, len(ordered) // show)
-    sample = ordered[::step][:show]
-    text = (f"no document path matches --path {pattern!r}; stored paths look like "
-            + ", ".join(sample) + (f", … ({len(ordered)} documents)" if len(ordered) > show
-                                   else ""))
-    wider = pattern if pattern.startswith("*") else "*" + pattern
-    wider = wider if wider.endswith("*") else wider + "*"
-    hits = [p for p in ordered if fnmatch.fnmatchcase(p, wider)]
-    if wider != pattern and hits:
-        text += f"; --path {wider!r} matches {len(hits)}"
-    return text
-
-
-def hints(r: Retrieval, base: str | None, paths: list[str] | None = None) -> list[str]:
-    """Every hint for one retrieval, most important first. ``base`` is the retrieval layer's
-    own ``outcome_hint``; ``paths`` the stored document paths (for an empty ``--path``)."""
-    out: list[str] = []
-    first = nothing_hint(r, base, paths)
-    if first:
-        out.append(first)
-    extra = k_hint(r)
-    if extra:
-        out.append(extra)
-    return out
 
 
 def truncation_warning(max_length: int, dropped: int, query: str | None = None) -> str:
@@ -402,17 +345,6 @@ def render_narrow(console: Console, r: Retrieval, attributions: list[Attribution
 
 def _fmt(value: float | None) -> str:
     return "none" if value is None else f"{value:.2f}"
-
-
-def nothing_hint(r: Retrieval, base: str | None, paths: list[str] | None) -> str | None:
-    """The retrieval layer's ``outcome_hint`` (``base``) with what only the CLI can add: the
-    shape of the stored paths for an empty ``--path``, and for a best candidate under the
-    floor (``base`` names it and its score) the lasting fix, ``tune --save``."""
-    if r.searched == 0 and r.path_filter and not r.corpus_empty and paths is not None:
-        return path_hint(r.path_filter, paths)
-    if base and under_floor(r):
-        return base + TUNE_NOTE
-    return base
 
 
 def print_hit(console: Console, c: Candidate) -> None:
