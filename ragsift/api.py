@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 
 AUTO = "auto"
 
-__all__ = ["AUTO", "Index", "RagsiftError", "build", "open_index", "remove"]
+__all__ = ["AUTO", "Index", "RagsiftError", "build", "document_row", "explain_record",
+           "hit_row", "open_index", "remove", "search_record"]
 
 
 def build(index: str | os.PathLike, paths: Iterable[str | os.PathLike], *,
@@ -120,28 +121,71 @@ class Index:
     def query(self, text: str, *, k: int = 3, threshold: float | str | None = AUTO,
               reject_window: int = 10, max_chars: int | None = None, path: str | None = None,
               mode: str = DEFAULT_MODE, fusion: Fusion | None = None,
-              span: str = "chunk") -> Retrieval:
+              span: str = "chunk", within: str | None = None) -> Retrieval:
         """One query through the engine ``ragsift query`` uses: the ``Retrieval`` record
         (``admitted``, ``rejected`` with reasons, ``as_dict()``). ``span="best"``: each
-        admitted hit also carries ``span_start``/``span_end``/``span_text``, its evidence."""
+        admitted hit also carries ``span_start``/``span_end``/``span_text``, its evidence.
+        ``within``: a glob every searched document must also match (``path`` narrows it)."""
         return self.query_many([text], k=k, threshold=threshold, reject_window=reject_window,
                                max_chars=max_chars, path=path, mode=mode, fusion=fusion,
-                               span=span)[0]
+                               span=span, within=within)[0]
 
     def query_many(self, texts: Sequence[str], *, k: int = 3,
                    threshold: float | str | None = AUTO, reject_window: int = 10,
                    max_chars: int | None = None, path: str | None = None,
                    mode: str = DEFAULT_MODE, fusion: Fusion | None = None,
-                   span: str = "chunk") -> list[Retrieval]:
+                   span: str = "chunk", within: str | None = None) -> list[Retrieval]:
         """Several queries, embedded in one batch."""
+        searcher, strategy, _ = self._prepare(mode, fusion, k, threshold, reject_window,
+                                              max_chars)
+        return searcher.retrieve_many(list(texts), strategy, path_glob=path, span=span,
+                                      within=within)
+
+    def explain(self, text: str, *, k: int = 3, threshold: float | str | None = AUTO,
+                reject_window: int = 10, max_chars: int | None = None,
+                path: str | None = None, mode: str = DEFAULT_MODE,
+                span: str = "chunk", units: int = 3, within: str | None = None
+                ) -> dict[str, Any]:
+        """``ragsift explain QUERY --json``: the retrieval record with where its threshold came
+        from, the hints, the query's truncation and the closest units of each admitted hit
+        (``explain_record``)."""
+        import numpy as np
+
+        from ragsift.retrieval.attribution import attribute
+
+        if not text.strip():
+            raise RagsiftError("the query is empty")
+        searcher, strategy, floor = self._prepare(mode, None, k, threshold, reject_window,
+                                                  max_chars)
+        result = searcher.embedder.embed([text], kind="query")
+        qvec = np.asarray(result.vectors, dtype=np.float32)[0]
+        cut = int((getattr(result, "truncated", None) or [0])[0])
+        r = searcher.retrieve(text, strategy, path_glob=path, qvec=qvec, span=span,
+                              within=within)
+        return explain_record(r, floor, attributions=attribute(searcher.embedder, qvec,
+                                                               r.admitted, top=units),
+                              query_truncated=cut,
+                              paths=self.store.paths() if r.searched == 0 else None)
+
+    def refresh(self) -> bool:
+        """See what writers committed since this index was opened (a reader keeps one
+        snapshot otherwise). Only when the index changed (``store.stale()``); returns whether
+        it did."""
+        if not self.store.stale():
+            return False
+        self.store.refresh()
+        return True
+
+    def _prepare(self, mode: str, fusion: Fusion | None, k: int,
+                 threshold: float | str | None, reject_window: int, max_chars: int | None):
         from ragsift.retrieval.threshold import strategy_for
 
         searcher = self._searcher(check_mode(mode), fusion)
         searcher.require_chunks()
-        strategy, _ = strategy_for(searcher.settings, k=k, threshold=_flag(threshold),
-                                   reject_window=reject_window, max_chars=max_chars,
-                                   mode=mode)
-        return searcher.retrieve_many(list(texts), strategy, path_glob=path, span=span)
+        strategy, floor = strategy_for(searcher.settings, k=k, threshold=_flag(threshold),
+                                       reject_window=reject_window, max_chars=max_chars,
+                                       mode=mode)
+        return searcher, strategy, floor
 
     def _searcher(self, mode: str, fusion: Fusion | None) -> Searcher:
         from ragsift.retrieval.search import Searcher
@@ -153,6 +197,79 @@ class Index:
                 self.store, embedder=loaded.embedder if loaded else None,
                 model_dir=self._model, mode=mode, fusion=fusion)
         return self._searchers[key]
+
+
+def hit_row(c: Any, r: Retrieval, batch: bool = False) -> dict[str, Any]:
+    """One candidate as ``query --json`` prints it (a batch from stdin adds ``query``)."""
+    row = c.as_dict()
+    row["query_hash"] = r.query_hash
+    if batch:
+        row = {"query": r.query, **row}
+    return row
+
+
+def document_row(d: DocumentInfo) -> dict[str, Any]:
+    """A ``DocumentInfo`` as ``ls --json`` prints it (times as ISO 8601 UTC)."""
+    row = d.as_dict()
+    row["mtime"] = _iso(d.mtime)
+    row["indexed_at"] = _iso(d.indexed_at)
+    return row
+
+
+def _iso(t: float | None) -> str | None:
+    import datetime as dt
+
+    if t is None:
+        return None
+    return dt.datetime.fromtimestamp(t, dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def explain_record(r: Retrieval, floor: ThresholdInForce, *, attributions: Sequence[Any] = (),
+                   query_truncated: int = 0, paths: list[str] | None = None) -> dict[str, Any]:
+    """The record ``explain --json`` prints: ``r.as_dict()`` plus ``threshold_source``,
+    ``threshold_origin``, ``hint`` (the retrieval's own), ``hints`` (every hint line),
+    ``query_truncated``, ``attribution_note`` and ``attributions``. ``paths``: the stored
+    document paths, for the hint when ``--path`` matched nothing."""
+    from ragsift.retrieval.attribution import NOTE
+    from ragsift.retrieval.hints import hints
+    from ragsift.retrieval.topk import outcome_hint
+
+    hint = outcome_hint(r)
+    record = r.as_dict()
+    record["threshold_source"] = floor.source
+    record["threshold_origin"] = floor.label
+    record["hint"] = hint
+    record["hints"] = hints(r, hint, paths)
+    record["query_truncated"] = query_truncated
+    record["attribution_note"] = NOTE
+    record["attributions"] = [a.as_dict() for a in attributions]
+    return record
+
+
+def search_record(r: Retrieval, floor: ThresholdInForce,
+                  paths: list[str] | None = None) -> dict[str, Any]:
+    """What an agent needs from one search: the admitted hits exactly as ``query --json``
+    prints them (``hit_row``), and when nothing was admitted, the best candidate that was not
+    (``near_miss``, the same row with ``admitted: false`` and its reason) with the threshold
+    that would admit it (``admit_at``); ``hints`` as ``explain`` gives them."""
+    from ragsift.retrieval.hints import hints
+    from ragsift.retrieval.topk import admitting_threshold, outcome_hint
+
+    best = None if r.admitted else r.best
+    return {
+        "query": r.query,
+        "query_hash": r.query_hash,
+        "mode": r.mode,
+        "k": r.k,
+        "threshold": r.threshold,
+        "threshold_origin": floor.label,
+        "searched": r.searched,
+        "admitted": [hit_row(c, r) for c in r.admitted],
+        "near_miss": None if best is None else hit_row(best, r),
+        "admit_at": (admitting_threshold(best.score) if best is not None
+                     and r.threshold is not None and best.score < r.threshold else None),
+        "hints": hints(r, outcome_hint(r), paths),
+    }
 
 
 def _flag(threshold: float | str | None) -> str | None:

@@ -230,3 +230,19 @@ def test_readers_see_a_snapshot(filled, open_backend):
         with open_backend(path, "w") as w:
             w.remove_documents(["docs/cats.md"])
         assert reader.count() == n and len(_all(reader)) == n
+
+
+def test_a_reader_knows_when_it_is_stale_and_refreshes(filled, open_backend):
+    """A reader's snapshot stays put while a writer commits; ``stale()`` then says so and
+    ``refresh()`` moves to the new data (what a long-lived reader such as the MCP server
+    does before each call); with nothing committed it is not stale."""
+    path, _ = filled
+    with open_backend(path) as reader:
+        n = reader.count()
+        assert not reader.stale()
+        with open_backend(path, "w") as w:
+            w.remove_documents(["docs/cats.md"])
+        assert reader.count() == n and reader.stale()
+        reader.refresh()
+        assert reader.count() < n and "docs/cats.md" not in reader.paths()
+        assert not reader.stale()

@@ -78,7 +78,7 @@ def explain_command(
     threshold, rejected candidates with their gap and reason, a score picture, and the
     closest unit of each hit (an embedding-similarity proxy, not a causal explanation)."""
     from ragsift.cli.render import embed_queries, hints, stored_paths, truncation_warning
-    from ragsift.retrieval.attribution import NOTE, attribute
+    from ragsift.retrieval.attribution import attribute
     from ragsift.retrieval.spans import check_span
     from ragsift.retrieval.topk import outcome_hint
 
@@ -95,18 +95,15 @@ def explain_command(
         model_name = searcher.model
         max_length = getattr(searcher.embedder, "max_length", None)
         hint = outcome_hint(r)
-        hint_lines = hints(r, hint, stored_paths(searcher) if r.searched == 0 else None)
+        paths = stored_paths(searcher) if r.searched == 0 else None
+        hint_lines = hints(r, hint, paths)
     if cut[0]:
         warn(truncation_warning(max_length, cut[0]))
     if as_json:
-        record = r.as_dict()
-        record["threshold_source"] = floor.source
-        record["threshold_origin"] = floor.label
-        record["hint"] = hint
-        record["hints"] = hint_lines
-        record["query_truncated"] = cut[0]
-        record["attribution_note"] = NOTE
-        record["attributions"] = [a.as_dict() for a in attributions]
+        from ragsift.api import explain_record
+
+        record = explain_record(r, floor, attributions=attributions, query_truncated=cut[0],
+                                paths=paths)
         sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
     else:
         from ragsift.cli._common import stdout_console

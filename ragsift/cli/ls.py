@@ -49,25 +49,17 @@ def ls_command(
 
 
 def document_row(d) -> dict:
-    """A ``DocumentInfo`` as its JSON line (times as ISO 8601 UTC)."""
-    row = d.as_dict()
-    row["mtime"] = _iso(d.mtime)
-    row["indexed_at"] = _iso(d.indexed_at)
-    return row
+    """A ``DocumentInfo`` as its JSON line (``ragsift.api.document_row``)."""
+    from ragsift.api import document_row as row
 
-
-def _iso(t: float | None) -> str | None:
-    import datetime as dt
-
-    if t is None:
-        return None
-    return dt.datetime.fromtimestamp(t, dt.timezone.utc).isoformat(timespec="seconds")
+    return row(d)
 
 
 def _print_table(docs) -> None:
     from rich.markup import escape
     from rich.table import Table
 
+    from ragsift.api import _iso
     from ragsift.cli._common import stdout_console
 
     table = Table(box=None, pad_edge=False)

@@ -202,11 +202,9 @@ def query_command(
 
 
 def hit_row(c: Candidate, r: Retrieval, batch: bool) -> dict[str, Any]:
-    row = c.as_dict()
-    row["query_hash"] = r.query_hash
-    if batch:
-        row = {"query": r.query, **row}
-    return row
+    from ragsift.api import hit_row as row  # the one shape of a hit (the MCP server's too)
+
+    return row(c, r, batch)
 
 
 def _json_rows(results: list[Retrieval], batch: bool, rejected: bool) -> Iterator[dict]:

@@ -191,6 +191,15 @@ class IndexBackend(Protocol):
         in the total order. Never raises on user text; no words: []."""
         ...
 
+    def stale(self) -> bool:
+        """Reader: whether a writer may have committed since this snapshot (cheap; a
+        long-lived reader calls ``refresh`` when it says so). Writers: False."""
+        ...
+
+    def refresh(self) -> None:
+        """Reader: take a new snapshot (see commits made since opening)."""
+        ...
+
     def lexical_ceiling(self, text: str) -> float:
         """The largest BM25 any chunk could score for ``text`` (``Σ idf·(k1 + 1)`` over its
         query words, words no chunk holds included); 0.0 for a text without query words.

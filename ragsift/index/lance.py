@@ -300,6 +300,18 @@ class LanceIndex:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def stale(self) -> bool:
+        """Reader: whether a newer version was committed than the one read."""
+        if self.mode != "r":
+            return False
+        try:
+            latest = self._dataset(self._chunks_uri)
+        except Exception:  # noqa: BLE001 (no dataset yet, or unreadable: nothing newer to see)
+            return False
+        if latest is None or self._ds is None:
+            return (latest is None) != (self._ds is None)
+        return latest.version != self._ds.version
+
     def refresh(self) -> None:
         """Reader: move to the newest committed version."""
         self._settings_ds = self._dataset(self._settings_uri)

@@ -107,6 +107,7 @@ class IndexStore:
         self._dense: Any = None  # ragsift.index.dense.DenseMatrix, loaded by ``load``
         self._postings: Any = None  # lexical.Postings (False: lexical.scan answers instead)
         self._ceilings: dict[str, float] = {}  # query text -> BM25 ceiling (this snapshot)
+        self._stamp: tuple = ()  # reader: the files' (mtime, size) when the snapshot began
 
     # -- opening ---------------------------------------------------------------------------
     @classmethod
@@ -156,6 +157,7 @@ class IndexStore:
             store = cls(path, "r", db, None)
             store._check_schema(writable=False)
             # One snapshot for the store's life: matrix and chunk reads agree.
+            store._stamp = store._file_stamp()
             db.execute("BEGIN")
             db.execute("SELECT count(*) FROM settings").fetchone()
             return store
@@ -229,9 +231,26 @@ class IndexStore:
             self._dense = None
             self._postings = None
             self._ceilings = {}
+            self._stamp = self._file_stamp()
             self.db.execute("COMMIT")
             self.db.execute("BEGIN")
             self.db.execute("SELECT count(*) FROM settings").fetchone()
+
+    def stale(self) -> bool:
+        """Reader: whether a writer may have committed since the snapshot was taken (the
+        file or its write-ahead log changed size or time since then). Two ``stat`` calls; a
+        long-lived reader (the MCP server) calls ``refresh`` only when this says so."""
+        return self.mode == "r" and self._file_stamp() != self._stamp
+
+    def _file_stamp(self) -> tuple:
+        out = []
+        for suffix in ("", "-wal"):
+            try:
+                st = os.stat(self.path + suffix)
+                out.append((st.st_mtime_ns, st.st_size))
+            except OSError:
+                out.append(None)
+        return tuple(out)
 
     # -- reading ---------------------------------------------------------------------------
     def settings(self) -> dict:

@@ -80,11 +80,14 @@ def path_matches(path: str, globs: Sequence[str] | None) -> bool:
     return not globs or any(path == g or fnmatch.fnmatchcase(path, g) for g in globs)
 
 
-def matching_paths(backend: IndexBackend, glob: str | None) -> list[str] | None:
-    """Document paths matching ``glob`` (None: no filter)."""
-    if not glob:
+def matching_paths(backend: IndexBackend, glob: str | None,
+                   within: str | None = None) -> list[str] | None:
+    """Document paths matching ``glob`` and ``within`` (a second glob every path must also
+    match: what a server may return at most); None: no filter."""
+    if not glob and not within:
         return None
-    return [p for p in backend.paths() if path_matches(p, [glob])]
+    return [p for p in backend.paths()
+            if (not glob or path_matches(p, [glob])) and (not within or path_matches(p, [within]))]
 
 
 def rank(backend: IndexBackend, queries: Sequence[str], qvecs: np.ndarray | None, *,
@@ -227,16 +230,17 @@ def _both(first, second):  # -> (first(), second()), second in a thread
 def retrieve(backend: IndexBackend, queries: Sequence[str], qvecs: np.ndarray | None,
              strategy: TopK, *, mode: str = DEFAULT_MODE, fusion: Fusion = Fusion(),
              path_glob: str | None = None, model: str = "", dimensions: int = 0,
-             span: str = "chunk",
+             span: str = "chunk", within: str | None = None,
              ahead: Mapping[tuple[str, int], list[tuple[int, float]]] | None = None
              ) -> list[Retrieval]:
     """Rank every query (``strategy.fetch`` candidates) and apply the top-K strategy: one
     ``Retrieval`` record per query. ``span="best"``: each admitted hit also carries its
-    evidence span (``ragsift.retrieval.spans``)."""
+    evidence span (``ragsift.retrieval.spans``). ``within``: a glob every searched document
+    must match too (``path_glob`` narrows further)."""
     from ragsift.retrieval.topk import build_retrieval
 
     check_mode(mode)
-    paths = matching_paths(backend, path_glob)
+    paths = matching_paths(backend, path_glob, within)
     total = backend.count()
     searched = total if paths is None else backend.count(paths)
     ranked = (rank(backend, queries, qvecs, mode=mode, n=strategy.fetch, fusion=fusion,
@@ -252,7 +256,8 @@ def retrieve(backend: IndexBackend, queries: Sequence[str], qvecs: np.ndarray | 
         out.append(build_retrieval(strategy, query=query, ranked=cands,
                                    records=[records[c.rowid] for c in cands],
                                    dimensions=dimensions, model=model, searched=searched,
-                                   mode=mode, path_filter=path_glob, corpus_empty=total == 0))
+                                   mode=mode, path_filter=path_glob or within,
+                                   corpus_empty=total == 0))
     if span != "chunk":
         from ragsift.retrieval.spans import check_span, with_spans
 

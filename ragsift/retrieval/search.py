@@ -107,13 +107,15 @@ class Searcher:
 
     # -- search ----------------------------------------------------------------------------
     def retrieve(self, query: str, strategy: TopK, *, path_glob: str | None = None,
-                 qvec: np.ndarray | None = None, span: str = "chunk") -> Retrieval:
+                 qvec: np.ndarray | None = None, span: str = "chunk",
+                 within: str | None = None) -> Retrieval:
         return self.retrieve_many([query], strategy, path_glob=path_glob,
-                                  qvecs=None if qvec is None else qvec[None, :], span=span)[0]
+                                  qvecs=None if qvec is None else qvec[None, :], span=span,
+                                  within=within)[0]
 
     def retrieve_many(self, queries: Sequence[str], strategy: TopK, *,
                       path_glob: str | None = None, qvecs: np.ndarray | None = None,
-                      span: str = "chunk") -> list[Retrieval]:
+                      span: str = "chunk", within: str | None = None) -> list[Retrieval]:
         """Embed ``queries`` in one batch and retrieve each through the engine."""
         if not queries:
             return []
@@ -122,7 +124,7 @@ class Searcher:
         ahead, self._lexical = self._lexical, {}  # fetched for the first search only
         return retrieve(self.store, queries, qvecs, strategy, mode=self.mode,
                         fusion=self.fusion, path_glob=path_glob, model=self.model,
-                        dimensions=self.dimensions, span=span, ahead=ahead)
+                        dimensions=self.dimensions, span=span, ahead=ahead, within=within)
 
 
 def embedder_for(settings: dict, model_dir: str | None = None) -> Any:

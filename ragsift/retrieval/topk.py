@@ -349,6 +349,12 @@ def admitted_at(r: Retrieval, threshold: float | None) -> int:
     return sum(reason is None for reason in reasons)
 
 
+def admitting_threshold(score: float) -> float:
+    """The threshold a hint suggests for a candidate of ``score``: ``score`` rounded down to
+    two decimals, so it admits that candidate (exact: the hint's count is computed at it)."""
+    return math.floor(score * 100) / 100
+
+
 def outcome_hint(r: Retrieval) -> str | None:
     """One sentence when the outcome is extreme (nothing admitted, or nothing in the window
     below the floor), else None. Plain text; ``query`` prints it on stderr when nothing was
@@ -365,7 +371,7 @@ def outcome_hint(r: Retrieval) -> str | None:
             return (f"the best hit ({best.chars} chars, {best.location}) does not fit "
                     f"--max-chars {r.max_chars}; `--max-chars {best.chars}` would admit it")
         if r.threshold is not None and best.score < r.threshold:
-            suggestion = math.floor(best.score * 100) / 100
+            suggestion = admitting_threshold(best.score)
             n = admitted_at(r, suggestion)
             return (f"nothing cleared the threshold {r.threshold:.2f}: best candidate "
                     f"{best.score:.3f} at {best.location}; `--threshold {suggestion:.2f}` "
