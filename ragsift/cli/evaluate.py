@@ -86,7 +86,7 @@ def eval_command(
     thresholds: Annotated[
         bool,
         typer.Option(
-            "--thresholds", help="Also show how a cosine threshold would act on the top-k."
+            "--thresholds", help="Also show how a relevance-score threshold would act on the top-k."
         ),
     ] = False,
     save: Annotated[
@@ -239,7 +239,7 @@ def _print_results(results, show_thresholds: bool) -> None:
     if show_thresholds:
         for r in results:
             sweep = Table(
-                title=f"{r.config.name}: a cosine threshold on the top {r.config.k} "
+                title=f"{r.config.name}: a relevance-score threshold on the top {r.config.k} "
                 "(fractions; recall relative to the ranking)"
             )
             for col in ("threshold", "precision", "recall", "F1", "empty", "answered"):

@@ -207,6 +207,10 @@ class IndexBackend(Protocol):
         (``ragsift.retrieval.relevance``)."""
         ...
 
+    def rowids_of_paths(self, paths: Collection[str]) -> list[int]:
+        """The rowids of every chunk of the documents at ``paths`` (any order)."""
+        ...
+
     def chunk_records(self, rowids: Sequence[int]) -> list[ChunkRecord]:
         """Records for ``rowids``, in the order asked; ids not in the index are left out."""
         ...

@@ -391,6 +391,10 @@ class LanceIndex:
         wanted = set(paths)
         return [k for k, r in self._doc_rows().items() if r["path"] in wanted]
 
+    def rowids_of_paths(self, paths: Collection[str]) -> list[int]:
+        """The rowids of every chunk of the documents at ``paths``."""
+        return self._rowids_of_paths(paths)
+
     def _rowids_of_paths(self, paths: Collection[str]) -> list[int]:
         keys = self._keys_of_paths(paths)
         if not keys or self._ds is None:

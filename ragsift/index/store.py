@@ -364,6 +364,10 @@ class IndexStore:
             return [(r, -s) for r, s in self.lexical_search(text, n, ids)] if ids else []
         return [(r, -s) for r, s in self.lexical_search(text, n)]
 
+    def rowids_of_paths(self, paths: Collection[str]) -> list[int]:
+        """The rowids of every chunk of the documents at ``paths``."""
+        return self._rowids_of_paths(paths)
+
     def _rowids_of_paths(self, paths: Collection[str]) -> list[int]:
         return [r[0] for r in self.db.execute(
             "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.doc_id "
