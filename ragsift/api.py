@@ -59,10 +59,13 @@ def remove(index: str | os.PathLike, patterns: Sequence[str], *, dry_run: bool =
     """``ragsift rm``: remove the documents whose path matches one of ``patterns`` (a path or a
     glob; ``*`` also matches ``/``) with their chunks, lexical entries and vectors, in one
     transaction under the writer lock (``RagsiftError`` while another process writes, unless
-    ``wait``). Returns the documents removed (or that would be, with ``dry_run``)."""
+    ``wait``). Returns the documents removed (or that would be, with ``dry_run``). A plain
+    string is one pattern; no pattern, an empty one or an invalid glob is a ``RagsiftError``
+    (nothing is removed)."""
     from ragsift.index.store import IndexStore, inspect_file
     from ragsift.retrieval.engine import path_matches
 
+    patterns = _patterns(patterns)
     index = os.fspath(index)
     if inspect_file(index) != "ours":
         raise RagsiftError(f"no index at {index}")
@@ -72,6 +75,31 @@ def remove(index: str | os.PathLike, patterns: Sequence[str], *, dry_run: bool =
             store.remove_documents([d.key for d in docs])
             store.compact()
     return docs
+
+
+def _patterns(patterns: Any) -> list[str]:
+    """``remove``'s patterns, checked as strictly as ``ragsift rm`` checks its arguments: at
+    least one, each a non-empty string and a valid glob. A plain string is one pattern (not
+    its characters)."""
+    from ragsift.sources.globs import GlobError, check_glob
+
+    if isinstance(patterns, (str, os.PathLike)):
+        patterns = [patterns]
+    try:
+        out = [os.fspath(p) for p in patterns]
+    except TypeError:
+        raise RagsiftError("patterns must be paths or globs (strings)") from None
+    if not out:
+        raise RagsiftError("remove needs at least one path or glob (an empty list would "
+                           "remove nothing; pass '*' to remove every document)")
+    for p in out:
+        if not isinstance(p, str) or not p.strip():
+            raise RagsiftError(f"a pattern must be a non-empty path or glob, not {p!r}")
+        try:
+            check_glob(p)
+        except GlobError as exc:
+            raise RagsiftError(str(exc)) from None
+    return out
 
 
 def open_index(path: str | os.PathLike, *, model: str | None = None) -> Index:
