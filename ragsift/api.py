@@ -81,8 +81,6 @@ def _patterns(patterns: Any) -> list[str]:
     """``remove``'s patterns, checked as strictly as ``ragsift rm`` checks its arguments: at
     least one, each a non-empty string and a valid glob. A plain string is one pattern (not
     its characters)."""
-    from ragsift.sources.globs import GlobError, check_glob
-
     if isinstance(patterns, (str, os.PathLike)):
         patterns = [patterns]
     try:
@@ -95,10 +93,9 @@ def _patterns(patterns: Any) -> list[str]:
     for p in out:
         if not isinstance(p, str) or not p.strip():
             raise RagsiftError(f"a pattern must be a non-empty path or glob, not {p!r}")
-        try:
-            check_glob(p)
-        except GlobError as exc:
-            raise RagsiftError(str(exc)) from None
+    from ragsift.retrieval.engine import check_globs
+
+    check_globs(out)
     return out
 
 
@@ -133,8 +130,9 @@ class Index:
 
     def documents(self, patterns: Sequence[str] | None = None) -> list[DocumentInfo]:
         """What ``ragsift ls`` lists (only paths matching one of ``patterns`` if given)."""
-        from ragsift.retrieval.engine import path_matches
+        from ragsift.retrieval.engine import check_globs, path_matches
 
+        check_globs(patterns)
         return [d for d in self.store.documents() if path_matches(d.path, patterns)]
 
     def threshold(self, threshold: float | str | None = AUTO,

@@ -49,8 +49,10 @@ def rm_command(
     if as_json:
         write_jsonl(document_row(d) for d in docs)
     else:
-        for d in docs:
-            typer.echo(d.path)
+        from ragsift.cli._common import printable
+
+        for d in docs:  # a stored path may hold terminal controls: shown, not obeyed
+            typer.echo(printable(d.path, one_line=True))
     verb = "would remove" if dry_run else "removed"
     if docs:
         warn(f"{verb} {len(docs)} documents ({sum(d.chunks for d in docs)} chunks)")

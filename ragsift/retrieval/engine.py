@@ -80,12 +80,25 @@ def path_matches(path: str, globs: Sequence[str] | None) -> bool:
     return not globs or any(path == g or fnmatch.fnmatchcase(path, g) for g in globs)
 
 
+def check_globs(globs: Sequence[str] | None) -> None:
+    """Raise ``RagsiftError`` (a usage error, exit 2) for a glob no matcher can express (a
+    reversed range ``[z-a]``), before anything is searched, listed or removed."""
+    from ragsift.sources.globs import GlobError, check_glob
+
+    for g in globs or ():
+        try:
+            check_glob(g)
+        except GlobError as exc:
+            raise RagsiftError(f"invalid glob {g!r}: {str(exc).rpartition(': ')[2]}") from None
+
+
 def matching_paths(backend: IndexBackend, glob: str | None,
                    within: str | None = None) -> list[str] | None:
     """Document paths matching ``glob`` and ``within`` (a second glob every path must also
     match: what a server may return at most); None: no filter."""
     if not glob and not within:
         return None
+    check_globs([g for g in (glob, within) if g])
     return [p for p in backend.paths()
             if (not glob or path_matches(p, [glob])) and (not within or path_matches(p, [within]))]
 
