@@ -39,7 +39,7 @@ def mcp_command(
 ) -> None:
     """Serve the index to AI agents over MCP on stdio: tools search, explain and
     list_documents, and each document's indexed text as a ragsift://document/ resource.
-    Read-only; needs the mcp extra (pip install 'ragsift[mcp]')."""
+    Read-only; needs the mcp extra (pip install 'ragsift\\[mcp]')."""
     try:
         import mcp.server.mcpserver  # noqa: F401 (the optional extra)
     except ImportError:
