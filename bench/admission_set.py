@@ -145,27 +145,37 @@ def evidence(store, emb, queries: list[str], depth: int) -> list[dict]:
     return out
 
 
+SETS = (("chroma-dev", None), ("scifact", "train"))
+
+
+def build(name: str, split: str | None, tmp: Path, emb) -> tuple:
+    """(dataset, index, path → corpus or document id) of one set, indexed under ``tmp`` with
+    the default chunker and ``emb`` (the evaluation harness's own build)."""
+    from ragsift.evaluation import runner
+    from ragsift.evaluation.config import DEFAULT_CONFIG
+    from ragsift.evaluation.datasets import load_dataset
+
+    t0 = time.perf_counter()
+    ds = load_dataset(EVAL / name, split)
+    sub = tmp / name
+    sub.mkdir()
+    paths, label_of = runner._materialize(ds, sub)
+    index = runner._build(paths, sub / "index.sqlite", DEFAULT_CONFIG, emb)
+    print(f"{name}: {len(index.records)} chunks in {time.perf_counter() - t0:.0f}s",
+          file=sys.stderr, flush=True)
+    return ds, index, label_of
+
+
 def collect(out: str) -> None:
     from ragsift.evaluation import runner
     from ragsift.evaluation.cache import CachingEmbedder, EmbeddingCache
     from ragsift.evaluation.config import DEFAULT_CONFIG
-    from ragsift.evaluation.datasets import load_dataset
 
     cache = EmbeddingCache()
     cfg = DEFAULT_CONFIG
     emb = CachingEmbedder(runner._load_embedder(cfg), cache)
     with tempfile.TemporaryDirectory(prefix="ragsift-admission-") as tmp:
-        sets = {}
-        for name, split in (("chroma-dev", None), ("scifact", "train")):
-            t0 = time.perf_counter()
-            ds = load_dataset(EVAL / name, split)
-            sub = Path(tmp) / name
-            sub.mkdir()
-            paths, label_of = runner._materialize(ds, sub)
-            index = runner._build(paths, sub / "index.sqlite", cfg, emb)
-            print(f"{name}: {len(index.records)} chunks in {time.perf_counter() - t0:.0f}s",
-                  file=sys.stderr, flush=True)
-            sets[name] = (ds, index, label_of)
+        sets = {name: build(name, split, Path(tmp), emb) for name, split in SETS}
         data: dict = {"indexes": {}, "queries": []}
         for name, (ds, index, label_of) in sets.items():
             data["indexes"][name] = {

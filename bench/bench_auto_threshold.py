@@ -69,13 +69,12 @@ def pseudo_queries(records, texts, df, rng) -> list[dict]:
 
 
 def run(set_path: str) -> None:
-    from admission_set import EVAL, evidence, word_df
+    from admission_set import SETS, build, evidence, word_df
     from bench_relevance import FOLDS, Q, admission_rates, choose_threshold, load, order
 
     from ragsift.evaluation import runner
     from ragsift.evaluation.cache import CachingEmbedder, EmbeddingCache
     from ragsift.evaluation.config import DEFAULT_CONFIG
-    from ragsift.evaluation.datasets import load_dataset
     from ragsift.retrieval.relevance import DEFAULT_THRESHOLDS, score_array
 
     def scored_of(qs):
@@ -92,13 +91,9 @@ def run(set_path: str) -> None:
           "auto | falsely admitted: default → auto |\n| --- | ---: | ---: | --- | ---: | ---: |")
     keep = True
     with tempfile.TemporaryDirectory(prefix="ragsift-auto-") as tmp:
-        for name, split in (("chroma-dev", None), ("scifact", "train")):
+        for name, split in SETS:
             t0 = time.perf_counter()
-            ds = load_dataset(EVAL / name, split)
-            sub = Path(tmp) / name
-            sub.mkdir()
-            paths, label_of = runner._materialize(ds, sub)
-            index = runner._build(paths, sub / "index.sqlite", DEFAULT_CONFIG, emb)
+            _, index, label_of = build(name, split, Path(tmp), emb)
             records = {r.rowid: (label_of(r.path), r.start, r.end) for r in index.records}
             texts = {r.rowid: r.text for r in index.records}
             rng = random.Random(0)

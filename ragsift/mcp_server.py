@@ -113,29 +113,32 @@ class Service:
         check_glob(glob)
         return glob
 
+    def _args(self, query: Any, k: int | None, threshold: float | None,
+              path: str | None) -> dict[str, Any]:
+        """A search's checked arguments, as ``Index.query``/``explain`` keywords."""
+        return {"text": self._query(query), "k": self._k(k),
+                "threshold": self._threshold(threshold), "path": self._glob(path),
+                "mode": self.mode, "span": self.span, "within": self.path}
+
     # -- calls ------------------------------------------------------------------------------
     def search(self, query: Any, k: int | None = None, threshold: float | None = None,
                path: str | None = None) -> dict[str, Any]:
         import ragsift.api as rs
 
-        text, k, floor, glob = (self._query(query), self._k(k), self._threshold(threshold),
-                                self._glob(path))
+        args = self._args(query, k, threshold, path)
         with self.lock:
             self.index.refresh()
-            r = self.index.query(text, k=k, threshold=floor, path=glob, mode=self.mode,
-                                 span=self.span, within=self.path)
-            in_force = self.index.threshold(floor, mode=self.mode)
+            r = self.index.query(**args)
+            in_force = self.index.threshold(args["threshold"], mode=self.mode)
             paths = self._paths() if r.searched == 0 else None
         return rs.search_record(r, in_force, paths)
 
     def explain(self, query: Any, k: int | None = None, threshold: float | None = None,
                 path: str | None = None) -> dict[str, Any]:
-        text, k, floor, glob = (self._query(query), self._k(k), self._threshold(threshold),
-                                self._glob(path))
+        args = self._args(query, k, threshold, path)
         with self.lock:
             self.index.refresh()
-            return self.index.explain(text, k=k, threshold=floor, path=glob, mode=self.mode,
-                                      span=self.span, within=self.path)
+            return self.index.explain(**args)
 
     def list_documents(self, glob: str | None = None) -> dict[str, Any]:
         import ragsift.api as rs
