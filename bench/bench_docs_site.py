@@ -1,0 +1,54 @@
+"""Admission on a real documentation site the score was never fitted on (issue 21), this tree
+against another one side by side: questions, one- and two-word keyword queries (page titles)
+and off-topic queries, each labelled with the pages that answer it.
+
+The site: typer's documentation (https://github.com/fastapi/typer, commit 9a7b2e83, its
+`docs/` folder: 75 markdown pages), indexed with the defaults from inside the checkout so the
+stored paths are `docs/...`; the labels are `bench/docs_site_typer.jsonl` (written for this
+benchmark). A query is answered when an admitted hit (k 3, the default threshold in force) is
+one of its pages; an off-topic query is falsely admitted when anything is admitted.
+
+    cd TYPER_CHECKOUT && ragsift embed docs -i /tmp/typer.db
+    .venv/bin/python bench/bench_docs_site.py /tmp/typer.db bench/docs_site_typer.jsonl
+    PYTHONPATH=OLD_TREE .venv/bin/python bench/bench_docs_site.py /tmp/typer.db bench/docs_site_typer.jsonl
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def main(index: str, labels: str) -> None:
+    import ragsift
+    import ragsift.api as rs
+
+    rows = [json.loads(line) for line in open(labels, encoding="utf-8") if line.strip()]
+    answered = false = keyword = keyword_ok = 0
+    with rs.open_index(index) as ix:
+        results = ix.query_many([r["query"] for r in rows], k=3)
+    for row, r in zip(rows, results):
+        got = [c.path for c in r.admitted]
+        if row["relevant"]:
+            ok = any(p in row["relevant"] for p in got)
+            answered += ok
+            if len(row["query"].split()) <= 2:
+                keyword += 1
+                keyword_ok += ok
+            if not ok:
+                best = f"best {r.best.score:.3f} {r.best.path}" if r.best else ""
+                print(f"  missed: {row['query']!r} -> {got[:3]} {best}", file=sys.stderr)
+        elif got:
+            false += 1
+            print(f"  admitted for an off-topic query: {row['query']!r} -> {got[:3]}",
+                  file=sys.stderr)
+    n_ans = sum(1 for r in rows if r["relevant"])
+    n_una = len(rows) - n_ans
+    print(f"ragsift {ragsift.__version__} ({ragsift.__file__.rsplit('/ragsift/', 1)[0]}): "
+          f"threshold {results[0].threshold}: answered {answered}/{n_ans} "
+          f"({100 * answered / n_ans:.0f}%; keyword queries {keyword_ok}/{keyword}), falsely "
+          f"admitted {false}/{n_una}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
