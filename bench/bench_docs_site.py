@@ -8,7 +8,7 @@ stored paths are `docs/...`; the labels are `bench/docs_site_typer.jsonl` (writt
 benchmark). A query is answered when an admitted hit (k 3, the default threshold in force) is
 one of its pages; an off-topic query is falsely admitted when anything is admitted.
 
-    cd TYPER_CHECKOUT && ragsift embed docs -i /tmp/typer.db
+    cd TYPER_CHECKOUT && ragsift embed docs -i /tmp/typer.db     (Flask: pallets/flask 2ac89889)
     .venv/bin/python bench/bench_docs_site.py /tmp/typer.db bench/docs_site_typer.jsonl
     PYTHONPATH=OLD_TREE .venv/bin/python bench/bench_docs_site.py /tmp/typer.db bench/docs_site_typer.jsonl
 """
