@@ -48,8 +48,18 @@ def build(index: str | os.PathLike, paths: Iterable[str | os.PathLike], *,
     ``embedder_options``: pooling, normalize, max_length, query_prefix, passage_prefix.
     Returns the run's ``EmbedSummary`` (``skipped`` lists files that could not be used)."""
     from ragsift.pipeline import build_index
+    from ragsift.retrieval.search import EMBEDDER_OPTIONS
 
-    return build_index([os.fspath(p) for p in paths], index, include=list(include or []),
+    unknown = sorted(set(embedder_options) - set(EMBEDDER_OPTIONS))
+    if unknown:
+        raise TypeError(f"build() got unknown option(s) {', '.join(map(repr, unknown))}; "
+                        f"embedder options are {', '.join(EMBEDDER_OPTIONS)}")
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]  # one path, not its characters
+    paths = [os.fspath(p) for p in paths]
+    if not paths:
+        raise RagsiftError("build needs at least one path to index")
+    return build_index(paths, index, include=list(include or []),
                        exclude=list(exclude or []), rebuild=rebuild, wait=wait,
                        model_dir=model, embedder_options=embedder_options or None)
 
@@ -113,6 +123,7 @@ class Index:
         self.store = store
         self._model = model
         self._searchers: dict[tuple[str, Any], Searcher] = {}
+        self._closed = False
 
     def __enter__(self) -> Index:
         return self
@@ -121,17 +132,26 @@ class Index:
         self.close()
 
     def close(self) -> None:
+        self._closed = True
         self.store.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RagsiftError("the index is closed; open it again with ragsift.api.open_index")
 
     @property
     def settings(self) -> dict[str, Any]:
         """Model, fingerprint, dimensions, chunker, embedder options, tuned threshold."""
+        self._check_open()
         return self.store.settings()
 
     def documents(self, patterns: Sequence[str] | None = None) -> list[DocumentInfo]:
         """What ``ragsift ls`` lists (only paths matching one of ``patterns`` if given)."""
         from ragsift.retrieval.engine import check_globs, path_matches
 
+        self._check_open()
+        if isinstance(patterns, str):
+            patterns = [patterns]  # one glob, not its characters
         check_globs(patterns)
         return [d for d in self.store.documents() if path_matches(d.path, patterns)]
 
@@ -162,6 +182,11 @@ class Index:
                    mode: str = DEFAULT_MODE, fusion: Fusion | None = None,
                    span: str = "chunk", within: str | None = None) -> list[Retrieval]:
         """Several queries, embedded in one batch."""
+        if isinstance(texts, str):
+            raise TypeError("query_many takes a list of query texts, not one str (use query)")
+        texts = list(texts)
+        for t in texts:
+            _check_query(t)
         searcher, strategy, _ = self._prepare(mode, fusion, k, threshold, reject_window,
                                               max_chars)
         return searcher.retrieve_many(list(texts), strategy, path_glob=path, span=span,
@@ -179,8 +204,7 @@ class Index:
 
         from ragsift.retrieval.attribution import attribute
 
-        if not text.strip():
-            raise RagsiftError("the query is empty")
+        _check_query(text)
         searcher, strategy, floor = self._prepare(mode, None, k, threshold, reject_window,
                                                   max_chars)
         result = searcher.embedder.embed([text], kind="query")
@@ -197,6 +221,7 @@ class Index:
         """See what writers committed since this index was opened (a reader keeps one
         snapshot otherwise). Only when the index changed (``store.stale()``); returns whether
         it did."""
+        self._check_open()
         if not self.store.stale():
             return False
         self.store.refresh()
@@ -206,6 +231,7 @@ class Index:
                  threshold: float | str | None, reject_window: int, max_chars: int | None):
         from ragsift.retrieval.threshold import strategy_for
 
+        self._check_open()
         searcher = self._searcher(check_mode(mode), fusion)
         searcher.require_chunks()
         strategy, floor = strategy_for(searcher.settings, k=k, threshold=_flag(threshold),
@@ -223,6 +249,13 @@ class Index:
                 self.store, embedder=loaded.embedder if loaded else None,
                 model_dir=self._model, mode=mode, fusion=fusion)
         return self._searchers[key]
+
+
+def _check_query(text: Any) -> None:
+    if not isinstance(text, str):
+        raise TypeError(f"a query is a str, not {type(text).__name__}")
+    if not text.strip():
+        raise RagsiftError("the query is empty")
 
 
 def hit_row(c: Any, r: Retrieval, batch: bool = False) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragsift.errors import RagsiftError
+from ragsift.sources.reading import encodable
 
 if TYPE_CHECKING:
     import numpy as np
@@ -375,7 +376,7 @@ class OnnxEmbedder:
     def embed(self, texts: list[str], kind: str = "passage") -> EmbedResult:
         import numpy as np
 
-        texts = list(texts)
+        texts = [encodable(t) for t in texts]
         prefix = self._prefix(kind)
         if prefix:
             texts = [prefix + t for t in texts]

@@ -251,8 +251,10 @@ def retrieve(backend: IndexBackend, queries: Sequence[str], qvecs: np.ndarray | 
     evidence span (``ragsift.retrieval.spans``). ``within``: a glob every searched document
     must match too (``path_glob`` narrows further)."""
     from ragsift.retrieval.topk import build_retrieval
+    from ragsift.sources.reading import encodable
 
     check_mode(mode)
+    queries = [encodable(q) for q in queries]  # a lone surrogate becomes U+FFFD
     paths = matching_paths(backend, path_glob, within)
     total = backend.count()
     searched = total if paths is None else backend.count(paths)

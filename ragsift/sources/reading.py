@@ -217,3 +217,16 @@ def _not_blank(text: str) -> str:
     if not text.strip():
         raise SkipFile("empty file (only whitespace)")
     return text
+
+
+def encodable(text: str) -> str:
+    """``text`` with any lone surrogate (``"\\ud800"``: from a JSON escape or a Python string;
+    no decoded file holds one) replaced by U+FFFD, so it can be encoded, hashed, tokenized and
+    printed. Text without one is returned as it is."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        import re
+
+        return re.sub("[\ud800-\udfff]", "\ufffd", text)
+    return text
