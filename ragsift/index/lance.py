@@ -104,6 +104,10 @@ def _lance():
     # Ray forks its raylet after the driver opened the index; the index is never used in the
     # forked process, so lance's fork warning does not apply.
     warnings.filterwarnings("ignore", message="lance is not fork-safe")
+    # Only ragsift's own lines reach stderr: Lance's Rust log (``WARN lance::…``) is kept to
+    # errors unless the user asked for more (``LANCE_LOG`` set) or runs with --debug.
+    if "LANCE_LOG" not in os.environ and not os.environ.get("RAGSIFT_DEBUG"):
+        os.environ["LANCE_LOG"] = "error"
     try:
         import lance
     except ImportError:
@@ -504,7 +508,7 @@ class LanceIndex:
             key = (version, term)
             n = self._df.get(key)
             if n is None:
-                n = self._ds.to_table(columns=["rowid"], filter="kind = 'chunk'",
+                n = self._ds.to_table(columns=["rowid", "_score"], filter="kind = 'chunk'",
                                       full_text_query=MatchQuery(term, "fts"),
                                       prefilter=True).num_rows
                 self._df[key] = n
