@@ -19,4 +19,4 @@ def test_every_stderr_line_is_ragsifts_on_a_lance_index(tmp_path):
     for proc in runs:
         assert proc.returncode in (0, 1, 3), proc.stderr
         for line in proc.stderr.splitlines():
-            assert line.startswith("ragsift: ") or line.startswith("  "), line
+            assert line.startswith(("ragsift: ", "  ")), line

@@ -950,3 +950,34 @@ def _as_f32(vectors: Any, n: int) -> np.ndarray:
     from ragsift.index.store import _as_f32 as as_f32
 
     return as_f32(vectors, n)
+
+
+def _damage_as_error(method):
+    """Wrap a ``LanceIndex`` read: an Arrow/Lance I/O failure on the index's own files (a data
+    file cut short, a fragment that does not decode) is ``index damaged: …`` with the way out,
+    a user error (exit 2), not an internal error."""
+    import functools
+
+    @functools.wraps(method)
+    def read(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except RagsiftError:
+            raise
+        except Exception as exc:  # narrowed just below, else re-raised
+            if type(exc).__module__.startswith("pyarrow") or "LanceError" in str(exc):
+                first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                first = first.split(", /rustc/")[0]  # the Rust source location says nothing
+                raise RagsiftError(
+                    f"index damaged: {self.path}: {first[:200]}; rebuild it with `ragsift "
+                    f"embed PATH... --index {self.path} --rebuild`") from None
+            raise
+
+    return read
+
+
+for _name in ("settings", "dimensions", "documents", "paths", "documents_state",
+              "rowids_of_paths", "count", "load_matrix", "load", "dense_candidates", "cosines",
+              "lexical_candidates", "lexical_ceiling", "chunk_records", "chunks",
+              "document_chunks", "vectors_for_hashes", "stats", "verify"):
+    setattr(LanceIndex, _name, _damage_as_error(getattr(LanceIndex, _name)))

@@ -285,10 +285,9 @@ class IndexStore:
         k = 0
         # Iterate the cursor (not fetchall): each block's bytes are freed before the next
         # one, so the allocator reuses one buffer instead of faulting in fresh pages.
-        for n, dead, rid_blob, data in self.db.execute(
-                "SELECT n, dead, rowids, data FROM vec_blocks ORDER BY id"):
-            ids = np.frombuffer(rid_blob, "<i8")
-            vecs = np.frombuffer(data, "<f4").reshape(n, dim)
+        for block_id, n, dead, rid_blob, data in self.db.execute(
+                "SELECT id, n, dead, rowids, data FROM vec_blocks ORDER BY id"):
+            ids, vecs = self._block(block_id, n, dim, rid_blob, data)
             if dead:
                 live = ids >= 0
                 ids, vecs = ids[live], vecs[live]
@@ -297,7 +296,7 @@ class IndexStore:
             matrix[k:k + m] = vecs
             k += m
         if k != total:  # a block disagrees with its own counts
-            raise RagsiftError(f"index {self.path} is damaged (vector blocks); rebuild it")
+            raise self._damaged("a vector block disagrees with its counts")
         return rowids, matrix
 
     def chunk_records(self, rowids: Sequence[int]) -> list[ChunkRecord]:
@@ -459,15 +458,37 @@ class IndexStore:
             "writer_pid": holder_pid(self.path),
         }
 
+    def _block(self, block_id: int, n: int, dim: int, rid: bytes, data: bytes
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """One vector block's (rowids, vectors), after checking that its bytes hold the ``n``
+        rows its counts say (a truncated or foreign blob is damage, not a reshape error)."""
+        import numpy as np
+
+        if len(rid) != 8 * n or len(data) != 4 * n * dim:
+            raise self._damaged(f"vector block {block_id} holds {len(data)} bytes of vectors "
+                                f"and {len(rid)} of rowids for {n} rows of {dim} dimensions "
+                                f"({4 * n * dim} and {8 * n} expected)")
+        return np.frombuffer(rid, "<i8"), np.frombuffer(data, "<f4").reshape(n, dim)
+
+    def _damaged(self, what: str) -> RagsiftError:
+        return RagsiftError(f"index damaged: {self.path}: {what}; rebuild it with `ragsift "
+                            f"embed PATH... --index {self.path} --rebuild`")
+
     def verify(self) -> list[str]:
         """Consistency problems (empty list: consistent). Used by tests and ``info --check``."""
         import numpy as np
 
         problems: list[str] = []
         q = self.db.execute
-        rowids, matrix = self.load_matrix()
+        loaded = True
+        try:
+            rowids, matrix = self.load_matrix()
+        except RagsiftError as exc:  # damaged blocks: say what, and check the rest
+            problems.append(exc.message)
+            loaded = False
+            rowids, matrix = np.empty(0, np.int64), np.empty((0, 0), np.float32)
         chunk_ids = np.array([r[0] for r in q("SELECT id FROM chunks ORDER BY id")], np.int64)
-        if not np.array_equal(np.sort(rowids), chunk_ids):
+        if loaded and not np.array_equal(np.sort(rowids), chunk_ids):
             problems.append(f"{len(rowids)} vectors for {len(chunk_ids)} chunks")
         if matrix.size and not np.isfinite(matrix).all():
             problems.append("non-finite vector values")
@@ -606,7 +627,12 @@ class IndexStore:
                 where.setdefault(block_id, []).append((pos, h, truncated))
         out: dict[str, tuple[np.ndarray, int]] = {}
         width = dim * 4
+        sizes = dict(self.db.execute(
+            "SELECT id, length(data) FROM vec_blocks WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(sorted(where)),)))
         for block_id, items in where.items():
+            if any((pos + 1) * width > (sizes.get(block_id) or 0) for pos, _, _ in items):
+                raise self._damaged(f"vector block {block_id} is shorter than its rows")
             if hasattr(self.db, "blobopen"):  # Python 3.11+: read only the rows needed
                 with self.db.blobopen("vec_blocks", "data", block_id, readonly=True) as blob:
                     for pos, h, truncated in items:
@@ -657,8 +683,7 @@ class IndexStore:
         for bid in todo:
             n, rid, data = self.db.execute(
                 "SELECT n, rowids, data FROM vec_blocks WHERE id = ?", (bid,)).fetchone()
-            ids = np.frombuffer(rid, "<i8")
-            vecs = np.frombuffer(data, "<f4").reshape(n, dim)
+            ids, vecs = self._block(bid, n, dim, rid, data)
             live = ids >= 0
             ids_parts.append(ids[live])
             vec_parts.append(vecs[live])
