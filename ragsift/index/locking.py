@@ -18,6 +18,7 @@ hard link or a file with other content is refused with a clear error and left un
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
@@ -73,8 +74,18 @@ class WriterLock:
             # The holder removed the file after we opened it: lock the new one instead.
             os.close(fd)
             time.sleep(0.01)
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+        except OSError as exc:  # a full disk (or a file-size limit) before anything began
+            from ragsift.errors import EXIT_OUTPUT
+
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)  # ours (locked): nothing is left behind
+            os.close(fd)
+            raise RagsiftError(f"cannot write index {self.index_path}: {exc.strerror or exc} "
+                               f"(the lock file {self.path} could not be written); nothing "
+                               "was changed", EXIT_OUTPUT) from None
         self._fd = fd
 
     def _open(self) -> int:

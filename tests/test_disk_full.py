@@ -1,0 +1,31 @@
+"""A full disk before a run begins (issue 23): exit 4 with one line and nothing left behind
+(before: "internal error: OSError: [Errno 28]", exit 2, and an empty lock file). The child
+runs under a file-size limit of 0 bytes (RLIMIT_FSIZE, SIGXFSZ ignored), so its first write
+to the index's folder fails as a full disk's would, without root or a mount."""
+
+from __future__ import annotations
+
+import resource
+import signal
+import subprocess
+import sys
+
+from tests.conftest import REPO
+
+
+def _no_room() -> None:
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+
+
+def test_no_room_for_the_lock_file_is_exit_4_and_leaves_nothing(tmp_path):
+    folder = tmp_path / "out"
+    folder.mkdir()
+    proc = subprocess.run([sys.executable, "-m", "ragsift", "embed", "fixtures/sourdough.rst",
+                           "--index", str(folder / "idx.db")], cwd=REPO, preexec_fn=_no_room,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 4, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ragsift: cannot write index "), lines
+    assert "internal error" not in proc.stderr
+    assert list(folder.iterdir()) == []
