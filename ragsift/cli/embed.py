@@ -83,7 +83,7 @@ def embed_command(
     batch_size: Annotated[int | None, typer.Option("--batch-size", min=1, help="Texts per model call (default 8, measured fastest here).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no summary (skips, warnings and errors still go to stderr).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the run summary as JSON on stdout.")] = False,
-    engine: Annotated[Engine, typer.Option("--engine", help="Where changed files are parsed, chunked and embedded: this process, or a Ray cluster (pip install 'ragsift[ray]').")] = "local",  # type: ignore[assignment]
+    engine: Annotated[Engine, typer.Option("--engine", help="Where changed files are parsed, chunked and embedded: this process, or a Ray cluster (pip install 'ragsift\\[ray]').")] = "local",  # type: ignore[assignment]
     ray_address: Annotated[str | None, typer.Option("--ray-address", metavar="auto|ADDRESS", help="--engine ray: the cluster to join (auto: the one this machine is part of; default: start a local one).")] = None,
 ) -> None:
     """Chunk, embed and index documents into one SQLite file, incrementally.

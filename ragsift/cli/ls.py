@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from typing import Annotated
 
 import typer
@@ -56,24 +58,33 @@ def document_row(d) -> dict:
 
 
 def _print_table(docs) -> None:
+    """A table on a terminal wide enough for every path on one line; otherwise (a pipe, a
+    file, a narrow terminal) one document per line, tab-separated like ``ls -l``: path,
+    chunks, tokens, size, indexed. A path is never broken across lines."""
     from rich.markup import escape
     from rich.table import Table
 
     from ragsift.api import _iso
-    from ragsift.cli._common import stdout_console
+    from ragsift.cli._common import printable, stdout_console
 
+    console = stdout_console()
+    rows = [(printable(d.path, one_line=True), str(d.chunks), str(d.tokens), _size(d.size),
+             (_iso(d.indexed_at) or "")[:19].replace("T", " ")) for d in docs]
+    widest = max((len(r[0]) for r in rows), default=0)
+    if not console.is_terminal or widest + 45 > console.width:
+        sys.stdout.writelines("\t".join(r) + "\n" for r in rows)
+        sys.stdout.flush()
+        return
     table = Table(box=None, pad_edge=False)
-    table.add_column("path", overflow="fold")
+    table.add_column("path", no_wrap=True)
     for col in ("chunks", "tokens", "size"):
         table.add_column(col, justify="right", no_wrap=True)
     table.add_column("indexed (UTC)", no_wrap=True)
-    for d in docs:
-        table.add_row(escape(d.path), str(d.chunks), str(d.tokens), _size(d.size),
-                      (_iso(d.indexed_at) or "")[:19].replace("T", " "))
-    console = stdout_console()
+    for r in rows:
+        table.add_row(escape(r[0]), *r[1:])
     console.print(table)
-    console.print(f"[dim]{len(docs)} documents, {sum(d.chunks for d in docs)} chunks[/]",
-                  highlight=False)
+    console.print(f"[dim]{len(docs)} document{'s' if len(docs) != 1 else ''}, "
+                  f"{sum(d.chunks for d in docs)} chunks[/]", highlight=False)
 
 
 def _size(n: int | None) -> str:
