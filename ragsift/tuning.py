@@ -215,6 +215,19 @@ class TuneReport:
     current_threshold: float | None = None
     current: SweepRow | None = None
     saved: dict[str, Any] | None = None  # the ``tuned_threshold`` setting, after ``--save``
+    labelled_items: int = 0  # relevant items in the queries file
+    unmatched: list[str] = field(default_factory=list)  # those naming no indexed document
+    stored_example: str | None = None  # a stored path, to show how labels must look
+
+    def unmatched_line(self) -> str | None:
+        """One sentence when labelled items name no indexed document (else None)."""
+        if not self.unmatched:
+            return None
+        n, m = len(self.unmatched), self.labelled_items
+        shape = (f"; stored paths look like {self.stored_example!r}"
+                 if self.stored_example else "")
+        return (f"{n} of {m} labelled relevant items match no indexed document (e.g. "
+                f"{self.unmatched[0]!r}{shape})")
 
     def distributions(self, bins: int = 20) -> dict[str, Any]:
         allv = [v for v in self.relevant_scores + self.irrelevant_scores if math.isfinite(v)]
@@ -239,6 +252,8 @@ class TuneReport:
             "distributions": self.distributions(),
             "sweep": [r.as_dict() for r in self.rows],
             "saved": self.saved,
+            "labelled_items": self.labelled_items,
+            "unmatched_items": len(self.unmatched),
         }
 
 
@@ -270,9 +285,28 @@ def tune(searcher: Any, queries: Sequence[LabelledQuery], strategy: TopK, *,
                  max_chars=None)
     retrievals = searcher.retrieve_many([q.query for q in queries], probe, path_glob=path_glob)
     judged = [judge(r, q) for r, q in zip(retrievals, queries)]
-    return analyse(judged, k=strategy.k, reject_window=strategy.reject_window,
-                   max_chars=strategy.max_chars, objective=objective, thresholds=thresholds,
-                   current_threshold=strategy.threshold, model=searcher.model, step=step)
+    report = analyse(judged, k=strategy.k, reject_window=strategy.reject_window,
+                     max_chars=strategy.max_chars, objective=objective, thresholds=thresholds,
+                     current_threshold=strategy.threshold, model=searcher.model, step=step)
+    paths = sorted(searcher.store.paths())
+    items = [r for q in queries for r in q.relevant]
+    report.labelled_items = len(items)
+    report.unmatched = [_label(r) for r in items if not _names_a_document(r, set(paths))]
+    report.stored_example = paths[0] if paths else None
+    return report
+
+
+def _names_a_document(r: Relevant, paths: set[str]) -> bool:
+    """Whether a labelled item can match anything in an index holding ``paths``: its path is
+    stored, or it is a chunk id (``path#N``) of a stored path."""
+    for ref in (r.ref, r.path, r.id):
+        if ref is not None and (ref in paths or ref.rpartition("#")[0] in paths):
+            return True
+    return False
+
+
+def _label(r: Relevant) -> str:
+    return r.ref or r.path or r.id or "?"
 
 
 def save_threshold(index: str, report: TuneReport, *, mode: str) -> dict[str, Any]:
@@ -282,6 +316,10 @@ def save_threshold(index: str, report: TuneReport, *, mode: str) -> dict[str, An
     from ragsift.retrieval.threshold import tuned_setting
 
     rec = report.recommended
+    if report.labelled_items and len(report.unmatched) == report.labelled_items:
+        raise RagsiftError(f"none of the {report.labelled_items} labelled relevant items "
+                           "matches an indexed document, so the sweep measured nothing; "
+                           f"nothing was saved ({report.unmatched_line()})")
     if rec is None:
         raise RagsiftError(f"no threshold meets {report.objective}; nothing was saved")
     value = tuned_setting(rec.threshold, queries=report.queries, k=report.k, mode=mode,

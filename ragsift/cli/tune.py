@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from ragsift.cli._common import handle_errors
+from ragsift.cli._common import handle_errors, warn
 from ragsift.cli.query import (
     INDEX_OPTION,
     K_OPTION,
@@ -89,6 +89,8 @@ def tune_command(
                                     required=False)
         report = tune(searcher, labelled, strategy, objective=objective, path_glob=path,
                       step=step)
+    if report.unmatched_line():
+        warn("warning: " + report.unmatched_line())
     if save:
         from ragsift.tuning import save_threshold
 
