@@ -29,3 +29,29 @@ def test_no_room_for_the_lock_file_is_exit_4_and_leaves_nothing(tmp_path):
     assert len(lines) == 1 and lines[0].startswith("ragsift: cannot write index "), lines
     assert "internal error" not in proc.stderr
     assert list(folder.iterdir()) == []
+
+
+def test_an_index_deleted_while_embed_runs_is_an_error(tmp_path):
+    """The index's folder is removed while `embed -` waits for its input: the run must not end
+    with exit 0 and a summary of an index that no longer exists."""
+    import os
+    import shutil
+    import time
+
+    records = subprocess.run([sys.executable, "-m", "ragsift", "chunk", "fixtures/sourdough.rst"],
+                             cwd=REPO, capture_output=True, text=True, check=True).stdout
+    folder = tmp_path / "out"
+    folder.mkdir()
+    idx = folder / "idx.db"
+    proc = subprocess.Popen([sys.executable, "-m", "ragsift", "embed", "-", "--index", str(idx)],
+                            cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120  # a bound on the wait for the index, not an outcome
+    while not idx.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert idx.exists(), "embed never created its index"
+    shutil.rmtree(folder)
+    out, err = proc.communicate(records, timeout=300)
+    assert proc.returncode == 4, err
+    assert "was deleted while embed ran" in err
+    assert not os.path.exists(folder)

@@ -328,3 +328,8 @@ def _exit_now(code: int) -> None:
             stream.flush()
     atexit._run_exitfuncs()
     os._exit(code)
+
+
+def plural(n: int, word: str) -> str:
+    """``1 document``, ``2 documents``: a count and its noun."""
+    return f"{n} {word}{'' if n == 1 else 's'}"

@@ -6,7 +6,7 @@ from enum import Enum
 
 import typer
 
-from ragsift.cli._common import handle_errors, warn, write_jsonl
+from ragsift.cli._common import handle_errors, plural, warn, write_jsonl
 from ragsift.errors import EXIT_NOTHING, EXIT_OK, EXIT_SKIPPED
 from ragsift.sources.formats import FORMATS
 
@@ -252,7 +252,7 @@ def _print_blocks(console, records: list[dict]) -> None:
 def _print_summary(summary, counter: str) -> None:
     d = summary.as_dict()
     unit = "chars" if counter == "chars" else f"{counter} tokens"
-    line = (f"{d['files']} files, {d['parsed']} parsed, "
+    line = (f"{plural(d['files'], 'file')}, {d['parsed']} parsed, "
             f"{summary_parts(len(d['skipped']), summary.ignored)}; "
             f"{d['chunks']} chunks, {d['tokens']} {unit} "
             f"(min {d['min_tokens']}, median {d['median_tokens']:g}, max {d['max_tokens']})")

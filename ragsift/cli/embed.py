@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from enum import Enum
@@ -9,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from ragsift.cli._common import handle_errors, waiting_notice, warn
+from ragsift.cli._common import handle_errors, plural, waiting_notice, warn
 from ragsift.cli.chunk import (
     FILES_HELP,
     Strategy,
@@ -17,7 +18,7 @@ from ragsift.cli.chunk import (
     max_file_size_bytes,
     summary_parts,
 )
-from ragsift.errors import EXIT_NOTHING, EXIT_OK, EXIT_SKIPPED
+from ragsift.errors import EXIT_NOTHING, EXIT_OK, EXIT_OUTPUT, EXIT_SKIPPED, RagsiftError
 
 from ragsift.index import DEFAULT_INDEX  # noqa: E402  (defined once there)
 
@@ -129,6 +130,9 @@ def embed_command(
         engine=Engine(engine).value,
         ray_address=ray_address,
     )
+    if index != "-" and "://" not in index and not os.path.exists(index):
+        raise RagsiftError(f"index {index} was deleted while embed ran: what it wrote is gone; "
+                           "run embed again", EXIT_OUTPUT)
     if summary.truncated:
         warn(f"warning: {summary.truncated} chunks were longer than the model's max length; "
              f"{summary.truncated_tokens} tokens were never embedded (use --tokenizer model "
@@ -149,12 +153,12 @@ def _summary_line(s) -> str:
     idx = s.index
     line = (f"{s.discovered} discovered, {s.unchanged} unchanged, {s.parsed} parsed, "
             f"{summary_parts(len(s.skipped), s.ignored)}, {s.removed} removed; "
-            f"{s.chunks} chunks written "
+            f"{plural(s.chunks, 'chunk')} written "
             f"({s.embedded} embedded, {s.reused} reused), {s.truncated} truncated; "
             f"{s.seconds:.1f} s")
     if idx:
-        line += (f"; index {idx['path']}: {idx['documents']} documents, "
-                 f"{idx['chunks']} chunks")
+        line += (f"; index {idx['path']}: {plural(idx['documents'], 'document')}, "
+                 f"{plural(idx['chunks'], 'chunk')}")
     return line
 
 
