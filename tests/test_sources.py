@@ -11,7 +11,7 @@ The fixture corpus (``fixtures/``, original prose written for this project, ~3,4
 - ``recipes.json``            an object holding an array of recipe objects and a nested
   ``notes`` object of strings.
 - ``kitchen-notes.jsonl``     dated notes, one JSON object per line.
-- ``sourdough.rst``           reStructuredText, read as plain text.
+- ``sourdough.rst``           reStructuredText, parsed by docutils (section titles are trails).
 - ``field-notes.txt``         plain text: a year of garden and bee notes.
 - ``legacy/market-notes.txt`` cp1252 bytes (curly quotes, é, £, €): decoded with a warning.
 - ``bad/empty.txt`` (0 bytes), ``bad/broken.json`` (a syntax error on line 3): each is
@@ -236,9 +236,10 @@ def test_render_markdown_tables_without_tables_is_identity():
 
 
 def test_plain_text_and_rst():
-    doc = _load(FIXTURES / "sourdough.rst")
-    assert doc.format == "rst" and doc.pages is None and doc.headings is None
+    doc = _load(FIXTURES / "sourdough.rst")  # through docutils: tests/test_rst.py
+    assert doc.format == "rst" and doc.pages is None
     at = doc.text.index("A basic loaf")
+    assert doc.headings_at(at) == ("Sourdough in one week", "A basic loaf")
     assert doc.line_at(at) == _line_of(FIXTURES / "sourdough.rst", "A basic loaf")
     txt = _load(FIXTURES / "field-notes.txt")
     assert txt.format == "text" and txt.text == (FIXTURES / "field-notes.txt").read_text()

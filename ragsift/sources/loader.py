@@ -49,6 +49,11 @@ def load_document(sf: SourceFile, data: bytes | None = None,
         from ragsift.sources.markdown import parse_markdown
 
         return parse_markdown(text, sf.relpath, **common)
+    if fmt == "rst":
+        doc = _rst(text, sf.relpath, common)
+        if doc is not None:
+            return doc
+        fmt = "rst"  # read as text below, with the warning _rst added
     if fmt == "html":
         from ragsift.sources.html import parse_html
 
@@ -64,3 +69,27 @@ def load_document(sf: SourceFile, data: bytes | None = None,
         lines=OffsetMap.of_lines(text),
         **common,
     )
+
+
+_NO_DOCUTILS: list[bool] = []  # warned once per process that docutils is missing
+
+
+def _rst(text: str, path: str, common: dict) -> Document | None:
+    """``parse_rst``, or None (the caller reads the file as text) when docutils is missing or
+    cannot parse this file: one warning line either way, never a skipped file."""
+    try:
+        import docutils  # noqa: F401 (the parser ragsift.sources.rst drives)
+
+        from ragsift.sources.rst import parse_rst
+    except ImportError:
+        if not _NO_DOCUTILS:
+            _NO_DOCUTILS.append(True)
+            note = ("docutils is not installed: .rst files are read as plain text (pip install "
+                    "docutils)")
+            common["warnings"] = (*common["warnings"], note)
+        return None
+    try:
+        return parse_rst(text, path, **common)
+    except ValueError as exc:
+        common["warnings"] = (*common["warnings"], f"{exc}; read as plain text")
+        return None

@@ -1,0 +1,444 @@
+"""reStructuredText (and Sphinx sources) parsed by docutils, the format's own parser.
+
+``parse_rst`` renders the doctree as the text a reader sees, laid out as markdown, and hands
+that to ``parse_markdown``, so an ``.rst`` file gets heading trails and heading-first
+chunking exactly as a markdown file does:
+
+- section titles become ``#`` headings (one ``#`` per nesting level), without their
+  adornment lines;
+- paragraphs, lists, definition and field lists, tables (a row per line, cells joined by
+  ``|``), admonitions (``Note: …``), footnotes and block quotes keep their text; roles render
+  as their text (``:func:`url_for``` → ``url_for``, ``:class:`~flask.Flask``` → ``Flask``,
+  ``:ref:`routing <url-routing>``` → ``routing``), references as their title;
+- literal blocks (``::``) and ``code-block``/``code``/``sourcecode`` stay code, fenced; their
+  blank lines hold one space, so a chunker that cuts at blank lines never cuts inside one
+  that fits its budget;
+- Sphinx's own directives, which docutils does not know, never fail a file and never leave
+  markup: an object description (``autoclass``, ``autofunction``, ``py:function``, …) keeps
+  its signature line (``class flask.Flask``) and its content; ``versionadded`` and kin become
+  ``Added in version 2.0.``; pure markup (``toctree``, ``index``, ``currentmodule``,
+  ``highlight``, options such as ``:members:``) is dropped; an unknown directive or role is
+  dropped or reduced to its text. Comments, targets and substitution definitions are dropped.
+
+Offsets: ``Document.text`` is the rendered text (chunk offsets and the invariant
+``document.text[start:end] == text`` hold in it); the line map points every rendered line at
+the ``.rst`` line it comes from. A file docutils cannot parse is read as plain text with one
+warning; without docutils installed, the same (``loader.py``).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from typing import Any
+
+from ragsift.sources.document import Document, OffsetMap
+
+# roles whose text is their title: Sphinx's cross-references and inline markup
+_ROLES = ("func", "meth", "class", "mod", "attr", "data", "exc", "obj", "ref", "doc", "term",
+          "envvar", "option", "command", "file", "program", "kbd", "guilabel", "menuselection",
+          "abbr", "any", "samp", "numref", "download", "keyword", "mimetype", "makevar",
+          "regexp", "token", "confval", "dfn", "issue", "pr", "user", "gh", "wikipedia")
+_DOMAINS = ("py", "c", "cpp", "js", "rst", "std")
+# object descriptions: (directive, the word their signature line starts with)
+_OBJECTS = {"autoclass": "class", "autofunction": "function", "automethod": "method",
+            "autoattribute": "attribute", "autodata": "data", "automodule": "module",
+            "autoexception": "exception", "autodecorator": "decorator",
+            "autoproperty": "property", "function": "function", "class": "class",
+            "method": "method", "attribute": "attribute", "data": "data",
+            "exception": "exception", "decorator": "decorator", "property": "property",
+            "staticmethod": "staticmethod", "classmethod": "classmethod", "type": "type",
+            "envvar": "environment variable", "option": "option", "describe": "",
+            "object": "", "confval": "setting"}
+_VERSIONS = {"versionadded": "Added in version", "versionchanged": "Changed in version",
+             "deprecated": "Deprecated since version", "versionremoved": "Removed in version"}
+_DROP = ("toctree", "index", "currentmodule", "module", "highlight", "tabularcolumns",
+         "sectionauthor", "codeauthor", "moduleauthor", "literalinclude", "autosummary",
+         "testsetup", "testcleanup", "productionlist", "default-role", "default-domain",
+         "program", "automodapi", "autoprogram", "click", "raw", "include", "image",
+         "meta", "only-html", "spelling:word-list", "graphviz", "inheritance-diagram",
+         "tab-set-code", "jinja", "ifconfig")
+_CONTENT = ("only", "glossary", "hlist", "tab", "tabs", "tab-item", "tab-set", "card",
+            "grid", "grid-item", "grid-item-card", "dropdown", "centered", "container",
+            "cssclass", "rst-class", "list-table-ish")
+_CODE = ("sourcecode", "testcode", "testoutput", "doctest", "ipython", "jupyter-execute",
+         "code-cell", "prompt", "console")
+_ADMONITION_WORDS = {"seealso": "See also", "todo": "To do", "admonition": ""}
+_ROLE_MARKUP = re.compile(r":(?:[\w.+-]+:)?[\w.+-]+:`([^`]*)`")
+_DIRECTIVE_MARKUP = re.compile(r"^\.\. [\w:.+-]+::.*$", re.MULTILINE)
+
+
+def parse_rst(text: str, path: str, *, source: str = "", encoding: str = "utf-8",
+              warnings: tuple[str, ...] = ()) -> Document:
+    """The ``Document`` of an ``.rst`` file (see the module docstring). Raises ``ValueError``
+    when docutils cannot make a doctree of it (the loader then reads it as text)."""
+    from ragsift.sources.markdown import parse_markdown
+
+    tree = _doctree(text)
+    out = _Renderer(text)
+    out.children(tree, 0)
+    rendered, line_of = out.result()
+    doc = parse_markdown(rendered, path, source=source, encoding=encoding, warnings=warnings)
+    starts = [0]
+    for i, ch in enumerate(rendered):
+        if ch == "\n" and i + 1 < len(rendered):
+            starts.append(i + 1)
+    lines = OffsetMap(tuple(starts), tuple(line_of[: len(starts)]))
+    from dataclasses import replace
+
+    return replace(doc, format="rst", lines=lines)
+
+
+def _doctree(text: str) -> Any:
+    import io
+
+    from docutils.core import publish_doctree
+
+    _register()
+    settings = {"report_level": 5, "halt_level": 5, "warning_stream": io.StringIO(),
+                "file_insertion_enabled": False, "raw_enabled": False,
+                "doctitle_xform": False, "sectsubtitle_xform": False, "input_encoding":
+                "unicode", "syntax_highlight": "none", "traceback": True}
+    try:
+        return publish_doctree(text, settings_overrides=settings)
+    except Exception as exc:  # noqa: BLE001 (any docutils failure: the file is read as text)
+        raise ValueError(f"docutils could not parse it ({type(exc).__name__}: "
+                         f"{str(exc).splitlines()[0] if str(exc) else ''})") from None
+
+
+@cache
+def _register() -> None:
+    """Teach docutils Sphinx's directives and roles (once per process): each renders as the
+    text it stands for, or as nothing, never as an error."""
+    from docutils import nodes
+    from docutils.parsers.rst import Directive, directives, roles
+
+    class _AnyOptions(dict):
+        """Every ``:option:`` is accepted (and dropped): Sphinx's directives have many."""
+
+        def __bool__(self) -> bool:
+            return True
+
+        def __contains__(self, key: object) -> bool:
+            return True
+
+        def get(self, key, default=None):
+            return directives.unchanged
+
+        def __getitem__(self, key: str):
+            return directives.unchanged
+
+    class _Base(Directive):
+        required_arguments = 0
+        optional_arguments = 1
+        final_argument_whitespace = True
+        has_content = True
+        option_spec = _AnyOptions()
+
+        def content_nodes(self) -> list:
+            if not self.content:
+                return []
+            box = nodes.container()
+            self.state.nested_parse(self.content, self.content_offset, box)
+            return list(box.children)
+
+    class _Object(_Base):
+        word = ""
+
+        def run(self) -> list:
+            sig = " ".join(self.arguments).strip()
+            lines = [s.strip() for s in sig.splitlines() if s.strip()] or []
+            head = [nodes.paragraph("", f"{self.word} {s}".strip()) for s in lines]
+            for n in head:
+                n.line = self.lineno
+            return head + self.content_nodes()
+
+    class _Version(_Base):
+        words = ""
+
+        def run(self) -> list:
+            words = " ".join(self.arguments).split()
+            version, rest = (words[0] if words else ""), " ".join(words[1:])
+            para = nodes.paragraph("", f"{self.words} {version}." + (" " if rest else ""))
+            if rest:  # the text after the version is rst too (roles, literals)
+                inline, _ = self.state.inline_text(rest, self.lineno)
+                para.extend(inline)
+            para.line = self.lineno
+            return [para] + self.content_nodes()
+
+    class _Drop(_Base):
+        def run(self) -> list:
+            return []
+
+    class _Content(_Base):
+        def run(self) -> list:
+            return self.content_nodes()
+
+    class _Code(_Base):
+        def run(self) -> list:
+            node = nodes.literal_block("\n".join(self.content), "\n".join(self.content))
+            node.line = self.content_offset + 1
+            node["ragsift_start"] = self.content_offset + 1
+            return [node]
+
+    class _Note(_Base):
+        words = ""
+
+        def run(self) -> list:
+            node = nodes.admonition()
+            node["ragsift_word"] = self.words
+            node.line = self.lineno
+            node.extend(self.content_nodes())
+            return [node]
+
+    def register(name: str, cls: type) -> None:
+        directives.register_directive(name, cls)
+        for dom in _DOMAINS:
+            directives.register_directive(f"{dom}:{name}", cls)
+
+    for name, word in _OBJECTS.items():
+        register(name, type(f"_Object_{name}", (_Object,), {"word": word}))
+    for name, words in _VERSIONS.items():
+        register(name, type(f"_Version_{name}", (_Version,), {"words": words}))
+    for name in _DROP:
+        register(name, _Drop)
+    for name in _CONTENT:
+        register(name, _Content)
+    for name in _CODE:
+        register(name, _Code)
+    for name, words in _ADMONITION_WORDS.items():
+        if name != "admonition":
+            register(name, type(f"_Note_{name}", (_Note,), {"words": words}))
+
+    def title_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+        return [nodes.literal(rawtext, role_text(text))], []
+
+    for name in _ROLES:
+        roles.register_local_role(name, title_role)
+        for dom in _DOMAINS:
+            roles.register_local_role(f"{dom}:{name}", title_role)
+
+
+def role_text(text: str) -> str:
+    """What a cross-reference role shows: ``title <target>`` → title, ``~a.b.c`` → ``c``,
+    ``!name`` → ``name``."""
+    from docutils.utils import unescape
+
+    text = unescape(text)
+    m = re.match(r"^(.*?)\s*<[^<>]*>$", text, re.DOTALL)
+    if m and m.group(1):
+        return m.group(1)
+    text = text.lstrip("!")
+    if text.startswith("~"):
+        return text[1:].rpartition(".")[2]
+    return text
+
+
+class _Renderer:
+    """The doctree as markdown-shaped lines, each with the source line it comes from."""
+
+    def __init__(self, source: str) -> None:
+        self.src = source.splitlines()
+        self.plain = [_plain(line) for line in self.src]
+        self.lines: list[str] = []
+        self.line_of: list[int] = []
+        self.last = 1
+
+    def result(self) -> tuple[str, list[int]]:
+        while self.lines and not self.lines[-1].strip():
+            self.lines.pop()
+            self.line_of.pop()
+        return "\n".join(self.lines) + "\n", self.line_of
+
+    # -- output ------------------------------------------------------------------------------
+    def block(self, text: str, line: int | None, prefix: str = "", hang: str = "", *,
+              exact: bool = False) -> None:
+        """Append a block (its lines from ``line`` on), then a blank line. ``exact``: ``line``
+        is known (code), else it is a hint that ``_locate`` checks against the source."""
+        rows = text.split("\n") if exact else [r.rstrip() for r in text.split("\n")]
+        while rows and not rows[-1].strip():
+            rows.pop()
+        if not rows:
+            return
+        start = max(1, line or self.last) if exact else self._locate(rows[0], line)
+        for i, row in enumerate(rows):
+            self.lines.append((prefix if i == 0 else hang) + row)
+            self.line_of.append(min(start + i, max(len(self.src), 1)))
+        self.lines.append("")
+        self.line_of.append(self.line_of[-1])
+        self.last = start
+
+    def _locate(self, first: str, hint: int | None) -> int:
+        """The source line a rendered block starts on: docutils' line when it holds the
+        block's first words, else the nearest line near it that does, else the hint."""
+        hint = hint or self.last
+        words = _plain(first)[:24]
+        if not words:
+            return max(1, hint)
+        lo, hi = max(1, min(hint, self.last) - 60), min(len(self.src), hint + 60)
+        best = None
+        for n in range(lo, hi + 1):
+            if words in self.plain[n - 1] and (best is None or abs(n - hint) < abs(best - hint)):
+                best = n
+        return best or max(1, hint)
+
+    # -- nodes -------------------------------------------------------------------------------
+    def children(self, node: Any, depth: int, prefix: str = "") -> None:
+        for child in node.children:
+            self.node(child, depth, prefix)
+
+    def node(self, n: Any, depth: int, prefix: str = "") -> None:
+        from docutils import nodes
+
+        tag = n.tagname
+        if isinstance(n, (nodes.comment, nodes.target, nodes.substitution_definition, nodes.system_message, nodes.pending, nodes.raw, nodes.image, nodes.transition, nodes.decoration, nodes.Invisible)):
+            return
+        if tag == "section":
+            title = n.next_node(nodes.title)
+            if title is not None:
+                self.block("#" * min(depth + 1, 6) + " " + _inline(title),
+                           (title.line or 1) - 1 if title.line else None)
+            for child in n.children:
+                if child is not title:
+                    self.node(child, depth + 1, prefix)
+            return
+        if tag == "topic" and "contents" in n.get("classes", ()):
+            return  # a generated table of contents
+        if isinstance(n, (nodes.literal_block, nodes.doctest_block)):
+            code = n.astext()
+            lang = next((c for c in n.get("classes", ()) if c not in ("code", "literal-block")),
+                        "")
+            start = n.get("ragsift_start") or self._code_start(n, code)
+            body = "\n".join(line if line.strip() else " " for line in code.split("\n"))
+            self.block(f"```{lang}\n{body}\n```", start - 1 if start else None, prefix, prefix,
+                       exact=start is not None)
+            return
+        if isinstance(n, (nodes.paragraph, nodes.rubric, nodes.caption, nodes.attribution)):
+            self.block(_inline(n), n.line, prefix, prefix)
+            return
+        if isinstance(n, (nodes.bullet_list, nodes.enumerated_list)):
+            for i, item in enumerate(n.children, start=1):
+                mark = "- " if tag == "bullet_list" else f"{i}. "
+                self._item(item, depth, prefix, mark)
+            return
+        if isinstance(n, nodes.definition_list):
+            for item in n.children:
+                for part in item.children:
+                    if isinstance(part, nodes.term):
+                        self.block(_inline(part), part.line, prefix, prefix)
+                    elif isinstance(part, nodes.definition):
+                        self.children(part, depth, prefix + "  ")
+            return
+        if isinstance(n, nodes.field_list):
+            for field in n.children:
+                name = _inline(field.children[0]) if field.children else ""
+                body = field.children[1] if len(field.children) > 1 else None
+                text = " ".join(_inline(p) for p in body.children) if body is not None else ""
+                self.block(f"{name}: {text}".strip(), field.line, prefix, prefix + "  ")
+            return
+        if isinstance(n, nodes.Admonition):
+            word = n.get("ragsift_word")
+            if word is None:
+                word = tag.replace("_", " ").capitalize() if tag != "admonition" else ""
+            title = n.next_node(nodes.title)
+            if title is not None and tag == "admonition":
+                word = _inline(title)
+            first = True
+            for child in n.children:
+                if child is title:
+                    continue
+                if first and isinstance(child, nodes.paragraph):
+                    self.block(f"{word}: {_inline(child)}" if word else _inline(child),
+                               child.line, prefix, prefix)
+                else:
+                    self.node(child, depth, prefix)
+                first = False
+            if first and word:
+                self.block(word + ".", n.line, prefix, prefix)
+            return
+        if isinstance(n, nodes.table):
+            for row in n.findall(nodes.row):
+                cells = [" ".join(_inline(p) for p in entry.children) for entry in row.children]
+                self.block(" | ".join(cells), row.line, prefix, prefix)
+            return
+        if isinstance(n, (nodes.footnote, nodes.citation)):
+            label = n.next_node(nodes.label)
+            body = " ".join(_inline(c) for c in n.children if c is not label)
+            self.block(f"[{_inline(label) if label else ''}] {body}", n.line, prefix, prefix)
+            return
+        if isinstance(n, nodes.line_block):
+            self.block("\n".join(_inline(line) for line in n.findall(nodes.line)), n.line,
+                       prefix, prefix)
+            return
+        if isinstance(n, nodes.option_list):
+            for item in n.children:
+                opts = _inline(item.children[0]) if item.children else ""
+                desc = " ".join(_inline(c) for c in item.children[1:])
+                self.block(f"{opts}  {desc}".strip(), item.line, prefix, prefix)
+            return
+        if isinstance(n, (nodes.title, nodes.subtitle)):
+            self.block(_inline(n), n.line, prefix, prefix)
+            return
+        if isinstance(n, nodes.Element):
+            self.children(n, depth, prefix)  # containers, block quotes, topics, sidebars
+            return
+        text = n.astext().strip()  # loose text
+        if text:
+            self.block(_strip_markup(text), self.last, prefix, prefix)
+
+    def _item(self, item: Any, depth: int, prefix: str, mark: str) -> None:
+        from docutils import nodes
+
+        first = True
+        for child in item.children:
+            if first and isinstance(child, nodes.paragraph):
+                self.block(_inline(child), child.line, prefix + mark, prefix + " " * len(mark))
+            else:
+                self.node(child, depth, prefix + " " * len(mark))
+            first = False
+
+    def _code_start(self, n: Any, code: str) -> int | None:
+        """docutils gives a directive's code block the line after it: count back."""
+        line = n.line
+        if not line:
+            return None
+        rows = code.split("\n")
+        first = rows[0].strip() if rows else ""
+        guess = line - len(rows)
+        found = [n for n in range(max(1, guess - 3), min(len(self.src), line + 1) + 1)
+                 if first and self.src[n - 1].strip() == first]
+        return min(found, key=lambda n: (abs(n - guess), n)) if found else max(1, guess)
+
+
+def _inline(node: Any) -> str:
+    """A node's text with inline markup rendered: roles as their text, unknown roles (a
+    docutils ``problematic`` node) reduced to their text."""
+    from docutils import nodes
+
+    parts: list[str] = []
+    for child in node.children if isinstance(node, nodes.Element) else [node]:
+        if isinstance(child, nodes.problematic):
+            parts.append(_strip_markup(child.astext()))
+        elif isinstance(child, (nodes.footnote_reference, nodes.citation_reference)):
+            parts.append(f"[{child.astext()}]")
+        elif isinstance(child, (nodes.system_message, nodes.target, nodes.image)):
+            continue
+        elif isinstance(child, nodes.Element):
+            parts.append(_inline(child))
+        else:
+            parts.append(child.astext())
+    return "".join(parts)
+
+
+def _strip_markup(text: str) -> str:
+    text = _ROLE_MARKUP.sub(lambda m: role_text(m.group(1)), text)
+    return _DIRECTIVE_MARKUP.sub("", text)
+
+
+_NON_WORD = re.compile(r"[\W_]+")
+
+
+def _plain(line: str) -> str:
+    """A line without markup or punctuation, lower-cased: to find a rendered block's source."""
+    line = _ROLE_MARKUP.sub(lambda m: role_text(m.group(1)), line)
+    return _NON_WORD.sub(" ", line).strip().lower()

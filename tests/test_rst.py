@@ -1,0 +1,114 @@
+"""reStructuredText through docutils (issue 23): section titles are heading trails, Sphinx's
+directives and roles never fail a file or leave markup, code stays code, offsets and lines
+hold; a file docutils cannot parse, or docutils missing, is read as text with one warning."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from tests.conftest import REPO, run_cli
+
+SAMPLE = REPO / "tests" / "data" / "sphinx_api.rst"
+FENCE = re.compile(r"```.*?(?:```|\Z)", re.S)
+MARKUP = re.compile(r"^\s*\.\. [\w:.+-]+::|:[\w.+-]+(?::[\w.+-]+)?:`", re.M)
+ADORNMENT = re.compile(r"^([=\-~^\"'#*+<>:._])\1{2,}\s*$")
+
+
+def _doc():
+    from ragsift.sources.discovery import SourceFile
+    from ragsift.sources.loader import load_document
+
+    st = SAMPLE.stat()
+    return load_document(SourceFile(SAMPLE, "sphinx_api.rst", st.st_size, st.st_mtime))
+
+
+def test_the_rendered_text_keeps_meaning_and_drops_markup():
+    doc = _doc()
+    assert doc.format == "rst" and not doc.warnings
+    text = doc.text
+    assert "# Flask API" in text and "## Application Object" in text
+    assert "### Configuration Handling" in text
+    assert "Build URLs\nwith url_for and flask.url_for" in text
+    assert "create the app with\nFlask, and read the routing guide." in text
+    assert "plain words" in text
+    assert "class Flask" in text and "WSGI application" in text
+    assert "Added in version 2.0. Support for async views." in text
+    assert "Changed in version 2.2." in text
+    assert "```\napp = Flask(__name__)\n \napp.run()\n```" in text  # the :: literal block
+    assert "```python\n" in text and 'return "Hello"' in text
+    assert "Note: Set SECRET_KEY before using sessions." in text
+    assert "Warning: Never run the debugger in production." in text
+    assert "DEBUG | enables debug" in text and "second item, see Flask" in text
+    for gone in (":members:", "maxdepth", "quickstart", "module:: flask", "single:",
+                 "Sphinx-style API page", "some-directive-nobody-knows", "|project|"):
+        assert gone not in text, gone
+    assert not MARKUP.search(FENCE.sub("", text))
+    assert not any(ADORNMENT.match(line) for line in text.splitlines())
+
+
+def test_headings_are_trails_and_lines_point_into_the_rst_file():
+    doc = _doc()
+    source = SAMPLE.read_text(encoding="utf-8").splitlines()
+    at = doc.text.index("Use the Flask.route decorator")
+    assert doc.headings_at(at) == ("Flask API", "Routing")
+    assert doc.headings_at(doc.text.index("DEBUG |")) == (
+        "Flask API", "Application Object", "Configuration Handling")
+    for phrase, needle in (("Use the Flask.route decorator", "Use the :meth:"),
+                           ('return "Hello"', 'return "Hello"'),
+                           ("Never run the debugger", "Never run the debugger"),
+                           ("app = Flask(__name__)", "app = Flask(__name__)")):
+        line = doc.line_at(doc.text.index(phrase))
+        assert needle in source[line - 1], (phrase, line, source[line - 1])
+
+
+def test_chunks_of_the_defaults_hold_offsets_trails_and_no_markup():
+    out = run_cli("chunk", str(SAMPLE), "--tokenizer", "cl100k", "--size", "64")
+    assert out.returncode == 0, out.stderr
+    rows = [json.loads(line) for line in out.stdout.splitlines()]
+    doc = _doc()
+    assert len(rows) > 3
+    for r in rows:
+        assert doc.text[r["start"]:r["end"]] == r["text"]
+        assert r["headings"] and r["headings"][0] == "Flask API"
+        assert not ADORNMENT.match(r["text"].splitlines()[0])
+        assert not MARKUP.search(FENCE.sub("", r["text"]))
+        assert 1 <= r["line_start"] <= r["line_end"] <= len(SAMPLE.read_text().splitlines())
+
+
+def test_a_file_docutils_cannot_parse_is_read_as_text_with_one_warning(monkeypatch):
+    """docutils itself raising (simulated: its failures are rare and version-specific)."""
+    from ragsift.sources import rst
+
+    def broken(text):
+        raise ValueError("docutils could not parse it (SystemMessage: boom)")
+
+    monkeypatch.setattr(rst, "_doctree", broken)
+    doc = _doc()
+    assert doc.format == "rst" and doc.text == SAMPLE.read_text(encoding="utf-8")
+    assert doc.warnings == ("docutils could not parse it (SystemMessage: boom); read as plain "
+                            "text",)
+
+
+def test_without_docutils_rst_is_read_as_text_with_one_warning(tmp_path):
+    stub = tmp_path / "stub" / "docutils"
+    stub.mkdir(parents=True)
+    (stub / "__init__.py").write_text("raise ImportError('hidden for this test')\n")
+    proc = run_cli("chunk", str(SAMPLE), "fixtures/sourdough.rst", "--tokenizer", "cl100k",
+                   env={"PYTHONPATH": str(stub.parent)})
+    assert proc.returncode == 0, proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if "docutils" in line]
+    assert len(warnings) == 1 and "pip install docutils" in warnings[0]
+    assert ".. autoclass:: Flask" in proc.stdout  # today's text reading
+
+
+@pytest.mark.parametrize("text", ["Title\n=====\n\n.. code-block::\n", "`unclosed\n\n.. |x|\n",
+                                  "=====\n\nno title above\n\n* list\ntext\n", ""])
+def test_odd_rst_never_fails(text, tmp_path):
+    f = tmp_path / "odd.rst"
+    f.write_text(text + "\nSome words.\n", encoding="utf-8")
+    proc = run_cli("chunk", str(f), "--tokenizer", "cl100k")
+    assert proc.returncode == 0, proc.stderr
+    assert "Some words." in proc.stdout
