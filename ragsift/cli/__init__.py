@@ -44,8 +44,6 @@ def _root(
     debug: bool = typer.Option(False, "--debug", help="Show a traceback for errors."),
 ) -> None:
     STATE["debug"] = STATE["debug"] or debug
-    if debug:  # other libraries' own logs too (Lance's, see index/lance.py)
-        os.environ["RAGSIFT_DEBUG"] = "1"
 
 
 from ragsift.cli import chunk as _chunk

@@ -44,6 +44,7 @@ import contextlib
 import datetime
 import json
 import os
+import sys
 import time
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -106,7 +107,9 @@ def _lance():
     warnings.filterwarnings("ignore", message="lance is not fork-safe")
     # Only ragsift's own lines reach stderr: Lance's Rust log (``WARN lance::…``) is kept to
     # errors unless the user asked for more (``LANCE_LOG`` set) or runs with --debug.
-    if "LANCE_LOG" not in os.environ and not os.environ.get("RAGSIFT_DEBUG"):
+    cli = sys.modules.get("ragsift.cli._common")  # --debug, when the CLI runs (no import)
+    debug = os.environ.get("RAGSIFT_DEBUG") or (cli is not None and cli.STATE.get("debug"))
+    if "LANCE_LOG" not in os.environ and not debug:
         os.environ["LANCE_LOG"] = "error"
     try:
         import lance
