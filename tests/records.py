@@ -4,7 +4,7 @@ decision, hints and rendering, without an index)."""
 from __future__ import annotations
 
 from ragsift.index.backend import ChunkRecord
-from ragsift.retrieval.engine import Ranked
+from ragsift.retrieval.relevance import Ranked
 from ragsift.retrieval.topk import build_retrieval
 
 _FIELDS = set(ChunkRecord.__slots__)

@@ -208,3 +208,19 @@ def test_python_api_orders_and_gates_on_the_modes_score(index, mode):
         assert all(c.reason != "below-threshold" or c.score < r.threshold
                    for c in r.rejected)
         assert all(c.dense_score is not None for c in r.candidates)
+
+
+@pytest.mark.parametrize("mode", ["dense", "lexical", "hybrid"])
+@pytest.mark.parametrize("threshold", ["none", "0", "0.05"])
+def test_explain_json_never_has_a_rejected_row_above_an_admitted_one(index, mode, threshold):
+    """On the real record: no over-k (or below-threshold) row outscores an admitted hit, and
+    admitted hits are the top of the order."""
+    proc = run_cli("explain", "when do honey bees swarm", "-i", index, "--json", "--mode", mode,
+                   "--threshold", threshold, "-k", "2")
+    assert proc.returncode == 0, proc.stderr
+    cands = json.loads(proc.stdout)["candidates"]
+    admitted = [c["score"] for c in cands if c["admitted"]]
+    assert admitted and [c["admitted"] for c in cands[: len(admitted)]] == [True] * len(admitted)
+    for c in cands:
+        if c["reason"] in ("over-k", "below-threshold"):
+            assert c["score"] <= min(admitted), c

@@ -31,7 +31,7 @@ from ragsift.evaluation.datasets import BeirDataset, SpanDataset
 
 if TYPE_CHECKING:
     from ragsift.index.backend import ChunkRecord
-    from ragsift.retrieval.engine import Ranked
+    from ragsift.retrieval.relevance import Ranked
 
 BEIR_DEPTH = 1000  # chunks per side for BEIR runs (≥ 100 documents for Recall@100)
 SPAN_METRICS = ("recall", "precision", "iou")

@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ragsift.errors import RagsiftError
 from ragsift.retrieval import relevance
 from ragsift.retrieval.hybrid import Fusion, fuse
+from ragsift.retrieval.relevance import Ranked
 
 if TYPE_CHECKING:
     import numpy as np
@@ -51,26 +51,6 @@ def check_mode(mode: str) -> str:
     if mode not in MODES:
         raise RagsiftError(f"--mode must be {', '.join(MODES[:-1])} or {MODES[-1]}, not {mode!r}")
     return mode
-
-
-@dataclass(frozen=True, slots=True)
-class Ranked:
-    """One candidate in the engine's order. ``score`` is the relevance score
-    (``ragsift.retrieval.relevance``): what orders the list and what the threshold applies to.
-    The rest is the evidence it came from: ``dense_score`` the cosine, ``lexical_score`` the
-    BM25 (None: the lexical side did not match it), ``lexical_share`` that BM25 over the
-    query's ceiling, each side's 1-based rank in its own list (None: not in it), the position
-    in the order (``fused_rank``, hybrid only) and which side brought it in (``source``)."""
-
-    rowid: int
-    score: float
-    dense_score: float | None = None
-    lexical_score: float | None = None
-    lexical_rank: int | None = None
-    fused_rank: int | None = None
-    source: str | None = None
-    lexical_share: float | None = None
-    dense_rank: int | None = None
 
 
 def path_matches(path: str, globs: Sequence[str] | None) -> bool:

@@ -40,6 +40,26 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import numpy as np
 
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """One candidate in the engine's order. ``score`` is the relevance score
+    (``ragsift.retrieval.relevance``): what orders the list and what the threshold applies to.
+    The rest is the evidence it came from: ``dense_score`` the cosine, ``lexical_score`` the
+    BM25 (None: the lexical side did not match it), ``lexical_share`` that BM25 over the
+    query's ceiling, each side's 1-based rank in its own list (None: not in it), the position
+    in the order (``fused_rank``, hybrid only) and which side brought it in (``source``)."""
+
+    rowid: int
+    score: float
+    dense_score: float | None = None
+    lexical_score: float | None = None
+    lexical_rank: int | None = None
+    fused_rank: int | None = None
+    source: str | None = None
+    lexical_share: float | None = None
+    dense_rank: int | None = None
+
+
 # Version of the score's meaning: a threshold saved by `tune --save` records it, and one saved
 # before (a cosine, ragsift < 0.2) is not applied to this score.
 SCORE_KIND = "relevance-1"

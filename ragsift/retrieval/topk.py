@@ -37,7 +37,7 @@ from ragsift.errors import RagsiftError
 
 if TYPE_CHECKING:
     from ragsift.index.backend import ChunkRecord
-    from ragsift.retrieval.engine import Ranked
+    from ragsift.retrieval.relevance import Ranked
 
 BELOW_THRESHOLD = "below-threshold"
 OVER_K = "over-k"
@@ -280,7 +280,7 @@ def build_retrieval(
 ) -> Retrieval:
     """Apply ``strategy`` to candidates already in the engine's order and build the record.
 
-    ``ranked`` (``ragsift.retrieval.engine.Ranked``: the cosine plus the lexical/fused
+    ``ranked`` (``ragsift.retrieval.relevance.Ranked``: the cosine plus the lexical/fused
     evidence) and ``records`` (the backend's ``ChunkRecord`` of each) are aligned; at most
     ``strategy.fetch`` are kept. The threshold applies to ``Ranked.score``, the relevance
     score the engine ordered them by.
