@@ -156,10 +156,6 @@ def _order(mode: str, query: str, dense: list[tuple[int, float]],
                       len(ids))
     bm = np.fromiter((bm25.get(r, 0.0) for r in ids), np.float64, len(ids))
     share = bm / ceiling if ceiling > 0 else np.zeros_like(bm)
-    if mode == "lexical":  # lexical mode: its own evidence only, BM25's own candidates
-        keep = np.fromiter((r in lex_pos for r in ids), bool, len(ids))
-        ids = [r for r, k in zip(ids, keep.tolist()) if k]
-        cos, bm, share = cos[keep], bm[keep], share[keep]
     score = relevance.score_array(mode, cos, share, _words(query))
     rowid = np.asarray(ids, np.int64)
     if fusion.fusion == "relevance" or mode == "lexical":
