@@ -35,7 +35,8 @@ def test_no_room_for_the_lock_file_is_exit_4_and_leaves_nothing(tmp_path):
 
 def test_an_index_deleted_while_embed_runs_is_an_error(tmp_path):
     """The index's folder is removed while `embed -` waits for its input: the run must not end
-    with exit 0 and a summary of an index that no longer exists."""
+    with exit 0 and a summary of an index that no longer exists. (Which error it gets
+    depends on how far the writer got when the folder went: each is one line naming it.)"""
     import os
     import shutil
     import time
@@ -55,6 +56,12 @@ def test_an_index_deleted_while_embed_runs_is_an_error(tmp_path):
     assert idx.exists(), "embed never created its index"
     shutil.rmtree(folder)
     out, err = proc.communicate(records, timeout=300)
-    assert proc.returncode == 4, err
-    assert "was deleted while embed ran" in err
+    # SQLite may refuse to write the moved file (exit 2 "cannot use index", or exit 4 "disk
+    # I/O error"), or every write goes through to the unlinked file and embed's own check
+    # says so (exit 4, "was deleted while embed ran"); never exit 0 with a summary of an
+    # index that is gone
+    assert proc.returncode in (2, 4), err
+    lines = err.splitlines()
+    assert len(lines) == 1 and str(idx) in lines[0], err
+    assert "internal error" not in err and "chunks written" not in err
     assert not os.path.exists(folder)
