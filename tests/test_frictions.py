@@ -53,3 +53,36 @@ def test_tune_says_when_labels_name_no_document_and_refuses_to_save_nothing(inde
     assert "1 of 2 labelled relevant items match no indexed document" in proc.stderr
     report = json.loads(proc.stdout)
     assert (report["labelled_items"], report["unmatched_items"]) == (2, 1)
+
+
+def _short_flags() -> dict[str, set[tuple[str, str]]]:
+    """Every visible short flag of every subcommand -> {(command, long flag)}."""
+    import typer.main
+
+    from ragsift.cli import app
+
+    group = typer.main.get_command(app)
+    seen: dict[str, set[tuple[str, str]]] = {}
+    for name, command in group.commands.items():
+        for param in command.params:
+            if getattr(param, "hidden", False) or param.param_type_name != "option":
+                continue
+            names = [*param.opts, *param.secondary_opts]
+            longs = sorted(n for n in names if n.startswith("--"))
+            for short in (n for n in names if len(n) == 2):
+                seen.setdefault(short, set()).add((name, longs[0] if longs else short))
+    return seen
+
+
+def test_each_short_flag_means_one_long_flag_in_every_subcommand():
+    meanings = {short: {long for _, long in uses} for short, uses in _short_flags().items()}
+    assert {s: m for s, m in meanings.items() if len(m) > 1} == {}
+    assert meanings["-q"] == {"--quiet"}
+
+
+@pytest.mark.parametrize("args", [["-q", "labels.jsonl"], ["-q"], ["--queries", "x", "-q"]])
+def test_tune_dash_q_is_a_one_line_usage_error_naming_queries(args):
+    proc = run_cli("tune", *args)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("ragsift: ")
+    assert "--queries FILE" in proc.stderr and "Traceback" not in proc.stderr

@@ -23,7 +23,7 @@ from ragsift.cli.query import (
     make_strategy,
     open_searcher,
 )
-from ragsift.errors import RagsiftError
+from ragsift.errors import EXIT_USAGE, RagsiftError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -51,10 +51,22 @@ chosen k; recall@k and nDCG@k rank the first k candidates regardless of the thre
 """
 
 
+def _no_short_q(value: bool) -> None:
+    """``tune -q FILE``: ``-q`` is ``--quiet`` wherever ragsift has it (``embed``), so the
+    queries file has no short flag. Typed out of habit, it gets one line naming ``--queries``
+    (exit 2) instead of click's "No such option" box or a file taken for something else."""
+    if value:
+        warn("tune has no -q (it means --quiet in other commands); give the labelled queries "
+             "file as --queries FILE")
+        raise typer.Exit(EXIT_USAGE)
+
+
 def tune_command(
     index: str = INDEX_OPTION,
-    queries: str = typer.Option(..., "--queries", "-q", metavar="FILE",
+    queries: str = typer.Option(..., "--queries", metavar="FILE",
                                 help="Labelled queries, JSON lines (see below)."),
+    _q: bool = typer.Option(False, "-q", hidden=True, is_eager=True, callback=_no_short_q,
+                            help="Not an option of tune: see _no_short_q."),
     k: int = K_OPTION,
     threshold: str | None = THRESHOLD_OPTION,
     reject_window: int = REJECT_WINDOW_OPTION,
