@@ -86,3 +86,20 @@ def test_tune_dash_q_is_a_one_line_usage_error_naming_queries(args):
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("ragsift: ")
     assert "--queries FILE" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_batch_grep_numbers_each_line_with_its_query_and_one_query_keeps_grep_format(index):
+    queries = ["when do honey bees swarm", "zq7x qqxv nothing", "feeding a sourdough starter"]
+    singles = [run_cli("query", q, "-i", index, "--format", "grep") for q in queries]
+    assert [p.returncode for p in singles] == [0, 1, 0], [p.stderr for p in singles]
+    for proc in singles:  # one query: grep -n's `path:line: preview`, nothing in front
+        for line in proc.stdout.splitlines():
+            path, lineno, rest = line.split(":", 2)
+            assert path.startswith("fixtures/") and lineno.isdigit() and rest.startswith(" ")
+    batch = run_cli("query", "-", "-i", index, "--format", "grep",
+                    input="\n".join(queries) + "\n")
+    assert batch.returncode == 0, batch.stderr
+    assert batch.stdout == "".join(f"{n}:{line}\n" for n, proc in enumerate(singles, 1)
+                                   for line in proc.stdout.splitlines())
+    # what a shell user does with it: the query number is field 1, the rest the grep line
+    assert {line.split(":", 1)[0] for line in batch.stdout.splitlines()} == {"1", "3"}

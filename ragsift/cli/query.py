@@ -145,7 +145,8 @@ def query_command(
     fmt: str = typer.Option("text", "--format", metavar="text|grep|json",
                             help="text: score, path:line and the chunk, for reading; grep: one "
                             "line per hit, `path:line: preview`, for editors' quickfix lists "
-                            "and fzf; json: JSON lines, like --json."),
+                            "and fzf (QUERY - adds the query's number first: "
+                            "`N:path:line: preview`); json: JSON lines, like --json."),
     rejected: bool = typer.Option(False, "--rejected", help="Also print the rejected "
                                   "candidates with their reason (--json: admitted: false)."),
 ) -> None:
@@ -189,7 +190,12 @@ def query_command(
     elif fmt == "grep":
         from ragsift.cli.render import grep_line
 
-        sys.stdout.writelines(grep_line(c) + "\n" for r in results for c in r.admitted)
+        # A batch (QUERY is -) numbers its lines: `N:path:line: preview`, N the query's
+        # position among the queries read (1 = the first; blank lines are not queries).
+        # A number holds no colon, so `cut -d: -f1` is the query and `cut -d: -f2-` the
+        # single-query line, whatever the path holds; one query keeps grep's own format.
+        sys.stdout.writelines((f"{n}:" if batch else "") + grep_line(c) + "\n"
+                              for n, r in enumerate(results, 1) for c in r.admitted)
         sys.stdout.flush()
     else:
         _print_hits(results, batch, rejected)
