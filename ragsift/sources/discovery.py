@@ -233,8 +233,9 @@ class _Walker:
         return not_a_document(name)
 
     def _add_file(self, path: Path, display: str, st: os.stat_result,
-                  into: list[SourceFile] | None = None, stream: bool = False) -> None:
-        key = os.path.realpath(path)
+                  into: list[SourceFile] | None = None, stream: bool = False,
+                  real: str | None = None) -> None:
+        key = os.path.realpath(path) if real is None else real
         if key in self.seen_files:
             return
         self.seen_files.add(key)
@@ -247,17 +248,30 @@ class _Walker:
         abs_root = to_posix(os.path.abspath(root))
         ignores = self._ancestor_ignores(abs_root)
         # Explicit stack instead of recursion: deep trees cannot hit the recursion limit.
-        # Entries: (fs path, rel below root, ignore stack, real paths of the ancestors).
+        # Entries: (fs path, rel below root, ignore stack, real path, depth below the root).
+        # Work per folder is constant in its depth (beyond building its own path strings):
+        # a real path is its parent's real path joined with the name unless the entry is a
+        # symlink (os.path.realpath costs one lstat per component: quadratic in depth), and
+        # the real paths of the ancestors are one set kept along the depth-first path.
         real_root = os.path.realpath(root)
         if real_root in self.seen_dirs:
             return
         self.seen_dirs.add(real_root)
-        stack: list[tuple[str, str, list[IgnoreFile], frozenset[str]]] = [
-            (root, "", ignores, frozenset({real_root}))
+        stack: list[tuple[str, str, list[IgnoreFile], str, int]] = [
+            (root, "", ignores, real_root, 0)
         ]
+        # Real paths of the folder being listed and of its ancestors: the stack is popped
+        # depth first, so the folders listed before one at depth k, and not yet left, are
+        # exactly its k ancestors (``path[:k]``).
+        path: list[str] = []
+        ancestry: set[str] = set()
         found: list[SourceFile] = []
         while stack:
-            folder, rel_folder, ignores, ancestry = stack.pop()
+            folder, rel_folder, ignores, real_folder, depth = stack.pop()
+            while len(path) > depth:
+                ancestry.discard(path.pop())
+            path.append(real_folder)
+            ancestry.add(real_folder)
             shown = _join(display_root, printable(rel_folder)) if rel_folder else display_root
             try:
                 with os.scandir(folder) as it:
@@ -270,7 +284,7 @@ class _Walker:
                                      else abs_root, shown)
             if own is not None:
                 ignores = [*ignores, own]
-            subdirs: list[tuple[str, str, list[IgnoreFile], frozenset[str]]] = []
+            subdirs: list[tuple[str, str, list[IgnoreFile], str, int]] = []
             for entry in entries:
                 name = entry.name
                 if name.startswith(".") or name in SKIP_DIRS:
@@ -297,7 +311,7 @@ class _Walker:
                         continue
                     if self._excluded_dir(rel, display_root):
                         continue
-                    real = os.path.realpath(entry.path)
+                    real = _real_below(real_folder, entry, is_link)
                     if real in ancestry:
                         self.skip(display, "symlink loop (not followed)")
                         continue
@@ -307,7 +321,7 @@ class _Walker:
                     if real in self.seen_dirs:
                         continue  # a second link to a folder already walked
                     self.seen_dirs.add(real)
-                    subdirs.append((entry.path, rel, ignores, ancestry | {real}))
+                    subdirs.append((entry.path, rel, ignores, real, depth + 1))
                     continue
                 if is_ignored(ignores, abs_entry, False):
                     continue
@@ -317,13 +331,14 @@ class _Walker:
                 if why is not None:
                     self.result.ignored.append(Skipped(display, why))
                     continue
-                if is_link and not self._link_allowed(os.path.realpath(entry.path), real_root):
+                real = _real_below(real_folder, entry, is_link)
+                if is_link and not self._link_allowed(real, real_root):
                     self.result.ignored.append(Skipped(display, LINK_OUT))
                     continue
                 if not stat.S_ISREG(st.st_mode):
                     self.skip(display, f"not a regular file ({_kind(st.st_mode)})", entry.path)
                     continue
-                self._add_file(Path(entry.path), display, st, found)
+                self._add_file(Path(entry.path), display, st, found, real=real)
             stack.extend(reversed(subdirs))
         # Sorted by path components, so `a/x` comes before `a-b/x` and before `b.md`.
         found.sort(key=lambda f: f.relpath.split("/"))
@@ -367,6 +382,15 @@ class _Walker:
 
 def _normalise(arg: str) -> str:
     return to_posix(os.path.normpath(arg))
+
+
+def _real_below(real_folder: str, entry: os.DirEntry, is_link: bool) -> str:
+    """``os.path.realpath(entry.path)`` for an entry of the folder whose real path is
+    ``real_folder``: only a symlink needs resolving; any other entry's real path is its
+    folder's joined with its name."""
+    if is_link:
+        return os.path.realpath(entry.path)
+    return os.path.join(real_folder, entry.name)
 
 
 def _join(display_root: str, rel: str) -> str:
