@@ -18,7 +18,7 @@ ceiling, and the chunk spans and document ids to label candidates with. The fold
 the corpus it was written for (chatlogs, state_of_the_union, wikitexts, scifact); off-topic
 queries are dealt to the four folds in turn.
 
-    .venv/bin/python bench/admission_set.py --out /tmp/i21/set3.pkl
+    .venv/bin/python -m bench.admission_set --out /tmp/i21/set3.pkl
 
 Vectors come from the shared embedding cache (``ragsift.evaluation.cache``), so a rerun embeds
 nothing; the first run embeds both corpora (about 10 minutes on 2 cores).

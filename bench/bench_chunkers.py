@@ -1,6 +1,6 @@
 """Chunker speed: ragsift against its peers, side by side in one run (a benchmark, not a test).
 
-    .venv/bin/python bench/bench_chunkers.py [--repeats 3] [--mb 1.2] [--out FILE]
+    .venv/bin/python -m bench.bench_chunkers [--repeats 3] [--mb 1.2] [--out FILE]
 
 Text: real prose and markdown, no copy repeated: ``../shared/eval/chroma-dev/corpora/*.md``
 and the repository's ``fixtures/`` (markdown, text, rst), then SciFact abstracts
@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
 SHARED = REPO.parent / "shared" / "eval"
 SIZE = 512
 

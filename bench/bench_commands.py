@@ -1,6 +1,6 @@
 """Whole-process speed: the commands as a user times them, against peers' scripts (issue 13).
 
-    .venv/bin/python bench/bench_commands.py [--repeats 7] [--suite chunk,startup,embed]
+    .venv/bin/python -m bench.bench_commands [--repeats 7] [--suite chunk,startup,embed]
                                              [--out FILE] [--baseline SRC]
 
 Every row is a NEW process (imports, model/tokenizer load, work, output written to a file in
@@ -258,7 +258,7 @@ def suite_startup(tmp: Path, repeats: int) -> str:
         "python": ([PY, "-c", "pass"], "`python -c pass` (interpreter start)"),
     }
     if BASELINE:
-        from _schema import schema1_copy
+        from bench._schema import schema1_copy
 
         old = str(schema1_copy(index))  # a tree from before schema 2 reads schema 1 only
         for k in ("query", "help"):
@@ -333,7 +333,7 @@ def main() -> int:
     report = "\n".join(parts) + (
         f"\nPython {platform.python_version()} on {platform.machine()}, "
         f"{os.cpu_count()} CPUs; load average before {' '.join(load0)}, after {' '.join(load1)}."
-        f"\nCommand: `.venv/bin/python bench/bench_commands.py --repeats {args.repeats} "
+        f"\nCommand: `.venv/bin/python -m bench.bench_commands --repeats {args.repeats} "
         f"--suite {args.suite}{' --baseline SRC' if args.baseline else ''}`\n")
     print(report)
     if args.out:

@@ -2,7 +2,7 @@
 
 One command (a benchmark, not a test):
 
-    .venv/bin/python bench/bench_embed.py --st-python /tmp/refvenv/bin/python
+    .venv/bin/python -m bench.bench_embed --st-python /tmp/refvenv/bin/python
 
 Chunks: real text from ../shared/eval (SciFact abstracts and the chroma-dev corpora) cut into
 word windows of mixed length (seeded), so some exceed the model's 256 tokens. Skips with a

@@ -27,7 +27,7 @@ Cold: ``ragsift query CLAIM --index FILE --json`` in new processes (imports, mod
 open, matrix load, lexical side, print), median of ``--cold-runs``. A ``--baseline`` tree from
 before schema 2 queries a copy of the index without the postings (``schema1_copy``).
 
-Run:  .venv/bin/python bench/bench_hybrid.py [--chunks 100000] [--queries 30] [--cold-runs 7]
+Run:  .venv/bin/python -m bench.bench_hybrid [--chunks 100000] [--queries 30] [--cold-runs 7]
           [--baseline SRC]   (SRC/ragsift: another tree's cold query, alternating, as 'before')
 """
 
@@ -46,9 +46,8 @@ from unittest import mock
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
 
-from _schema import schema1_copy  # noqa: E402
+from bench._schema import schema1_copy
 from ragsift.index import lexical, migrations
 from ragsift.index import store as store_module
 from ragsift.index.store import DocumentWrite, IndexStore

@@ -9,7 +9,7 @@ Measures, and prints as a markdown table for bench/RESULTS.md:
 2. A re-run of ``ragsift embed`` on an unchanged corpus of 1,000 files: whole-process wall
    time (Python start-up included), and its summary (model calls must be zero).
 
-Usage:  .venv/bin/python bench/bench_index.py [--rows 100000] [--files 1000] [--repeat 5]
+Usage:  .venv/bin/python -m bench.bench_index [--rows 100000] [--files 1000] [--repeat 5]
 Synthetic vectors are fine for (1): load time does not depend on the values.
 """
 
@@ -27,11 +27,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
 
 LOAD_SNIPPET = """
-import sys, time
-sys.path.insert(0, {repo!r})
+import time
 import numpy  # imported before the clock starts: every numpy user pays it once anyway
 from ragsift.index.store import IndexStore
 with IndexStore.open({path!r}) as s:
@@ -103,7 +101,7 @@ def timed_in_fresh_processes(snippet: str, repeat: int) -> list[float]:
     out = []
     for _ in range(repeat):
         proc = subprocess.run([sys.executable, "-c", snippet], capture_output=True, text=True,
-                              check=True)
+                              check=True, cwd=REPO)  # `-c` reads ragsift from the cwd
         out.append(float(proc.stdout.strip()))
     return out
 

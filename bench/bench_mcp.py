@@ -12,7 +12,7 @@ call each:
 Index: ``bench/bench_hybrid.py``'s 100,000 chunks of SciFact text with synthetic vectors
 (built into ``--work`` if missing), or ``--index FILE``.
 
-    .venv/bin/python bench/bench_mcp.py [--queries 30] [--index FILE]
+    .venv/bin/python -m bench.bench_mcp [--queries 30] [--index FILE]
 """
 
 from __future__ import annotations
@@ -26,8 +26,6 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
 
 
 def main() -> None:
@@ -37,7 +35,7 @@ def main() -> None:
     ap.add_argument("--work", default="/tmp/ragsift-bench-hybrid")
     ap.add_argument("--index", default=None)
     args = ap.parse_args()
-    from bench_hybrid import build, claims
+    from bench.bench_hybrid import build, claims
 
     if args.index:
         index = Path(args.index)

@@ -1,6 +1,6 @@
 """One relevance score (issue 21): fit it, choose its threshold, and check it fold by fold.
 
-Reads the admission set (``bench/admission_set.py --out SET``) and, for each mode:
+Reads the admission set (``python -m bench.admission_set --out SET``) and, for each mode:
 
 1. **fit**: logistic regression (L2, Newton's method, each fold weighted equally) of "this
    candidate is relevant" on ``ragsift.retrieval.relevance.FEATURES``, over the top
@@ -24,7 +24,7 @@ Threshold rule: the value that maximises ``answered − COST · falsely admitted
 training folds (each fold's rates averaged): a false admission costs ``COST`` missed answers.
 Not the largest value that keeps one figure at a target.
 
-    .venv/bin/python bench/bench_relevance.py --set /tmp/i21/set3.pkl [--mode hybrid]
+    .venv/bin/python -m bench.bench_relevance --set /tmp/i21/set3.pkl [--mode hybrid]
 """
 
 from __future__ import annotations
@@ -33,11 +33,8 @@ import argparse
 import math
 import pickle
 import sys
-from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ragsift.retrieval.relevance import FEATURES, Model
 

@@ -13,7 +13,7 @@ enough"); every run prints the load average next to its numbers.
                local Ray (num_cpus=2): the overhead ratio, Ray start-up, per-actor embedding
                throughput (1 and 2 actors), and the serial parts (change set of a no-op rerun).
 
-Run:  .venv/bin/python bench/bench_scale.py backends 100000 ann 100000 ray --work /tmp/bs
+Run:  .venv/bin/python -m bench.bench_scale backends 100000 ann 100000 ray --work /tmp/bs
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
 
 DIM = 384
 ROWS_PER_DOC = 1000

@@ -17,7 +17,7 @@ For each size N (default 10k, 100k, 1M) of 384-dimensional synthetic unit vector
 Synthetic vectors: queries are stored vectors plus noise, so the top scores look like real
 matches (0.5-0.9) rather than noise around 0.
 
-Run:  .venv/bin/python bench/bench_search.py [--sizes 10000,100000,1000000] [--queries 50]
+Run:  .venv/bin/python -m bench.bench_search [--sizes 10000,100000,1000000] [--queries 50]
 Needs: pip install faiss-cpu sqlite-vec apsw (columns are skipped when missing; apsw because
 this Python's sqlite3 module cannot load extensions).
 """
@@ -37,10 +37,9 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
 
-from ragsift.retrieval.search import Searcher
 from ragsift.index.store import DocumentWrite, IndexStore
+from ragsift.retrieval.search import Searcher
 from ragsift.retrieval.topk import TopK
 
 DIM = 384

@@ -1,82 +1,30 @@
-"""Evidence spans on chroma-dev (issue 14): recall / IoU at k = 5 with whole chunks and with
-``best_spans`` at several evidence strengths (the one at which a hit keeps its whole chunk)
-and window widths (of a hit that is cut), per corpus, plus the time span selection adds per
-query.
+"""Evidence spans on chroma-dev (issues 14, 21): recall / IoU at k = 5 with whole chunks and
+with ``best_spans`` at several evidence strengths (the one at which a hit keeps its whole
+chunk), per corpus, on the relevance order, plus the time span selection adds per query.
 
-Quality reads the candidate lists ``bench/bench_fusion.py collect`` stored (the default
-chunker, embedder and hybrid fusion; the fused top 5 and their cosines re-computed with the
-engine's ``fuse``):
+Quality on the relevance order (the hits as the engine orders them now), from the admission
+set (``python -m bench.admission_set --out SET``), chosen leave-one-corpus-out:
 
-    .venv/bin/python bench/bench_spans.py quality --cands /tmp/i14/cands.pkl
+    .venv/bin/python -m bench.bench_spans relevance --set /tmp/i21/set3.pkl
 
 Speed: span selection alone (``spans_for`` on the admitted hits of ``Searcher.retrieve``) on
 an index of ``fixtures/`` (what the CLI tests search), k = 5, queries on its topics:
 
-    .venv/bin/python bench/bench_spans.py speed
+    .venv/bin/python -m bench.bench_spans speed
+
+(The ``quality`` mode on the convex-fusion order of issue 14 read ``bench_fusion.py collect``'s
+lists; both left with that fusion: ``git show 6ec5c5b:bench/bench_spans.py``.)
 """
 
 from __future__ import annotations
 
 import argparse
-import pickle
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
-
-
-def quality(cands: str, strongs: list[float], widths: list[int], alpha: float | None) -> None:
-    from ragsift import metrics as m
-    from ragsift.retrieval.hybrid import Fusion, fuse
-    from ragsift.retrieval.spans import MIN_CHARS, STRONG, best_spans
-
-    with open(cands, "rb") as fh:
-        ch = pickle.load(fh)["chroma-dev"]
-    fusion = Fusion() if alpha is None else Fusion(alpha=alpha)
-    tops = []  # the engine's fused top 5 (as engine.rank does it), with each hit's cosine
-    for d, lex, cos in ch["cands"]:
-        lex = [(r, s) for r, s in lex if r in {x for x, _ in d} or cos.get(r) is not None]
-        tops.append([(c.rowid, c.dense_score) for c in fuse(d, lex, fusion,
-                                                             dense_score_of=cos.get)[:5]])
-    rows = [("chunk", None, None)]
-    rows += [(f"best, strong {s:g}, min {MIN_CHARS}" + (" (default)" if s == STRONG else ""),
-              s, MIN_CHARS) for s in strongs]
-    rows += [(f"best, strong {STRONG:g}, min {w}", STRONG, w) for w in widths
-             if w != MIN_CHARS]
-    corpora = sorted({cid for cid, _ in ch["gold"]})
-    print(f"fusion: {fusion}\n| spans | recall | precision | IoU | mean chars / hit | "
-          f"select ms / query | {' | '.join(corpora)} (recall / IoU) |\n"
-          f"| --- | --- | --- | --- | --- | --- |{' --- |' * len(corpora)}")
-    for label, strong, w in rows:
-        scores, chars, took, per = [], [], [], {}
-        for q, (cid, refs), top in zip(ch["queries"], ch["gold"], tops):
-            recs = [ch["records"][r] for r, _ in top]
-            if strong is None:
-                got = [(c, s, e) for c, s, e, _, _ in recs]
-            else:
-                t0 = time.perf_counter()
-                spans = best_spans(q, [t for *_, t in recs], [s for _, s, *_ in recs], w,
-                                   [c for _, c in top], strong)
-                took.append(time.perf_counter() - t0)
-                got = [(rec[0], sp.start, sp.end) for rec, sp in zip(recs, spans)]
-            chars.extend(e - s for _, s, e in got)
-            scores.append(m.span_scores(got, refs, cid))
-            per.setdefault(cid, []).append(scores[-1])
-        ms = f"{1000 * statistics.mean(took):.2f}" if took else "-"
-
-        def pair(xs: list) -> str:
-            return (f"{100 * statistics.mean(s.recall for s in xs):.1f} / "
-                    f"{100 * statistics.mean(s.iou for s in xs):.1f}")
-
-        print(f"| {label} | {100 * statistics.mean(s.recall for s in scores):.1f} "
-              f"| {100 * statistics.mean(s.precision for s in scores):.1f} "
-              f"| {100 * statistics.mean(s.iou for s in scores):.1f} "
-              f"| {statistics.mean(chars):.0f} | {ms} | "
-              f"{' | '.join(pair(per[c]) for c in corpora)} |")
 
 
 def relevance_loco(set_path: str, strongs: list[float], by: str = "cosine") -> None:
@@ -87,13 +35,11 @@ def relevance_loco(set_path: str, strongs: list[float], by: str = "cosine") -> N
     corpus weighted equally), scored on the third."""
     import numpy as np
 
+    from bench.bench_relevance import load, order
     from ragsift import metrics as m
     from ragsift.evaluation.datasets import load_dataset
     from ragsift.retrieval.relevance import score_array
     from ragsift.retrieval.spans import MIN_CHARS, best_spans
-
-    sys.path.insert(0, str(ROOT / "bench"))
-    from bench_relevance import load, order
 
     ds = load_dataset(ROOT.parent / "shared" / "eval" / "chroma-dev")
     texts = {cid: p.read_text(encoding="utf-8") for cid, p in ds.corpora.items()}
@@ -176,13 +122,6 @@ def speed(repeats: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
-    q = sub.add_parser("quality")
-    q.add_argument("--cands", required=True)
-    q.add_argument("--strong", default="0.3,0.35,0.4,0.45,0.5,0.55,0.6,inf",
-                   help="evidence strengths at which a hit keeps its chunk (inf: never)")
-    q.add_argument("--widths", default="0,100,200,400",
-                   help="minimum widths of a cut hit's window, at the default strength")
-    q.add_argument("--alpha", type=float, default=None)
     s = sub.add_parser("speed")
     s.add_argument("--repeats", type=int, default=50)
     r = sub.add_parser("relevance", help="spans on the relevance order, leave-one-corpus-out")
@@ -193,9 +132,6 @@ def main() -> None:
     args = ap.parse_args()
     if args.cmd == "relevance":
         relevance_loco(args.set, [float(x) for x in args.strong.split(",")], args.by)
-    elif args.cmd == "quality":
-        quality(args.cands, [float(s) for s in args.strong.split(",")],
-                [int(w) for w in args.widths.split(",")], args.alpha)
     else:
         speed(args.repeats)
 

@@ -5,7 +5,7 @@ shared, busy machine the minimum and the 25th percentile of the wall times are t
 met the least interference, the closest to what a quiet machine gives (medians mostly measure
 the neighbours). Same files (``bench_commands.build_corpus``), same peer scripts.
 
-    .venv/bin/python bench/tools/chunk_ab.py --rounds 15 [--baseline SRC]
+    .venv/bin/python -m bench.tools.chunk_ab --rounds 15 [--baseline SRC]
 
 ``--baseline SRC``: also the rows of a source tree (``git archive main ragsift | tar -x -C
 SRC``), byte-compiled, whose JSONL must be byte-identical.
@@ -24,9 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import bench_commands as bc
+from bench import bench_commands as bc
 
 
 def quantile(values: list[float], p: float) -> float:

@@ -2,13 +2,13 @@
 load (tokenizer, onnxruntime session), the matrix load, the lexical side and the ranking, with
 the thread each ran on, in seconds from interpreter start:
 
-    .venv/bin/python bench/tools/cold_timeline.py "QUERY" INDEX
+    .venv/bin/python -m bench.tools.cold_timeline "QUERY" INDEX
 """
-import atexit
+import atexit  # noqa: I001  (bench.tools._timed first: its T0 is the start)
 import sys
 import time
 
-from _timed import T0, timed
+from bench.tools._timed import T0, timed
 
 import ragsift.embedders as EM
 import ragsift.embedders.onnx as O
@@ -29,7 +29,7 @@ for obj, name in ((S, "embedder_for"), (EM, "load_embedder"), (O, "load_tokenize
     timed(obj, name, add)
 timed(S.Searcher, "__init__", add, "Searcher()")
 sys.argv = ["ragsift", "query", sys.argv[1], "--index", sys.argv[2], "--json"]
-from ragsift.cli import main  # noqa: E402
+from ragsift.cli import main
 
 t_main = time.perf_counter() - T0
 

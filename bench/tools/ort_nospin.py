@@ -1,8 +1,8 @@
 """Run `ragsift ARGS` (``cli``) or a script (``run``) with onnxruntime sessions whose intra-op
 threads do not spin (``session.intra_op.allow_spinning=0``): an A/B probe for issue 13 target 2.
 
-    .venv/bin/python bench/tools/ort_nospin.py cli embed CORPUS --index FILE --quiet
-    .venv/bin/python bench/tools/ort_nospin.py run SCRIPT ARGS...
+    .venv/bin/python -m bench.tools.ort_nospin cli embed CORPUS --index FILE --quiet
+    .venv/bin/python -m bench.tools.ort_nospin run SCRIPT ARGS...
 """
 import runpy
 import sys
