@@ -336,10 +336,10 @@ FUSED_CACHE_VERSION = 1
 
 
 def fused_cache_path(weights_sha256: str) -> Any:
-    import onnxruntime as ort
-
+    from ragsift.embedders.onnx import onnxruntime
     from ragsift.embedders.weights import cache_dir
 
+    ort = onnxruntime()
     name = f"minilm-fused-{weights_sha256[:16]}-ort{ort.__version__}-v{FUSED_CACHE_VERSION}.onnx"
     return cache_dir() / name
 
@@ -347,8 +347,9 @@ def fused_cache_path(weights_sha256: str) -> Any:
 def fused_session(weights: Any, weights_sha256: str, opts: Any) -> Any:
     """An onnxruntime session of the fused graph of ``weights`` with session options ``opts``
     (ALL-level optimisation), loaded from the on-disk cache when possible (see above)."""
-    import onnxruntime as ort
+    from ragsift.embedders.onnx import onnxruntime
 
+    ort = onnxruntime()
     providers = ["CPUExecutionProvider"]
     path = fused_cache_path(weights_sha256)
     try:
@@ -407,8 +408,9 @@ def _write_cache(path: Any, model: bytes) -> None:
     import json
     import os
 
-    import onnxruntime as ort
+    from ragsift.embedders.onnx import log_severity, onnxruntime
 
+    ort = onnxruntime()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
@@ -416,7 +418,7 @@ def _write_cache(path: Any, model: bytes) -> None:
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
         opts.optimized_model_filepath = str(tmp)
         opts.intra_op_num_threads = 1
-        opts.log_severity_level = 3
+        opts.log_severity_level = log_severity()
         ort.InferenceSession(model, sess_options=opts, providers=["CPUExecutionProvider"])
         st = tmp.stat()
         meta = {"sha256": _file_sha256(tmp), "size": st.st_size}

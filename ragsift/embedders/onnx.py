@@ -50,6 +50,47 @@ MINILM_THRESHOLD = 0.40
 DEFAULT_BATCH_SIZE = 8
 
 
+
+# -- onnxruntime, quiet ---------------------------------------------------------------------
+# Only ragsift's lines reach stderr unless --debug (issue 23). onnxruntime writes its own to
+# fd 2, in colour, from C++: the one seen in practice is "Failed to persist telemetry device
+# ID", printed by ``import onnxruntime`` itself when the cache dir under $HOME (or
+# $XDG_CACHE_HOME) cannot be written, before any logger setting can apply. The only switch
+# that acts before the import is onnxruntime's ``ORT_DISABLE_TELEMETRY``, so ragsift sets it
+# (unless the user set it: ``ORT_DISABLE_TELEMETRY=0`` keeps onnxruntime's telemetry). After
+# the import, the default logger and every session log errors only, unless --debug.
+# (Redirecting fd 2 around the import is no answer: the model loads in a background thread
+# while the main thread prints ragsift's own lines, which would be lost with it.)
+ORT_QUIET = 3  # onnxruntime severities: 0 verbose, 1 info, 2 warning, 3 error, 4 fatal
+ORT_DEFAULT = 2
+
+
+def _debug() -> bool:
+    import sys
+
+    cli = sys.modules.get("ragsift.cli._common")  # --debug, when the CLI runs (no import)
+    return bool(os.environ.get("RAGSIFT_DEBUG") or (cli is not None and cli.STATE.get("debug")))
+
+
+def log_severity() -> int:
+    """The ``log_severity_level`` of every onnxruntime session: errors only unless --debug."""
+    return ORT_DEFAULT if _debug() else ORT_QUIET
+
+
+def onnxruntime() -> Any:
+    """``import onnxruntime``, with its own stderr lines kept to errors unless --debug (see
+    above). Every use of onnxruntime in ragsift imports it through here."""
+    import sys
+
+    first = "onnxruntime" not in sys.modules
+    if first:
+        os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+    import onnxruntime as ort
+
+    if first:
+        ort.set_default_logger_severity(log_severity())
+    return ort
+
 @dataclass(frozen=True)
 class EmbedResult:
     vectors: np.ndarray  # (n, dimensions) float32, rows L2-normalised when ``normalize``
@@ -267,14 +308,13 @@ class OnnxEmbedder:
         return self._session
 
     def _make_session(self) -> Any:
-        import onnxruntime as ort
-
+        ort = onnxruntime()
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = self._threads
         opts.inter_op_num_threads = 1
         opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        opts.log_severity_level = 3
+        opts.log_severity_level = log_severity()
         try:
             if self.fused_minilm:  # the optimised fused graph, cached on disk (fused.py)
                 from ragsift.embedders.fused import fused_session
