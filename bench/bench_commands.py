@@ -274,7 +274,7 @@ def suite_startup(tmp: Path, repeats: int) -> str:
 def suite_embed(tmp: Path, repeats: int) -> str:
     corpora = SHARED / "chroma-dev" / "corpora"
     texts = tmp / "embed-chunks.jsonl"
-    code = ("import json, sys\nfrom ragsift.pipeline import default_embed_chunker, iter_chunks\n"
+    code = ("import json, sys\nfrom ragsift.ingest import default_embed_chunker, iter_chunks\n"
             "ch = default_embed_chunker()\n"
             "with open(sys.argv[2], 'w') as f:\n"
             "    for r in iter_chunks([sys.argv[1]], ch):\n"

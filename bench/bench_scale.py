@@ -204,8 +204,8 @@ WORDS = ("bees honey swarm bread starter tide crab lantern wick oven loaf flour 
 def bench_ray(work: Path) -> dict:
     import ray
 
-    from ragsift import distributed
-    from ragsift.pipeline import build_index, default_embed_chunker
+    from ragsift.ingest import ray as distributed
+    from ragsift.ingest import build_index, default_embed_chunker
 
     docs = work / "raydocs"
     shutil.rmtree(docs, ignore_errors=True)
@@ -238,7 +238,7 @@ def bench_ray(work: Path) -> dict:
     texts = {f"h{i}": " ".join(rng.choice(WORDS) for _ in range(45)) for i in range(1000)}
     for actors in (1, 2):
         t0 = time.perf_counter()
-        distributed.embed_texts(ray, texts, None, {}, None, actors, 1)
+        distributed.embed_texts(distributed.Pool(ray, None, {}, None, actors, 1), texts)
         dt = time.perf_counter() - t0
         out[f"embed_{actors}_actor_chunks_per_s"] = round(len(texts) / dt, 1)
     out["per_actor_chunks_per_s_at_2"] = round(out["embed_2_actor_chunks_per_s"] / 2, 1)

@@ -81,7 +81,7 @@ def speed(repeats: int) -> None:
     from ragsift.chunkers import make_chunker
     from ragsift.embedders import load_embedder
     from ragsift.index.store import IndexStore
-    from ragsift.pipeline import build_index
+    from ragsift.ingest import build_index
     from ragsift.retrieval.search import Searcher
     from ragsift.retrieval.spans import spans_for
     from ragsift.retrieval.topk import TopK

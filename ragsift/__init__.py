@@ -2,7 +2,7 @@
 
 The package is layered; data flows one way:
 ``sources`` → ``chunkers`` → ``embedders`` → ``retrieval``.
-``pipeline`` orchestrates them; ``cli`` only parses arguments and prints.
+``ingest`` orchestrates them; ``cli`` only parses arguments and prints.
 """
 
 __version__ = "0.2.0"

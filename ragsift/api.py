@@ -27,7 +27,7 @@ from ragsift.retrieval.engine import DEFAULT_MODE, check_mode
 
 if TYPE_CHECKING:
     from ragsift.index.backend import DocumentInfo
-    from ragsift.pipeline import EmbedSummary
+    from ragsift.ingest import EmbedSummary
     from ragsift.retrieval.hybrid import Fusion
     from ragsift.retrieval.search import Searcher
     from ragsift.retrieval.threshold import ThresholdInForce
@@ -47,8 +47,8 @@ def build(index: str | os.PathLike, paths: Iterable[str | os.PathLike], *,
     are re-embedded). ``model``: an ONNX model folder (None: the bundled all-MiniLM-L6-v2);
     ``embedder_options``: pooling, normalize, max_length, query_prefix, passage_prefix.
     Returns the run's ``EmbedSummary`` (``skipped`` lists files that could not be used)."""
-    from ragsift.pipeline import build_index
-    from ragsift.retrieval.search import EMBEDDER_OPTIONS
+    from ragsift.ingest import build_index
+    from ragsift.embedders.binding import EMBEDDER_OPTIONS
 
     unknown = sorted(set(embedder_options) - set(EMBEDDER_OPTIONS))
     if unknown:
@@ -72,14 +72,14 @@ def remove(index: str | os.PathLike, patterns: Sequence[str], *, dry_run: bool =
     ``wait``). Returns the documents removed (or that would be, with ``dry_run``). A plain
     string is one pattern; no pattern, an empty one or an invalid glob is a ``RagsiftError``
     (nothing is removed)."""
-    from ragsift.index.store import IndexStore, inspect_file
+    from ragsift.index import inspect_index, open_index
     from ragsift.retrieval.engine import path_matches
 
     patterns = _patterns(patterns)
     index = os.fspath(index)
-    if inspect_file(index) != "ours":
+    if inspect_index(index) != "ours":
         raise RagsiftError(f"no index at {index}")
-    with IndexStore.open(index, "r" if dry_run else "w", wait=wait) as store:
+    with open_index(index, "r" if dry_run else "w", wait=wait) as store:
         docs = [d for d in store.documents() if path_matches(d.path, patterns)]
         if docs and not dry_run:
             store.remove_documents([d.key for d in docs])
@@ -111,9 +111,9 @@ def _patterns(patterns: Any) -> list[str]:
 
 def open_index(path: str | os.PathLike, *, model: str | None = None) -> Index:
     """Open an index for searching (read-only; never blocks a writer). A context manager."""
-    from ragsift.index.store import IndexStore
+    from ragsift.index import open_index
 
-    return Index(IndexStore.open(os.fspath(path), "r"), model=model)
+    return Index(open_index(os.fspath(path), "r"), model=model)
 
 
 class Index:

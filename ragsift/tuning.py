@@ -312,7 +312,7 @@ def _label(r: Relevant) -> str:
 def save_threshold(index: str, report: TuneReport, *, mode: str) -> dict[str, Any]:
     """``tune --save``: store the recommended threshold in the index (writer lock; refused
     while another writer holds it). ``query``/``explain`` then use it by default."""
-    from ragsift.index.store import IndexStore
+    from ragsift.index import open_index
     from ragsift.retrieval.threshold import tuned_setting
 
     rec = report.recommended
@@ -324,7 +324,7 @@ def save_threshold(index: str, report: TuneReport, *, mode: str) -> dict[str, An
         raise RagsiftError(f"no threshold meets {report.objective}; nothing was saved")
     value = tuned_setting(rec.threshold, queries=report.queries, k=report.k, mode=mode,
                           objective=report.objective)
-    with IndexStore.open(index, "w") as store:
+    with open_index(index, "w") as store:
         store.set_settings(tuned_threshold=value)
     report.saved = value
     return value

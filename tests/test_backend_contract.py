@@ -10,15 +10,15 @@ import numpy as np
 import pytest
 
 from ragsift.errors import RagsiftError
-from ragsift.index.backend import SETTING_KEYS, ChunkRecord, DocumentInfo, DocumentWrite, IndexBackend
+from ragsift.index.backend import SETTING_KEYS, ChunkRecord, DocumentInfo, DocumentWrite, IndexReader as IndexBackend
 
 DIM = 8
 
 
 def _sqlite(path, mode="r", wait=False):
-    from ragsift.index.store import IndexStore
+    from ragsift.index import open_index
 
-    return IndexStore.open(str(path), mode, wait=wait)
+    return open_index(str(path), mode, wait=wait)
 
 
 def _lance(path, mode="r", wait=False):

@@ -261,7 +261,7 @@ def test_edge_cases(name, strategy):
 
 
 def _fixture_documents():
-    from ragsift.pipeline import iter_documents
+    from ragsift.ingest import iter_documents
 
     return list(iter_documents([str(REPO / "fixtures")]))
 

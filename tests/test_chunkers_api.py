@@ -282,7 +282,7 @@ def test_tokens_windows_exact_offsets_with_overlap():
 ])
 def test_cli_every_strategy(args):
     from ragsift.cli import app
-    from ragsift.pipeline import iter_documents
+    from ragsift.ingest import iter_documents
 
     texts = {d.path: d.text for d in iter_documents([str(REPO / "fixtures")])}
     result = CliRunner().invoke(app, ["chunk", str(REPO / "fixtures"), *args])

@@ -18,12 +18,12 @@ def index(tmp_path_factory) -> str:
 
 @pytest.mark.parametrize("mode", ["hybrid", "lexical", "dense"])
 def test_prefetched_lexical_lists_give_the_same_retrievals_and_are_used(index, mode):
-    from ragsift.index.store import IndexStore
+    from ragsift.index import open_index
     from ragsift.retrieval.search import Searcher
     from ragsift.retrieval.topk import TopK
 
     strategy = TopK(k=5, threshold=None, reject_window=5)
-    with IndexStore.open(index, "r") as store:
+    with open_index(index, "r") as store:
         plain = Searcher(store, mode=mode).retrieve_many(QUERIES, strategy)
         calls: list[str] = []
         original = store.lexical_candidates
@@ -49,12 +49,12 @@ def test_prefetched_lexical_lists_give_the_same_retrievals_and_are_used(index, m
 
 
 def test_prefetched_lists_are_not_used_under_a_path_filter(index):
-    from ragsift.index.store import IndexStore
+    from ragsift.index import open_index
     from ragsift.retrieval.search import Searcher
     from ragsift.retrieval.topk import TopK
 
     strategy = TopK(k=5, threshold=None, reject_window=5)
-    with IndexStore.open(index, "r") as store:
+    with open_index(index, "r") as store:
         glob = next(p for p in store.paths() if "bee" in p)
         plain = Searcher(store).retrieve_many(QUERIES, strategy, path_glob=glob)
         ahead = Searcher(store, prefetch=QUERIES).retrieve_many(QUERIES, strategy,
@@ -96,7 +96,7 @@ def test_numpy_is_imported_before_the_model_thread_starts(index):
 
     script = (
         "import sys\n"
-        "from ragsift.index.store import IndexStore\n"
+        "from ragsift.index import open_index\n"
         "from ragsift.retrieval import search\n"
         "assert 'numpy' not in sys.modules\n"
         "seen = []\n"
@@ -105,7 +105,7 @@ def test_numpy_is_imported_before_the_model_thread_starts(index):
         "    seen.append('numpy' in sys.modules)\n"
         "    return real(*a, **k)\n"
         "search.embedder_for = watched\n"
-        f"with IndexStore.open({index!r}, 'r') as store:\n"
+        f"with open_index({index!r}, 'r') as store:\n"
         "    s = search.Searcher(store, preload_embedder=True, prefetch=['bees'])\n"
         "    assert s.embedder is not None\n"
         "print(seen)\n")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from ragsift.index.store import IndexStore
+from ragsift.index import open_index
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
@@ -83,7 +83,7 @@ def test_embed_fixtures_end_to_end(fixtures_index):
     assert got["model"] == "all-MiniLM-L6-v2" and got["dimensions"] == 384
     assert got["model_fingerprint"].startswith("all-MiniLM-L6-v2/384/")
     assert got["chunker"] == "recursive" and got["truncated"] == 0 and got["problems"] == []
-    with IndexStore.open(index) as r:
+    with open_index(index) as r:
         rowids, matrix = r.load_matrix()
         recs = r.chunks(rowids.tolist())
     assert len(recs) == len(rowids) == matrix.shape[0]
@@ -125,7 +125,7 @@ def test_incremental_changes_deletions_and_chunker_change(tmp_path):
     assert rc == 0
     assert (s["unchanged"], s["parsed"], s["removed"]) == (2, 1, 1)
     assert s["embedded"] == 1 and s["model_loaded"]
-    with IndexStore.open(index) as r:
+    with open_index(index) as r:
         assert sorted(Path(p).name for p in r.paths()) == ["bees.md", "bread.txt", "tides.txt"]
         assert r.verify() == []
         assert r.lexical_search("sourdough", 5) == []
@@ -176,7 +176,7 @@ def test_stdin_chunk_records(tmp_path):
     index = tmp_path / "s.db"
     rc, s, _ = embed_json("-", "--index", str(index), input=chunked.stdout)
     assert rc == 0 and s["chunks"] == len(records) and s["parsed"] == 4
-    with IndexStore.open(index) as r:
+    with open_index(index) as r:
         rowids, _ = r.load_matrix()
         stored = {rec["id"]: rec for rec in r.chunks(rowids.tolist())}
     for rec in records:
@@ -213,7 +213,7 @@ def test_truncation_is_counted_and_warned(tmp_path):
     assert rc == 0 and s["truncated"] == 1 and s["truncated_tokens"] > 0
     assert "1 chunks were longer than the model's max length" in err
     assert info(index)["truncated"] == 1
-    with IndexStore.open(index) as r:
+    with open_index(index) as r:
         assert r.chunks(r.load_matrix()[0].tolist())[0]["truncated"] == s["truncated_tokens"]
 
 
@@ -228,7 +228,7 @@ def test_foreign_index_busy_index_and_exit_codes(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c", "notes.db"]
 
     index = tmp_path / "i.db"
-    holder = IndexStore.open(index, "w")
+    holder = open_index(index, "w")
     try:
         proc = run("embed", str(corpus), "--index", str(index))
         assert proc.returncode == 2

@@ -32,7 +32,7 @@ def test_eval_and_query_json_rank_and_score_identically(index, mode):
     consume) is the ranking `query --json` prints: same chunks, same order, same scores."""
     from ragsift.evaluation.config import EvalConfig
     from ragsift.evaluation.runner import ranked
-    from ragsift.index.store import IndexStore
+    from ragsift.index import open_index
     from ragsift.retrieval.search import embedder_for
 
     k = 6
@@ -43,7 +43,7 @@ def test_eval_and_query_json_rank_and_score_identically(index, mode):
     by_query: dict[str, list[tuple[str, float]]] = {q: [] for q in QUERIES}
     for row in jsonl(proc.stdout):
         by_query[row["query"]].append((row["id"], row["score"]))
-    with IndexStore.open(index, "r") as store:
+    with open_index(index, "r") as store:
         cfg = EvalConfig(mode=mode, k=k)
         got = list(ranked(store, embedder_for(store.settings()), cfg, QUERIES, k))
     assert len(got) == len(QUERIES)
@@ -81,19 +81,19 @@ def test_ls_lists_documents(small_index):
 
 
 def test_rm_removes_documents_atomically_and_respects_the_lock(small_index):
-    from ragsift.index.store import IndexStore
+    from ragsift.index import open_index
 
     path, cwd = small_index
     dry = run_cli("rm", "docs/b*", "--index", path, "--dry-run", cwd=cwd)
     assert dry.returncode == 0 and dry.stdout.split() == ["docs/bees.md", "docs/bread.md"]
-    with IndexStore.open(path, "w"):  # another writer holds the lock
+    with open_index(path, "w"):  # another writer holds the lock
         busy = run_cli("rm", "docs/bees.md", "--index", path, cwd=cwd)
     assert busy.returncode == 2 and "PID" in busy.stderr
     proc = run_cli("rm", "docs/b*", "--index", path, "--json", cwd=cwd)
     assert proc.returncode == 0, proc.stderr
     assert [r["path"] for r in jsonl(proc.stdout)] == ["docs/bees.md", "docs/bread.md"]
     assert "removed 2 documents" in proc.stderr
-    with IndexStore.open(path, "r") as s:
+    with open_index(path, "r") as s:
         assert s.paths() == ["docs/sub/oven.md"] and s.verify() == []
         assert s.lexical_candidates("swarm sourdough", 10) == []
         assert s.count() == len(s.document_chunks("docs/sub/oven.md"))
@@ -210,11 +210,11 @@ def test_hybrid_overlap_gives_the_sequential_ranking_and_raises_lexical_errors(i
     """In hybrid mode the lexical side runs in a thread beside the dense scan (issue 13): the
     ranking must equal the two sides run one after the other, and an error raised by the
     lexical side must reach the caller (not vanish in the thread)."""
-    from ragsift.index.store import IndexStore
+    from ragsift.index import open_index
     from ragsift.retrieval import engine
     from ragsift.retrieval.search import embedder_for
 
-    with IndexStore.open(index, "r") as store:
+    with open_index(index, "r") as store:
         qvecs = embedder_for(store.settings()).embed(QUERIES, kind="query").vectors
         threaded = engine.rank(store, QUERIES, qvecs, mode="hybrid", n=8)
         original = engine._both

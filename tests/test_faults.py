@@ -30,8 +30,8 @@ import time
 import numpy as np
 
 from ragsift.errors import RagsiftError
-from ragsift.pipeline import FLUSH_FILES
-from ragsift.index.store import IndexStore
+from ragsift.ingest.batch import FLUSH_FILES
+from ragsift.index import open_index
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROUNDS = 3
@@ -72,7 +72,7 @@ def _committed_documents(index) -> int | None:
     """Documents committed now (a reader's view); None when the index cannot be read at this
     instant (e.g. the stopped writer holds a lock a new reader would wait for)."""
     try:
-        with IndexStore.open(index) as r:
+        with open_index(index) as r:
             return r.stats()["documents"]
     except RagsiftError as exc:
         return 0 if "no index at" in exc.message else None
@@ -123,7 +123,7 @@ def _check_after_kill(index, seen: int) -> set[str]:
     if not index.exists():
         assert seen == 0
         return set()
-    with IndexStore.open(index) as r:
+    with open_index(index) as r:
         rowids, matrix = r.load_matrix()
         records = r.chunks(rowids.tolist())
         assert len(records) == len(rowids) == matrix.shape[0]
@@ -134,7 +134,7 @@ def _check_after_kill(index, seen: int) -> set[str]:
         docs = r.stats()["documents"]
         hashes = {rec["content_hash"] for rec in records}
     assert docs >= seen, f"a kill lost committed documents ({docs} < {seen})"
-    with IndexStore.open(index, "w") as w:  # the kill released the writer lock
+    with open_index(index, "w") as w:  # the kill released the writer lock
         assert w.verify() == []
     return hashes
 
@@ -147,7 +147,7 @@ def _run_to_end(corpus, index) -> dict:
 
 
 def _snapshot(index) -> dict[str, tuple[str, np.ndarray]]:
-    with IndexStore.open(index) as r:
+    with open_index(index) as r:
         rowids, matrix = r.load_matrix()
         return {rec["id"]: (rec["text"], matrix[i])
                 for i, rec in enumerate(r.chunks(rowids.tolist()))}
@@ -206,6 +206,6 @@ def test_kill_9_at_random_points_loses_nothing(tmp_path):
 
 
 def _hashes(index) -> list[str]:
-    with IndexStore.open(index) as r:
+    with open_index(index) as r:
         rowids, _ = r.load_matrix()
         return [rec["content_hash"] for rec in r.chunks(rowids.tolist())]

@@ -181,7 +181,7 @@ def embedder():
 
 def _build(folder, index, embedder):
     from ragsift.chunkers import make_chunker
-    from ragsift.pipeline import build_index
+    from ragsift.ingest import build_index
 
     chunker = make_chunker("recursive", tokenizer="cl100k", size=40, min_chars=0)
     return build_index([str(folder)], index, chunker, embedder)
@@ -189,9 +189,9 @@ def _build(folder, index, embedder):
 
 def _lexical(index, query: str) -> list[dict]:
     """Chunk records of every lexical hit, checked against the vectors and chunks tables."""
-    from ragsift.index.store import IndexStore
+    from ragsift.index import open_index
 
-    with IndexStore.open(index, "r") as store:
+    with open_index(index, "r") as store:
         rowids, _ = store.load_matrix()
         hits = store.lexical_search(query, 50)
         ids = [r for r, _ in hits]
@@ -240,11 +240,11 @@ def _cats_dogs_log_index(tmp_path, embedder):
 
 
 def test_a_lexical_only_hit_is_identifiable(tmp_path, embedder):
-    from ragsift.index.store import IndexStore
+    from ragsift.index import open_index
 
     index = _cats_dogs_log_index(tmp_path, embedder)
     query = "purring felines zq7x"
-    with IndexStore.open(index, "r") as store:
+    with open_index(index, "r") as store:
         rowids, matrix = store.load_matrix()
         qvec = embedder.embed_query(query)
         scores = matrix @ qvec
@@ -265,12 +265,12 @@ def test_a_lexical_only_hit_is_identifiable(tmp_path, embedder):
 
 
 def test_searcher_builds_the_retrieval_record_in_every_mode(tmp_path, embedder):
-    from ragsift.index.store import IndexStore
+    from ragsift.index import open_index
     from ragsift.retrieval.search import Searcher
     from ragsift.retrieval.topk import TopK
 
     index = _cats_dogs_log_index(tmp_path, embedder)
-    with IndexStore.open(index, "r") as store:
+    with open_index(index, "r") as store:
         strategy = TopK(k=2, threshold=0.3, reject_window=5)
         hybrid = Searcher(store, embedder=embedder, fusion=Fusion(depth=1))
         r = hybrid.retrieve("purring felines zq7x", strategy)
@@ -299,7 +299,7 @@ def test_searcher_builds_the_retrieval_record_in_every_mode(tmp_path, embedder):
 
 
 def test_searcher_mode_dispatches_to_the_fusion(tmp_path, embedder):
-    from ragsift.index.store import IndexStore
+    from ragsift.index import open_index
     from ragsift.retrieval.hybrid import Fusion
     from ragsift.retrieval.search import Searcher
     from ragsift.retrieval.topk import TopK
@@ -311,7 +311,7 @@ def test_searcher_mode_dispatches_to_the_fusion(tmp_path, embedder):
     index = tmp_path / "index.db"
     _build(docs, index, embedder)
     strategy = TopK(k=1, threshold=None, reject_window=0)
-    with IndexStore.open(index, "r") as store:
+    with open_index(index, "r") as store:
         dense = Searcher(store, embedder=embedder, mode="dense").retrieve("purring felines zq7x", strategy)
         hybrid = Searcher(store, embedder=embedder, mode="hybrid", fusion=Fusion(depth=1))
         fused = hybrid.retrieve("purring felines zq7x", strategy)
@@ -333,7 +333,7 @@ def test_explain_shows_a_lexical_only_hit(tmp_path, embedder, monkeypatch):
 
     from ragsift.chunkers import make_chunker
     from ragsift.cli import app
-    from ragsift.pipeline import build_index
+    from ragsift.ingest import build_index
     from ragsift.retrieval import search
 
     monkeypatch.setattr(search, "Fusion", functools.partial(Fusion, alpha=0.5, depth=100))

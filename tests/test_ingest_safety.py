@@ -35,9 +35,9 @@ def _skip_lines(stderr: str) -> list[str]:
 
 
 def _docs(index: Path) -> list[str]:
-    from ragsift.index.store import IndexStore
+    from ragsift.index import open_index
 
-    with IndexStore.open(index) as store:
+    with open_index(index) as store:
         return sorted(store.paths())
 
 
@@ -99,7 +99,7 @@ def test_invalid_include_or_exclude_glob_is_one_usage_line(tmp_path):
 # -- item 2: prune only what is certainly gone ---------------------------------------------------
 
 def test_unlistable_folder_is_kept_and_reported_vanished_file_is_pruned(tmp_path, monkeypatch):
-    from ragsift.pipeline import build_index
+    from ragsift.ingest import build_index
 
     docs = tmp_path / "docs"
     _w(docs, "keep/a.md", "# Alpha\n\nAnemones live in tide pools.\n")
@@ -403,7 +403,7 @@ def test_make_step_green_when_complete_red_on_a_real_failure(tmp_path):
 
 
 def test_chunk_prints_exactly_what_embed_indexes(tmp_path, fixtures_dir):
-    from ragsift.index.store import IndexStore
+    from ragsift.index import open_index
 
     index = tmp_path / "fx.db"
     args = [str(fixtures_dir), "--exclude", "bad"]
@@ -412,7 +412,7 @@ def test_chunk_prints_exactly_what_embed_indexes(tmp_path, fixtures_dir):
     chunked = run_cli("chunk", *args)
     assert chunked.returncode == 0, chunked.stderr
     printed = [json.loads(x) for x in chunked.stdout.splitlines()]
-    with IndexStore.open(index) as store:
+    with open_index(index) as store:
         rowids, _ = store.load_matrix()
         stored = store.chunks([int(r) for r in rowids])
     fields = list(printed[0])

@@ -125,14 +125,14 @@ def test_rm_and_missing_or_foreign_locations(both, tmp_path):
     shutil.copytree(both / "i.lance", work)
     dry = run_cli("rm", "docs/b*", "--index", str(work), "--dry-run", cwd=both)
     assert dry.returncode == 0 and dry.stdout.split() == ["docs/bees.md", "docs/bread.txt"]
-    from ragsift.index.store import IndexStore
+    from ragsift.index import open_index
 
-    with IndexStore.open(str(work), "w"):  # another writer holds the lock
+    with open_index(str(work), "w"):  # another writer holds the lock
         busy = run_cli("rm", "docs/bees.md", "--index", str(work), cwd=both)
     assert busy.returncode == 2 and "PID" in busy.stderr
     proc = run_cli("rm", "docs/b*", "--index", str(work), "--json", cwd=both)
     assert proc.returncode == 0 and "removed 2 documents" in proc.stderr
-    with IndexStore.open(str(work)) as s:
+    with open_index(str(work)) as s:
         assert s.paths() == ["docs/sub/lamp.txt", "docs/tides.txt"] and s.verify() == []
         assert s.lexical_candidates("sourdough honeybees", 5) == []
     assert run_cli("rm", "docs/bees.md", "--index", str(work), cwd=both).returncode == 1
@@ -148,7 +148,7 @@ def test_rm_and_missing_or_foreign_locations(both, tmp_path):
 
 def test_incremental_runs_behave_as_on_sqlite(tmp_path):
     """The SQLite scenario of tests/test_embed_cli.py, run on both backends: same counts."""
-    from ragsift.index.store import IndexStore
+    from ragsift.index import open_index
 
     results: dict[str, list] = {}
     for name in ("i.db", "i.lance"):
@@ -164,7 +164,7 @@ def test_incremental_runs_behave_as_on_sqlite(tmp_path):
         (corpus / "tides.txt").unlink()
         steps.append(_embed(cwd, name, "--no-prune")[1])
         steps.append(_embed(cwd, name, "--size", "12")[1])
-        with IndexStore.open(str(cwd / name)) as r:
+        with open_index(str(cwd / name)) as r:
             assert r.verify() == []
             steps.append((sorted(r.paths()), r.count(),
                           [x for x, _ in r.lexical_candidates("sourdough", 5)],
@@ -184,20 +184,20 @@ def test_incremental_runs_behave_as_on_sqlite(tmp_path):
 def test_a_different_model_is_refused_and_nothing_changes(tmp_path):
     from ragsift.embedders import DEFAULT_MODEL_DIR
     from ragsift.embedders.weights import default_weights_path
-    from ragsift.index.store import IndexStore
+    from ragsift.index import open_index
 
     _corpus(tmp_path / "docs")
     assert _embed(tmp_path, "m.lance")[0] == 0
     other = tmp_path / "other-model"
     shutil.copytree(DEFAULT_MODEL_DIR, other)
     shutil.copy(default_weights_path(), other / "model.onnx")
-    with IndexStore.open(str(tmp_path / "m.lance")) as r:
+    with open_index(str(tmp_path / "m.lance")) as r:
         before = r.stats()["version"]
     (tmp_path / "docs" / "new.txt").write_text("Something new to embed.\n")
     proc = run_cli("embed", "docs", "--index", "m.lance", "--model", str(other), cwd=tmp_path)
     assert proc.returncode == 2
     assert "was built with model all-MiniLM-L6-v2" in proc.stderr and "--rebuild" in proc.stderr
-    with IndexStore.open(str(tmp_path / "m.lance")) as r:
+    with open_index(str(tmp_path / "m.lance")) as r:
         assert r.stats()["version"] == before and len(r.paths()) == 4
     rc, s, _ = _embed(tmp_path, "m.lance", "--model", str(other), "--rebuild")
     assert rc == 0 and s["parsed"] == 5 and s["embedded"] == s["chunks"]

@@ -27,6 +27,7 @@ from ragsift.index import lexical, migrations
 from ragsift.index import store as store_module
 from ragsift.index.backend import DocumentWrite
 from ragsift.index.store import IndexStore
+from ragsift.index import open_index
 
 DIM = 4
 WORDS = ["bee", "bees", "hive", "hives", "honey", "queen", "Queens", "larva", "larvae", "wax",
@@ -107,7 +108,7 @@ def test_postings_scan_and_fts5_agree(docs, edits, qs, limit, compact, small):
     with tempfile.TemporaryDirectory() as tmp, \
             mock.patch.object(store_module, "SMALL_BLOCK", small):
         path = str(Path(tmp) / "i.sqlite")
-        with IndexStore.open(path, "w") as store:
+        with open_index(path, "w") as store:
             store.write_documents([doc(f"d{i}", t, rng) for i, t in enumerate(docs)])
             for action, which, texts in edits:
                 key = f"d{which % len(docs)}"
@@ -118,7 +119,7 @@ def test_postings_scan_and_fts5_agree(docs, edits, qs, limit, compact, small):
             if compact:
                 store.compact()
             assert store.verify() == []
-        with IndexStore.open(path, "r") as store:
+        with open_index(path, "r") as store:
             if not store.count():
                 return
             rowids = [r[0] for r in store.db.execute("SELECT id FROM chunks ORDER BY id")]
@@ -143,13 +144,13 @@ def test_real_text_many_blocks_and_deletions(tmp_path, monkeypatch):
     docs = [doc(f"d{i}", [(sentences[(i * 7 + j) % len(sentences)], "Heading " + str(i % 9))
                           for j in range(25)], rng) for i in range(100)]
     path = str(tmp_path / "i.sqlite")
-    with IndexStore.open(path, "w") as store:
+    with open_index(path, "w") as store:
         store.write_documents(docs[:50])
         store.write_documents(docs[50:])
         store.remove_documents([f"d{i}" for i in range(0, 100, 7)])
         assert store.db.execute("SELECT count(*) FROM vec_blocks").fetchone()[0] >= 2
         assert store.db.execute("SELECT sum(dead) FROM vec_blocks").fetchone()[0] > 0
-    with IndexStore.open(path, "r") as store:
+    with open_index(path, "r") as store:
         for q in ["the honey bees", "queen larvae temperature", "Heading 3", "swarm of bees",
                   "what is wax made of", "the"]:
             assert all_agree(store, q, 1000)
@@ -162,19 +163,19 @@ def test_an_index_from_before_the_postings_is_scanned_then_upgraded(tmp_path, mo
         m.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:1])
         m.setattr(migrations, "LATEST", 1)
         m.setattr(lexical, "write_block", lambda *a: None)
-        with IndexStore.open(path, "w") as store:
+        with open_index(path, "w") as store:
             store.write_documents([doc("a", [("honey bees and wax", ""), ("queen bee", "")], rng),
                                    doc("b", [("the hive temperature", "Hive")], rng)])
-    with IndexStore.open(path, "r") as store:
+    with open_index(path, "r") as store:
         assert migrations.schema_version(store.db) == 1
         assert store._lexical_postings() is None  # no lex tables: the scan answers
         before = store.lexical_search("bee hive", 10)
         assert [r for r, _ in before]
         assert before == lexical.scan(store.db, ["bee", "hive"], 10)
-    with IndexStore.open(path, "w") as store:  # a writer upgrades and backfills
+    with open_index(path, "w") as store:  # a writer upgrades and backfills
         assert migrations.schema_version(store.db) == migrations.LATEST
         assert store.verify() == []
-    with IndexStore.open(path, "r") as store:
+    with open_index(path, "r") as store:
         assert store._lexical_postings() is not None
         assert store.lexical_search("bee hive", 10) == before
 
@@ -182,10 +183,10 @@ def test_an_index_from_before_the_postings_is_scanned_then_upgraded(tmp_path, mo
 def test_postings_that_disagree_with_fts5_are_not_used(tmp_path):
     rng = np.random.default_rng(3)
     path = str(tmp_path / "i.sqlite")
-    with IndexStore.open(path, "w") as store:
+    with open_index(path, "w") as store:
         store.write_documents([doc("a", [("honey bees and wax", ""), ("queen bee", "")], rng)])
         store.compact()  # a small block's postings come with the run's compaction
-    with IndexStore.open(path, "r") as store:
+    with open_index(path, "r") as store:
         want = store.lexical_search("bee wax", 10)
     db = sqlite3.connect(path)
     (ntok,) = db.execute("SELECT ntok FROM lex_blocks").fetchone()
@@ -193,7 +194,7 @@ def test_postings_that_disagree_with_fts5_are_not_used(tmp_path):
     db.execute("UPDATE lex_blocks SET ntok = ?", (wrong.astype("<u4").tobytes(),))
     db.commit()
     db.close()
-    with IndexStore.open(path, "r") as store:
+    with open_index(path, "r") as store:
         assert store._lexical_postings() is None  # token totals differ from FTS5's
         assert store.lexical_search("bee wax", 10) == want  # the scan answers
         assert any("lexical postings" in p for p in store.verify())
@@ -202,10 +203,10 @@ def test_postings_that_disagree_with_fts5_are_not_used(tmp_path):
 def test_query_words_are_tokenized_by_fts5_itself(tmp_path):
     rng = np.random.default_rng(4)
     path = str(tmp_path / "i.sqlite")
-    with IndexStore.open(path, "w") as store:
+    with open_index(path, "w") as store:
         store.write_documents([doc("a", [("Swarming bees in the Café", "")], rng)])
         store.compact()
-    with IndexStore.open(path, "r") as store:
+    with open_index(path, "r") as store:
         postings = store._lexical_postings()
         # porter stems, folded case and diacritics, as chunks_fts stores them
         assert postings.phrases(["Swarming", "bees", "café"]) == ["swarm", "bee", "cafe"]
@@ -221,12 +222,12 @@ def test_a_block_beyond_uint16_has_postings_in_memory_only(tmp_path, monkeypatch
     texts = ([("bee", ""), ("wax", ""), ("hive", "")] if pathological == "rows"
              else [("bee bee bee", "")])
     path = str(tmp_path / "i.sqlite")
-    with IndexStore.open(path, "w") as store:
+    with open_index(path, "w") as store:
         store.write_documents([doc("a", texts, rng)])
         store.compact()
         assert store.db.execute("SELECT count(*) FROM lex_blocks").fetchone()[0] == 0
         assert store.verify() == []
-    with IndexStore.open(path, "r") as store:
+    with open_index(path, "r") as store:
         assert store._lexical_postings().extra  # built when the snapshot is loaded
         assert all_agree(store, "bee", 5)
 
@@ -235,13 +236,13 @@ def test_a_new_and_an_emptied_index_agree_with_fts5(tmp_path):
     # FTS5 starts with an empty averages record: zero rows, zero tokens
     rng = np.random.default_rng(6)
     path = str(tmp_path / "i.sqlite")
-    with IndexStore.open(path, "w") as store:
+    with open_index(path, "w") as store:
         assert store.verify() == []
         assert lexical.fts5_totals(store.db) == (0, 0)
         store.write_documents([doc("a", [("honey bees", "")], rng)])
         store.remove_documents(["a"])
         assert store.verify() == []
-    with IndexStore.open(path, "r") as store:
+    with open_index(path, "r") as store:
         assert store._lexical_postings() is not None
         assert store.lexical_search("bees", 5) == []
 
@@ -259,7 +260,7 @@ def test_each_row_of_a_run_of_small_flushes_is_tokenized_once(tmp_path, monkeypa
     monkeypatch.setattr(lexical, "write_block", counting)
     rng = np.random.default_rng(7)
     path = str(tmp_path / "i.sqlite")
-    with IndexStore.open(path, "w") as store:
+    with open_index(path, "w") as store:
         for i in range(3):
             store.write_documents([doc(f"d{i}", [("honey bees", ""), (f"wax {i}", "H")], rng)])
         assert tokenized == []  # committed; a reader meanwhile builds them in memory
@@ -267,7 +268,7 @@ def test_each_row_of_a_run_of_small_flushes_is_tokenized_once(tmp_path, monkeypa
         rows = [r for (r,) in store.db.execute("SELECT id FROM chunks ORDER BY id")]
         assert sorted(tokenized) == rows  # every row once
         assert store.verify() == []
-    with IndexStore.open(path, "r") as store:
+    with open_index(path, "r") as store:
         assert len(all_agree(store, "wax bees", 10)) == 6
 
 
@@ -278,10 +279,10 @@ def test_the_scan_counts_a_word_fts5_splits_as_a_phrase(tmp_path):
     path = str(tmp_path / "i.sqlite")
     texts = [("honey bees make wax", ""), ("bees honey", "honey bees"), ("bee bee bee", ""),
              ("honey", "bees"), ("wax honey bees honey bees", "")]
-    with IndexStore.open(path, "w") as store:
+    with open_index(path, "w") as store:
         store.write_documents([doc("a", texts, rng)])
         store.compact()
-    with IndexStore.open(path, "r") as store:
+    with open_index(path, "r") as store:
         words = ["honey bees", "bee bee", "wax"]
         got = lexical.scan(store.db, words, 10)
         assert {r for r, _ in got} == {1, 2, 3, 5}  # not 4: the tokens are in two columns

@@ -163,7 +163,7 @@ def test_it_answers_while_a_writer_holds_the_index_and_sees_its_commits(index, t
     """The server never waits for a writer: with a writer holding the lock and an open
     transaction it answers; once the writer commits (a document removed) the next call sees
     it. Then a real `ragsift embed` adds a file while the client keeps searching."""
-    from ragsift.index.store import IndexStore
+    from ragsift.index import open_index
 
     copy = tmp_path / "live.db"
     shutil.copy(index, copy)
@@ -176,7 +176,7 @@ def test_it_answers_while_a_writer_holds_the_index_and_sees_its_commits(index, t
         before = await client.call_tool("list_documents", {})
         key = next(d["key"] for d in before.structured_content["documents"]
                    if d["path"] == "fixtures/recipes.json")
-        with IndexStore.open(str(copy), "w") as writer:
+        with open_index(str(copy), "w") as writer:
             with writer.transaction():
                 held = await client.call_tool("search", {"query": BEES})
                 writer.remove_documents([key])

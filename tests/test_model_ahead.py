@@ -1,6 +1,6 @@
 """Issue 13, target 2: a run that will embed everything (a new index: no file or a 0-byte
 one, or a rebuilt index) starts loading the model on a thread at once
-(``pipeline._ModelLoad``), so the session is built while the index opens and the first files
+(``ingest.model.ModelLoad``), so the session is built while the index opens and the first files
 are chunked. An index with documents loads
 the model only when something needs embedding. No load thread outlives the run."""
 
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from ragsift import pipeline
+from ragsift.ingest import batch, local, model, run
 from ragsift.errors import RagsiftError
-from ragsift.pipeline import build_index
+from ragsift.ingest import build_index
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -27,13 +27,13 @@ def loader_threads() -> list[str]:
 def loads(monkeypatch):
     """The ``_ModelLoad`` objects a run creates."""
     made: list = []
-    real = pipeline._ModelLoad
+    real = model.ModelLoad
 
     def counting(*args, **kwargs):
         made.append(real(*args, **kwargs))
         return made[-1]
 
-    monkeypatch.setattr(pipeline, "_ModelLoad", counting)
+    monkeypatch.setattr(run, "ModelLoad", counting)
     return made
 
 
@@ -100,12 +100,13 @@ def test_the_first_batch_gathers_while_the_model_loads(tmp_path, monkeypatch, lo
     # 12 one-chunk files: FLUSH_FILES (8) makes two commits; while the model is still
     # loading (held here, not timed) the batch may grow up to 4x before it commits
     from ragsift.index.store import IndexStore
+    from ragsift.index import open_index
 
     docs = tmp_path / "docs"
     docs.mkdir()
     for i in range(12):
         (docs / f"n{i:02d}.txt").write_text(f"Note {i} about hives and queen bees.\n")
-    monkeypatch.setattr(pipeline._ModelLoad, "loading", lambda self: loading)
+    monkeypatch.setattr(model.ModelLoad, "loading", lambda self: loading)
     commits: list[int] = []
     real = IndexStore.write_documents
 
@@ -126,6 +127,7 @@ def test_a_batch_due_when_the_model_is_ready_commits_without_the_next_file(tmp_p
     # batch must commit while the consumer waits for that file, not after it. Broken, the producer waits 60 s and the order of
     # events shows it; no timing decides the outcome.
     from ragsift.index.store import IndexStore
+    from ragsift.index import open_index
 
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -134,11 +136,11 @@ def test_a_batch_due_when_the_model_is_ready_commits_without_the_next_file(tmp_p
     state = {"loading": True, "calls": 0}
     events: list = []
     committed = threading.Event()
-    monkeypatch.setattr(pipeline._ModelLoad, "loading", lambda self: state["loading"])
-    real_records = pipeline.index_records
+    monkeypatch.setattr(model.ModelLoad, "loading", lambda self: state["loading"])
+    real_records = local.index_records
 
     nine_added = threading.Event()
-    real_add = pipeline._Run.add
+    real_add = batch.Run.add
 
     def counting_add(self, doc, work=0):
         real_add(self, doc, work)
@@ -162,8 +164,8 @@ def test_a_batch_due_when_the_model_is_ready_commits_without_the_next_file(tmp_p
         committed.set()
         return out
 
-    monkeypatch.setattr(pipeline, "index_records", slow_tenth)
-    monkeypatch.setattr(pipeline._Run, "add", counting_add)
+    monkeypatch.setattr(local, "index_records", slow_tenth)
+    monkeypatch.setattr(batch.Run, "add", counting_add)
     monkeypatch.setattr(IndexStore, "write_documents", recording)
     s = build_index([str(docs)], tmp_path / "i.sqlite")
     assert s.embedded == 12

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragsift.index.store import IndexStore
+from ragsift.index import open_index
 
 REPO = Path(__file__).resolve().parent.parent
 VENDORED = REPO / "ragsift" / "embedders" / "models" / "all-MiniLM-L6-v2"
@@ -67,7 +67,7 @@ def built(tmp_path_factory, model_dir) -> tuple[Path, Path, dict]:
 def test_options_are_recorded_in_the_index(built):
     _, index, summary = built
     assert summary["embedded"] == summary["chunks"] == 3 and summary["truncated"] == 0
-    with IndexStore.open(index) as store:
+    with open_index(index) as store:
         settings = store.settings()
     assert settings["embedder_options"] == OPTIONS
     assert "pooling=cls" in settings["model_fingerprint"]
@@ -89,7 +89,7 @@ def test_query_uses_the_stored_options_and_the_query_prefix(built, model_dir):
     top = json.loads(proc.stdout.splitlines()[0])
     assert top["path"].endswith("bees.md")
 
-    with IndexStore.open(index) as store:
+    with open_index(index) as store:
         rowids, matrix = store.load_matrix()
         by_id = {chunk["id"]: vec for chunk, vec in
                  zip(store.chunks(rowids.tolist()), matrix)}
@@ -115,13 +115,13 @@ def test_changing_vector_options_is_refused_unless_rebuild(built, model_dir, tmp
     proc = run(*base, "--pooling", "mean", "--passage-prefix", "passage: ")
     assert proc.returncode == 2
     assert "--rebuild" in proc.stderr and "--pooling cls" in proc.stderr
-    with IndexStore.open(copy) as store:
+    with open_index(copy) as store:
         assert store.settings()["embedder_options"] == OPTIONS
     # --rebuild re-embeds with the new options and records them
     proc = run(*base, "--pooling", "mean", "--rebuild")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["embedded"] == 3
-    with IndexStore.open(copy) as store:
+    with open_index(copy) as store:
         settings = store.settings()
     assert settings["embedder_options"] == {"pooling": "mean"}
     assert "pooling=mean" in settings["model_fingerprint"]  # the effective pooling, always

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from ragsift.cli.embed import _Counts
-from ragsift.pipeline import EmbedProgress, build_index
+from ragsift.ingest import EmbedProgress, build_index
 
 
 class Recorder(EmbedProgress):
@@ -79,7 +79,7 @@ def test_the_first_rate_is_tokens_over_model_time():
 
 
 def test_a_producer_error_reaches_the_caller(corpus, tmp_path):
-    from ragsift.pipeline import _prefetched
+    from ragsift.ingest.prefetch import prefetched as _prefetched
 
     def items():
         yield 1

@@ -1,4 +1,4 @@
-"""``ragsift embed --engine ray`` (ragsift/distributed.py) against a local run: same index
+"""``ragsift embed --engine ray`` (ragsift/ingest/ray.py) against a local run: same index
 contents, vectors equal (cosine >= 0.9999), an incremental re-run does no model work, a killed
 worker is retried without duplicate or lost chunks, and a two-node cluster on loopback.
 
@@ -32,7 +32,7 @@ def test_help_and_a_sqlite_run_import_no_scale_module(tmp_path):
                          cwd=REPO, check=True).stdout
     assert out.strip() == "[]"
     (tmp_path / "a.txt").write_text("Plain text about honey bees.\n")
-    code = ("import sys; from ragsift.pipeline import build_index; "
+    code = ("import sys; from ragsift.ingest import build_index; "
             f"build_index([{str(tmp_path / 'a.txt')!r}], {str(tmp_path / 'i.db')!r}); "
             f"print([m for m in {HEAVY!r} if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -67,9 +67,9 @@ def local_ray():
 
 
 def contents(index: str) -> dict[tuple[str, int], tuple[dict, list[float]]]:
-    from ragsift.index.store import IndexStore
+    from ragsift.index import open_index
 
-    with IndexStore.open(index) as s:
+    with open_index(index) as s:
         assert s.verify() == []
         rowids, matrix = s.load_matrix()
         recs = s.chunk_records(rowids.tolist())
@@ -97,7 +97,7 @@ def assert_same(a: dict, b: dict) -> None:
 
 
 def test_same_index_as_a_local_run_and_incremental(local_ray, tmp_path):
-    from ragsift.pipeline import build_index
+    from ragsift.ingest import build_index
 
     docs = corpus(tmp_path / "docs")
     local = build_index([str(docs)], str(tmp_path / "local.db"))
@@ -139,7 +139,7 @@ def test_the_local_cluster_runs_its_workers_at_the_commands_priority():
     --engine ray` runs at the command's own niceness; an explicit RAY_worker_niceness wins."""
     code = textwrap.dedent("""
         import os
-        from ragsift.distributed import connect
+        from ragsift.ingest.ray import connect
         ray = connect(None)
         @ray.remote
         def nice():
@@ -164,8 +164,8 @@ TWO_NODES = textwrap.dedent("""
     import json, sys
     import ray
     from ray.cluster_utils import Cluster
-    from ragsift.pipeline import build_index
-    from ragsift import distributed
+    from ragsift.ingest import build_index
+    from ragsift.ingest import ray as distributed
 
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1,
                       "node_ip_address": "127.0.0.1", "include_dashboard": False})
@@ -230,9 +230,9 @@ def test_lance_index_is_written_by_the_workers_not_the_driver(local_ray, tmp_pat
     run. A SQLite index still gets its vectors streamed back. Contents equal a local run's."""
     import lance
 
-    from ragsift import distributed
+    from ragsift.ingest import ray as distributed
     from ragsift.index.lance import LanceIndex
-    from ragsift.pipeline import build_index
+    from ragsift.ingest import build_index
 
     docs = corpus(tmp_path / "docs", n=6)
     local = build_index([str(docs)], str(tmp_path / "local.db"))

@@ -99,9 +99,10 @@ def test_lexical_ceiling_bounds_every_bm25(index):
     [0, 1)), counts a word the index lacks, and is the same from the postings and from the
     FTS5 scan."""
     from ragsift.index import lexical
-    from ragsift.index.store import IndexStore, query_words
+    from ragsift.index.store import query_words
+    from ragsift.index import open_index
 
-    with IndexStore.open(index, "r") as store:
+    with open_index(index, "r") as store:
         for q in ("honey bees swarm", "sourdough starter feeding flour", "bees zzqxv"):
             hits = store.lexical_candidates(q, 100)
             ceiling = store.lexical_ceiling(q)
@@ -145,13 +146,13 @@ def test_threshold_saved_by_an_older_release_is_ignored_with_one_warning(index, 
     """A `tune --save` threshold from ragsift < 0.2 (a cosine, no "score" kind) is not applied
     to the relevance score: one warning line asks to re-tune and the measured default
     applies; a threshold saved for this score is applied as before."""
-    from ragsift.index.store import IndexStore
+    from ragsift.index import open_index
     from ragsift.retrieval.relevance import DEFAULT_THRESHOLDS, SCORE_KIND
 
     copy = tmp_path / "old.db"
     shutil.copy(index, copy)
     old = {"value": 0.99, "queries": 4, "k": 3, "mode": "hybrid", "objective": "f1"}
-    with IndexStore.open(str(copy), "w") as store:
+    with open_index(str(copy), "w") as store:
         store.set_settings(tuned_threshold=old)
     proc = run_cli("explain", "when do honey bees swarm", "-i", str(copy), "--json")
     assert proc.returncode == 0, proc.stderr
@@ -161,7 +162,7 @@ def test_threshold_saved_by_an_older_release_is_ignored_with_one_warning(index, 
     assert record["threshold"] == DEFAULT_THRESHOLDS["hybrid"]
     assert record["threshold_source"] == "model default"
 
-    with IndexStore.open(str(copy), "w") as store:
+    with open_index(str(copy), "w") as store:
         store.set_settings(tuned_threshold={**old, "value": 0.05, "score": SCORE_KIND})
     proc = run_cli("explain", "when do honey bees swarm", "-i", str(copy), "--json")
     assert proc.returncode == 0 and "re-run" not in proc.stderr, proc.stderr

@@ -29,7 +29,7 @@ import pytest
 from ragsift.errors import RagsiftError
 from ragsift.index import store as store_mod
 from ragsift.index.locking import WriterLock, holder_pid
-from ragsift.index.store import IndexStore
+from ragsift.index import open_index
 
 REPO = Path(__file__).resolve().parent.parent
 VENDORED = REPO / "ragsift" / "embedders" / "models" / "all-MiniLM-L6-v2"
@@ -136,7 +136,7 @@ def test_lock_file_that_is_not_ours_is_refused_untouched(tmp_path, kind):
 def test_stale_lock_file_of_a_killed_writer_is_reused(tmp_path):
     index = str(tmp_path / "idx.db")
     Path(f"{index}-lock").write_text("999999\n")  # what kill -9 leaves behind
-    with IndexStore.open(index, "w") as w:
+    with open_index(index, "w") as w:
         assert Path(f"{index}-lock").read_text() == f"{os.getpid()}\n"
         assert w.stats()["documents"] == 0
     assert not os.path.exists(f"{index}-lock")
@@ -204,7 +204,7 @@ def test_pooling_config_change_in_model_dir_is_refused_unless_rebuild(corpus, tm
     base = ("embed", str(docs), "--index", str(index), "--model", str(model), "--json")
     proc = run(*base)
     assert proc.returncode == 0, proc.stderr
-    with IndexStore.open(index) as r:
+    with open_index(index) as r:
         before = r.settings()["model_fingerprint"], r.stats()["chunks"]
     pooling = model / "1_Pooling" / "config.json"
     cfg = json.loads(pooling.read_text())
@@ -216,11 +216,11 @@ def test_pooling_config_change_in_model_dir_is_refused_unless_rebuild(corpus, tm
     proc = run(*base)
     assert proc.returncode == 2  # a model mismatch (README: exit codes)
     assert "--rebuild" in _one_line(proc.stderr) and "pooling=cls" in proc.stderr
-    with IndexStore.open(index) as r:  # nothing of the refused run reached the index
+    with open_index(index) as r:  # nothing of the refused run reached the index
         assert (r.settings()["model_fingerprint"], r.stats()["chunks"]) == before
     proc = run(*base, "--rebuild")
     assert proc.returncode == 0, proc.stderr
-    with IndexStore.open(index) as r:
+    with open_index(index) as r:
         assert "pooling=cls" in r.settings()["model_fingerprint"]
 
 
@@ -365,7 +365,7 @@ def test_reader_chooses_read_only_by_access_and_reads_immutable_without_shm(buil
         return real_connect(database, **kw)
 
     monkeypatch.setattr(store_mod.sqlite3, "connect", connect)
-    with IndexStore.open(index) as r:
+    with open_index(index) as r:
         assert r.stats()["documents"] == 2
     assert uris[-1].endswith("/x%23y%3F.db?mode=ro&immutable=1")
     assert _files(folder) == ["x#y?.db"]
@@ -437,7 +437,7 @@ def test_index_that_cannot_grow_is_one_line_exit_4_and_keeps_committed_batches(c
     assert proc.returncode == 4
     line = _one_line(proc.stderr.splitlines()[-1] + "\n")
     assert "cannot write index" in line and "kept" in line
-    with IndexStore.open(index, "w") as w:
+    with open_index(index, "w") as w:
         assert w.verify() == []
         assert w.stats()["documents"] >= 2
     proc = run("embed", str(docs), "--index", str(index), "--json")
@@ -557,7 +557,7 @@ def test_printable_is_one_for_one_and_keeps_newlines():
 
 def test_embed_wait_says_it_waits_and_for_which_pid(corpus, tmp_path):
     index = tmp_path / "idx.db"
-    holder = IndexStore.open(index, "w")
+    holder = open_index(index, "w")
     try:
         waiter = subprocess.Popen(
             [sys.executable, "-m", "ragsift", "embed", str(corpus), "--index", str(index),

@@ -44,9 +44,9 @@ def s3_env():
 READER = textwrap.dedent("""
     import sys
     import numpy as np
-    from ragsift.index.store import IndexStore
+    from ragsift.index import open_index
 
-    with IndexStore.open(sys.argv[1]) as r:
+    with open_index(sys.argv[1]) as r:
         n = r.count()
         print(json.dumps({"count": n, "paths": r.paths()}), flush=True)
         sys.stdin.readline()  # the writer has committed meanwhile

@@ -479,7 +479,7 @@ def test_pdf_without_pypdf_names_the_extra(tmp_path, monkeypatch):
 
 
 def test_pipeline_iter_documents_on_fixtures(monkeypatch):
-    from ragsift.pipeline import ChunkSummary, iter_documents
+    from ragsift.ingest import ChunkSummary, iter_documents
 
     monkeypatch.chdir(FIXTURES.parent)
     summary = ChunkSummary()

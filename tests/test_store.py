@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from ragsift.errors import RagsiftError
 from ragsift.index import migrations
 from ragsift.index.store import DocumentWrite, IndexStore
+from ragsift.index import open_index
 
 DIM = 8
 
@@ -61,11 +62,11 @@ def index(tmp_path):
 def test_roundtrip_settings_matrix_and_chunks(index):
     a = _doc("a.md", ["alpha one", "beta two", "gamma three"], seed=1)
     b = _doc("b.md", ["delta four"], seed=2)
-    with IndexStore.open(index, "w") as s:
+    with open_index(index, "w") as s:
         s.set_settings(model="m", model_fingerprint="fp", dimensions=DIM, chunker="recursive",
                        chunker_options={"size": 10})
         s.write_documents([a, b])
-    with IndexStore.open(index) as r:
+    with open_index(index) as r:
         st_ = r.settings()
         assert st_["model_fingerprint"] == "fp" and st_["dimensions"] == DIM
         assert st_["chunker_options"] == {"size": 10}
@@ -91,7 +92,7 @@ def test_roundtrip_settings_matrix_and_chunks(index):
 
 
 def test_replacing_a_document_keeps_vectors_chunks_and_fts_in_step(index):
-    with IndexStore.open(index, "w") as s:
+    with open_index(index, "w") as s:
         s.write_documents([_doc("a.md", ["apple pie", "banana split"], 1),
                            _doc("b.md", ["cherry tart"], 2)])
         old_ids, _ = s.load_matrix()
@@ -112,7 +113,7 @@ def test_replacing_a_document_keeps_vectors_chunks_and_fts_in_step(index):
 
 def test_blocks_are_compacted_and_load_stays_exact(index):
     docs = [_doc(f"d{i:03d}.txt", [f"text {i} a", f"text {i} b"], seed=i) for i in range(150)]
-    with IndexStore.open(index, "w") as s:
+    with open_index(index, "w") as s:
         for d in docs:  # one batch per document: many tiny blocks
             s.write_documents([d])
         s.write_documents([_doc("d005.txt", ["changed"], seed=999)])
@@ -131,7 +132,7 @@ def test_blocks_are_compacted_and_load_stays_exact(index):
 
 def test_vectors_for_hashes_reuses_stored_vectors(index):
     d = _doc("a.md", ["one", "two"], seed=4)
-    with IndexStore.open(index, "w") as s:
+    with open_index(index, "w") as s:
         s.write_documents([d])
         found = s.vectors_for_hashes([r["content_hash"] for r in d.records] + ["missing"])
     assert set(found) == {r["content_hash"] for r in d.records}
@@ -145,7 +146,7 @@ NASTY = ['"', "'", '"unterminated', "a AND OR NOT b", "NEAR(a b)", "col:term", "
 
 @pytest.mark.parametrize("query", NASTY)
 def test_lexical_search_never_raises_on_punctuation(index, query):
-    with IndexStore.open(index, "w") as s:
+    with open_index(index, "w") as s:
         s.write_documents([_doc("a.md", ["C++ is fun", "naive cafe AND near", "日本語 text"])])
         hits = s.lexical_search(query, 10)
         assert all(isinstance(r, int) and isinstance(x, float) for r, x in hits)
@@ -155,7 +156,7 @@ def test_lexical_search_never_raises_on_punctuation(index, query):
 @given(st.text(max_size=40))
 def test_lexical_search_any_text(tmp_path, text):
     index = tmp_path / "h.db"
-    with IndexStore.open(index, "w") as s:
+    with open_index(index, "w") as s:
         if not s.paths():
             s.write_documents([_doc("a.md", ["some words here", "other words"])])
         s.lexical_search(text, 5)
@@ -163,7 +164,7 @@ def test_lexical_search_any_text(tmp_path, text):
 
 def test_lexical_search_drops_function_words_unless_nothing_else(index):
     # "of"/"the" would match every row below; dropped, only the content word decides
-    with IndexStore.open(index, "w") as s:
+    with open_index(index, "w") as s:
         s.write_documents([_doc("a.md", ["the history of the bees", "the end of the road",
                                           "rules of the game"])])
         ids, _ = s.load_matrix()
@@ -173,7 +174,7 @@ def test_lexical_search_drops_function_words_unless_nothing_else(index):
 
 
 def test_lexical_search_ranks_filters_and_stems(index):
-    with IndexStore.open(index, "w") as s:
+    with open_index(index, "w") as s:
         s.write_documents([_doc("a.md", ["the cat sat", "cats and dogs running", "nothing"])])
         ids, _ = s.load_matrix()
         hits = s.lexical_search("dogs run", 10)
@@ -189,7 +190,7 @@ def test_context_is_searchable(index):
     d = _doc("a.md", ["plain body"])
     for r in d.records:
         r["context"] = "Installation guide\n"
-    with IndexStore.open(index, "w") as s:
+    with open_index(index, "w") as s:
         s.write_documents([d])
         assert len(s.lexical_search("installation", 5)) == 1
 
@@ -201,7 +202,7 @@ def test_foreign_files_are_refused_and_untouched(tmp_path, content):
     digest = _file_digest(f)
     for mode in ("r", "w"):
         with pytest.raises(RagsiftError, match="not a ragsift index|corrupt"):
-            IndexStore.open(f, mode)
+            open_index(f, mode)
     assert _file_digest(f) == digest
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.db"]
 
@@ -215,19 +216,19 @@ def test_other_sqlite_database_is_refused_and_untouched(tmp_path):
     con.close()
     digest = _file_digest(f)
     with pytest.raises(RagsiftError, match="SQLite database but not a ragsift index"):
-        IndexStore.open(f, "w")
+        open_index(f, "w")
     assert _file_digest(f) == digest
     assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db"]
 
 
 def test_truncated_index_is_refused(tmp_path, index):
-    with IndexStore.open(index, "w") as s:
+    with open_index(index, "w") as s:
         s.write_documents([_doc(f"d{i}.md", ["x " * 2000] * 3, seed=i) for i in range(20)])
     data = index.read_bytes()
     bad = tmp_path / "bad.db"
     bad.write_bytes(data[: len(data) // 3])
     digest = _file_digest(bad)
-    with pytest.raises(RagsiftError), IndexStore.open(bad) as r:
+    with pytest.raises(RagsiftError), open_index(bad) as r:
         r.load_matrix()
         r.chunks(list(range(1, 100)))
     assert _file_digest(bad) == digest
@@ -235,30 +236,30 @@ def test_truncated_index_is_refused(tmp_path, index):
 
 def test_missing_empty_directory_and_newer_schema(tmp_path, index):
     with pytest.raises(RagsiftError, match="no index at"):
-        IndexStore.open(tmp_path / "none.db")
+        open_index(tmp_path / "none.db")
     with pytest.raises(RagsiftError, match="directory"):
-        IndexStore.open(tmp_path, "w")
-    with IndexStore.open(index, "w"):
+        open_index(tmp_path, "w")
+    with open_index(index, "w"):
         pass
     con = sqlite3.connect(index)
     con.execute("PRAGMA user_version = 99")
     con.commit()
     con.close()
     with pytest.raises(RagsiftError, match="newer"):
-        IndexStore.open(index)
+        open_index(index)
     with pytest.raises(RagsiftError, match="newer"):
-        IndexStore.open(index, "w")
+        open_index(index, "w")
 
 
 def test_second_writer_is_refused_with_the_pid_or_waits(index):
-    first = IndexStore.open(index, "w")
+    first = open_index(index, "w")
     try:
         with pytest.raises(RagsiftError, match=f"being written by PID {os.getpid()}"):
-            IndexStore.open(index, "w")
+            open_index(index, "w")
         got: list = []
 
         def waiter():
-            with IndexStore.open(index, "w", wait=True) as s:
+            with open_index(index, "w", wait=True) as s:
                 got.append(s.stats()["documents"])
 
         t = threading.Thread(target=waiter)
@@ -274,13 +275,13 @@ def test_second_writer_is_refused_with_the_pid_or_waits(index):
 
 
 def test_reader_keeps_a_snapshot_during_a_write(index):
-    with IndexStore.open(index, "w") as w:
+    with open_index(index, "w") as w:
         w.write_documents([_doc("a.md", ["first"])])
-        reader = IndexStore.open(index)
+        reader = open_index(index)
         with w.transaction():
             w.write_documents([_doc("b.md", ["second"])])
             # uncommitted: a new reader does not see it, and is not blocked
-            with IndexStore.open(index) as r2:
+            with open_index(index) as r2:
                 assert r2.paths() == ["a.md"]
         assert reader.paths() == ["a.md"]  # snapshot taken at open
         ids, _m = reader.load_matrix()
@@ -291,18 +292,18 @@ def test_reader_keeps_a_snapshot_during_a_write(index):
 
 
 def test_reader_cannot_write_and_rollback_leaves_nothing(index):
-    with IndexStore.open(index, "w") as w:
+    with open_index(index, "w") as w:
         w.write_documents([_doc("a.md", ["first"])])
         with pytest.raises(ValueError), w.transaction():
             w.write_documents([_doc("b.md", ["second"])])
             raise ValueError("boom")
         assert w.paths() == ["a.md"] and w.verify() == []
-    with IndexStore.open(index) as r, pytest.raises(RagsiftError, match="read-only"):
+    with open_index(index) as r, pytest.raises(RagsiftError, match="read-only"):
         r.write_documents([_doc("c.md", ["x"])])
 
 
 def test_dimension_mismatch_and_clear(index):
-    with IndexStore.open(index, "w") as s:
+    with open_index(index, "w") as s:
         s.write_documents([_doc("a.md", ["x"])])
         bad = _doc("b.md", ["y"])
         bad.vectors = np.zeros((1, DIM + 1), np.float32)
@@ -317,7 +318,7 @@ def test_dimension_mismatch_and_clear(index):
 
 
 def test_empty_document_is_recorded(index):
-    with IndexStore.open(index, "w") as s:
+    with open_index(index, "w") as s:
         s.write_documents([DocumentWrite(key="/e", path="e.txt", sha256="0", records=[],
                                          vectors=np.zeros((0, DIM), np.float32))])
         assert s.paths() == ["e.txt"] and s.stats()["chunks"] == 0

@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 
 from ragsift.embedders import load_embedder, model_counter
 from ragsift.embedders.onnx import ModelTokenCounter, TokenMemo
-from ragsift.index.store import IndexStore
-from ragsift.pipeline import _Run, build_index, default_embed_chunker
+from ragsift.index import open_index
+from ragsift.ingest import build_index, default_embed_chunker
+from ragsift.ingest.model import ModelSlot
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +95,7 @@ def test_memo_is_bounded_oldest_first():
 
 
 def _vectors(path) -> dict[str, bytes]:
-    with IndexStore.open(str(path), "r") as st:
+    with open_index(str(path), "r") as st:
         rowids, mat = st.load_matrix()
         recs = st.chunks([int(r) for r in rowids])
     return {r["context"] + r["text"]: mat[i].tobytes() for i, r in enumerate(recs)}
@@ -116,7 +117,7 @@ def test_embed_takes_every_chunk_from_the_chunker_and_stores_the_same_vectors(
     assert summary.embedded > 10 and sum(taken) == summary.embedded
     # the run stops the hand-over when it ends
     assert chunker.counter.memo is None
-    monkeypatch.setattr(_Run, "share_token_ids", lambda self, chunker: None)
+    monkeypatch.setattr(ModelSlot, "share_token_ids", lambda self, chunker: None)
     taken.clear()
     build_index([str(corpus)], tmp_path / "plain.db", default_embed_chunker())
     assert sum(taken) == 0

@@ -83,7 +83,7 @@ def main() -> int:
         compileall.compile_dir(str(src), quiet=1)
     with tempfile.TemporaryDirectory(prefix="ragsift-overhead-") as d:
         work = Path(d)
-        code = ("import json, sys\nfrom ragsift.pipeline import default_embed_chunker, iter_chunks\n"
+        code = ("import json, sys\nfrom ragsift.ingest import default_embed_chunker, iter_chunks\n"
                 "with open(sys.argv[2], 'w') as f:\n"
                 "    for r in iter_chunks([sys.argv[1]], default_embed_chunker()):\n"
                 "        f.write(json.dumps({'text': r['context'] + r['text']}) + '\\n')\n")

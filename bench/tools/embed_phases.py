@@ -16,7 +16,7 @@ from bench.tools._timed import T0, timed
 
 import ragsift.embedders.onnx as O
 import ragsift.index.store as S
-import ragsift.pipeline as P
+import ragsift.ingest.model as M
 
 acc: dict[str, float] = {}
 
@@ -28,7 +28,7 @@ def add(start, end, name, thread):
 
 for obj, name in ((O.OnnxEmbedder, "_run_batch"), (O.OnnxEmbedder, "_token_ids"),
                   (S.IndexStore, "write_documents"), (S.IndexStore, "compact"),
-                  (S.IndexStore, "vectors_for_hashes"), (P._Run, "embedder"),
+                  (S.IndexStore, "vectors_for_hashes"), (M.ModelSlot, "embedder"),
                   (queue.Queue, "get")):
     timed(obj, name, add)
 corpus = sys.argv[2] if len(sys.argv) > 2 else "../shared/eval/chroma-dev/corpora"

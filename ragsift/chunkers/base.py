@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 # The token budget of a chunker built directly (Python API, `chunk --tokenizer cl100k`): 512
 # cl100k tokens, the size the chunker benchmarks (bench/RESULTS.md, "Chunker speed") and
 # Chroma's published rows compare at. `embed` (and `chunk` by default) instead size chunks to
-# the model's max length: `pipeline.embed_size`, measured in README "Defaults".
+# the model's max length: `ingest.embed_size`, measured in README "Defaults".
 DEFAULT_SIZE = 512
 
 if TYPE_CHECKING:

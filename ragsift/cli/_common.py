@@ -71,7 +71,7 @@ def warn(message: str) -> None:
 
 
 def waiting_notice(index: str) -> Callable[[int | None], None]:
-    """For ``IndexStore.open(..., wait=...)``: say once, on stderr, whom ``--wait`` waits for."""
+    """For ``open_index(..., wait=...)``: say once, on stderr, whom ``--wait`` waits for."""
 
     def notice(pid: int | None) -> None:
         who = f"PID {pid}" if pid else "another process"

@@ -139,7 +139,7 @@ def chunk_command(
     Every chunk satisfies document.text[start:end] == text; what is added for embedding
     (heading trail, prefix) is in `context`, and `tokens` counts context + text.
     """
-    from ragsift.pipeline import ChunkSummary, default_embed_chunker, iter_chunks
+    from ragsift.ingest import ChunkSummary, default_embed_chunker, iter_chunks
 
     cap = max_file_size_bytes(max_file_size)
     counter = "chars" if unit is Unit.chars else tokenizer.value

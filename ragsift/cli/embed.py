@@ -92,7 +92,7 @@ def embed_command(
     Each batch of files is committed on its own, so an interrupted run (even kill -9)
     keeps everything committed and the next run finishes the rest.
     """
-    from ragsift.pipeline import build_index, default_embed_chunker
+    from ragsift.ingest import build_index, default_embed_chunker
 
     cap = max_file_size_bytes(max_file_size)
 
@@ -163,7 +163,7 @@ def _summary_line(s) -> str:
 
 
 def _make_progress(quiet: bool):
-    from ragsift.pipeline import EmbedProgress
+    from ragsift.ingest import EmbedProgress
 
     if quiet:
         return EmbedProgress()

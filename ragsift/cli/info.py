@@ -29,9 +29,9 @@ def info_command(
     check: Annotated[bool, typer.Option("--check", help="Verify that vectors, chunks and documents agree (exit 2 if not).")] = False,
 ) -> None:
     """Show what an index holds. Reading never blocks a running `ragsift embed`."""
-    from ragsift.index.store import IndexStore
+    from ragsift.index import open_index
 
-    with IndexStore.open(index, "r") as store:
+    with open_index(index, "r") as store:
         info = {**store.stats(), **_settings_view(store.settings())}
         problems = store.verify() if check else None
     if problems is not None:

@@ -79,10 +79,10 @@ def make_strategy(searcher: Searcher, k: int, threshold: str | None, reject_wind
 def open_searcher(index: str, model: str | None, mode: str = DEFAULT_MODE,
                   prefetch: list[str] | None = None) -> Iterator[Searcher]:
     """Open ``index`` read-only and load its matrix (the embedder loads on first use)."""
-    from ragsift.index.store import IndexStore
+    from ragsift.index import open_index
     from ragsift.retrieval.search import Searcher
 
-    with IndexStore.open(index, "r") as store:
+    with open_index(index, "r") as store:
         yield Searcher(store, model_dir=model, preload_embedder=True, mode=mode,
                        prefetch=prefetch)
 

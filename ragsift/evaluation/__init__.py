@@ -1,7 +1,7 @@
 """Evaluation: build an index per configuration through the pipeline and score retrieval on a
 labelled set (span references or BEIR), with an embedding cache shared across configurations.
 
-Orchestration, like ``pipeline.py``: it sits above the four layers and never prints.
+Orchestration, like ``ingest/``: it sits above the four layers and never prints.
 """
 
 from ragsift.evaluation.cache import CachingEmbedder, EmbeddingCache, default_cache_path

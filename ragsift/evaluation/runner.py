@@ -199,7 +199,7 @@ def _materialize(dataset: SpanDataset | BeirDataset, tmpdir: Path) -> tuple[list
 
 def _make_chunker(cfg: EvalConfig) -> Any:
     """The configuration's chunker; ``tokenizer = "model"`` sizes chunks in the embedder's own
-    tokens and, without a ``size``, at ``pipeline.embed_size`` (what ``ragsift embed`` does:
+    tokens and, without a ``size``, at ``ingest.embed_size`` (what ``ragsift embed`` does:
     the max length less the passage prefix)."""
     from ragsift.chunkers import OPTIONS, make_chunker
     from ragsift.evaluation.reference import REFERENCE_CHUNKERS
@@ -208,14 +208,14 @@ def _make_chunker(cfg: EvalConfig) -> Any:
     tokenizer: Any = cfg.tokenizer
     if cfg.tokenizer == "model":
         from ragsift.embedders import model_counter
-        from ragsift.pipeline import embed_size
+        from ragsift.ingest import embed_size
 
         tokenizer = model_counter(cfg.model)
         if cfg.embedder_options.get("max_length"):
             tokenizer.max_length = min(tokenizer.max_length, cfg.embedder_options["max_length"])
         sized = cfg.chunker in REFERENCE_CHUNKERS or "size" in OPTIONS.get(cfg.chunker, ())
         if sized and "max_chars" not in options:
-            # the size `ragsift embed` uses (one definition: pipeline.embed_size)
+            # the size `ragsift embed` uses (one definition: ingest.embed_size)
             options.setdefault("size", embed_size(tokenizer,
                                                   cfg.embedder_options.get("passage_prefix")))
     try:
@@ -229,12 +229,12 @@ def _make_chunker(cfg: EvalConfig) -> Any:
 def _build(
     paths: list[str], index_path: Path, cfg: EvalConfig, embedder: CachingEmbedder
 ) -> _Index:
-    from ragsift.index.store import IndexStore
-    from ragsift.pipeline import build_index
+    from ragsift.index import open_index
+    from ragsift.ingest import build_index
 
     t0 = time.perf_counter()
     build_index(paths, index_path, _make_chunker(cfg), embedder)
-    store = IndexStore.open(index_path, "r")
+    store = open_index(index_path, "r")
     rowids, _ = store.load_matrix()
     if rowids.shape[0] == 0:
         store.close()

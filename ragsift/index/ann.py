@@ -38,6 +38,11 @@ REFINE_DEPTH = 100  # ranks that get REFINE proposals each; deeper ranks share t
 REBUILD_FRACTION = 0.5
 
 
+def sql_str(values) -> str:
+    """``values`` as a Lance SQL filter's quoted string list: ``'a', 'b''s'``."""
+    return ", ".join("'" + str(v).replace("'", "''") + "'" for v in values)
+
+
 def _has_vector_index(index: Any) -> bool:
     return index._ds is not None and index._has_index("vector")
 
@@ -95,8 +100,6 @@ def candidates(index: Any, qvecs: Any, n: int, paths: Collection[str] | None
     import numpy as np
     import pyarrow.compute as pc
 
-    from ragsift.index.lance import _sql_str
-
     qvecs = np.atleast_2d(np.asarray(qvecs, dtype=np.float32))
     # Without a path filter no prefilter: document rows carry no vector, so the index never
     # proposes them (they are dropped below if a flat search of unindexed rows does); a
@@ -106,7 +109,7 @@ def candidates(index: Any, qvecs: Any, n: int, paths: Collection[str] | None
         keys = index._keys_of_paths(paths)
         if not keys:
             return [[] for _ in range(qvecs.shape[0])]
-        where = f"kind = 'chunk' AND doc_key IN ({_sql_str(keys)})"
+        where = f"kind = 'chunk' AND doc_key IN ({sql_str(keys)})"
     if n <= 0:
         return [[] for _ in range(qvecs.shape[0])]
     fetch = max(min(n, REFINE_DEPTH) * REFINE, n, MIN_FETCH)

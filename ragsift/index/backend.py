@@ -1,10 +1,19 @@
-"""The index-backend contract: what the ranking engine (``ragsift.retrieval.engine``), the
-pipeline and the CLI need from an index on disk, and nothing more.
+"""The index-backend contract: what readers (the ranking engine ``ragsift.retrieval.engine``,
+``ls``, ``info``, the API) and writers (``embed``, ``rm``, ``tune --save``) need from an index on
+disk, and nothing more.
 
-``IndexStore`` (``ragsift/index/store.py``, one SQLite file) is the first implementation; a
-second backend implements this ``Protocol`` and passes ``tests/test_backend_contract.py``
-unchanged. The written contract, with the guarantees each method owes, is docs/CONTRACTS.md
-("index backend").
+- ``IndexReader``: an open snapshot, searched and listed.
+- ``IndexWriter``: a reader holding the writer lock, plus what ingestion and removal write.
+- ``FragmentCommits``: an optional writer capability, for ``embed --engine ray`` workers that
+  write chunk rows themselves and a driver that commits them in one transaction. Checked by
+  type (``isinstance(store, FragmentCommits)``), never by probing attributes.
+
+Opening is ``ragsift.index.open_index(path, mode)``, which picks the backend. ``IndexStore``
+(``store.py``, one SQLite file) and ``LanceIndex`` (``lance.py``) implement it and pass
+``tests/test_backend_contract.py`` (reads and writes, unchanged for both). Each backend turns
+its own storage errors into ``RagsiftError`` (a damaged index: exit 2 with ``--rebuild`` as the
+way out; a full disk: exit 4). The written contract, with the guarantees each method owes, is
+docs/CONTRACTS.md ("index backend").
 
 Design rules:
 - **Dense candidates are the backend's job.** The caller hands over query vectors and gets the
@@ -23,6 +32,7 @@ Design rules:
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -101,7 +111,7 @@ class DocumentInfo:
 class DocumentWrite:
     """One document to (re)write: its rows replace whatever the index held under ``key``.
 
-    ``records`` are ``pipeline.chunk_record`` dicts plus ``content_hash`` and ``truncated``;
+    ``records`` are ``ingest.records.chunk_record`` dicts plus ``content_hash`` and ``truncated``;
     ``vectors`` is (len(records), dim) float32, row i belonging to record i.
     """
 
@@ -118,13 +128,29 @@ class DocumentWrite:
     extra: dict = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class DocState:
+    """What the index remembers of a document, for change detection (``documents_state``)."""
+
+    id: int
+    key: str
+    path: str
+    source: str
+    size: int | None
+    mtime: float | None
+    sha256: str
+    chunker: str
+    n_chunks: int
+
+
 @runtime_checkable
-class IndexBackend(Protocol):
+class IndexReader(Protocol):
     """An open index (see module docstring and docs/CONTRACTS.md).
 
-    Opening is the implementation's classmethod ``open(path, mode="r"|"w", wait=False)``:
-    ``"w"`` takes the writer lock (a second writer is refused with ``RagsiftError`` naming
-    the holder, or waits with ``wait=True``); readers never block and see one snapshot.
+    Opened by ``ragsift.index.open_index(path, mode="r"|"w", wait=False)``: ``"w"`` takes the
+    writer lock (a second writer is refused with ``RagsiftError`` naming the holder, or waits
+    with ``wait=True``) and returns an ``IndexWriter``; readers never block and see one
+    snapshot.
     """
 
     path: str
@@ -132,7 +158,7 @@ class IndexBackend(Protocol):
 
     # -- lifecycle -----------------------------------------------------------------------
     def close(self) -> None: ...
-    def __enter__(self) -> IndexBackend: ...
+    def __enter__(self) -> IndexReader: ...  # noqa: PYI034
     def __exit__(self, *exc: object) -> None: ...
 
     # -- settings ------------------------------------------------------------------------
@@ -140,21 +166,7 @@ class IndexBackend(Protocol):
         """Every key of ``SETTING_KEYS`` (None where unset) plus any other stored setting."""
         ...
 
-    def set_settings(self, **values: Any) -> None:
-        """Store settings (JSON values) atomically; writer only."""
-        ...
-
     # -- documents -----------------------------------------------------------------------
-    def write_documents(self, docs: Sequence[DocumentWrite]) -> None:
-        """Replace each document (by key) with its chunks and vectors, all in one atomic
-        step: after a crash either every document of the call is written or none is."""
-        ...
-
-    def remove_documents(self, keys: Iterable[str]) -> int:
-        """Delete documents by key with their chunks, lexical entries and vectors, in one
-        atomic step; returns how many existed."""
-        ...
-
     def documents(self) -> list[DocumentInfo]:
         """Every document, by path."""
         ...
@@ -213,4 +225,96 @@ class IndexBackend(Protocol):
 
     def chunk_records(self, rowids: Sequence[int]) -> list[ChunkRecord]:
         """Records for ``rowids``, in the order asked; ids not in the index are left out."""
+        ...
+
+    def chunks(self, rowids: Sequence[int]) -> list[dict]:
+        """``chunk_records`` as ``ChunkRecord.as_dict`` dicts."""
+        ...
+
+    def document_chunks(self, path: str) -> list[dict]:
+        """Every chunk of the document at display path ``path``, in index order."""
+        ...
+
+    def stats(self) -> dict:
+        """Counts and sizes for ``info`` (documents, chunks, bytes, model, ...)."""
+        ...
+
+    def verify(self) -> list[str]:
+        """``info --check``: every problem found reading the whole index (empty: sound)."""
+        ...
+
+    def dimensions(self) -> int | None:
+        """The stored vectors' width (None: no vector yet)."""
+        ...
+
+
+@runtime_checkable
+class IndexWriter(IndexReader, Protocol):
+    """An index open for writing (``open_index(path, "w")``): the reader's methods plus what
+    ``embed``, ``rm`` and ``tune --save`` write. Every method that writes is atomic: a
+    process killed at any point leaves the index as after the last completed call (for a
+    ``transaction``: as before it or after it, never between)."""
+
+    def set_settings(self, **values: Any) -> None:
+        """Store settings (JSON values) atomically."""
+        ...
+
+    def documents_state(self) -> dict[str, DocState]:
+        """Every document by key: what change detection compares a file with."""
+        ...
+
+    def write_documents(self, docs: Sequence[DocumentWrite]) -> None:
+        """Replace each document (by key) with its chunks and vectors, all in one atomic
+        step: after a crash either every document of the call is written or none is."""
+        ...
+
+    def touch_document(self, key: str, *, path: str | None = None, size: int | None = None,
+                       mtime: float | None = None) -> None:
+        """Record a document as unchanged: its display path, size and mtime (None: kept)."""
+        ...
+
+    def remove_documents(self, keys: Iterable[str]) -> int:
+        """Delete documents by key with their chunks, lexical entries and vectors, in one
+        atomic step; returns how many existed."""
+        ...
+
+    def vectors_for_hashes(self, hashes: Iterable[str]) -> dict[str, tuple[np.ndarray, int]]:
+        """The stored vector and truncation count of each content hash the index holds (vector
+        reuse: a chunk text embedded once is never embedded again)."""
+        ...
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """Group writes into one atomic commit (``with store.transaction(): ...``)."""
+        ...
+
+    def compact(self) -> int:
+        """Tidy storage after a run (merge small blocks/fragments); returns what was merged.
+        Never changes what a reader sees."""
+        ...
+
+    def clear(self) -> None:
+        """Remove every document and vector (``--rebuild``); settings other than the model's
+        and chunker's stay."""
+        ...
+
+
+
+@runtime_checkable
+class FragmentCommits(Protocol):
+    """Optional writer capability (Lance): workers write chunk rows as uncommitted fragments
+    at ``writer_target()``, rowids come from ``alloc_rowids``, and ``commit_fragments``
+    commits the documents, the fragments and the driver's own rows as ONE transaction."""
+
+    def writer_target(self) -> tuple[str, dict, bool]:
+        """(dataset URI, storage options, whether the dataset must be created)."""
+        ...
+
+    def alloc_rowids(self, n: int) -> int:
+        """Reserve ``n`` consecutive rowids; returns the first."""
+        ...
+
+    def commit_fragments(self, docs: Sequence[DocumentWrite], fragments: Sequence[str],
+                         rows: list[dict], vectors: list, dim: int) -> None:
+        """Commit ``docs`` (replacing those keys), the workers' ``fragments`` and ``rows`` with
+        ``vectors`` written here, as one transaction."""
         ...

@@ -27,8 +27,8 @@ Limits: the matrix lives in memory (1M x 384 float32 = 1.5 GB).
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable, Collection, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ragsift.errors import RagsiftError
 
@@ -191,3 +191,15 @@ class DenseMatrix:
         found = ids[at] == wanted
         pos = at if order is None else order[at]
         return np.where(found, pos, -1).astype(np.int64)
+
+
+def as_f32(vectors: Any, n: int) -> np.ndarray:
+    """``vectors`` as an (n, dim) float32 array; a ``ValueError`` for any other shape."""
+    import numpy as np
+
+    arr = np.asarray(vectors, dtype=np.float32)
+    if n == 0:
+        return arr.reshape(0, arr.shape[1] if arr.ndim == 2 else 0)
+    if arr.ndim != 2 or arr.shape[0] != n:
+        raise ValueError(f"expected ({n}, dim) vectors, got shape {arr.shape}")
+    return arr

@@ -50,14 +50,24 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ragsift.errors import RagsiftError
-from ragsift.index.backend import SETTING_KEYS, ChunkRecord, DocumentInfo, DocumentWrite
+from ragsift.index.ann import sql_str as _sql_str
+from ragsift.index.backend import (
+    SETTING_KEYS,
+    ChunkRecord,
+    DocState,
+    DocumentInfo,
+    DocumentWrite,
+    FragmentCommits,
+)
+from ragsift.index.dense import as_f32 as _as_f32
+from ragsift.index.locations import is_lance_location, is_remote  # noqa: F401 (re-export)
+from ragsift.index.terms import query_words
 
 if TYPE_CHECKING:
     import numpy as np
 
 SCHEMA_VERSION = 1
 FORMAT = "ragsift-lance"
-REMOTE_SCHEMES = ("s3://", "s3a://", "gs://", "az://", "abfs://", "memory://")
 KEEP_VERSIONS = datetime.timedelta(hours=1)
 # From this many chunks ``compact`` adds B-tree indexes on ``rowid`` (chunk records by id) and
 # ``content_hash`` (vector reuse), so neither lookup scans the table.
@@ -67,18 +77,8 @@ LEXICAL_SLACK = 32
 LANCE_K1 = 1.2  # Lance's BM25 constant (its inverted index's default)
 
 
-def is_lance_location(path: str | os.PathLike) -> bool:
-    """True for a path ending in ``.lance`` or an object-store URI: the Lance backend."""
-    p = os.fspath(path)
-    return p.startswith(REMOTE_SCHEMES) or p.rstrip("/").endswith(".lance")
-
-
-def _is_remote(path: str) -> bool:
-    return path.startswith(REMOTE_SCHEMES)
-
-
 def _join(root: str, name: str) -> str:
-    return root.rstrip("/") + "/" + name if _is_remote(root) else os.path.join(root, name)
+    return root.rstrip("/") + "/" + name if is_remote(root) else os.path.join(root, name)
 
 
 def storage_options() -> dict[str, str]:
@@ -194,18 +194,14 @@ def write_fragments(uri: str, table: Any, storage_options: dict | None,
                   storage_options=storage_options or None)]
 
 
-def _sql_str(values: Iterable[str]) -> str:
-    return ", ".join("'" + str(v).replace("'", "''") + "'" for v in values)
-
-
-class LanceIndex:
+class LanceIndex(FragmentCommits):
     """An open Lance index. Use ``LanceIndex.open(location, mode)`` as a context manager."""
 
     def __init__(self, path: str, mode: str, lock: Any) -> None:
         self.path = path
         self.mode = mode
         self._lock = lock
-        self._opts = storage_options() if _is_remote(path) else {}
+        self._opts = storage_options() if is_remote(path) else {}
         self._chunks_uri = _join(path, "chunks.lance")
         self._settings_uri = _join(path, "settings.lance")
         self._ds: Any = None  # chunks dataset (None: nothing written yet)
@@ -225,11 +221,11 @@ class LanceIndex:
         path = os.fspath(path)
         if mode not in ("r", "w"):
             raise ValueError(f"mode must be 'r' or 'w', not {mode!r}")
-        if not _is_remote(path):
+        if not is_remote(path):
             path = path.rstrip("/") or path
         _lance()
         lock = None
-        if mode == "w" and not _is_remote(path):
+        if mode == "w" and not is_remote(path):
             from ragsift.index.locking import WriterLock
 
             lock = WriterLock(path)
@@ -255,7 +251,7 @@ class LanceIndex:
             raise RagsiftError(f"cannot read index {self.path}: {msg.splitlines()[0]}") from None
 
     def _open_datasets(self) -> None:
-        local = not _is_remote(self.path)
+        local = not is_remote(self.path)
         if local and os.path.exists(self.path) and not os.path.isdir(self.path):
             raise RagsiftError(f"{self.path} is a file, not a Lance index folder; refusing to "
                                "touch it")
@@ -387,8 +383,6 @@ class LanceIndex:
         return sorted(r["path"] for r in self._doc_rows().values())
 
     def documents_state(self) -> dict:
-        from ragsift.index.store import DocState
-
         return {k: DocState(id=0, key=k, path=r["path"], source=r["source"] or "",
                             size=r["size"], mtime=r["mtime"], sha256=r["sha256"],
                             chunker=r["chunker"] or "", n_chunks=r["n_chunks"])
@@ -465,8 +459,6 @@ class LanceIndex:
 
     def lexical_candidates(self, text: str, n: int, paths: Collection[str] | None = None
                            ) -> list[tuple[int, float]]:
-        from ragsift.index.store import query_words
-
         if self._ds is None or n <= 0:
             return []
         terms = query_words(text)
@@ -495,8 +487,6 @@ class LanceIndex:
         The relevance coefficients were fitted on the SQLite backend's BM25 (k1 0.9, b 0.4),
         so on Lance the share is the same kind of number, not the same calibration."""
         import math
-
-        from ragsift.index.store import query_words
 
         terms = query_words(text)
         if self._ds is None or not terms:
@@ -886,11 +876,11 @@ class LanceIndex:
             "size_bytes": self._size(),
             "schema_version": SCHEMA_VERSION,
             "version": self._ds.version if self._ds is not None else 0,
-            "writer_pid": None if _is_remote(self.path) else holder_pid(self.path),
+            "writer_pid": None if is_remote(self.path) else holder_pid(self.path),
         }
 
     def _size(self) -> int:
-        if not _is_remote(self.path):
+        if not is_remote(self.path):
             total = 0
             for root, _dirs, files in os.walk(self.path):
                 for f in files:
@@ -947,12 +937,6 @@ def inspect_location(path: str) -> str:
         if str(exc).startswith("no index at"):
             return "missing"
         raise
-
-
-def _as_f32(vectors: Any, n: int) -> np.ndarray:
-    from ragsift.index.store import _as_f32 as as_f32
-
-    return as_f32(vectors, n)
 
 
 def _damage_as_error(method):

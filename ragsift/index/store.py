@@ -26,19 +26,18 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import sqlite3
 import stat
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ragsift.errors import RagsiftError
 from ragsift.index import lexical, migrations
-from ragsift.index.backend import SETTING_KEYS, ChunkRecord, DocumentInfo, DocumentWrite
-from ragsift.index.lance import is_lance_location
+from ragsift.index.backend import SETTING_KEYS, ChunkRecord, DocState, DocumentInfo, DocumentWrite
+from ragsift.index.dense import as_f32
 from ragsift.index.locking import WriterLock, file_kind, holder_pid
+from ragsift.index.terms import query_words
 
 if TYPE_CHECKING:
     import numpy as np
@@ -46,54 +45,12 @@ if TYPE_CHECKING:
 SQLITE_MAGIC = b"SQLite format 3\x00"
 BLOCK_ROWS = 1024  # vectors per block written or compacted
 SMALL_BLOCK = 256  # blocks with fewer live vectors are merged by ``compact``
-MAX_QUERY_TERMS = 64
 MMAP_SIZE = 1 << 30  # readers map up to 1 GiB of the index file
 
 _CHUNK_COLUMNS = (
     "c.id, d.path, c.idx, c.text, c.start, c.\"end\", c.context, c.tokens, c.chars, "
     "c.line_start, c.line_end, c.headings, c.page, c.level, c.content_hash, c.truncated"
 )
-_TERM = re.compile(r"[^\W_]+", re.UNICODE)
-# English function words are dropped from lexical queries (unless nothing else is left): they
-# match most rows, so FTS5 scores nearly the whole index for them while BM25 gives them almost
-# no weight. Measured on 100k SciFact chunks: OR queries 3x faster (~100 ms -> ~35 ms), with
-# retrieval quality unchanged (bench/RESULTS.md, "Lexical query terms").
-_STOPWORDS = frozenset({
-    "a", "about", "after", "all", "also", "an", "and", "any", "are", "as", "at", "be", "been",
-    "before", "being", "between", "both", "but", "by", "can", "could", "did", "do", "does",
-    "during", "each", "for", "from", "had", "has", "have", "he", "her", "his", "how", "i", "if",
-    "in", "into", "is", "it", "its", "may", "me", "might", "more", "most", "my", "no", "not",
-    "of", "on", "only", "or", "other", "our", "she", "should", "so", "some", "such", "than",
-    "that", "the", "their", "them", "then", "there", "these", "they", "this", "those", "to",
-    "under", "was", "we", "were", "what", "when", "where", "which", "who", "why", "will", "with",
-    "would", "you", "your",
-})
-
-
-def query_words(query: str) -> list[str]:
-    """The words a lexical query asks for, on every backend: letter/digit runs, lower-cased,
-    each once, English function words dropped unless nothing else is left, at most
-    ``MAX_QUERY_TERMS``."""
-    terms = list(dict.fromkeys(t.lower() for t in _TERM.findall(query or "")))
-    terms = [t for t in terms if t not in _STOPWORDS] or terms
-    return terms[:MAX_QUERY_TERMS]
-
-
-@dataclass(frozen=True)
-class DocState:
-    """What the index remembers of a document, for change detection."""
-
-    id: int
-    key: str
-    path: str
-    source: str
-    size: int | None
-    mtime: float | None
-    sha256: str
-    chunker: str
-    n_chunks: int
-
-
 class IndexStore:
     """An open index file. Use ``IndexStore.open(path, mode)`` as a context manager."""
 
@@ -123,10 +80,6 @@ class IndexStore:
         ``_connect_reader``). Any character in ``path`` is fine: SQLite gets it percent-encoded.
         """
         path = os.fspath(path)
-        if is_lance_location(path):  # *.lance or s3://...: the Lance backend (index/lance.py)
-            from ragsift.index.lance import LanceIndex
-
-            return LanceIndex.open(path, mode, wait)  # type: ignore[return-value]
         if mode not in ("r", "w"):
             raise ValueError(f"mode must be 'r' or 'w', not {mode!r}")
         state = inspect_file(path)
@@ -527,14 +480,22 @@ class IndexStore:
         if self.db.in_transaction:
             yield
             return
-        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+        except sqlite3.DatabaseError as exc:
+            raise write_error(self.path, exc) from None
         try:
             yield
         except BaseException:
             if self.db.in_transaction:  # SQLite already rolled back after e.g. a full disk
                 self.db.execute("ROLLBACK")
             raise
-        self.db.execute("COMMIT")
+        try:
+            self.db.execute("COMMIT")
+        except sqlite3.DatabaseError as exc:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+            raise write_error(self.path, exc) from None
         self._dense = None  # searches see the new rows
         self._postings = None
         self._ceilings = {}
@@ -559,7 +520,7 @@ class IndexStore:
             pending_ids: list[int] = []
             pending_vecs: list[np.ndarray] = []
             for doc in docs:
-                vecs = _as_f32(doc.vectors, len(doc.records))
+                vecs = as_f32(doc.vectors, len(doc.records))
                 if len(doc.records):
                     self._check_dim(vecs.shape[1])
                 old = self.db.execute("SELECT id FROM documents WHERE key = ?",
@@ -763,10 +724,6 @@ def inspect_file(path: str) -> str:
     Reads the 100-byte SQLite header only, so a foreign file is never opened by SQLite
     (which could replay or create journals next to it).
     """
-    if is_lance_location(path):
-        from ragsift.index.lance import inspect_location
-
-        return inspect_location(path)
     try:
         st = os.stat(path)  # a symlink to a regular file is fine; its target is the index
     except FileNotFoundError:
@@ -960,12 +917,26 @@ def _record(row: tuple) -> ChunkRecord:
         page=page, level=level or 0, content_hash=content_hash, truncated=int(truncated or 0))
 
 
-def _as_f32(vectors: Any, n: int) -> np.ndarray:
-    import numpy as np
+def _write_errors_as_ragsift(method):
+    """Wrap an ``IndexStore`` method that a writer calls: an SQLite error while writing (a full
+    disk, an I/O error, a damaged file) becomes the one ``write_error`` line (the backend's
+    own error mapping: callers above ``index/`` never see ``sqlite3``). A reader's errors are
+    left as they are (its reads map them where they happen)."""
+    import functools
 
-    arr = np.asarray(vectors, dtype=np.float32)
-    if n == 0:
-        return arr.reshape(0, arr.shape[1] if arr.ndim == 2 else 0)
-    if arr.ndim != 2 or arr.shape[0] != n:
-        raise ValueError(f"expected ({n}, dim) vectors, got shape {arr.shape}")
-    return arr
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.DatabaseError as exc:
+            if self.mode != "w":
+                raise
+            raise write_error(self.path, exc) from None
+
+    return call
+
+
+for _name in ("settings", "dimensions", "set_settings", "documents_state", "write_documents",
+              "touch_document", "remove_documents", "vectors_for_hashes", "clear", "compact",
+              "stats"):
+    setattr(IndexStore, _name, _write_errors_as_ragsift(getattr(IndexStore, _name)))

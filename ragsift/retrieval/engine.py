@@ -4,7 +4,7 @@
 order) and ``retrieve`` (the order plus the top-K decision, as ``Retrieval`` records). There is
 no second path: what ``eval`` measured is what ``query`` returns (a test checks it).
 
-Pattern: the backend (``ragsift.index.backend.IndexBackend``) answers the two candidate
+Pattern: the backend (``ragsift.index.backend.IndexReader``) answers the two candidate
 questions: the best ``n`` chunks by cosine for a query vector, and the best ``n`` by BM25 for
 the query text, plus the query's BM25 ceiling. The engine scores every candidate with the
 relevance score of the mode (``ragsift.retrieval.relevance``) and orders by it (ties: the
@@ -35,7 +35,7 @@ from ragsift.retrieval.relevance import Ranked
 if TYPE_CHECKING:
     import numpy as np
 
-    from ragsift.index.backend import IndexBackend
+    from ragsift.index.backend import IndexReader
     from ragsift.retrieval.topk import Retrieval, TopK
 
 # The modes, defined once (CLI choices, eval configs and the engine read them from here).
@@ -72,7 +72,7 @@ def check_globs(globs: Sequence[str] | None) -> None:
             raise RagsiftError(f"invalid glob {g!r}: {str(exc).rpartition(': ')[2]}") from None
 
 
-def matching_paths(backend: IndexBackend, glob: str | None,
+def matching_paths(backend: IndexReader, glob: str | None,
                    within: str | None = None) -> list[str] | None:
     """Document paths matching ``glob`` and ``within`` (a second glob every path must also
     match: what a server may return at most); None: no filter."""
@@ -83,7 +83,7 @@ def matching_paths(backend: IndexBackend, glob: str | None,
             if (not glob or path_matches(p, [glob])) and (not within or path_matches(p, [within]))]
 
 
-def rank(backend: IndexBackend, queries: Sequence[str], qvecs: np.ndarray | None, *,
+def rank(backend: IndexReader, queries: Sequence[str], qvecs: np.ndarray | None, *,
          mode: str, n: int, fusion: Fusion = Fusion(),
          paths: Sequence[str] | None = None,
          ahead: Mapping[tuple[str, int], list[tuple[int, float]]] | None = None
@@ -133,7 +133,7 @@ def rank(backend: IndexBackend, queries: Sequence[str], qvecs: np.ndarray | None
 
 
 def _words(query: str) -> int:
-    from ragsift.index.store import query_words
+    from ragsift.index.terms import query_words
 
     return len(query_words(query))
 
@@ -179,7 +179,7 @@ def _order(mode: str, query: str, dense: list[tuple[int, float]],
     return out
 
 
-def lexical_ahead(backend: IndexBackend, queries: Sequence[str], mode: str,
+def lexical_ahead(backend: IndexReader, queries: Sequence[str], mode: str,
                   fusion: Fusion | None = None
                   ) -> dict[tuple[str, int], list[tuple[int, float]]]:
     """The lexical lists ``rank`` will ask for (no path filter, ``Fusion.depth`` deep), fetched
@@ -216,7 +216,7 @@ def _both(first, second):  # -> (first(), second()), second in a thread
     return a, b
 
 
-def retrieve(backend: IndexBackend, queries: Sequence[str], qvecs: np.ndarray | None,
+def retrieve(backend: IndexReader, queries: Sequence[str], qvecs: np.ndarray | None,
              strategy: TopK, *, mode: str = DEFAULT_MODE, fusion: Fusion = Fusion(),
              path_glob: str | None = None, model: str = "", dimensions: int = 0,
              span: str = "chunk", within: str | None = None,

@@ -11,7 +11,7 @@ call), so it costs a few vector operations per query:
   lexical side did not match the chunk;
 - ``cosine_gap`` / ``share_gap``: how far the candidate lies below the best candidate of the
   query on that side (0 for the best): the evidence relative to what else the index holds;
-- ``log_words``: ``log`` of the number of query words (``store.query_words``): short queries
+- ``log_words``: ``log`` of the number of query words (``index.terms.query_words``): short queries
   have lower cosines for the same relevance.
 
 ``p = 1 / (1 + exp(−(b + Σ wᵢ·xᵢ)))``. Each mode uses only its own evidence: ``dense`` the

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ragsift.errors import RagsiftError
+from ragsift.embedders.binding import (  # noqa: F401 (re-exported: defined there)
+    EMBEDDER_OPTIONS, check_model, embedder_for)
 from ragsift.retrieval.engine import DEFAULT_MODE, check_mode, lexical_ahead, retrieve
 from ragsift.retrieval.hybrid import Fusion
 
@@ -25,13 +27,8 @@ if TYPE_CHECKING:
 
     from ragsift.retrieval.topk import Retrieval, TopK
 
-# keys of the ``embedder_options`` index setting: the options that change how texts are
-# embedded, recorded by ``embed`` and re-applied to queries (defined once, here)
-EMBEDDER_OPTIONS = ("pooling", "normalize", "max_length", "query_prefix", "passage_prefix")
-
-
 class Searcher:
-    """Search one index (``store`` follows ``ragsift.index.backend.IndexBackend``).
+    """Search one index (``store`` follows ``ragsift.index.backend.IndexReader``).
 
     The embedder is loaded on first use and must match the index's model fingerprint.
     ``mode`` chooses the evidence (dense | lexical | hybrid, see the engine); the threshold
@@ -125,32 +122,3 @@ class Searcher:
         return retrieve(self.store, queries, qvecs, strategy, mode=self.mode,
                         fusion=self.fusion, path_glob=path_glob, model=self.model,
                         dimensions=self.dimensions, span=span, ahead=ahead, within=within)
-
-
-def embedder_for(settings: dict, model_dir: str | None = None) -> Any:
-    """Load the embedder an index was built with, refusing a different model.
-
-    The embedder options the index recorded (``embedder_options``) are applied, so queries get
-    the same pooling and their own prefix without any flag.
-    """
-    from ragsift.embedders import load_embedder
-
-    stored = settings.get("embedder_options")
-    options = {k: stored[k] for k in EMBEDDER_OPTIONS
-               if isinstance(stored, dict) and stored.get(k) is not None}
-    embedder = load_embedder(model_dir, **options)
-    check_model(settings, embedder.fingerprint, getattr(embedder, "name", ""))
-    return embedder
-
-
-def check_model(settings: dict, fingerprint: str, name: str = "", *,
-                subject: str = "the index", detail: str = "",
-                advice: str = "Pass --model with the folder of the index's model, or rebuild "
-                "the index") -> None:
-    """The model-mismatch refusal, defined once (``embed`` and ``query``/``explain``/``tune``
-    use it): an index's vectors and new vectors must come from the same model and options."""
-    want = settings.get("model_fingerprint")
-    if want and fingerprint != want:
-        raise RagsiftError(
-            f"{subject} was built with model {settings.get('model') or want} ({want}); "
-            f"this run uses {name or fingerprint} ({fingerprint}){detail}. {advice}")

@@ -96,7 +96,7 @@ def _fold(word: str) -> str:
 
 def query_terms(query: str) -> list[str]:
     """The query's distinct stemmed terms, function words dropped (unless nothing is left)."""
-    from ragsift.index.store import _STOPWORDS  # the lexical side's list, defined once
+    from ragsift.index.terms import STOPWORDS as _STOPWORDS  # the lexical side's list
 
     words = [w.lower() for w in _WORD.findall(query or "")]
     kept = [w for w in words if w not in _STOPWORDS] or words

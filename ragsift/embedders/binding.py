@@ -1,0 +1,107 @@
+"""How an index and an embedder are bound together: which options an index records, the
+model-mismatch refusal, and what ``embed`` writes to the index settings once it knows the model.
+
+Defined once here and used by ``embed`` (``ragsift.ingest``) and by ``query``/``explain``/
+``tune`` (``ragsift.retrieval.search``): an index's vectors and new vectors must come from the
+same model and the same vector-changing options.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragsift.errors import RagsiftError
+
+# keys of the ``embedder_options`` index setting: the options that change how texts are
+# embedded, recorded by ``embed`` and re-applied to queries (defined once, here)
+EMBEDDER_OPTIONS = ("pooling", "normalize", "max_length", "query_prefix", "passage_prefix")
+
+
+def clean_embedder_options(options: dict | None) -> dict:
+    """The explicitly chosen ``load_embedder`` options: known keys, ``None`` values dropped."""
+    return {k: options[k] for k in EMBEDDER_OPTIONS
+            if isinstance(options, dict) and options.get(k) is not None}
+
+
+def embedder_option_flags(options: dict | None) -> str:
+    """``embed`` flags that reproduce ``options`` (for messages), e.g. ``--pooling cls``."""
+    import shlex
+
+    flags = []
+    for key, value in clean_embedder_options(options).items():
+        if key == "normalize":
+            if not value:
+                flags.append("--no-normalize")
+        else:
+            flags.append(f"--{key.replace('_', '-')} {shlex.quote(str(value))}")
+    return " ".join(flags)
+
+
+def load_options(options: dict | None, batch_size: int | None) -> dict:
+    """``load_embedder`` keywords: the embedder options and the batch size."""
+    out = dict(options or {})
+    if batch_size is not None:
+        out["batch_size"] = batch_size
+    return out
+
+
+def check_model(settings: dict, fingerprint: str, name: str = "", *,
+                subject: str = "the index", detail: str = "",
+                advice: str = "Pass --model with the folder of the index's model, or rebuild "
+                "the index") -> None:
+    """The model-mismatch refusal, defined once (``embed`` and ``query``/``explain``/``tune``
+    use it): an index's vectors and new vectors must come from the same model and options."""
+    want = settings.get("model_fingerprint")
+    if want and fingerprint != want:
+        raise RagsiftError(
+            f"{subject} was built with model {settings.get('model') or want} ({want}); "
+            f"this run uses {name or fingerprint} ({fingerprint}){detail}. {advice}")
+
+
+def embedder_for(settings: dict, model_dir: str | None = None) -> Any:
+    """Load the embedder an index was built with, refusing a different model.
+
+    The embedder options the index recorded (``embedder_options``) are applied, so queries get
+    the same pooling and their own prefix without any flag.
+    """
+    from ragsift.embedders import load_embedder
+
+    embedder = load_embedder(model_dir, **clean_embedder_options(settings.get("embedder_options")))
+    check_model(settings, embedder.fingerprint, getattr(embedder, "name", ""))
+    return embedder
+
+
+def bind(settings: dict, embedder: Any, model_source: str, options: dict | None,
+         subject: str) -> dict | None:
+    """``embed``'s side: refuse ``embedder`` when the index at ``subject`` holds another
+    model's vectors (or vectors of other vector-changing options), else return the settings
+    to store (None: nothing changed). ``options``: the run's explicit options (None: unknown,
+    not recorded)."""
+    stored = settings.get("model_fingerprint")
+    if stored and stored != embedder.fingerprint:
+        was = embedder_option_flags(settings.get("embedder_options"))
+        now = embedder_option_flags(options)
+        detail = ""
+        if was or now:
+            detail = (f" (index built with {was or 'no embedder options'}; this run: "
+                      f"{now or 'no embedder options'})")
+        check_model(settings, embedder.fingerprint, embedder.name, subject=subject,
+                    detail=detail,
+                    advice="Vectors of different models or embedder options cannot be mixed: "
+                    "pass --rebuild to re-embed everything, or use the index's model and "
+                    "options")
+    if stored and settings.get("model_source") == model_source \
+            and not options_changed(settings, options):
+        return None
+    values = {"model": embedder.name, "model_fingerprint": embedder.fingerprint,
+              "dimensions": int(embedder.dimensions), "model_source": model_source}
+    if options is not None:
+        values["embedder_options"] = options
+    return values
+
+
+def options_changed(settings: dict, options: dict | None) -> bool:
+    """Whether the run's explicit ``options`` differ from those the index recorded."""
+    if options is None:
+        return False
+    return clean_embedder_options(settings.get("embedder_options")) != options

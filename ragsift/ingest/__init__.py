@@ -1,0 +1,28 @@
+"""Ingestion: file → parse → chunk → embed → index, as stages around one change plan.
+
+- ``plan.py``: the change plan (unchanged / changed / new / gone; the size/mtime → sha256 rule
+  and the prune rule, written once).
+- ``load.py``: stage 1, find, read and parse (the one walk and read → parse loop of ``chunk``
+  and ``embed``); ``iter_documents``, ``iter_chunks``.
+- ``records.py``: stage 2's output, the chunk records (``chunk_record``, ``content_hash``,
+  ``chunker_key``) and the chunk JSON lines accepted on stdin.
+- ``batch.py``: stages 3–4, batch, embed what the index lacks and commit (``Run``).
+- ``model.py``: the model, loaded ahead or on first need and bound to the index.
+- ``sizing.py``: the default chunker of ``embed``, sized in the model's tokens.
+- ``local.py``, ``ray.py``: the runners, wiring the same stages and plan on this machine or
+  on a Ray cluster; ``prefetch.py``: the local runner's producer thread.
+- ``run.py``: ``build_index``, the whole ``embed`` run; ``summary.py``: what runs report.
+
+Nothing here imports ``sqlite3`` or Lance: the index is reached through
+``ragsift.index.open_index`` and the ``IndexWriter`` contract.
+"""
+
+from ragsift.ingest.load import iter_chunks, iter_documents
+from ragsift.ingest.records import chunk_record, content_hash
+from ragsift.ingest.run import build_index
+from ragsift.ingest.sizing import default_embed_chunker, embed_size
+from ragsift.ingest.summary import ChunkSummary, EmbedProgress, EmbedSummary
+
+__all__ = ["ChunkSummary", "EmbedProgress", "EmbedSummary", "build_index", "chunk_record",
+           "content_hash", "default_embed_chunker", "embed_size", "iter_chunks",
+           "iter_documents"]

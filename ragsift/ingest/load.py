@@ -1,0 +1,138 @@
+"""Stage 1: find, read and parse. The one walk and the one read → parse loop of ``chunk`` and
+``embed`` (local and Ray): an unusable file is one skip (one line), and the run goes on."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from ragsift.errors import SkipFile
+from ragsift.ingest.records import chunk_record, prepared
+from ragsift.ingest.summary import ChunkSummary
+
+if TYPE_CHECKING:
+    from ragsift.chunkers.base import Chunker
+    from ragsift.sources import Document, Skipped, SourceFile, Walk
+
+# A parser's limit on a hostile file: that file is skipped, the run goes on.
+PARSER_LIMITS = (RecursionError, ValueError, UnicodeError, OverflowError, MemoryError)
+
+
+def walk(paths, include, exclude, follow_links: bool, skip: Callable[[Skipped], None],
+         on_warning: Callable[[str, str], None] | None, ignored: dict[str, int]) -> Walk:
+    """Discovery, its skips and warnings reported, its ignored files counted by reason."""
+    from ragsift.sources import walk as discover
+
+    found = discover(list(paths), include or [], exclude or [], follow_links=follow_links)
+    for s, warning in found.notes:  # in the order they happened
+        if s is not None:
+            skip(s)
+        elif on_warning is not None and warning is not None:
+            on_warning(*warning)
+    for reason, n in found.ignored_counts().items():
+        ignored[reason] = ignored.get(reason, 0) + n
+    return found
+
+
+def load_each(
+    files: list[SourceFile],
+    *,
+    skip: Callable[[Skipped], None],
+    on_warning: Callable[[str, str], None] | None,
+    max_file_size: int | None,
+    before_read: Callable[[SourceFile], bool] | None = None,
+    after_read: Callable[[SourceFile, bytes], bool] | None = None,
+) -> Iterator[tuple[SourceFile, bytes, Document]]:
+    """The one read → parse loop of ``chunk`` and ``embed``: ``(file, bytes, document)`` for
+    every usable file; an unusable one is passed to ``skip`` (one line) and the loop goes on.
+    ``before_read``/``after_read`` return True to pass over a file (``embed``: unchanged)."""
+    from ragsift.sources import DEFAULT_MAX_FILE_SIZE, Skipped, load_document, read_bytes
+
+    cap = DEFAULT_MAX_FILE_SIZE if max_file_size is None else max_file_size
+    for sf in files:
+        if before_read is not None and before_read(sf):
+            continue
+        try:
+            data = read_bytes(sf, cap)
+            if after_read is not None and after_read(sf, data):
+                continue
+            doc = load_document(sf, data)
+        except SkipFile as exc:
+            skip(Skipped(sf.relpath, exc.reason))
+            continue
+        except PARSER_LIMITS as exc:
+            skip(Skipped(sf.relpath, f"unparsable: {type(exc).__name__}: "
+                                     f"{' '.join(str(exc).split())[:200]}"))
+            continue
+        report_warnings(doc.path, doc.warnings, on_warning)
+        yield sf, data, doc
+
+
+def report_warnings(path: str, warnings, on_warning: Callable[[str, str], None] | None) -> None:
+    """Decoding guesses and other parser warnings: never silent (e.g. "decoded as cp1252")."""
+    if on_warning is not None:
+        for message in warnings:
+            on_warning(path, message)
+
+
+def iter_documents(
+    paths: list[str],
+    *,
+    include: list[str] | None = None,
+    exclude: list[str] | None = None,
+    on_skip: Callable[[Skipped], None] | None = None,
+    summary: ChunkSummary | None = None,
+    on_warning: Callable[[str, str], None] | None = None,
+    max_file_size: int | None = None,
+    follow_links: bool = False,
+) -> Iterator[Document]:
+    """Discover and parse files in deterministic order; unusable files are reported, not raised.
+
+    Raises ``RagsiftError`` (usage) for a path that does not exist or an invalid glob, before
+    anything is read. ``max_file_size``: bytes per input file (None: the default cap)."""
+    summary = summary if summary is not None else ChunkSummary()
+
+    def skip(s: Skipped) -> None:
+        summary.skipped.append(s)
+        if on_skip:
+            on_skip(s)
+
+    found = walk(paths, include, exclude, follow_links, skip, on_warning, summary.ignored)
+
+    def count(sf: SourceFile) -> bool:
+        summary.files += 1
+        return False
+
+    for _sf, _data, doc in load_each(found.files, skip=skip, on_warning=on_warning,
+                                     max_file_size=max_file_size, before_read=count):
+        summary.parsed += 1
+        yield doc
+
+
+def iter_chunks(
+    paths: list[str],
+    chunker: Chunker,
+    *,
+    include: list[str] | None = None,
+    exclude: list[str] | None = None,
+    on_skip: Callable[[Skipped], None] | None = None,
+    summary: ChunkSummary | None = None,
+    budget: int | None = None,
+    on_warning: Callable[[str, str], None] | None = None,
+    max_file_size: int | None = None,
+    follow_links: bool = False,
+) -> Iterator[dict]:
+    """Yield ``chunk_record`` dicts for every chunk of every readable file under ``paths``
+    (``ragsift chunk``)."""
+    summary = summary if summary is not None else ChunkSummary()
+    for doc in iter_documents(
+        paths, include=include, exclude=exclude, on_skip=on_skip, summary=summary,
+        on_warning=on_warning, max_file_size=max_file_size, follow_links=follow_links,
+    ):
+        doc = prepared(chunker, doc)
+        for i, ch in enumerate(chunker.chunk(doc)):
+            summary.chunks += 1
+            summary.token_counts.append(ch.tokens)
+            if budget is not None and ch.tokens > budget:
+                summary.over_budget += 1
+            yield chunk_record(doc, i, ch)

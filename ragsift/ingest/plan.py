@@ -1,0 +1,119 @@
+"""The change plan: for the files of a run and what the index holds, which are unchanged,
+which must be parsed (changed or new) and which documents are gone. The rule is written once
+here; the local and the Ray runner both ask it.
+
+Per file, cheapest first:
+1. same chunker, size and mtime as recorded → unchanged, nothing read (``by_stat``);
+2. else the bytes are read: same chunker and sha256 → unchanged, size/mtime refreshed
+   (``by_bytes``);
+3. else the file is parsed, chunked and written.
+
+A document is gone (``gone``) only when its absence is certain: its key lies under a folder or
+file given in this run, it was not seen, and the walk listed the folder that held it
+(``Walk.may_prune``); whatever could not be read this time is kept. Documents from chunk JSON
+lines on stdin are unchanged when their records' sha256 is (``records_unchanged``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ragsift.index.backend import DocState
+    from ragsift.sources import SourceFile, Walk
+
+
+@dataclass(frozen=True)
+class Unchanged:
+    """A file that needs no parse; ``touch``: the ``touch_document`` keywords to record (its
+    display path, size, mtime), or None when nothing changed at all."""
+
+    key: str
+    touch: dict | None
+
+
+class ChangePlan:
+    """The decisions of one run over one index state (``IndexWriter.documents_state``).
+
+    ``key_of_chunker``: the chunker's key (``records.chunker_key``): a document chunked
+    with other options is changed. Every file asked about is remembered as seen, for
+    ``gone``; ``moved`` counts documents found again under another display path (the same file
+    given by another spelling, e.g. absolute after relative), with ``moved_example``."""
+
+    def __init__(self, state: dict[str, DocState], key_of_chunker: str) -> None:
+        self.state = state
+        self.key_of_chunker = key_of_chunker
+        self.seen: set[str] = set()
+        self.moved = 0
+        self.moved_example: tuple[str, str] | None = None  # (was, now)
+
+    def key(self, sf: SourceFile) -> str:
+        """The file's identity in the index (its absolute path), remembered as seen."""
+        from ragsift.sources import path_key
+
+        key = path_key(sf.path)
+        self.seen.add(key)
+        return key
+
+    def _same_chunker(self, key: str) -> DocState | None:
+        old = self.state.get(key)
+        return old if old is not None and old.chunker == self.key_of_chunker else None
+
+    def by_stat(self, sf: SourceFile, key: str) -> Unchanged | None:
+        """Unchanged without reading: same chunker, size and mtime."""
+        old = self._same_chunker(key)
+        if old is None or old.size != sf.size or old.mtime != sf.mtime:
+            return None
+        return Unchanged(key, self._moved(old, sf) and {"path": sf.relpath} or None)
+
+    def needs_bytes(self, key: str) -> bool:
+        """Whether ``by_bytes`` can say anything (the index holds this file, same chunker)."""
+        return self._same_chunker(key) is not None
+
+    def by_bytes(self, sf: SourceFile, key: str, sha256: str | None) -> Unchanged | None:
+        """Unchanged after reading: same chunker and bytes (size and mtime are refreshed)."""
+        old = self._same_chunker(key)
+        if old is None or sha256 is None or old.sha256 != sha256:
+            return None
+        self._moved(old, sf)
+        return Unchanged(key, {"path": sf.relpath, "size": sf.size, "mtime": sf.mtime})
+
+    def records_unchanged(self, key: str, sha256: str) -> bool:
+        """A stdin document (records' sha256) the index already holds as it is."""
+        self.seen.add(key)
+        old = self.state.get(key)
+        return old is not None and old.sha256 == sha256
+
+    def _moved(self, old: DocState, sf: SourceFile) -> bool:
+        if old.path == sf.relpath:
+            return False
+        self.moved += 1
+        if self.moved_example is None:
+            self.moved_example = (old.path, sf.relpath)
+        return True
+
+    def note_written(self, key: str, path: str) -> None:
+        """A changed document written under display ``path``: moved if its path differs."""
+        old = self.state.get(key)
+        if old is not None and old.path != path:
+            self.moved += 1
+            if self.moved_example is None:
+                self.moved_example = (old.path, path)
+
+    def gone(self, paths: list[str], found: Walk) -> list[str]:
+        """Keys of documents certainly gone (or deliberately left out) from what this run
+        listed: under a given path, not seen, in a folder the walk listed."""
+        from ragsift.sources import path_key
+
+        roots = [path_key(p) for p in paths]
+        return [k for k, st in self.state.items()
+                if st.source and k not in self.seen and _under(k, roots) and found.may_prune(k)]
+
+
+def _under(path: str, roots: list[str]) -> bool:
+    for root in roots:
+        if path == root or path.startswith(root.rstrip(os.sep) + os.sep):
+            return True
+    return False

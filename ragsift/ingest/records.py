@@ -1,0 +1,184 @@
+"""Records: a chunk as ``ragsift chunk`` prints it and as the index stores it, the identity of
+its embedding input, the chunker's key, and the chunk JSON lines ``embed -`` accepts on stdin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ragsift.chunkers.base import Chunk, Chunker
+    from ragsift.sources import Document, Skipped
+
+STDIN_CHUNKER = "stdin"  # chunker key of documents ingested as chunk JSON lines
+
+
+def chunk_record(doc: Document, index: int, chunk: Chunk) -> dict:
+    """The JSON-lines record of ``ragsift chunk`` (field names are an API)."""
+    last = max(chunk.start, chunk.end - 1)
+    return {
+        "id": f"{doc.path}#{index}",
+        "path": doc.path,
+        "index": index,
+        "text": chunk.text,
+        "start": chunk.start,
+        "end": chunk.end,
+        "context": chunk.context,
+        "tokens": chunk.tokens,
+        "chars": len(chunk.text),
+        "line_start": doc.line_at(chunk.start),
+        "line_end": doc.line_at(last),
+        "headings": list(doc.headings_at(chunk.start)),
+        "page": doc.page_at(chunk.start),
+        "level": chunk.level,
+    }
+
+
+def content_hash(embed_text: str) -> str:
+    """Identity of a chunk's embedding input (``context + text``): sha256, 32 hex digits."""
+    import hashlib
+
+    return hashlib.sha256(embed_text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def chunker_key(chunker: Chunker) -> str:
+    """JSON naming the chunker and every option that shapes its output (stored per document)."""
+    import json
+
+    return json.dumps({"name": chunker.name, "options": chunker.options()}, sort_keys=True,
+                      default=str)
+
+
+def prepared(chunker: Chunker, doc: Document) -> Document:
+    """The document a chunker wants to chunk and have recorded (e.g. tables rendered)."""
+    prepare = getattr(chunker, "prepare", None)
+    return prepare(doc) if prepare is not None else doc
+
+
+def index_records(chunker: Chunker, doc: Document) -> tuple[Document, list[dict]]:
+    """The document as the chunker records it and its chunk records for the index
+    (``chunk_record`` plus the ``content_hash`` that vector reuse keys on); every engine
+    builds them here."""
+    doc = prepared(chunker, doc)
+    records = []
+    for i, ch in enumerate(chunker.chunk(doc)):
+        rec = chunk_record(doc, i, ch)
+        rec["content_hash"] = content_hash(rec["context"] + rec["text"])
+        records.append(rec)
+    return doc, records
+
+
+# -- chunk JSON lines on stdin (``ragsift chunk … | ragsift embed -``) -------------------------
+# Fields of a ``ragsift chunk`` record accepted on stdin: name → (types, required).
+RECORD_FIELDS: dict[str, tuple[tuple[type, ...], bool]] = {
+    "path": ((str,), True),
+    "index": ((int,), True),
+    "text": ((str,), True),
+    "start": ((int, type(None)), False),
+    "end": ((int, type(None)), False),
+    "context": ((str,), False),
+    "tokens": ((int, type(None)), False),
+    "chars": ((int, type(None)), False),
+    "line_start": ((int, type(None)), False),
+    "line_end": ((int, type(None)), False),
+    "headings": ((list,), False),
+    "page": ((int, type(None)), False),
+    "level": ((int,), False),
+}
+
+
+def records_by_path(lines: Iterable[str] | Iterable[bytes],
+                    skip: Callable[[Skipped], None]) -> dict[str, list[dict]]:
+    """Chunk JSON lines (as ``ragsift chunk`` prints them) → clean records grouped by ``path``,
+    each group in ``index`` order. A bad line is one ``skip`` (``stdin line N: why``); ``lines``
+    may be bytes (``sys.stdin.buffer``): a line that is not UTF-8 is one skip."""
+    import json
+
+    from ragsift.sources import Skipped
+
+    groups: dict[str, list[dict]] = {}
+    indexes: dict[str, set[int]] = {}
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"stdin line {lineno}"
+        if isinstance(line, bytes):
+            try:
+                line = line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                skip(Skipped(where, f"not UTF-8 (byte {exc.start}); expected records as "
+                                    "printed by `ragsift chunk`"))
+                continue
+        try:
+            rec = json.loads(line)
+        except ValueError as exc:
+            skip(Skipped(where, f"not JSON ({exc.msg}); expected records as printed by "
+                                "`ragsift chunk`"))
+            continue
+        problem = record_problem(rec)
+        if problem is None and rec["index"] in indexes.get(rec["path"], ()):
+            problem = f"duplicate index {rec['index']} for path {rec['path']!r}"
+        if problem:
+            skip(Skipped(where, problem))
+            continue
+        clean = {k: rec.get(k) for k in RECORD_FIELDS}
+        clean["context"] = clean["context"] or ""
+        clean["headings"] = [str(h) for h in (clean["headings"] or [])]
+        clean["level"] = clean["level"] or 0
+        if clean["chars"] is None:
+            clean["chars"] = len(clean["text"])
+        clean["id"] = f"{clean['path']}#{clean['index']}"
+        clean["content_hash"] = content_hash(clean["context"] + clean["text"])
+        groups.setdefault(clean["path"], []).append(clean)
+        indexes.setdefault(clean["path"], set()).add(clean["index"])
+    for records in groups.values():
+        records.sort(key=lambda r: r["index"])
+    return groups
+
+
+def records_sha256(records: list[dict]) -> str:
+    """The identity of a stdin document: sha256 of its records (change detection)."""
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps(records, sort_keys=True).encode()).hexdigest()
+
+
+def record_problem(rec: object) -> str | None:
+    """Why ``rec`` is not a ``ragsift chunk`` record (None: it is one)."""
+    if not isinstance(rec, dict):
+        return "not a JSON object; expected records as printed by `ragsift chunk`"
+    for name, (types, required) in RECORD_FIELDS.items():
+        if name not in rec:
+            if required:
+                return f"missing field {name!r}"
+            continue
+        value = rec[name]
+        if isinstance(value, bool) or not isinstance(value, types):
+            want = " or ".join("null" if t is type(None) else t.__name__ for t in types)
+            return f"field {name!r} must be {want}, not {type(value).__name__}"
+    for name, value in rec.items():
+        if name not in RECORD_FIELDS:
+            continue
+        if isinstance(value, int) and not isinstance(value, bool) and \
+                not -(2**63) <= value < 2**63:
+            return f"field {name!r} is out of range ({len(str(abs(value)))} digits)"
+        texts = value if name == "headings" else [value]
+        for t in texts:
+            if isinstance(t, str) and not _is_text(t):
+                return f"field {name!r} holds a lone surrogate (\\ud800-\\udfff is not text)"
+    if rec["index"] < 0:
+        return "field 'index' must be >= 0"
+    if not rec["text"].strip():
+        return "field 'text' is empty"
+    return None
+
+
+def _is_text(value: str) -> bool:
+    """False for a string holding a lone surrogate (``"\\ud800"`` in JSON): not encodable."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -1,0 +1,158 @@
+"""``build_index``: the whole ``ragsift embed`` run. It opens the index writer
+(``index.open_index``), binds the model (``model.ModelSlot``), and hands the stages to a runner:
+``local`` (this machine: a producer thread reads, parses and chunks while this thread embeds and
+commits) or ``ray`` (the same stages and change plan on a Ray cluster). The model is loaded
+on the first chunk that needs it, so an unchanged corpus never loads it; a run that will embed
+everything (a new or rebuilt index) loads it on a thread from the start."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+from ragsift.embedders.binding import clean_embedder_options, load_options
+from ragsift.ingest.batch import Run
+from ragsift.ingest.model import ModelLoad, ModelSlot
+from ragsift.ingest.sizing import default_embed_chunker
+from ragsift.ingest.summary import EmbedProgress, EmbedSummary
+
+if TYPE_CHECKING:
+    from ragsift.chunkers.base import Chunker
+    from ragsift.ingest.plan import ChangePlan
+    from ragsift.sources import Skipped
+
+ENGINES = ("local", "ray")
+
+
+def build_index(
+    paths: list[str],
+    index: str | os.PathLike,
+    chunker: Chunker | None = None,
+    embedder=None,
+    *,
+    include: list[str] | None = None,
+    exclude: list[str] | None = None,
+    prune: bool = True,
+    rebuild: bool = False,
+    wait: bool = False,
+    model_dir: str | None = None,
+    batch_size: int | None = None,
+    embedder_options: dict | None = None,
+    stdin_lines: Iterable[str] | None = None,
+    on_skip: Callable[[Skipped], None] | None = None,
+    progress: EmbedProgress | None = None,
+    on_warning: Callable[[str, str], None] | None = None,
+    max_file_size: int | None = None,
+    follow_links: bool = False,
+    engine: str = "local",
+    ray_address: str | None = None,
+) -> EmbedSummary:
+    """Bring the index at ``index`` up to date with ``paths`` (see ``ingest.plan`` for what
+    is unchanged, changed and gone).
+
+    ``paths == ["-"]`` reads ``ragsift chunk`` JSON lines from ``stdin_lines`` instead of
+    files. ``chunker`` defaults to ``default_embed_chunker(model_dir)``; ``embedder`` (an
+    object, e.g. a caching wrapper) defaults to ``load_embedder(model_dir,
+    **embedder_options)``, loaded on first need. ``embedder_options`` (pooling, normalize,
+    max_length, query_prefix, passage_prefix; None = the model's own) are recorded in the
+    index settings so ``query``/``explain``/``tune`` load the same embedder. Raises
+    ``RagsiftError`` for a busy/foreign index or a model (or vector-changing option) mismatch,
+    and (before the index is opened or created) for a path that does not exist or a bad glob.
+    Pruning removes only documents whose absence is certain (``Walk.may_prune``).
+    """
+    import time
+
+    from ragsift.errors import RagsiftError
+    from ragsift.index import open_index
+
+    t0 = time.perf_counter()
+    summary = EmbedSummary()
+    progress = progress or EmbedProgress()
+    if engine not in ENGINES:
+        raise RagsiftError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+    use_stdin = "-" in paths
+    if use_stdin and len(paths) > 1:
+        raise RagsiftError("- (chunk JSON lines on stdin) cannot be combined with other paths")
+    if not use_stdin:
+        from ragsift.sources import check_arguments
+
+        check_arguments(list(paths), include or [], exclude or [])  # before the index exists
+
+    early = None
+    try:
+        if not use_stdin and chunker is None:
+            opts = clean_embedder_options(embedder_options)
+            chunker = default_embed_chunker(model_dir, max_length=opts.get("max_length"),
+                                            passage_prefix=opts.get("passage_prefix"))
+        early = _load_ahead(index, embedder, rebuild, engine, model_dir, batch_size,
+                            embedder_options)
+        store = open_index(index, "w", wait=wait)
+    except BaseException:
+        if early is not None:
+            early.wait()
+        raise
+    slot = None
+    try:
+        if rebuild:
+            store.clear()
+        slot = ModelSlot(store, embedder, model_dir, batch_size, embedder_options, early)
+        run = Run(store, summary, slot, progress, on_skip=on_skip, on_warning=on_warning)
+        slot.check_early()
+        plan: ChangePlan
+        if use_stdin:
+            from ragsift.ingest.local import ingest_records
+
+            plan = ingest_records(run, stdin_lines if stdin_lines is not None else [])
+        elif engine == "ray":
+            from ragsift.ingest.ray import ingest_files as on_ray
+
+            plan = on_ray(run, paths, chunker, include, exclude, prune, address=ray_address,
+                          max_file_size=max_file_size, follow_links=follow_links)
+        else:
+            from ragsift.ingest.local import ingest_files
+
+            plan = ingest_files(run, paths, chunker, include, exclude, prune,
+                                max_file_size=max_file_size, follow_links=follow_links)
+        run.flush()
+        store.compact()
+        summary.model_loaded = slot.loaded
+        summary.index = {k: v for k, v in store.stats().items() if k != "writer_pid"}
+        summary.rekeyed = plan.moved
+        if plan.moved and on_warning is not None and plan.moved_example is not None:
+            was, now = plan.moved_example
+            n = plan.moved
+            on_warning(now, f"{n} indexed document{'s' if n != 1 else ''} now listed under "
+                       f"a new path (e.g. was {was}): the same file{'s' if n != 1 else ''} "
+                       "given by another spelling of the path; `ls`, `--path` and `tune` "
+                       "labels use the new one")
+    finally:
+        progress.finish()
+        store.close()
+        if slot is not None:
+            slot.wait()
+        elif early is not None:
+            early.wait()
+    summary.seconds = time.perf_counter() - t0
+    return summary
+
+
+def _load_ahead(index, embedder, rebuild: bool, engine: str, model_dir: str | None,
+                batch_size: int | None, embedder_options: dict | None) -> ModelLoad | None:
+    """Start loading the model now when the run will certainly need it: a new index (no
+    file, or a 0-byte one) or a rebuilt one embeds everything it indexes (an index with
+    documents loads the model only once something needs embedding, so an unchanged re-run
+    never does)."""
+    from ragsift.errors import RagsiftError
+    from ragsift.index import inspect_index
+
+    if embedder is not None or engine != "local":
+        return None
+    if not rebuild:
+        try:
+            if inspect_index(os.fspath(index)) == "ours":
+                return None
+        except RagsiftError:
+            return None  # open_index says what is wrong with it
+    return ModelLoad(model_dir, load_options(clean_embedder_options(embedder_options),
+                                             batch_size))
