@@ -1,6 +1,8 @@
 """The index-backend contract (ragsift/index/backend.py, docs/CONTRACTS.md), as a suite any
-backend must pass unchanged: add a backend to ``BACKENDS`` and run it. Vectors are synthetic
-unit vectors (the contract is about storage and candidates, not about a model)."""
+backend must pass unchanged: add a backend to ``BACKENDS`` and run it. Reads (``IndexReader``)
+and writes (``IndexWriter``: what ``embed``, ``rm`` and ``tune --save`` call), kill-safety and
+error mapping. Every backend is opened the way every caller opens it, ``open_index``. Vectors are
+synthetic unit vectors (the contract is about storage and candidates, not about a model)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,8 @@ import numpy as np
 import pytest
 
 from ragsift.errors import RagsiftError
-from ragsift.index.backend import SETTING_KEYS, ChunkRecord, DocumentInfo, DocumentWrite, IndexReader as IndexBackend
+from ragsift.index.backend import (SETTING_KEYS, ChunkRecord, DocState, DocumentInfo,
+                                   DocumentWrite, FragmentCommits, IndexReader, IndexWriter)
 
 DIM = 8
 
@@ -23,9 +26,9 @@ def _sqlite(path, mode="r", wait=False):
 
 def _lance(path, mode="r", wait=False):
     pytest.importorskip("lance", reason="the Lance backend needs: pip install 'ragsift[lance]'")
-    from ragsift.index.lance import LanceIndex
+    from ragsift.index import open_index
 
-    return LanceIndex.open(f"{path}.lance", mode, wait=wait)
+    return open_index(f"{path}.lance", mode, wait=wait)
 
 
 BACKENDS = {"sqlite": _sqlite, "lance": _lance}
@@ -78,9 +81,11 @@ def _all(b):
     return {r.rowid: r for r in recs}
 
 
-def test_is_an_index_backend(filled, open_backend):
+def test_is_an_index_reader_and_a_writer_when_opened_to_write(filled, open_backend):
     with open_backend(filled[0]) as b:
-        assert isinstance(b, IndexBackend)
+        assert isinstance(b, IndexReader)
+    with open_backend(filled[0], "w") as b:
+        assert isinstance(b, IndexWriter)
 
 
 def test_settings_round_trip(filled, open_backend):
@@ -246,3 +251,194 @@ def test_a_reader_knows_when_it_is_stale_and_refreshes(filled, open_backend):
         reader.refresh()
         assert reader.count() < n and "docs/cats.md" not in reader.paths()
         assert not reader.stale()
+
+
+# -- the writer's side (IndexWriter) ------------------------------------------------------------
+
+def test_documents_state_is_what_change_detection_compares(filled, open_backend):
+    path, _ = filled
+    with open_backend(path, "w") as b:
+        state = b.documents_state()
+        assert set(state) == set(TEXTS)
+        st = state["docs/cats.md"]
+        assert isinstance(st, DocState)
+        assert (st.path, st.sha256, st.chunker, st.size, st.mtime) == \
+            ("docs/cats.md", "0" * 64, "test", 100, 1.0)
+
+
+def test_touch_document_changes_only_what_it_names(filled, open_backend):
+    path, _ = filled
+    with open_backend(path, "w") as b:
+        before = {r.rowid: r.text for r in _all(b).values()}
+        b.touch_document("docs/cats.md", size=120, mtime=2.5)
+        b.touch_document("docs/dogs.md", path="pets/dogs.md")
+        b.touch_document("no/such/key.md", size=1)  # unknown key: nothing happens
+    with open_backend(path, "w") as b:
+        state = b.documents_state()
+        assert (state["docs/cats.md"].size, state["docs/cats.md"].mtime) == (120, 2.5)
+        assert state["docs/cats.md"].path == "docs/cats.md"
+        assert state["docs/dogs.md"].path == "pets/dogs.md"
+        assert state["docs/dogs.md"].size == 100 and "no/such/key.md" not in state
+        assert "pets/dogs.md" in b.paths()
+        # the chunks themselves are untouched
+        assert {r.rowid: r.text for r in _all(b).values()} == before
+
+
+def test_vectors_for_hashes_give_back_what_was_written(filled, open_backend):
+    path, vectors = filled
+    with open_backend(path, "w") as b:
+        got = b.vectors_for_hashes(["docs/cats.md-1-a cat sleeps all day", "unknown-hash"])
+        assert set(got) == {"docs/cats.md-1-a cat sleeps all day"}
+        vec, truncated = got["docs/cats.md-1-a cat sleeps all day"]
+        np.testing.assert_allclose(vec, vectors["docs/cats.md"][1], rtol=1e-6)
+        assert truncated == 0
+        assert b.vectors_for_hashes([]) == {}
+        assert b.dimensions() == DIM
+
+
+def test_a_transaction_is_all_or_nothing(filled, open_backend):
+    path, _ = filled
+    rng = np.random.default_rng(3)
+    with open_backend(path, "w") as b:
+        with pytest.raises(KeyboardInterrupt):
+            with b.transaction():
+                b.write_documents([_doc("docs/a.md", ["alpha text"], _unit(rng, 1))])
+                b.write_documents([_doc("docs/b.md", ["beta text"], _unit(rng, 1))])
+                raise KeyboardInterrupt  # e.g. Ctrl-C between two writes of a batch
+        assert "docs/a.md" not in b.paths() and b.count() == 5
+        with b.transaction():
+            b.write_documents([_doc("docs/a.md", ["alpha text"], _unit(rng, 1))])
+            b.write_documents([_doc("docs/b.md", ["beta text"], _unit(rng, 1))])
+    with open_backend(path) as r:
+        assert {"docs/a.md", "docs/b.md"} <= set(r.paths()) and r.count() == 7
+
+
+def test_compact_never_changes_what_a_reader_sees(filled, open_backend):
+    path, _ = filled
+    rng = np.random.default_rng(9)
+    with open_backend(path, "w") as b:
+        for i in range(6):  # many small writes: small blocks / fragments to merge
+            b.write_documents([_doc(f"more/{i}.md", [f"note {i} on hives"], _unit(rng, 1))])
+        b.remove_documents(["more/2.md"])
+        probe = np.eye(DIM, dtype=np.float32)[:2]
+        before = (b.dense_candidates(probe, 20), b.lexical_candidates("hives", 20),
+                  sorted(b.paths()))
+        b.compact()
+        after = (b.dense_candidates(probe, 20), b.lexical_candidates("hives", 20),
+                 sorted(b.paths()))
+        assert [[r for r, _ in q] for q in after[0]] == [[r for r, _ in q] for q in before[0]]
+        assert [r for r, _ in after[1]] == [r for r, _ in before[1]] and after[2] == before[2]
+        assert b.verify() == []
+
+
+def test_clear_drops_documents_vectors_and_settings(filled, open_backend):
+    path, _ = filled
+    with open_backend(path, "w") as b:
+        b.clear()
+        assert b.count() == 0 and b.paths() == [] and b.documents_state() == {}
+        assert b.settings()["model_fingerprint"] is None
+        assert b.vectors_for_hashes(["docs/cats.md-0-cats purr when content"]) == {}
+    with open_backend(path) as r:
+        assert r.count() == 0 and r.verify() == []
+
+
+def test_writes_need_a_writer(filled, open_backend):
+    path, _ = filled
+    rng = np.random.default_rng(1)
+    with open_backend(path) as r:
+        with pytest.raises(RagsiftError):
+            r.write_documents([_doc("docs/x.md", ["x"], _unit(rng, 1))])
+    with open_backend(path) as r:
+        assert "docs/x.md" not in r.paths()
+
+
+def test_fragment_commits_is_a_declared_capability(filled, open_backend):
+    """``embed --engine ray`` picks the fragment path by type; a backend declares it."""
+    path, _ = filled
+    with open_backend(path, "w") as b:
+        declared = FragmentCommits in type(b).__mro__
+        assert isinstance(b, FragmentCommits) == declared
+        if declared:
+            first = b.alloc_rowids(3)
+            assert b.alloc_rowids(1) == first + 3
+            uri, options, create = b.writer_target()
+            assert isinstance(uri, str) and isinstance(options, dict) and not create
+
+
+_KILLED_WRITER = """
+import os, signal, sys
+import numpy as np
+sys.path.insert(0, {tests!r})
+from test_backend_contract import _doc, _unit, BACKENDS
+opener = BACKENDS[{name!r}]
+rng = np.random.default_rng(2)
+with opener({path!r}, "w") as b:
+    b.write_documents([_doc("docs/committed.md", ["kept after the kill"], _unit(rng, 1))])
+    with b.transaction():
+        b.write_documents([_doc("docs/lost.md", ["never committed"], _unit(rng, 1))])
+        b.remove_documents(["docs/cats.md"])
+        os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_killed_writer_loses_only_its_uncommitted_work(filled, open_backend, request):
+    """A writer killed inside a transaction (SIGKILL: no cleanup runs): what it committed
+    before is there, nothing of the open transaction is, the index reads clean, and the
+    next writer gets the lock (the dead holder's is taken over)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path, _ = filled
+    name = request.node.callspec.params["open_backend"]
+    code = _KILLED_WRITER.format(tests=str(Path(__file__).parent), name=name, path=str(path))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == -9, proc.stderr
+    with open_backend(path) as r:
+        paths = set(r.paths())
+        assert "docs/committed.md" in paths and "docs/lost.md" not in paths
+        assert "docs/cats.md" in paths and r.count() == 6
+        assert r.verify() == []
+    with open_backend(path, "w") as b:  # the lock of the dead writer does not hold us up
+        assert b.remove_documents(["docs/committed.md"]) == 1
+
+
+def _damage(path):
+    """Cut every file of the index in half (a disk that lost the end of each file)."""
+    from pathlib import Path
+
+    root = Path(str(path))
+    files = [root] if root.is_file() else sorted(
+        p for p in Path(f"{path}.lance").rglob("*") if p.is_file() and p.suffix == ".lance")
+    if not files:  # the SQLite index is one file named as given
+        files = [root]
+    for f in files:
+        with open(f, "r+b") as fh:
+            fh.truncate(max(1, f.stat().st_size // 2))
+
+
+def test_storage_errors_are_ragsift_errors(filled, open_backend):
+    """A damaged index gives ``RagsiftError`` (one line for the user), never the storage
+    library's own exception, on every read and write ``embed`` makes."""
+    path, _ = filled
+    _damage(path)
+    rng = np.random.default_rng(4)
+    probe = np.eye(DIM, dtype=np.float32)[:1]
+    calls = [
+        lambda b: b.settings(), lambda b: b.documents_state(), lambda b: b.count(),
+        lambda b: b.dense_candidates(probe, 5), lambda b: b.lexical_candidates("cat", 5),
+        lambda b: b.vectors_for_hashes(["docs/cats.md-0-cats purr when content"]),
+        lambda b: b.write_documents([_doc("docs/new.md", ["fresh"], _unit(rng, 1))]),
+        lambda b: b.compact(),
+    ]
+    for mode in ("r", "w"):
+        for call in calls if mode == "w" else calls[:6]:
+            try:
+                with open_backend(path, mode) as b:
+                    b.load()
+                    call(b)
+            except RagsiftError:
+                pass  # the one-line error the CLI prints
+            except Exception as exc:  # noqa: BLE001 - the assertion below says which
+                pytest.fail(f"{mode}: {type(exc).__module__}.{type(exc).__name__}: {exc}")

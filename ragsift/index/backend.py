@@ -270,7 +270,9 @@ class IndexWriter(IndexReader, Protocol):
 
     def touch_document(self, key: str, *, path: str | None = None, size: int | None = None,
                        mtime: float | None = None) -> None:
-        """Record a document as unchanged: its display path, size and mtime (None: kept)."""
+        """Record a document as unchanged: its display path, size and mtime (None: kept).
+        Durable by the next commit or ``close`` at the latest (losing it to a crash only makes
+        the next run hash the file again)."""
         ...
 
     def remove_documents(self, keys: Iterable[str]) -> int:
@@ -293,8 +295,7 @@ class IndexWriter(IndexReader, Protocol):
         ...
 
     def clear(self) -> None:
-        """Remove every document and vector (``--rebuild``); settings other than the model's
-        and chunker's stay."""
+        """Drop every document, chunk, vector and setting (``--rebuild``)."""
         ...
 
 

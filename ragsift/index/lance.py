@@ -213,6 +213,7 @@ class LanceIndex(FragmentCommits):
         self._df: dict[tuple[int, str], int] = {}  # (version, query word) -> chunks holding it
         self._next_rowid: int | None = None
         self._batch: list[DocumentWrite] | None = None  # inside ``transaction()``
+        self._batch_removed: list[str] = []  # keys removed inside ``transaction()``
         self._closed = False
 
     # -- opening ---------------------------------------------------------------------------
@@ -590,13 +591,14 @@ class LanceIndex(FragmentCommits):
             yield
             return
         self._batch = []
+        self._batch_removed = []
         try:
             yield
         except BaseException:
             self._batch = None
             raise
         batch, self._batch = self._batch, None
-        self._commit(batch)
+        self._commit(batch, self._batch_removed)
 
     def write_documents(self, docs: Sequence[DocumentWrite]) -> None:
         self._require_writer()
@@ -624,7 +626,8 @@ class LanceIndex(FragmentCommits):
         self._touched[key] = row
         self._docs[key] = row  # type: ignore[index]
 
-    def _commit(self, docs: list[DocumentWrite]) -> None:
+    def _commit(self, docs: list[DocumentWrite], removed: Sequence[str] = ()) -> None:
+        """ONE Lance commit: ``docs`` replace their keys, the ``removed`` keys go."""
         import numpy as np
         import pyarrow as pa
 
@@ -670,6 +673,9 @@ class LanceIndex(FragmentCommits):
             flat.append(np.zeros((1, dim), np.float32))
         self._touched = {}
         if not rows["uid"]:
+            if removed and self._ds is not None:
+                self._ds.delete(f"doc_key IN ({_sql_str(removed)})")
+                self._reopen()
             return
         schema = _schema(dim)
         is_doc = np.array([k == "doc" for k in rows["kind"]])
@@ -687,9 +693,13 @@ class LanceIndex(FragmentCommits):
             keys = [d.key for d in keep.values()]
             merge = (self._ds.merge_insert("uid").when_matched_update_all()
                      .when_not_matched_insert_all())
+            gone = []
             if keys:
-                merge = merge.when_not_matched_by_source_delete(
-                    f"kind = 'chunk' AND doc_key IN ({_sql_str(keys)})")
+                gone.append(f"(kind = 'chunk' AND doc_key IN ({_sql_str(keys)}))")
+            if removed:
+                gone.append(f"doc_key IN ({_sql_str(removed)})")
+            if gone:
+                merge = merge.when_not_matched_by_source_delete(" OR ".join(gone))
             merge.execute(table)
         self._reopen()
 
@@ -795,7 +805,17 @@ class LanceIndex(FragmentCommits):
 
     def remove_documents(self, keys: Iterable[str]) -> int:
         self._require_writer()
-        present = [k for k in dict.fromkeys(keys) if k in self._doc_rows()]
+        keys = list(dict.fromkeys(keys))
+        if self._batch is not None:  # in a transaction: removed with its one commit
+            pending = {d.key for d in self._batch}
+            present = [k for k in keys if k in pending or
+                       (k in self._doc_rows() and k not in self._batch_removed)]
+            self._batch[:] = [d for d in self._batch if d.key not in present]
+            for k in present:
+                self._touched.pop(k, None)
+            self._batch_removed.extend(k for k in present if k in self._doc_rows())
+            return len(present)
+        present = [k for k in keys if k in self._doc_rows()]
         if not present or self._ds is None:
             return 0
         for k in present:
@@ -940,7 +960,7 @@ def inspect_location(path: str) -> str:
 
 
 def _damage_as_error(method):
-    """Wrap a ``LanceIndex`` read: an Arrow/Lance I/O failure on the index's own files (a data
+    """Wrap a ``LanceIndex`` read or write: an Arrow/Lance I/O failure on the index's own files (a data
     file cut short, a fragment that does not decode) is ``index damaged: …`` with the way out,
     a user error (exit 2), not an internal error."""
     import functools
@@ -966,5 +986,7 @@ def _damage_as_error(method):
 for _name in ("settings", "dimensions", "documents", "paths", "documents_state",
               "rowids_of_paths", "count", "load_matrix", "load", "dense_candidates", "cosines",
               "lexical_candidates", "lexical_ceiling", "chunk_records", "chunks",
-              "document_chunks", "vectors_for_hashes", "stats", "verify"):
+              "document_chunks", "vectors_for_hashes", "stats", "verify", "_open_datasets",
+              "_raw_settings", "write_documents", "remove_documents", "touch_document",
+              "set_settings", "clear", "compact", "alloc_rowids", "commit_fragments"):
     setattr(LanceIndex, _name, _damage_as_error(getattr(LanceIndex, _name)))
