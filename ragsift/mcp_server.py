@@ -63,9 +63,9 @@ class Service:
         from ragsift.retrieval.spans import check_span
 
         if k < 1:
-            raise RagsiftError(f"--k must be at least 1 (got {k})")
+            raise RagsiftError(f"k must be at least 1 (got {k})")
         if threshold is not None and not 0.0 <= threshold <= 1.0:
-            raise RagsiftError(f"--threshold {threshold}: the relevance score lies between 0 "
+            raise RagsiftError(f"threshold {threshold}: the relevance score lies between 0 "
                                "and 1")
         self.k, self.threshold, self.path = k, threshold, path
         self.mode = check_mode(mode or DEFAULT_MODE)

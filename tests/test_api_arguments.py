@@ -73,3 +73,81 @@ def test_queries_documents_and_a_closed_index(index):
                  lambda: ix.settings):
         with pytest.raises(RagsiftError, match="closed"):
             call()
+
+
+# -- library errors in library words (issue 22 point 5); the CLI says its flags -------------
+@pytest.mark.parametrize("kwargs, message", [
+    ({"k": 0}, "k must be at least 1 (got 0)"),
+    ({"reject_window": -1}, "reject_window must be 0 or more (got -1)"),
+    ({"max_chars": 0}, "max_chars must be at least 1 (got 0)"),
+    ({"threshold": 1.5}, "threshold 1.5: the relevance score lies between 0 and 1"),
+    ({"threshold": "abc"}, "threshold must be a number or 'none', not 'abc'"),
+    ({"mode": "sparse"}, "mode must be dense, lexical or hybrid, not 'sparse'"),
+    ({"span": "all"}, "span must be chunk or best, not 'all'"),
+])
+def test_api_errors_name_the_parameters_as_the_api_does(index, kwargs, message):
+    with rs.open_index(index) as ix, pytest.raises(RagsiftError) as err:
+        ix.query("when do honey bees swarm", **kwargs)
+    assert err.value.message == message
+
+
+@pytest.mark.parametrize("strategy, options, message", [
+    ("tokens", {"size": 100, "overlap": 600},
+     "overlap 600 must be at least 0 and less than size 100"),
+    ("tokens", {"min_chars": 5},
+     "strategy tokens does not take min_chars (it takes: size, overlap)"),
+    ("heading", {"min_chars": 50, "max_chars": 10}, "min_chars 50 must be less than max_chars 10"),
+    ("sentence", {"delimiters": [""]}, "sentence: delimiters must be non-empty strings"),
+    ("recursive", {"include_delim": "none"}, "recursive: include_delim must be prev or next"),
+])
+def test_chunker_errors_name_the_keyword_arguments(strategy, options, message):
+    from ragsift.chunkers import make_chunker
+
+    with pytest.raises(RagsiftError) as err:
+        make_chunker(strategy, tokenizer="chars", **options)
+    assert err.value.message.startswith(message)
+    assert " --" not in err.value.message and not err.value.message.startswith("-")
+
+
+@pytest.mark.parametrize("args, line", [
+    (["chunk", "fixtures/sourdough.rst", "-s", "tokens", "--overlap", "600", "--size", "100"],
+     "--overlap 600 must be at least 0 and less than --size 100"),
+    (["chunk", "fixtures/sourdough.rst", "-s", "tokens", "--min-chars", "5"],
+     "--strategy tokens does not take --min-chars (it takes: --size, --overlap)"),
+    (["chunk", "fixtures/sourdough.rst", "-s", "sentence", "--delimiter="],
+     "sentence: --delimiter values must be non-empty strings"),
+    (["chunk", "fixtures/sourdough.rst", "-s", "heading", "--min-chars", "50", "--max-chars",
+      "10"], ("--min-chars 50 must be less than --max-chars 10 (the floor is the smallest "
+              "chunk worth keeping)")),
+    (["query", "bees", "--mode", "sparse"],
+     "--mode must be dense, lexical or hybrid, not 'sparse'"),
+    (["query", "bees", "--threshold", "1.5"],
+     "--threshold 1.5: the relevance score lies between 0 and 1"),
+    (["explain", "bees", "--span", "all"], "--span must be chunk or best, not 'all'"),
+])
+def test_the_cli_says_the_same_errors_in_its_flags(index, args, line):
+    from tests.conftest import run_cli
+
+    if args[0] != "chunk":
+        args = [*args, "-i", index]
+    proc = run_cli(*args)
+    assert proc.returncode == 2
+    assert proc.stderr == f"ragsift: {line}\n"
+
+
+def test_flag_words_rewrites_parameters_only_where_an_argument_error_puts_them():
+    from ragsift.cli._common import flag_words
+
+    assert flag_words("k must be at least 1 (got 0)") == "-k must be at least 1 (got 0)"
+    assert flag_words("heading: max_level must be between 1 and 6") == (
+        "heading: --max-level must be between 1 and 6")
+    assert flag_words("prefix takes 9 tokens, leaving nothing of the size 5 budget") == (
+        "--prefix takes 9 tokens, leaving nothing of the --size 5 budget")
+    for prose in ("model m has no measured threshold; store one with `ragsift tune --save`",
+                  "config x.toml: mode must be one of dense, lexical, hybrid",
+                  "rule level include_delim must be prev or next, not 'x'",
+                  ("rule level 2: unknown key(s) 'y' (allowed: delimiters, whitespace, "
+                   "include_delim)"),
+                  "unknown chunking strategy 'x' (choose recursive, sentence, tokens)",
+                  "index i.db is damaged", "the top k are admitted whatever their score"):
+        assert flag_words(prose) == prose

@@ -37,16 +37,16 @@ PROSE = (
 
 
 @pytest.mark.parametrize("strategy,options,message", [
-    ("sentence", {"size": 10, "overlap": 10}, "less than --size"),
-    ("tokens", {"size": 5, "overlap": 7}, "less than --size"),
-    ("chars", {"max_chars": 100, "overlap": 100}, "less than --max-chars"),
-    ("heading", {"max_chars": 500, "min_chars": 500}, "less than --max-chars"),
-    ("paragraph", {"max_chars": 300, "min_chars": 900}, "less than --max-chars"),
-    ("tokens", {"max_level": 3}, "it takes: --size, --overlap"),
-    ("whole", {"size": 3}, "it takes: --prefix"),
+    ("sentence", {"size": 10, "overlap": 10}, "less than size"),
+    ("tokens", {"size": 5, "overlap": 7}, "less than size"),
+    ("chars", {"max_chars": 100, "overlap": 100}, "less than max_chars"),
+    ("heading", {"max_chars": 500, "min_chars": 500}, "less than max_chars"),
+    ("paragraph", {"max_chars": 300, "min_chars": 900}, "less than max_chars"),
+    ("tokens", {"max_level": 3}, "it takes: size, overlap"),
+    ("whole", {"size": 3}, "it takes: prefix"),
     ("recursive", {"rules": "nope"}, "shipped rule set"),
     ("recursive", {"include_delim": "none"}, "prev or next"),
-    ("recursive", {"size": 3, "prefix": "a long prefix that takes many tokens"}, "--prefix"),
+    ("recursive", {"size": 3, "prefix": "a long prefix that takes many tokens"}, "prefix takes"),
     ("heading", {"max_level": 9}, "between 1 and 6"),
     ("bogus", {}, "unknown chunking strategy"),
 ])

@@ -58,9 +58,9 @@ def make_chunker(strategy: str, *, tokenizer: str | TokenCounter = "cl100k",
     given = {k: v for k, v in options.items() if v is not None}
     unknown = sorted(set(given) - set(OPTIONS[strategy]))
     if unknown:
-        flags = ", ".join("--" + k.replace("_", "-") for k in unknown)
-        takes = ", ".join("--" + k.replace("_", "-") for k in OPTIONS[strategy])
-        raise RagsiftError(f"--strategy {strategy} does not take {flags} (it takes: {takes})")
+        flags = ", ".join(unknown)
+        takes = ", ".join(OPTIONS[strategy])
+        raise RagsiftError(f"strategy {strategy} does not take {flags} (it takes: {takes})")
     return cls(tokenizer=get_counter(tokenizer), **given)
 
 

@@ -75,8 +75,8 @@ class BaseChunker:
     def _check_prefix(self, prefix: str, size: int | None) -> None:
         if prefix and size is not None and self.counter.count(prefix) >= size:
             raise RagsiftError(
-                f"--prefix takes {self.counter.count(prefix)} tokens, leaving nothing of the "
-                f"--size {size} budget"
+                f"prefix takes {self.counter.count(prefix)} tokens, leaving nothing of the "
+                f"size {size} budget"
             )
 
     def context_fn(self, text: str, doc: Document | None, prefix: str, trail: bool,

@@ -155,5 +155,5 @@ class RecursiveRules:
         if Path(spec).is_file():
             return cls.from_file(spec)
         raise RagsiftError(
-            f"--rules {spec!r}: not a file and not a shipped rule set ({', '.join(SHIPPED)})"
+            f"rules {spec!r}: not a file and not a shipped rule set ({', '.join(SHIPPED)})"
         )

@@ -49,7 +49,7 @@ DEFAULT_MODE = "hybrid"
 
 def check_mode(mode: str) -> str:
     if mode not in MODES:
-        raise RagsiftError(f"--mode must be {', '.join(MODES[:-1])} or {MODES[-1]}, not {mode!r}")
+        raise RagsiftError(f"mode must be {', '.join(MODES[:-1])} or {MODES[-1]}, not {mode!r}")
     return mode
 
 

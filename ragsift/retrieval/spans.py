@@ -64,7 +64,7 @@ def check_span(span: str) -> str:
     from ragsift.errors import RagsiftError
 
     if span not in SPAN_MODES:
-        raise RagsiftError(f"--span must be {' or '.join(SPAN_MODES)}, not {span!r}")
+        raise RagsiftError(f"span must be {' or '.join(SPAN_MODES)}, not {span!r}")
     return span
 
 

@@ -51,9 +51,9 @@ def parse_threshold(value: str | None) -> tuple[bool, float | None]:
     try:
         number = float(text)
     except ValueError:
-        raise RagsiftError(f"--threshold must be a number or 'none', not {value!r}") from None
+        raise RagsiftError(f"threshold must be a number or 'none', not {value!r}") from None
     if not 0.0 <= number <= 1.0:
-        raise RagsiftError(f"--threshold {value}: the relevance score lies between 0 and 1")
+        raise RagsiftError(f"threshold {value}: the relevance score lies between 0 and 1")
     return False, number
 
 
