@@ -132,6 +132,19 @@ def _line_offset(lines: OffsetMap, line0: int) -> int:
     return lines.starts[min(line0, len(lines.starts) - 1)]
 
 
+def _with_markup(inline_tokens: list[Any]) -> list[Any]:
+    """The inline tokens whose text inline parsing can change: those with a character that
+    stops markdown-it's ``text`` rule (every other inline rule starts at one). A cell
+    without one parses to a single text token of its content, which ``_inline_text`` gives
+    unparsed too (a giant table's cells are mostly such: a parse each was most of its time).
+    """
+    stops = getattr(_parser().inline, "terminator_re", None)
+    if stops is None or _parser().options.get("linkify"):
+        return inline_tokens
+    search = stops.search
+    return [t for t in inline_tokens if search(t.content) is not None]
+
+
 def _inline_text(tok: Any) -> str:
     """Plain text of an inline token: text and code spans, markup dropped."""
     if tok.type != "inline":
@@ -173,7 +186,7 @@ def render_markdown_tables(doc: Document) -> Document:
             j = i
             while tokens[j].type != "table_close":
                 j += 1
-            _parse_inline([t for t in tokens[i:j] if t.type == "inline"], env)
+            _parse_inline(_with_markup([t for t in tokens[i:j] if t.type == "inline"]), env)
             rows = _table_rows(tokens[i : j + 1])
             if rows:
                 start = _line_offset(OffsetMap(line_starts), tok.map[0])
