@@ -22,7 +22,12 @@ class Recorder(EmbedProgress):
 
     def advance(self, files=0, chunks=0, tokens=0, *, work=0, unneeded=0, seconds=0.0):
         self.events.append(dict(files=files, chunks=chunks, tokens=tokens, work=work,
-                                unneeded=unneeded, seconds=seconds))
+                                unneeded=unneeded, seconds=seconds, queued_work=0,
+                                queued_tokens=0))
+
+    def queued(self, work=0, tokens=0):
+        self.events.append(dict(files=0, chunks=0, tokens=0, work=0, unneeded=0, seconds=0.0,
+                                queued_work=work, queued_tokens=tokens))
 
     def total(self, key):
         return sum(e[key] for e in self.events)
@@ -90,3 +95,57 @@ def test_a_producer_error_reaches_the_caller(corpus, tmp_path):
         for x in _prefetched(items(), 2):
             got.append(x)
     assert got == [1]
+
+
+def test_the_tokens_left_to_embed_are_what_queued_reports(corpus, tmp_path):
+    """Issue 23: the percentage and ETA follow the tokens left to embed. Every chunked file
+    reports its bytes and its chunks' tokens; tokens whose vector is found are taken back; so
+    at the end the tokens queued are exactly the tokens embedded, and the bytes queued are
+    the bytes of the files parsed."""
+    from ragsift.chunkers import make_chunker
+
+    small = make_chunker("recursive", tokenizer="cl100k", size=24, min_chars=0)
+    rec = Recorder()
+    summary = build_index([str(corpus)], tmp_path / "i.db", small, progress=rec)
+    assert rec.total("queued_tokens") == summary.tokens > 0
+    assert rec.total("queued_work") == sum(p.stat().st_size for p in corpus.iterdir())
+    # a re-run after one edit re-chunks that file and finds most of its vectors
+    first = corpus / "field-notes.txt"
+    original = first.read_text()
+    try:
+        first.write_text(original + "\nOne more line about the orchard.\n")
+        rec = Recorder()
+        summary = build_index([str(corpus)], tmp_path / "i.db", small, progress=rec)
+        assert summary.reused > 0
+        assert rec.total("queued_tokens") == summary.tokens
+        assert any(e["queued_tokens"] < 0 for e in rec.events)  # reused chunks taken back
+    finally:
+        first.write_text(original)
+
+
+def test_percent_and_eta_follow_tokens_not_files():
+    """The case of the issue: most files done, one big file not chunked yet. By bytes the
+    bar said 100% with work left; by tokens it says how much is left."""
+    c = _Counts()
+    c.begin(files=76, work=10_000)
+    # 67 small files (2,000 bytes) chunked into 4,000 tokens, all embedded
+    c.queue(2_000, 4_000)
+    c.add(files=67, chunks=67, tokens=4_000, work=2_000, unneeded=0, seconds=1.0)
+    # the rest (8,000 bytes) is not chunked yet: estimated at 2 tokens per byte
+    assert c.fraction() == 4_000 / (4_000 + 8_000 * 2)
+    assert c.line().startswith("20%, 67/76 files")
+    assert c.eta() is not None and c.eta() > 0
+    # half of the remaining chunks turn out to be reused: fewer tokens to embed
+    c.queue(8_000, 16_000)
+    c.queue(0, -8_000)
+    assert c.fraction() == 4_000 / 12_000
+    c.add(files=9, chunks=9, tokens=8_000, work=8_000, unneeded=0, seconds=1.0)
+    assert c.fraction() == 1.0 and c.eta() == 0
+
+
+def test_without_tokens_the_bar_follows_bytes():
+    c = _Counts()
+    c.begin(files=3, work=300)
+    c.queue(100, 0)  # a file whose chunks have no token counts (e.g. stdin records)
+    c.add(files=1, chunks=0, tokens=0, work=100, unneeded=0, seconds=0.0)
+    assert c.fraction() == 100 / 300

@@ -173,9 +173,11 @@ def _make_progress(quiet: bool):
 
 
 class _Counts:
-    """What the progress lines show. The bar and the ETA follow work units (bytes of the files
-    that need chunking and embedding, advanced chunk by chunk as they are embedded); the rate
-    is tokens over the model's own time for them, so the first line is already right."""
+    """What the progress lines show. The percentage and the ETA follow the tokens left to
+    embed: known for the files already chunked (their chunks' tokens, less those whose vector
+    was found), estimated for the rest at the same tokens per byte; before anything is chunked
+    they follow work units (bytes of the files that need chunking and embedding). The rate is
+    tokens over the model's own time for them, so the first line is already right."""
 
     def __init__(self) -> None:
         self.files_total = 0
@@ -185,6 +187,8 @@ class _Counts:
         self.tokens = 0
         self.work = 0
         self.model_seconds = 0.0
+        self.queued_work = 0  # bytes chunked so far
+        self.queued_tokens = 0  # tokens of their chunks that need embedding
         self.t0 = time.perf_counter()
 
     def begin(self, files: int, work: int) -> None:
@@ -200,21 +204,48 @@ class _Counts:
         self.work_total -= unneeded
         self.model_seconds += seconds
 
+    def queue(self, work: int, tokens: int) -> None:
+        self.queued_work += work
+        self.queued_tokens += tokens
+
+    def _tokens_total(self) -> float | None:
+        """Tokens this run will embed: those of the chunked files, and at their tokens per
+        byte for the files not chunked yet. None before a file with tokens was chunked."""
+        if self.queued_work <= 0 or self.queued_tokens <= 0:
+            return None
+        rest = max(self.work_total - self.queued_work, 0)
+        return max(self.queued_tokens + rest * self.queued_tokens / self.queued_work,
+                   self.tokens)
+
+    def fraction(self) -> float | None:
+        total = self._tokens_total()
+        if total is not None:
+            return min(self.tokens / total, 1.0)
+        if self.work_total > 0:
+            return min(self.work, self.work_total) / self.work_total
+        return None
+
     def rate(self) -> float | None:
         """Tokens per second of model time; None before anything was embedded."""
         return self.tokens / self.model_seconds if self.model_seconds > 0 else None
 
     def eta(self) -> float | None:
-        """Seconds left at the work rate seen so far; None before there is one."""
+        """Seconds left: the tokens left to embed at the rate of the run so far (wall time,
+        parsing included), or the work units left before tokens are known; None before
+        there is a rate."""
         elapsed = time.perf_counter() - self.t0
+        total = self._tokens_total()
+        if total is not None and self.tokens > 0 and elapsed > 0:
+            return max(total - self.tokens, 0) / (self.tokens / elapsed)
         if self.work <= 0 or elapsed <= 0 or self.work_total <= 0:
             return None
         return max(self.work_total - self.work, 0) / (self.work / elapsed)
 
     def line(self) -> str:
         parts = []
-        if self.work_total > 0:
-            parts.append(f"{min(self.work, self.work_total) / self.work_total:.0%}")
+        fraction = self.fraction()
+        if fraction is not None:
+            parts.append(f"{fraction:.0%}")
         parts.append(f"{self.files}/{self.files_total} files")
         parts.append(f"{self.chunks} chunks")
         rate = self.rate()
@@ -230,9 +261,9 @@ def _clock(seconds: float) -> str:
 
 
 class _PlainProgress(_Counts):
-    """stderr is not a terminal: one plain line every 10 s, only for long runs."""
+    """stderr is not a terminal: one plain line every 5 s, only for long runs."""
 
-    EVERY = 10.0
+    EVERY = 5.0
 
     def __init__(self) -> None:
         super().__init__()
@@ -248,6 +279,9 @@ class _PlainProgress(_Counts):
         if now - self._last >= self.EVERY:
             self._last = now
             warn(self.line())
+
+    def queued(self, work: int = 0, tokens: int = 0) -> None:
+        self.queue(work, tokens)
 
     def finish(self) -> None:
         pass
@@ -274,19 +308,26 @@ class _RichProgress(_Counts):
         self._task = None
 
     def _status(self) -> str:
-        return self.line().split(", ", 1)[1] if self.work_total > 0 else self.line()
+        return self.line().split(", ", 1)[1] if self.fraction() is not None else self.line()
+
+    def queued(self, work: int = 0, tokens: int = 0) -> None:
+        self.queue(work, tokens)
+        self._update()
 
     def start(self, files: int, work: int = 0) -> None:
         self.begin(files, work)
         self._bar.start()
-        self._task = self._bar.add_task("embed", total=max(work, 1), status=self._status())
+        self._task = self._bar.add_task("embed", total=1000, status=self._status())
 
     def advance(self, files: int = 0, chunks: int = 0, tokens: int = 0, *, work: int = 0,
                 unneeded: int = 0, seconds: float = 0.0) -> None:
         self.add(files, chunks, tokens, work, unneeded, seconds)
+        self._update()
+
+    def _update(self) -> None:
         if self._task is not None:
-            self._bar.update(self._task, total=max(self.work_total, 1),
-                             completed=min(self.work, max(self.work_total, 1)),
+            fraction = self.fraction() or 0.0
+            self._bar.update(self._task, total=1000, completed=round(fraction * 1000),
                              status=self._status())
 
     def finish(self) -> None:

@@ -75,6 +75,7 @@ class Run:
         self.pending.append(doc)
         self.pending_chunks += len(doc.records)
         self.pending_work += work
+        self.progress.queued(work, sum(int(r.get("tokens") or 0) for r in doc.records))
         # while the model is still loading ahead nothing can be embedded: the first batch
         # goes on gathering (up to GATHER_WHILE_LOADING times the usual size), so it is
         # sorted by length over more texts, at no cost in time to the first commit
@@ -113,6 +114,10 @@ class Run:
                 if h not in known and h not in missing:
                     missing[h] = r["context"] + r["text"]
                     tokens[h] = int(r.get("tokens") or 0)
+        not_embedded = sum(int(r.get("tokens") or 0) for d in docs for r in d.records) - \
+            sum(tokens.values())
+        if not_embedded:
+            self.progress.queued(0, -not_embedded)  # vectors found: no model time for them
         if missing:
             emb = self.model.embedder()
             # shortest first across the whole batch, not only inside each EMBED_STEP call

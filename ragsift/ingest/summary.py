@@ -98,5 +98,11 @@ class EmbedProgress:
         """``files`` done, ``chunks`` written, ``tokens`` (chunker units) embedded in
         ``seconds`` of model time; ``work`` units done, ``unneeded`` units dropped."""
 
+    def queued(self, work: int = 0, tokens: int = 0) -> None:
+        """Documents of ``work`` units were chunked into chunks of ``tokens`` tokens that may
+        need embedding; a negative ``tokens`` later: that many turned out not to (their vector
+        was found). So the tokens left to embed are known for what is chunked, and estimated
+        at the same tokens per unit for the rest: what a percentage and an ETA follow."""
+
     def finish(self) -> None:
         """The run is over (successfully or not)."""
