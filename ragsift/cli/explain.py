@@ -77,7 +77,7 @@ def explain_command(
     """Show why a query found what it found: admitted hits with their margin over the
     threshold, rejected candidates with their gap and reason, a score picture, and the
     closest unit of each hit (an embedding-similarity proxy, not a causal explanation)."""
-    from ragsift.cli.render import embed_queries, hints, stored_paths, truncation_warning
+    from ragsift.cli.render import hints, stored_paths, truncation_warning
     from ragsift.retrieval.attribution import attribute
     from ragsift.retrieval.spans import check_span
     from ragsift.retrieval.topk import outcome_hint
@@ -88,7 +88,7 @@ def explain_command(
     with open_searcher(index, model, mode, None if path else [text]) as searcher:
         searcher.require_chunks()
         strategy, floor = make_strategy(searcher, k, threshold, reject_window, max_chars)
-        qvecs, cut = embed_queries(searcher, [text])
+        qvecs, cut = searcher.embed_queries_counted([text])
         qvec = qvecs[0]
         r = searcher.retrieve(text, strategy, path_glob=path, qvec=qvec, span=check_span(span))
         attributions = attribute(searcher.embedder, qvec, r.admitted, top=units)

@@ -156,7 +156,6 @@ def query_command(
     floor nothing is printed (no fallback to a weak match) and the exit status is 1.
     """
     from ragsift.cli.render import (
-        embed_queries,
         nothing_hint,
         stored_paths,
         truncation_warning,
@@ -176,7 +175,7 @@ def query_command(
     with open_searcher(index, model, mode, None if path else queries) as searcher:
         searcher.require_chunks()
         strategy, _ = make_strategy(searcher, k, threshold, reject_window, max_chars)
-        qvecs, cut = embed_queries(searcher, queries)
+        qvecs, cut = searcher.embed_queries_counted(queries)
         results = searcher.retrieve_many(queries, strategy, path_glob=path, qvecs=qvecs,
                                          span=span)
         max_length = getattr(searcher.embedder, "max_length", None)

@@ -83,16 +83,6 @@ def truncation_warning(max_length: int, dropped: int, query: str | None = None) 
             "ignored")
 
 
-def embed_queries(searcher: Any, queries: list[str]) -> tuple[Any, list[int]]:
-    """(query vectors, tokens cut per query): the searcher's embedding, keeping the count the
-    embedder reports so a long query is not cut silently."""
-    result = searcher.embedder.embed(list(queries), kind="query")
-    import numpy as np
-
-    vectors = np.asarray(result.vectors, dtype=np.float32)
-    return vectors, [int(t) for t in (getattr(result, "truncated", None) or [0] * len(queries))]
-
-
 def stored_paths(searcher: Any) -> list[str]:
     store = getattr(searcher, "store", None)
     paths = getattr(store, "paths", None)

@@ -90,17 +90,24 @@ class Searcher:
         return str(self.settings.get("model") or "")
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """The query vectors of ``texts`` (m, dimensions) float32."""
+        return self.embed_queries_counted(texts)[0]
+
+    def embed_queries_counted(self, texts: Sequence[str]) -> tuple[np.ndarray, list[int]]:
+        """(query vectors, tokens cut per query): a long query is never cut silently, the
+        caller says so (``query``/``explain`` warn)."""
         import numpy as np
 
         if not texts:
-            return np.zeros((0, self.dimensions), dtype=np.float32)
-        vectors = np.asarray(self.embedder.embed(list(texts), kind="query").vectors,
-                             dtype=np.float32)
+            return np.zeros((0, self.dimensions), dtype=np.float32), []
+        result = self.embedder.embed(list(texts), kind="query")
+        vectors = np.asarray(result.vectors, dtype=np.float32)
         if self.dimensions and vectors.shape[1] != self.dimensions:
             raise RagsiftError(
                 f"the model gives {vectors.shape[1]}-dimensional vectors but the index holds "
                 f"{self.dimensions}; query with the model the index was built with")
-        return vectors
+        cut = getattr(result, "truncated", None) or [0] * len(texts)
+        return vectors, [int(t) for t in cut]
 
     # -- search ----------------------------------------------------------------------------
     def retrieve(self, query: str, strategy: TopK, *, path_glob: str | None = None,
