@@ -105,8 +105,7 @@ def test_ancestry_is_one_set_along_the_walk(tmp_path):
 
 def _cl100k_chars(monkeypatch: pytest.MonkeyPatch, text: str) -> int:
     """Characters handed to the cl100k encoder while chunking ``text``."""
-    from ragsift.chunkers import make_chunker
-    from ragsift.chunkers import counters
+    from ragsift.chunkers import counters, make_chunker
 
     seen = 0
     counter = counters.get_counter("cl100k")
@@ -137,7 +136,7 @@ def _cl100k_chars(monkeypatch: pytest.MonkeyPatch, text: str) -> int:
 @pytest.mark.parametrize("kind", ["words", "letters"])
 def test_one_long_line_encodes_a_constant_multiple_of_its_size(monkeypatch, kind):
     rng = random.Random(7)
-    words = "alpha beta gamma delta index chunk token vector query".split()
+    words = ["alpha", "beta", "gamma", "delta", "index", "chunk", "token", "vector", "query"]
 
     def make(n: int) -> str:
         if kind == "words":
@@ -156,7 +155,7 @@ def test_one_long_line_encodes_a_constant_multiple_of_its_size(monkeypatch, kind
 
 
 def _table(rows: int, rng: random.Random) -> str:
-    plain = "alpha beta gamma delta 12 3.5 x y".split()
+    plain = ["alpha", "beta", "gamma", "delta", "12", "3.5", "x", "y"]
     markup = ["`code`", "**bold**", "*em*", "a\\|b", "[l](http://x)", "&amp;", "<b>h</b>",
               "~~s~~", "a_b_c", "x: y", "-1", "#5", "!", "{x}", "a^b", "= q", "+1", "%", "$", "@"]
     lines = ["| name | value | note |", "|---|---:|:--|"]
