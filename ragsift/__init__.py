@@ -6,7 +6,7 @@ The package is layered; data flows one way:
 the one part a lower layer takes from a higher one: the ``model`` token counter.
 """
 
-__version__ = "0.2.0"
+from ragsift.version import __version__  # noqa: F401 (the package version)
 
 
 def _model_counter():

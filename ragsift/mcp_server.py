@@ -192,7 +192,7 @@ def make_server(service: "Service") -> "MCPServer":
     from mcp.shared.exceptions import MCPError
     from mcp.types import INVALID_PARAMS, CallToolResult, TextContent
 
-    from ragsift import __version__
+    from ragsift.version import __version__
 
     server = MCPServer(
         "ragsift", version=__version__,

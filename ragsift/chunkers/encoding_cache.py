@@ -33,7 +33,7 @@ def cache_path(name: str) -> Any:
     """Where the cached encoding ``name`` lives (a ``Path``)."""
     import sys
 
-    from ragsift.embedders.weights import cache_dir
+    from ragsift.paths import cache_dir
 
     py = f"{sys.version_info[0]}.{sys.version_info[1]}"  # marshal's format is per Python
     return cache_dir() / f"tiktoken-{name}-py{py}-v{FORMAT}.marshal"

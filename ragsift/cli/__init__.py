@@ -11,7 +11,7 @@ import sys
 
 import typer
 
-from ragsift import __version__
+from ragsift.version import __version__
 from ragsift.cli._coerce import install as _install_light_coercion
 from ragsift.cli._common import STATE, run_app
 from ragsift.cli._help import HelpCommand, HelpGroup, TyperCommand

@@ -337,7 +337,7 @@ FUSED_CACHE_VERSION = 1
 
 def fused_cache_path(weights_sha256: str) -> Any:
     from ragsift.embedders.runtime import onnxruntime
-    from ragsift.embedders.weights import cache_dir
+    from ragsift.paths import cache_dir
 
     ort = onnxruntime()
     name = f"minilm-fused-{weights_sha256[:16]}-ort{ort.__version__}-v{FUSED_CACHE_VERSION}.onnx"

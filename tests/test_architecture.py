@@ -1,0 +1,105 @@
+"""The import graph of ``ragsift/`` (docs/ARCHITECTURE.md): data flows one way, so no module
+imports a module of a higher layer, and no files import each other in a circle (inside
+functions and under ``TYPE_CHECKING`` too: both tie the files together for a reader)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "ragsift"
+
+# Layers, lowest first (docs/ARCHITECTURE.md): a module may import its own layer and below.
+LAYERS = {
+    "errors": 0, "counting": 0, "paths": 0, "version": 0,
+    "sources": 1, "chunkers": 2, "embedders": 3, "index": 4, "retrieval": 5, "metrics": 6,
+    "ingest": 7, "tuning": 7, "evaluation": 7, "api": 8, "mcp_server": 9, "cli": 9,
+    "__main__": 10,
+}
+ROOT = 10  # ragsift/__init__.py: the package root wires the layers
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        mod = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        out[mod.removesuffix(".__init__")] = path
+    return out
+
+
+def _imports(path: Path, mod: str, modules: dict[str, Path]) -> set[str]:
+    """The package modules ``path`` imports (anywhere in the file)."""
+    base = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            src = node.module or ""
+            if node.level:
+                parts = base.split(".")
+                src = ".".join(parts[: len(parts) - node.level + 1] + ([src] if src else []))
+            names = [f"{src}.{a.name}" for a in node.names] or [src]
+        for name in names:
+            while name and name not in modules:
+                name = name.rpartition(".")[0]
+            if name and name != mod and name.startswith("ragsift"):
+                found.add(name)
+    return found
+
+
+def _layer(mod: str) -> int:
+    parts = mod.split(".")
+    return ROOT if len(parts) == 1 else LAYERS[parts[1]]
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {mod: _imports(path, mod, modules) for mod, path in modules.items()}
+
+
+def test_every_module_has_a_layer():
+    assert all(len(m.split(".")) == 1 or m.split(".")[1] in LAYERS for m in _modules())
+
+
+def test_no_module_imports_a_higher_layer():
+    up = [f"{a} -> {b}" for a, targets in _graph().items() for b in targets
+          if _layer(b) > _layer(a)]
+    assert up == []
+
+
+def test_no_import_circles():
+    graph = _graph()
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    circles: list[list[str]] = []
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                circles.append(path[path.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt, path + [nxt])
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    assert circles == []
+
+
+def test_ingest_never_touches_a_backend():
+    """``ingest/`` reaches the index through ``open_index`` and the writer contract only: it
+    imports no storage library and no backend module."""
+    modules = _modules()
+    for path in (PACKAGE / "ingest").glob("*.py"):
+        mod = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        assert not {m for m in _imports(path, mod, modules)
+                    if m in ("ragsift.index.store", "ragsift.index.lance")}, path.name
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) \
+                    else [node.module or ""]
+                assert not [n for n in names if n.split(".")[0] in
+                            ("sqlite3", "lance", "lancedb", "pyarrow")], (path.name, names)
