@@ -103,3 +103,29 @@ def test_batch_grep_numbers_each_line_with_its_query_and_one_query_keeps_grep_fo
                                    for line in proc.stdout.splitlines())
     # what a shell user does with it: the query number is field 1, the rest the grep line
     assert {line.split(":", 1)[0] for line in batch.stdout.splitlines()} == {"1", "3"}
+
+
+def test_embedding_by_another_path_spelling_says_so_and_keeps_the_documents(tmp_path):
+    """Issue 23: a folder embedded by its absolute path after a relative one re-keyed every
+    stored path silently. The documents stay the same (keyed by absolute path: nothing is
+    re-embedded), and embed says in one warning line that their listed path changed."""
+    import shutil
+
+    from tests.conftest import FIXTURES
+
+    shutil.copytree(FIXTURES / "beekeeping", tmp_path / "docs")
+    first = run_cli("embed", "docs", "--index", "i.db", cwd=tmp_path)
+    assert first.returncode == 0 and "now listed under" not in first.stderr
+    absolute = str(tmp_path / "docs")
+    again = run_cli("embed", absolute, "--index", "i.db", "--json", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    lines = [ln for ln in again.stderr.splitlines() if "now listed under" in ln]
+    assert len(lines) == 1 and "was docs/handbook.md" in lines[0], again.stderr
+    import json
+
+    summary = json.loads(again.stdout)
+    assert summary["embedded"] == 0 and summary["unchanged"] == summary["discovered"] == 1
+    listed = run_cli("ls", "--index", "i.db", cwd=tmp_path).stdout
+    assert listed.startswith(absolute + "/handbook.md\t")
+    third = run_cli("embed", absolute, "--index", "i.db", cwd=tmp_path)
+    assert third.returncode == 0 and "now listed under" not in third.stderr

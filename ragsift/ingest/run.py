@@ -122,10 +122,9 @@ def build_index(
         if plan.moved and on_warning is not None and plan.moved_example is not None:
             was, now = plan.moved_example
             n = plan.moved
-            on_warning(now, f"{n} indexed document{'s' if n != 1 else ''} now listed under "
-                       f"a new path (e.g. was {was}): the same file{'s' if n != 1 else ''} "
-                       "given by another spelling of the path; `ls`, `--path` and `tune` "
-                       "labels use the new one")
+            on_warning(now, f"was {was}: {n} indexed document{'s' if n != 1 else ''} now "
+                       "listed under the path spelling of this run (the same files, not "
+                       "re-embedded); `ls`, `--path` and `tune` labels use the new one")
     finally:
         progress.finish()
         store.close()
