@@ -3,8 +3,12 @@
 - ``opening.py``: ``open_index(path, mode)``, how every caller opens an index (the backend is
   chosen there), and ``inspect_index``.
 - ``backend.py``: the contract (``IndexReader``, ``IndexWriter``, ``FragmentCommits``).
-- ``store.py``: ``IndexStore``, the SQLite implementation of the index (see docs/CONTRACTS.md).
-- ``lance.py``, ``ann.py``: ``LanceIndex``, the Lance implementation (the ``lance`` extra).
+- ``store.py``: ``IndexStore``, the SQLite implementation of the index (see docs/CONTRACTS.md):
+  opening and reads; its writer side is the ``StoreWriter`` mixin in ``store_write.py``, the
+  file helpers (``inspect_file``, ``sqlite_uri``, ``write_error``) are in ``sqlite_file.py``.
+- ``lance.py``, ``ann.py``: ``LanceIndex``, the Lance implementation (the ``lance`` extra):
+  opening and reads; its writer side is the ``LanceWriter`` mixin in ``lance_write.py``, the
+  schema, row and fragment helpers are in ``lance_rows.py``.
 - ``migrations.py``: the schema and its numbered migrations.
 - ``locking.py``: the writer lock (``INDEX-lock`` with the PID).
 

@@ -36,17 +36,20 @@ Snapshots and the writer lock:
 Object storage credentials come from the environment as for any AWS client
 (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``, ``AWS_ENDPOINT_URL`` for an
 S3-compatible server, ``AWS_ALLOW_HTTP=true`` for a plain-http one).
+
+This module: ``LanceIndex`` (opening, settings, reads and search, stats), ``inspect_location``
+and the wrapper that reports damaged data files. The writing methods are the ``LanceWriter``
+mixin (``lance_write.py``); the schema, row and fragment helpers live in ``lance_rows.py``
+(``chunk_row``, ``rows_table``, ``write_fragments``, ``storage_options`` are importable from
+here as before).
 """
 
 from __future__ import annotations
 
 import contextlib
-import datetime
 import json
 import os
-import sys
-import time
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ragsift.errors import RagsiftError
@@ -59,7 +62,21 @@ from ragsift.index.backend import (
     DocumentWrite,
     FragmentCommits,
 )
-from ragsift.index.dense import as_f32 as _as_f32
+from ragsift.index.lance_rows import (  # noqa: F401 (re-exports: callers import them from here)
+    _CHUNK_FIELDS,
+    _DOC_FIELDS,
+    _join,
+    _lance,
+    chunk_row,
+    rows_table,
+    storage_options,
+    write_fragments,
+)
+from ragsift.index.lance_write import (  # noqa: F401 (the constants: re-export)
+    KEEP_VERSIONS,
+    SCALAR_INDEX_MIN_ROWS,
+    LanceWriter,
+)
 from ragsift.index.locations import is_lance_location, is_remote  # noqa: F401 (re-export)
 from ragsift.index.terms import query_words
 
@@ -68,133 +85,12 @@ if TYPE_CHECKING:
 
 SCHEMA_VERSION = 1
 FORMAT = "ragsift-lance"
-KEEP_VERSIONS = datetime.timedelta(hours=1)
-# From this many chunks ``compact`` adds B-tree indexes on ``rowid`` (chunk records by id) and
-# ``content_hash`` (vector reuse), so neither lookup scans the table.
-SCALAR_INDEX_MIN_ROWS = 10_000
 # Extra lexical hits fetched beyond ``n`` so that ties at the cut are broken by rowid.
 LEXICAL_SLACK = 32
 LANCE_K1 = 1.2  # Lance's BM25 constant (its inverted index's default)
 
 
-def _join(root: str, name: str) -> str:
-    return root.rstrip("/") + "/" + name if is_remote(root) else os.path.join(root, name)
-
-
-def storage_options() -> dict[str, str]:
-    """Options for object storage from the environment (what boto/aws-cli users already set)."""
-    env = os.environ
-    out: dict[str, str] = {}
-    for key, opt in (("AWS_ENDPOINT_URL_S3", "aws_endpoint"), ("AWS_ENDPOINT_URL", "aws_endpoint"),
-                     ("AWS_ENDPOINT", "aws_endpoint"), ("AWS_REGION", "aws_region"),
-                     ("AWS_DEFAULT_REGION", "aws_region"),
-                     ("AWS_ACCESS_KEY_ID", "aws_access_key_id"),
-                     ("AWS_SECRET_ACCESS_KEY", "aws_secret_access_key"),
-                     ("AWS_SESSION_TOKEN", "aws_session_token"),
-                     ("AWS_ALLOW_HTTP", "allow_http")):
-        if env.get(key) and opt not in out:
-            out[opt] = env[key]
-    if out.get("aws_endpoint", "").startswith("http://"):
-        out.setdefault("allow_http", "true")
-    return out
-
-
-def _lance():
-    import warnings
-
-    # Ray forks its raylet after the driver opened the index; the index is never used in the
-    # forked process, so lance's fork warning does not apply.
-    warnings.filterwarnings("ignore", message="lance is not fork-safe")
-    # Only ragsift's own lines reach stderr: Lance's Rust log (``WARN lance::…``) is kept to
-    # errors unless the user asked for more (``LANCE_LOG`` set) or runs with --debug.
-    cli = sys.modules.get("ragsift.cli._common")  # --debug, when the CLI runs (no import)
-    debug = os.environ.get("RAGSIFT_DEBUG") or (cli is not None and cli.STATE.get("debug"))
-    if "LANCE_LOG" not in os.environ and not debug:
-        os.environ["LANCE_LOG"] = "error"
-    try:
-        import lance
-    except ImportError:
-        raise RagsiftError(
-            "a .lance or object-storage index needs the Lance backend: "
-            "pip install 'ragsift[lance]'") from None
-    return lance
-
-
-def _schema(dim: int):
-    import pyarrow as pa
-
-    return pa.schema([
-        ("uid", pa.string()), ("kind", pa.string()), ("doc_key", pa.string()),
-        ("rowid", pa.int64()),
-        # document rows
-        ("path", pa.string()), ("source", pa.string()), ("size", pa.int64()),
-        ("mtime", pa.float64()), ("sha256", pa.string()), ("format", pa.string()),
-        ("chunker", pa.string()), ("n_chunks", pa.int64()), ("doc_tokens", pa.int64()),
-        ("indexed_at", pa.float64()),
-        # chunk rows
-        ("idx", pa.int64()), ("text", pa.string()), ("context", pa.string()),
-        ("start", pa.int64()), ("end", pa.int64()), ("tokens", pa.int64()),
-        ("chars", pa.int64()), ("line_start", pa.int64()), ("line_end", pa.int64()),
-        ("headings", pa.list_(pa.string())), ("page", pa.int64()), ("level", pa.int64()),
-        ("content_hash", pa.string()), ("truncated", pa.int64()), ("fts", pa.string()),
-        ("vector", pa.list_(pa.float32(), dim)),
-    ])
-
-
-_DOC_FIELDS = ("path", "source", "size", "mtime", "sha256", "format", "chunker", "n_chunks",
-               "doc_tokens", "indexed_at")
-_CHUNK_FIELDS = ("rowid", "doc_key", "idx", "text", "context", "start", "end", "tokens", "chars",
-                 "line_start", "line_end", "headings", "page", "level", "content_hash",
-                 "truncated")
-
-
-def chunk_row(doc_key: str, rowid: int, rec: dict) -> dict:
-    """The chunks-dataset row (all but ``vector``) of chunk record ``rec``."""
-    context = rec.get("context") or ""
-    return {"uid": f"c:{rowid}", "kind": "chunk", "doc_key": doc_key, "rowid": rowid,
-            "idx": rec["index"], "text": rec["text"], "context": context,
-            "start": rec.get("start"), "end": rec.get("end"), "tokens": rec.get("tokens"),
-            "chars": rec.get("chars", len(rec["text"])), "line_start": rec.get("line_start"),
-            "line_end": rec.get("line_end"),
-            "headings": [str(h) for h in rec.get("headings") or []],
-            "page": rec.get("page"), "level": rec.get("level") or 0,
-            "content_hash": rec["content_hash"], "truncated": int(rec.get("truncated") or 0),
-            "fts": (context + "\n" + rec["text"]) if context else rec["text"]}
-
-
-def rows_table(rows: list[dict], vectors: list, dim: int):
-    """An Arrow table of the chunks schema: ``rows`` (``chunk_row`` or document fields) and one
-    vector per row (None for a document row)."""
-    import numpy as np
-    import pyarrow as pa
-
-    schema = _schema(dim)
-    matrix = np.stack([np.zeros(dim, np.float32) if v is None else np.asarray(v, np.float32)
-                       for v in vectors]) if rows else np.zeros((0, dim), np.float32)
-    vector = pa.FixedSizeListArray.from_arrays(
-        pa.array(matrix.reshape(-1), pa.float32()), dim,
-        mask=pa.array([v is None for v in vectors], pa.bool_()))
-    cols = {f: pa.array([r.get(f) for r in rows], schema.field(f).type)
-            for f in schema.names if f != "vector"}
-    cols["vector"] = vector
-    return pa.table(cols, schema=schema)
-
-
-def write_fragments(uri: str, table: Any, storage_options: dict | None,
-                    create: bool = False) -> list[str]:
-    """Write ``table`` as new data files of the dataset at ``uri`` WITHOUT committing them
-    (any process: a Ray worker); returns the fragments' metadata as JSON for
-    ``LanceIndex.commit_fragments``. Files of a write never committed are never read.
-    ``create``: the dataset does not exist yet (its first commit will create it)."""
-    from lance.fragment import write_fragments as write
-
-    _lance()
-    return [json.dumps(f.to_json()) for f in
-            write(table, uri, schema=table.schema, mode="create" if create else "append",
-                  storage_options=storage_options or None)]
-
-
-class LanceIndex(FragmentCommits):
+class LanceIndex(LanceWriter, FragmentCommits):
     """An open Lance index. Use ``LanceIndex.open(location, mode)`` as a context manager."""
 
     def __init__(self, path: str, mode: str, lock: Any) -> None:
@@ -339,17 +235,6 @@ class LanceIndex(FragmentCommits):
             out["dimensions"] = self.dimensions()
         out["schema_version"] = raw.get("schema_version", SCHEMA_VERSION)
         return out
-
-    def set_settings(self, **values: Any) -> None:
-        import pyarrow as pa
-
-        self._require_writer()
-        if not values:
-            return
-        table = pa.table({"key": list(values), "value": [json.dumps(v) for v in values.values()]})
-        (self._settings_ds.merge_insert("key").when_matched_update_all()
-         .when_not_matched_insert_all().execute(table))
-        self._settings_ds = self._dataset(self._settings_uri)
 
     def dimensions(self) -> int | None:
         dim = self._raw_settings().get("dimensions")
@@ -522,13 +407,6 @@ class LanceIndex(FragmentCommits):
     def _has_index(self, column: str) -> bool:
         return any(column in ix.field_names for ix in self._ds.describe_indices())
 
-    def _build_fts(self) -> None:
-        self._ds.create_scalar_index(
-            "fts", index_type="INVERTED", replace=True, base_tokenizer="simple",
-            language="English", lower_case=True, stem=True, remove_stop_words=False,
-            ascii_folding=True, with_position=False)
-        self._reopen()
-
     def chunk_records(self, rowids: Sequence[int]) -> list[ChunkRecord]:
         ids = [int(r) for r in rowids]
         if not ids or self._ds is None:
@@ -559,315 +437,6 @@ class LanceIndex(FragmentCommits):
                               filter=f"kind = 'chunk' AND doc_key IN ({_sql_str(keys)})")
         rows = sorted(t.to_pylist(), key=lambda r: (r["doc_key"], r["idx"]))
         return self.chunks([r["rowid"] for r in rows])
-
-    def vectors_for_hashes(self, hashes: Iterable[str]) -> dict[str, tuple[np.ndarray, int]]:
-        import numpy as np
-
-        wanted = list(dict.fromkeys(hashes))
-        if not wanted or self._ds is None:
-            return {}
-        out: dict[str, tuple[np.ndarray, int]] = {}
-        for lo in range(0, len(wanted), 2000):
-            part = wanted[lo:lo + 2000]
-            t = self._ds.to_table(columns=["content_hash", "vector", "truncated"],
-                                  filter=f"kind = 'chunk' AND content_hash IN ({_sql_str(part)})")
-            for h, v, cut in zip(t.column("content_hash").to_pylist(),
-                                 t.column("vector").to_pylist(),
-                                 t.column("truncated").to_pylist()):
-                if h not in out:
-                    out[h] = (np.asarray(v, np.float32), int(cut or 0))
-        return out
-
-    # -- writing ---------------------------------------------------------------------------
-    def _require_writer(self) -> None:
-        if self.mode != "w":
-            raise RagsiftError(f"index {self.path} is open read-only")
-
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[None]:
-        """Writes inside are committed together, as one Lance commit, at the end."""
-        self._require_writer()
-        if self._batch is not None:
-            yield
-            return
-        self._batch = []
-        self._batch_removed = []
-        try:
-            yield
-        except BaseException:
-            self._batch = None
-            raise
-        batch, self._batch = self._batch, None
-        self._commit(batch, self._batch_removed)
-
-    def write_documents(self, docs: Sequence[DocumentWrite]) -> None:
-        self._require_writer()
-        if not docs:
-            return
-        for doc in docs:  # validate everything before anything is written
-            _as_f32(doc.vectors, len(doc.records))
-        if self._batch is not None:
-            self._batch.extend(docs)
-        else:
-            self._commit(list(docs))
-
-    def touch_document(self, key: str, *, path: str | None = None, size: int | None = None,
-                       mtime: float | None = None) -> None:
-        """Record a new size/mtime or display path; written with the next commit (or close):
-        losing it to a crash only makes the next run hash the file again."""
-        self._require_writer()
-        row = self._doc_rows().get(key)
-        if row is None:
-            return
-        row = dict(row)
-        for name, value in (("path", path), ("size", size), ("mtime", mtime)):
-            if value is not None:
-                row[name] = value
-        self._touched[key] = row
-        self._docs[key] = row  # type: ignore[index]
-
-    def _commit(self, docs: list[DocumentWrite], removed: Sequence[str] = ()) -> None:
-        """ONE Lance commit: ``docs`` replace their keys, the ``removed`` keys go."""
-        import numpy as np
-        import pyarrow as pa
-
-        lance = _lance()
-        now = time.time()
-        vecs_of = [_as_f32(d.vectors, len(d.records)) for d in docs]
-        dim = next((v.shape[1] for v, d in zip(vecs_of, docs) if len(d.records)), None)
-        have = (int(self._ds.schema.field("vector").type.list_size) if self._ds is not None
-                else None)
-        if dim is not None and have is not None and dim != have and not self.count():
-            self._reshape(dim)  # an index without vectors takes its first vectors' size
-            have = dim
-        if dim is not None and have is not None and dim != have:
-            raise RagsiftError(
-                f"vectors have {dim} dimensions but index {self.path} holds {have}; "
-                "use the index's model or --rebuild")
-        dim = have or dim or self.dimensions() or 1  # 1: no vector yet (see ``_reshape``)
-        rows: dict[str, list] = {f: [] for f in _schema(dim).names}
-        flat: list[np.ndarray] = []
-
-        def add(**values: Any) -> None:
-            for f in rows:
-                rows[f].append(values.get(f))
-
-        keep = {d.key: d for d in docs}  # the last write of a key wins, as in SQLite
-        rowid = self._alloc_rowids(sum(len(d.records) for d in keep.values()))
-        for doc, vecs in zip(docs, vecs_of):
-            if keep.get(doc.key) is not doc:
-                continue
-            self._touched.pop(doc.key, None)
-            add(uid="d:" + doc.key, kind="doc", doc_key=doc.key, path=doc.path,
-                source=doc.source, size=doc.size, mtime=doc.mtime, sha256=doc.sha256,
-                format=doc.format, chunker=doc.chunker, n_chunks=len(doc.records),
-                doc_tokens=sum(int(r.get("tokens") or 0) for r in doc.records),
-                indexed_at=now)
-            flat.append(np.zeros((1, dim), np.float32))
-            for rec, vec in zip(doc.records, vecs):
-                add(**chunk_row(doc.key, rowid, rec))
-                flat.append(vec.reshape(1, -1))
-                rowid += 1
-        for key, row in self._touched.items():
-            add(uid="d:" + key, kind="doc", doc_key=key, **{f: row[f] for f in _DOC_FIELDS})
-            flat.append(np.zeros((1, dim), np.float32))
-        self._touched = {}
-        if not rows["uid"]:
-            if removed and self._ds is not None:
-                self._ds.delete(f"doc_key IN ({_sql_str(removed)})")
-                self._reopen()
-            return
-        schema = _schema(dim)
-        is_doc = np.array([k == "doc" for k in rows["kind"]])
-        matrix = np.concatenate(flat).astype(np.float32) if flat else np.zeros((0, dim), "f4")
-        values = pa.array(matrix.reshape(-1), pa.float32())
-        vector = pa.FixedSizeListArray.from_arrays(values, dim, mask=pa.array(is_doc))
-        cols = {f: pa.array(rows[f], schema.field(f).type) for f in schema.names if f != "vector"}
-        cols["vector"] = vector
-        table = pa.table(cols, schema=schema)
-        if self._ds is None:
-            self._ds = lance.write_dataset(table, self._chunks_uri, mode="create",
-                                           storage_options=self._opts or None)
-            self._build_fts()  # rows written later are searched flat until ``compact``
-        else:
-            keys = [d.key for d in keep.values()]
-            merge = (self._ds.merge_insert("uid").when_matched_update_all()
-                     .when_not_matched_insert_all())
-            gone = []
-            if keys:
-                gone.append(f"(kind = 'chunk' AND doc_key IN ({_sql_str(keys)}))")
-            if removed:
-                gone.append(f"doc_key IN ({_sql_str(removed)})")
-            if gone:
-                merge = merge.when_not_matched_by_source_delete(" OR ".join(gone))
-            merge.execute(table)
-        self._reopen()
-
-    def writer_target(self) -> tuple[str, dict, bool]:
-        """(chunks dataset URI, storage options, create) for ``write_fragments`` elsewhere."""
-        return self._chunks_uri, dict(self._opts), self._ds is None
-
-    def alloc_rowids(self, n: int) -> int:
-        """Reserve ``n`` chunk ids for rows written elsewhere; returns the first."""
-        self._require_writer()
-        return self._alloc_rowids(n)
-
-    def commit_fragments(self, docs: Sequence[DocumentWrite], fragments: Sequence[str],
-                         rows: list[dict], vectors: list, dim: int) -> None:
-        """ONE Lance commit of documents whose chunk rows were written as ``fragments`` by
-        other processes (``write_fragments``): the replaced documents' old rows are deleted, the
-        document rows (+ pending touched ones) and ``rows``/``vectors`` (chunks written here,
-        e.g. reused vectors) are added, the fragments appended, all in one ``Update``."""
-        from lance.fragment import FragmentMetadata
-
-        self._require_writer()
-        lance = _lance()
-        if self._ds is not None:
-            have = int(self._ds.schema.field("vector").type.list_size)
-            if have != dim and not self.count():
-                self._reshape(dim)
-            elif have != dim:
-                raise RagsiftError(
-                    f"vectors have {dim} dimensions but index {self.path} holds {have}; "
-                    "use the index's model or --rebuild")
-        now = time.time()
-        rows, vectors = list(rows), list(vectors)
-        for doc in docs:
-            self._touched.pop(doc.key, None)
-            rows.append({"uid": "d:" + doc.key, "kind": "doc", "doc_key": doc.key,
-                         "path": doc.path, "source": doc.source, "size": doc.size,
-                         "mtime": doc.mtime, "sha256": doc.sha256, "format": doc.format,
-                         "chunker": doc.chunker, "n_chunks": len(doc.records),
-                         "indexed_at": now,
-                         "doc_tokens": sum(int(r.get("tokens") or 0) for r in doc.records)})
-            vectors.append(None)
-        for key, row in self._touched.items():
-            rows.append(dict(uid="d:" + key, kind="doc", doc_key=key, **row))
-            vectors.append(None)
-        replaced = [d.key for d in docs] + list(self._touched)
-        self._touched = {}
-        new = [FragmentMetadata.from_json(f) for f in fragments]
-        if rows:
-            new += [FragmentMetadata.from_json(f) for f in
-                    write_fragments(self._chunks_uri, rows_table(rows, vectors, dim),
-                                    self._opts, create=self._ds is None)]
-        if not new:
-            return
-        if self._ds is None:
-            op = lance.LanceOperation.Overwrite(_schema(dim), new)
-            self._ds = lance.LanceDataset.commit(self._chunks_uri, op,
-                                                 storage_options=self._opts or None)
-            self._build_fts()
-        else:
-            removed, updated = [], []
-            pred = f"doc_key IN ({_sql_str(replaced)})" if replaced else None
-            for frag in self._ds.get_fragments() if pred else ():
-                after = frag.delete(pred)
-                if after is None:
-                    removed.append(frag.fragment_id)
-                elif after.num_deletions != frag.metadata.num_deletions:
-                    updated.append(after)
-            op = lance.LanceOperation.Update(removed_fragment_ids=removed,
-                                             updated_fragments=updated, new_fragments=new)
-            lance.LanceDataset.commit(self._chunks_uri, op, read_version=self._ds.version,
-                                      storage_options=self._opts or None)
-        self._reopen()
-
-    def _reshape(self, dim: int) -> None:
-        """Rewrite an index holding documents but no chunk yet with ``dim``-wide vectors."""
-        import pyarrow as pa
-
-        old = self._ds.to_table(filter="kind = 'doc'")
-        cols = {f: old.column(f) for f in old.schema.names if f != "vector"}
-        cols["vector"] = pa.nulls(old.num_rows, pa.list_(pa.float32(), dim))
-        table = pa.table(cols, schema=_schema(dim))
-        self._ds = _lance().write_dataset(table, self._chunks_uri, mode="overwrite",
-                                          storage_options=self._opts or None)
-        self._build_fts()
-
-    def _alloc_rowids(self, n: int) -> int:
-        if self._next_rowid is None:
-            self._next_rowid = 1
-            if self._ds is not None:
-                t = self._ds.to_table(columns=["rowid"], filter="kind = 'chunk'")
-                if t.num_rows:
-                    import pyarrow.compute as pc
-
-                    self._next_rowid = int(pc.max(t.column("rowid")).as_py()) + 1
-        start = self._next_rowid
-        self._next_rowid += n
-        return start
-
-    def _reopen(self) -> None:
-        self._ds = self._dataset(self._chunks_uri)
-        self._docs = None
-        self._dense = self._ann = None
-
-    def remove_documents(self, keys: Iterable[str]) -> int:
-        self._require_writer()
-        keys = list(dict.fromkeys(keys))
-        if self._batch is not None:  # in a transaction: removed with its one commit
-            pending = {d.key for d in self._batch}
-            present = [k for k in keys if k in pending or
-                       (k in self._doc_rows() and k not in self._batch_removed)]
-            self._batch[:] = [d for d in self._batch if d.key not in present]
-            for k in present:
-                self._touched.pop(k, None)
-            self._batch_removed.extend(k for k in present if k in self._doc_rows())
-            return len(present)
-        present = [k for k in keys if k in self._doc_rows()]
-        if not present or self._ds is None:
-            return 0
-        for k in present:
-            self._touched.pop(k, None)
-        self._ds.delete(f"doc_key IN ({_sql_str(present)})")
-        self._reopen()
-        return len(present)
-
-    def clear(self) -> None:
-        """Drop every document, chunk, vector and setting (``--rebuild``)."""
-        self._require_writer()
-        self._touched = {}
-        if self._ds is not None:
-            self._ds.delete("true")
-            self._reopen()
-        keys = [k for k in self._raw_settings() if k not in ("format", "schema_version")]
-        if keys:
-            self._settings_ds.delete(f"key IN ({_sql_str(keys)})")
-            self._settings_ds = self._dataset(self._settings_uri)
-        self._next_rowid = None
-
-    def compact(self) -> int:
-        """Merge small fragments, bring the full-text (and ANN) indexes up to date, drop
-        versions older than ``KEEP_VERSIONS``; returns the fragments removed."""
-        self._require_writer()
-        if self._touched:
-            self._commit([])
-        if self._ds is None:
-            return 0
-        before = len(self._ds.get_fragments())
-        if before > 1:
-            self._ds.optimize.compact_files()
-            self._reopen()
-        n = self._ds.count_rows("kind = 'chunk'")
-        if n:
-            if n >= SCALAR_INDEX_MIN_ROWS:  # lookups by id and by text hash stop scanning
-                for column in ("rowid", "content_hash"):
-                    if not self._has_index(column):
-                        self._ds.create_scalar_index(column, index_type="BTREE")
-                        self._reopen()
-            if self._has_index("fts"):
-                self._ds.optimize.optimize_indices()
-            else:
-                self._build_fts()
-            from ragsift.index import ann
-
-            ann.maintain(self)
-            self._reopen()
-        with contextlib.suppress(Exception):
-            self._ds.cleanup_old_versions(older_than=KEEP_VERSIONS)
-            self._settings_ds.cleanup_old_versions(older_than=KEEP_VERSIONS)
-        return max(0, before - len(self._ds.get_fragments()))
 
     # -- inspection ------------------------------------------------------------------------
     def stats(self) -> dict:
@@ -913,39 +482,6 @@ class LanceIndex(FragmentCommits):
                 with contextlib.suppress(Exception):
                     total += int(ds.versions()[-1]["metadata"].get("total_files_size", 0))
         return total
-
-    def verify(self) -> list[str]:
-        import numpy as np
-
-        problems: list[str] = []
-        if self._ds is None:
-            return problems
-        t = self._ds.to_table(columns=["kind", "doc_key", "rowid", "uid"])
-        kinds = t.column("kind").to_pylist()
-        keys = t.column("doc_key").to_pylist()
-        rowids = [r for r, k in zip(t.column("rowid").to_pylist(), kinds) if k == "chunk"]
-        uids = t.column("uid").to_pylist()
-        if len(set(uids)) != len(uids):
-            problems.append("duplicate rows")
-        if len(set(rowids)) != len(rowids) or any(r is None for r in rowids):
-            problems.append("duplicate or missing chunk ids")
-        docs = self._doc_rows()
-        counts: dict[str, int] = {}
-        for k, kind in zip(keys, kinds):
-            if kind == "chunk":
-                counts[k] = counts.get(k, 0) + 1
-        orphans = sum(n for k, n in counts.items() if k not in docs)
-        if orphans:
-            problems.append(f"{orphans} chunks without a document")
-        bad = sum(1 for k, r in docs.items() if r["n_chunks"] != counts.get(k, 0))
-        if bad:
-            problems.append(f"{bad} documents with a wrong chunk count")
-        ids, matrix = self.load_matrix()
-        if ids.shape[0] != len(rowids):
-            problems.append(f"{ids.shape[0]} vectors for {len(rowids)} chunks")
-        if matrix.size and not np.isfinite(matrix).all():
-            problems.append("non-finite vector values")
-        return problems
 
 
 def inspect_location(path: str) -> str:

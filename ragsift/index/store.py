@@ -4,6 +4,11 @@ Role: persistence only. It stores documents, chunks, vectors, settings and an FT
 index, and answers reads; it never chunks, embeds or decides what is stale (the pipeline
 does). Schema and its migrations: ``ragsift/index/migrations.py``.
 
+This module: ``IndexStore`` (opening, lifecycle, settings, reads and search) and the wrapper
+that maps a writer's SQLite errors. The writing methods are the ``StoreWriter`` mixin
+(``store_write.py``); the file helpers (``inspect_file``, ``sqlite_uri``, ``write_error``, ...)
+live in ``sqlite_file.py`` and are importable from here as before.
+
 Guarantees:
 - Atomicity per write call: a batch of documents (their rows, chunks, FTS entries and
   vectors) is committed in one transaction, so ``kill -9`` leaves every committed batch and
@@ -27,23 +32,35 @@ import contextlib
 import json
 import os
 import sqlite3
-import stat
-import time
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ragsift.errors import RagsiftError
 from ragsift.index import lexical, migrations
-from ragsift.index.backend import SETTING_KEYS, ChunkRecord, DocState, DocumentInfo, DocumentWrite
-from ragsift.index.dense import as_f32
-from ragsift.index.locking import WriterLock, file_kind, holder_pid
+from ragsift.index.backend import (  # noqa: F401 (DocumentWrite: re-export)
+    SETTING_KEYS,
+    ChunkRecord,
+    DocState,
+    DocumentInfo,
+    DocumentWrite,
+)
+from ragsift.index.locking import WriterLock, holder_pid
+from ragsift.index.sqlite_file import (  # noqa: F401 (re-exports: callers import them from here)
+    SQLITE_MAGIC,
+    _check_writable,
+    _connect_reader,
+    _corrupt,
+    _create,
+    inspect_file,
+    sqlite_uri,
+    write_error,
+)
+from ragsift.index.store_write import BLOCK_ROWS, StoreWriter  # noqa: F401 (BLOCK_ROWS: re-export)
 from ragsift.index.terms import query_words
 
 if TYPE_CHECKING:
     import numpy as np
 
-SQLITE_MAGIC = b"SQLite format 3\x00"
-BLOCK_ROWS = 1024  # vectors per block written or compacted
 SMALL_BLOCK = 256  # blocks with fewer live vectors are merged by ``compact``
 MMAP_SIZE = 1 << 30  # readers map up to 1 GiB of the index file
 
@@ -51,7 +68,9 @@ _CHUNK_COLUMNS = (
     "c.id, d.path, c.idx, c.text, c.start, c.\"end\", c.context, c.tokens, c.chars, "
     "c.line_start, c.line_end, c.headings, c.page, c.level, c.content_hash, c.truncated"
 )
-class IndexStore:
+
+
+class IndexStore(StoreWriter):
     """An open index file. Use ``IndexStore.open(path, mode)`` as a context manager."""
 
     def __init__(self, path: str, mode: str, db: sqlite3.Connection,
@@ -427,484 +446,11 @@ class IndexStore:
         return RagsiftError(f"index damaged: {self.path}: {what}; rebuild it with `ragsift "
                             f"embed PATH... --index {self.path} --rebuild`")
 
-    def verify(self) -> list[str]:
-        """Consistency problems (empty list: consistent). Used by tests and ``info --check``."""
-        import numpy as np
-
-        problems: list[str] = []
-        q = self.db.execute
-        loaded = True
-        try:
-            rowids, matrix = self.load_matrix()
-        except RagsiftError as exc:  # damaged blocks: say what, and check the rest
-            problems.append(exc.message)
-            loaded = False
-            rowids, matrix = np.empty(0, np.int64), np.empty((0, 0), np.float32)
-        chunk_ids = np.array([r[0] for r in q("SELECT id FROM chunks ORDER BY id")], np.int64)
-        if loaded and not np.array_equal(np.sort(rowids), chunk_ids):
-            problems.append(f"{len(rowids)} vectors for {len(chunk_ids)} chunks")
-        if matrix.size and not np.isfinite(matrix).all():
-            problems.append("non-finite vector values")
-        bad = q("SELECT count(*) FROM documents d WHERE n_chunks != "
-                "(SELECT count(*) FROM chunks c WHERE c.doc_id = d.id)").fetchone()[0]
-        if bad:
-            problems.append(f"{bad} documents with a wrong chunk count")
-        orphans = q("SELECT count(*) FROM chunks WHERE doc_id NOT IN "
-                    "(SELECT id FROM documents)").fetchone()[0]
-        if orphans:
-            problems.append(f"{orphans} chunks without a document")
-        for n, dead, rid in q("SELECT n, dead, rowids FROM vec_blocks"):
-            ids = np.frombuffer(rid, "<i8")
-            if ids.shape[0] != n or int((ids < 0).sum()) != dead:
-                problems.append("a vector block disagrees with its counts")
-                break
-        if migrations.schema_version(self.db) >= 2:
-            blocks = q("SELECT count(*) FROM vec_blocks").fetchone()[0]
-            with_postings = q("SELECT count(*) FROM lex_blocks WHERE block_id IN "
-                              "(SELECT id FROM vec_blocks)").fetchone()[0]
-            if with_postings == blocks and lexical.Postings.load(self.db) is None:
-                problems.append("lexical postings disagree with the FTS index (rows or tokens)")
-        if self.mode == "w":  # FTS5's own check against the chunks table (a write statement)
-            try:
-                with self.transaction():
-                    q("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")
-            except sqlite3.DatabaseError as exc:
-                problems.append(f"FTS index: {exc}")
-        return problems
-
-    # -- writing (mode "w") ----------------------------------------------------------------
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[None]:
-        """One write transaction; nested uses join the outer one."""
-        self._require_writer()
-        if self.db.in_transaction:
-            yield
-            return
-        try:
-            self.db.execute("BEGIN IMMEDIATE")
-        except sqlite3.DatabaseError as exc:
-            raise write_error(self.path, exc) from None
-        try:
-            yield
-        except BaseException:
-            if self.db.in_transaction:  # SQLite already rolled back after e.g. a full disk
-                self.db.execute("ROLLBACK")
-            raise
-        try:
-            self.db.execute("COMMIT")
-        except sqlite3.DatabaseError as exc:
-            if self.db.in_transaction:
-                self.db.execute("ROLLBACK")
-            raise write_error(self.path, exc) from None
-        self._dense = None  # searches see the new rows
-        self._postings = None
-        self._ceilings = {}
-
-    def set_settings(self, **values: Any) -> None:
-        with self.transaction():
-            self.db.executemany(
-                "INSERT INTO settings(key, value) VALUES (?, ?) "
-                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                [(k, json.dumps(v)) for k, v in values.items()])
-            if "dimensions" in values:
-                self._dim = int(values["dimensions"]) if values["dimensions"] else None
-
-    def write_documents(self, docs: Sequence[DocumentWrite]) -> None:
-        """Replace each document (by ``key``) with the given chunks and vectors, atomically."""
-        import numpy as np
-
-        if not docs:
-            return
-        with self.transaction():
-            now = time.time()
-            pending_ids: list[int] = []
-            pending_vecs: list[np.ndarray] = []
-            for doc in docs:
-                vecs = as_f32(doc.vectors, len(doc.records))
-                if len(doc.records):
-                    self._check_dim(vecs.shape[1])
-                old = self.db.execute("SELECT id FROM documents WHERE key = ?",
-                                      (doc.key,)).fetchone()
-                if old is not None:
-                    self._delete_document(old[0])
-                cur = self.db.execute(
-                    "INSERT INTO documents(key, path, source, size, mtime, sha256, format, "
-                    "chunker, n_chunks, indexed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (doc.key, doc.path, doc.source, doc.size, doc.mtime, doc.sha256,
-                     doc.format, doc.chunker, len(doc.records), now))
-                doc_id = cur.lastrowid
-                for rec, vec in zip(doc.records, vecs):
-                    cur = self.db.execute(
-                        "INSERT INTO chunks(doc_id, idx, text, context, start, \"end\", tokens, "
-                        "chars, line_start, line_end, headings, page, level, content_hash, "
-                        "truncated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        (doc_id, rec["index"], rec["text"], rec.get("context") or "",
-                         rec.get("start"), rec.get("end"), rec.get("tokens"),
-                         rec.get("chars", len(rec["text"])), rec.get("line_start"),
-                         rec.get("line_end"), json.dumps(list(rec.get("headings") or [])),
-                         rec.get("page"), rec.get("level") or 0, rec["content_hash"],
-                         int(rec.get("truncated") or 0)))
-                    pending_ids.append(cur.lastrowid)
-                if len(doc.records):
-                    pending_vecs.append(vecs)
-            if pending_ids:
-                self._write_blocks(np.asarray(pending_ids, np.int64),
-                                   np.concatenate(pending_vecs), small_postings=False)
-
-    def touch_document(self, key: str, *, path: str | None = None, size: int | None = None,
-                       mtime: float | None = None) -> None:
-        """Record a new size/mtime (content unchanged) or display path for ``key``."""
-        with self.transaction():
-            self.db.execute(
-                "UPDATE documents SET path = coalesce(?, path), size = coalesce(?, size), "
-                "mtime = coalesce(?, mtime) WHERE key = ?", (path, size, mtime, key))
-
-    def remove_documents(self, keys: Iterable[str]) -> int:
-        removed = 0
-        with self.transaction():
-            for key in keys:
-                row = self.db.execute("SELECT id FROM documents WHERE key = ?", (key,)).fetchone()
-                if row is not None:
-                    self._delete_document(row[0])
-                    removed += 1
-        return removed
-
-    def vectors_for_hashes(self, hashes: Iterable[str]) -> dict[str, tuple[np.ndarray, int]]:
-        """Stored vectors by chunk content hash: {hash: (vector, truncated)} for those found."""
-        import numpy as np
-
-        wanted = list(dict.fromkeys(hashes))
-        dim = self.dimensions()
-        if not wanted or not dim:
-            return {}
-        where: dict[int, list[tuple[int, str, int]]] = {}
-        seen: set[str] = set()
-        for h, block_id, pos, truncated in self.db.execute(
-                "SELECT content_hash, block_id, block_pos, truncated FROM chunks "
-                "WHERE content_hash IN (SELECT value FROM json_each(?)) "
-                "AND block_id IS NOT NULL", (json.dumps(wanted),)):
-            if h not in seen:
-                seen.add(h)
-                where.setdefault(block_id, []).append((pos, h, truncated))
-        out: dict[str, tuple[np.ndarray, int]] = {}
-        width = dim * 4
-        sizes = dict(self.db.execute(
-            "SELECT id, length(data) FROM vec_blocks WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps(sorted(where)),)))
-        for block_id, items in where.items():
-            if any((pos + 1) * width > (sizes.get(block_id) or 0) for pos, _, _ in items):
-                raise self._damaged(f"vector block {block_id} is shorter than its rows")
-            if hasattr(self.db, "blobopen"):  # Python 3.11+: read only the rows needed
-                with self.db.blobopen("vec_blocks", "data", block_id, readonly=True) as blob:
-                    for pos, h, truncated in items:
-                        blob.seek(pos * width)
-                        out[h] = (np.frombuffer(blob.read(width), "<f4").copy(), int(truncated))
-            else:  # Python 3.10: substr() reads the same bytes through SQL
-                for pos, h, truncated in items:
-                    (raw,) = self.db.execute(
-                        "SELECT substr(data, ?, ?) FROM vec_blocks WHERE id = ?",
-                        (pos * width + 1, width, block_id)).fetchone()
-                    out[h] = (np.frombuffer(raw, "<f4").copy(), int(truncated))
-        return out
-
-    def clear(self) -> None:
-        """Drop every document, chunk, vector and setting (``--rebuild``)."""
-        with self.transaction():
-            self.db.execute("DELETE FROM chunks")  # triggers empty the FTS index
-            self.db.execute("DELETE FROM documents")
-            self.db.execute("DELETE FROM vec_blocks")
-            self.db.execute("DELETE FROM settings")
-            self._dim = None
-
-    def compact(self) -> int:
-        """Rewrite blocks holding deleted rows and merge small blocks, then write the lexical
-        postings of every block still without them; returns blocks removed.
-
-        Keeps ``load_matrix`` a few large sequential reads no matter how the index grew.
-        """
-        rows = self.db.execute("SELECT id, n, dead FROM vec_blocks ORDER BY id").fetchall()
-        todo = [bid for bid, n, dead in rows if dead or n - dead < SMALL_BLOCK]
-        dim = self.dimensions()
-        if not dim or (len(todo) == 1 and not any(d for _, _, d in rows)):
-            todo = []
-        if not todo and not lexical.missing_blocks(self.db):
-            return 0
-        written = 0
-        with self.transaction():
-            if todo:
-                written = self._merge_blocks(todo, dim)
-            lexical.backfill(self.db)  # blocks written small and left alone
-        return len(todo) - written
-
-    def _merge_blocks(self, todo: list[int], dim: int) -> int:
-        """Rewrite the live rows of blocks ``todo`` as new full blocks; returns blocks written."""
-        import numpy as np
-
-        ids_parts, vec_parts = [], []
-        for bid in todo:
-            n, rid, data = self.db.execute(
-                "SELECT n, rowids, data FROM vec_blocks WHERE id = ?", (bid,)).fetchone()
-            ids, vecs = self._block(bid, n, dim, rid, data)
-            live = ids >= 0
-            ids_parts.append(ids[live])
-            vec_parts.append(vecs[live])
-        self.db.execute("DELETE FROM vec_blocks WHERE id IN (SELECT value FROM json_each(?))",
-                        (json.dumps(todo),))
-        ids = np.concatenate(ids_parts)
-        vecs = np.concatenate(vec_parts)
-        order = np.argsort(ids, kind="stable")
-        return self._write_blocks(ids[order], vecs[order]) if ids.size else 0
-
-    # -- internals -------------------------------------------------------------------------
-    def _require_writer(self) -> None:
-        if self.mode != "w":
-            raise RagsiftError(f"index {self.path} is open read-only")
-
-    def _check_dim(self, dim: int) -> None:
-        have = self.dimensions()
-        if have is None:
-            self.set_settings(dimensions=dim)
-        elif have != dim:
-            raise RagsiftError(
-                f"vectors have {dim} dimensions but index {self.path} holds {have}; "
-                "use the index's model or --rebuild")
-
-    def _write_blocks(self, ids: np.ndarray, vecs: np.ndarray,
-                      small_postings: bool = True) -> int:
-        """Vector blocks of ``BLOCK_ROWS`` and their lexical postings. ``small_postings=False``
-        (``write_documents``): a block below ``SMALL_BLOCK`` rows gets its postings when
-        ``compact`` merges it (or, left alone, backfills it), so they are built once, not
-        here and again in the merge; until then readers use FTS5's bm25() (the same scores)."""
-        import numpy as np
-
-        n_blocks = 0
-        for s in range(0, ids.shape[0], BLOCK_ROWS):
-            part_ids = np.ascontiguousarray(ids[s:s + BLOCK_ROWS], "<i8")
-            part = np.ascontiguousarray(vecs[s:s + BLOCK_ROWS], "<f4")
-            cur = self.db.execute(
-                "INSERT INTO vec_blocks(n, dead, dim, rowids, data) VALUES (?, 0, ?, ?, ?)",
-                (part.shape[0], part.shape[1], part_ids.tobytes(), part.tobytes()))
-            self.db.executemany(
-                "UPDATE chunks SET block_id = ?, block_pos = ? WHERE id = ?",
-                [(cur.lastrowid, pos, int(cid)) for pos, cid in enumerate(part_ids.tolist())])
-            if small_postings or part.shape[0] >= SMALL_BLOCK:
-                lexical.write_block(self.db, cur.lastrowid, part_ids.tolist())
-            n_blocks += 1
-        return n_blocks
-
-    def _delete_document(self, doc_id: int) -> None:
-        import numpy as np
-
-        by_block: dict[int, list[int]] = {}
-        for block_id, pos in self.db.execute(
-                "SELECT block_id, block_pos FROM chunks WHERE doc_id = ? AND block_id IS NOT NULL",
-                (doc_id,)):
-            by_block.setdefault(block_id, []).append(pos)
-        for block_id, positions in by_block.items():
-            row = self.db.execute("SELECT n, dead, rowids FROM vec_blocks WHERE id = ?",
-                                  (block_id,)).fetchone()
-            if row is None:
-                continue
-            n, dead, rid = row
-            ids = np.frombuffer(rid, "<i8").copy()
-            newly = int((ids[positions] >= 0).sum())
-            ids[positions] = -1
-            if dead + newly >= n:
-                self.db.execute("DELETE FROM vec_blocks WHERE id = ?", (block_id,))
-            else:
-                self.db.execute("UPDATE vec_blocks SET dead = ?, rowids = ? WHERE id = ?",
-                                (dead + newly, ids.tobytes(), block_id))
-        self.db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
-        self.db.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
-
-
-def inspect_file(path: str) -> str:
-    """``"missing"``, ``"empty"`` (0 bytes) or ``"ours"``; raises for anything else.
-
-    Reads the 100-byte SQLite header only, so a foreign file is never opened by SQLite
-    (which could replay or create journals next to it).
-    """
-    try:
-        st = os.stat(path)  # a symlink to a regular file is fine; its target is the index
-    except FileNotFoundError:
-        if os.path.lexists(path):
-            raise RagsiftError(
-                f"{path} is a symbolic link to a missing file; refusing to replace it") from None
-        return "missing"
-    except OSError as exc:
-        raise RagsiftError(f"cannot read {path}: {exc.strerror}") from None
-    if not stat.S_ISREG(st.st_mode):
-        # never opened: reading a FIFO blocks, a device may have no end; nothing is replaced
-        raise RagsiftError(
-            f"{path} is {file_kind(st.st_mode)}, not an index file; refusing to touch it")
-    if st.st_size == 0:
-        return "empty"
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(100)
-    except OSError as exc:
-        raise RagsiftError(f"cannot read {path}: {exc.strerror}") from None
-    if len(head) < 100 or not head.startswith(SQLITE_MAGIC):
-        raise RagsiftError(
-            f"{path} is not a ragsift index (not an SQLite database); refusing to touch it")
-    if int.from_bytes(head[68:72], "big") != migrations.APPLICATION_ID:
-        raise RagsiftError(
-            f"{path} is an SQLite database but not a ragsift index; refusing to touch it")
-    return "ours"
-
-
-def _create(path: str) -> None:
-    """Build a new, fully migrated index next to ``path`` and rename it into place.
-
-    So a run killed while creating the index leaves either no index or a complete empty
-    one, never a half-initialised file. (Caller holds the writer lock.)
-    """
-    import glob
-
-    for stale in glob.glob(glob.escape(path) + ".creating-*"):  # from a killed creator
-        with contextlib.suppress(OSError):
-            os.unlink(stale)
-    tmp = f"{path}.creating-{os.getpid()}"
-    try:
-        db = sqlite3.connect(sqlite_uri(tmp, "rwc"), uri=True, isolation_level=None)
-        try:
-            db.execute(f"PRAGMA page_size = {migrations.PAGE_SIZE}")
-            db.execute(f"PRAGMA application_id = {migrations.APPLICATION_ID}")
-            migrations.migrate(db)
-        finally:
-            db.close()
-        os.replace(tmp, path)
-    except BaseException:  # e.g. a full disk: leave nothing behind
-        for leftover in (tmp, f"{tmp}-journal", f"{tmp}-wal", f"{tmp}-shm"):
-            with contextlib.suppress(OSError):
-                os.unlink(leftover)
-        raise
-
-
-def sqlite_uri(path: str, mode: str, **params: int) -> str:
-    """A ``file:`` URI that names exactly ``path``, whatever characters it holds.
-
-    SQLite reads ``?`` and ``#`` in a URI as the start of parameters and a fragment and
-    decodes ``%XX``; so the absolute path is percent-encoded byte for byte (``a?b.db`` must
-    never open ``a``). ``mode``: ``ro``, ``rw`` or ``rwc``; ``params`` e.g. ``immutable=1``.
-    """
-    from urllib.parse import quote
-
-    encoded = quote(os.fsencode(os.path.abspath(path)), safe="/")
-    query = "&".join([f"mode={mode}", *(f"{k}={v}" for k, v in params.items())])
-    return f"file:{encoded}?{query}"
-
-
-_READONLY_CODES = (8, 14)  # SQLITE_READONLY, SQLITE_CANTOPEN (primary result codes)
-
-
-def _connect_reader(path: str) -> sqlite3.Connection:
-    """A connection for reading ``path``, also where the user cannot write.
-
-    - File and folder writable: a normal connection with ``query_only`` (it may create the
-      ``-shm``/``-wal`` files SQLite's WAL mode needs, as any reader does).
-    - Otherwise ``mode=ro``: works where ``PATH-shm``/``PATH-wal`` exist or can be created.
-    - Where they cannot (a folder the user cannot write) SQLite cannot coordinate with a
-      writer, so the file is read as ``immutable``, which is only right when nothing is
-      pending in ``PATH-wal`` and no writer holds the lock; otherwise one line says exactly
-      what is missing. A healthy file is never reported as corrupt.
-    """
-    folder = os.path.dirname(os.path.abspath(path))
-    kw: dict[str, Any] = {"uri": True, "isolation_level": None, "check_same_thread": False}
-    if os.access(path, os.W_OK) and os.access(folder, os.W_OK):
-        db = sqlite3.connect(sqlite_uri(path, "rw"), **kw)
-        db.execute("PRAGMA query_only = 1")
-        return db
-    try:
-        db = sqlite3.connect(sqlite_uri(path, "ro"), **kw)
-        try:
-            db.execute("SELECT count(*) FROM sqlite_master").fetchone()  # opens -shm/-wal
-        except BaseException:
-            db.close()
-            raise
-        return db
-    except sqlite3.OperationalError as exc:
-        if _result_code(exc) not in _READONLY_CODES:
-            raise
-    wal = f"{path}-wal"
-    pending = os.path.exists(wal) and os.path.getsize(wal) > 0
-    pid = holder_pid(path)  # a lock file exists only while (or if) a writer runs
-    shm = f"{os.path.basename(path)}-shm"
-    if pid:
-        raise RagsiftError(
-            f"cannot read index {path} read-only while PID {pid} writes it: reading alongside "
-            f"a writer needs write access to {folder} (SQLite creates {shm} there); retry "
-            "when the write is done")
-    if pending:
-        raise RagsiftError(
-            f"cannot read index {path} read-only: {wal} holds commits not yet copied into "
-            f"the index file (a write was interrupted), and reading them needs write access "
-            f"to {folder} (SQLite creates {shm} there); any ragsift command run once by a "
-            "user who can write there folds them in")
-    db = sqlite3.connect(sqlite_uri(path, "ro", immutable=1), **kw)
-    db.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    return db
-
-
-def _result_code(exc: sqlite3.Error) -> int | None:
-    code = getattr(exc, "sqlite_errorcode", None)  # Python >= 3.11
-    if code is not None:
-        return code & 0xFF
-    text = str(exc)
-    if "readonly" in text:
-        return 8
-    if "unable to open" in text:
-        return 14
-    if "disk is full" in text:
-        return 13
-    if "disk I/O error" in text:
-        return 10
-    if "malformed" in text:
-        return 11
-    if "not a database" in text:
-        return 26
-    return None
-
-
-def _check_writable(path: str, state: str) -> None:
-    """Refuse, before taking the lock, to write an index the user cannot write."""
-    folder = os.path.dirname(os.path.abspath(path))
-    if state != "missing" and not os.access(path, os.W_OK):
-        raise RagsiftError(
-            f"index {path} is read-only (no write permission); `embed` must write it "
-            "(query, explain and info read it as it is)")
-    if not os.path.isdir(folder):
-        raise RagsiftError(f"cannot create index {path}: the folder {folder} does not exist")
-    if not os.access(folder, os.W_OK):
-        raise RagsiftError(
-            f"cannot write in {folder} (no write permission): the index, its lock and its "
-            "write-ahead log live there")
-
-
-def _corrupt(path: str, exc: Exception) -> RagsiftError:
-    code = _result_code(exc) if isinstance(exc, sqlite3.Error) else None
-    if code in (11, 26):  # SQLITE_CORRUPT, SQLITE_NOTADB: the file itself is damaged
-        return RagsiftError(f"index {path} is corrupt ({exc}); it was not modified")
-    if code in _WRITE_FAILED:
-        return write_error(path, exc)
-    return RagsiftError(f"cannot use index {path}: {exc}; it was not modified")
-
-
-_WRITE_FAILED = (13, 10)  # SQLITE_FULL, SQLITE_IOERR (a full disk, a file-size limit, EIO)
-
-
-def write_error(path: str, exc: Exception) -> RagsiftError:
-    """The one line for an SQLite error while writing ``path``: a full disk (or a file-size
-    limit, or an I/O error) is ``EXIT_OUTPUT`` and says that committed batches are kept;
-    anything else is a plain ``index PATH: error`` (exit 2)."""
-    from ragsift.errors import EXIT_OUTPUT
-
-    code = _result_code(exc) if isinstance(exc, sqlite3.Error) else None
-    if code in _WRITE_FAILED:
-        return RagsiftError(
-            f"cannot write index {path}: {exc}; every batch committed before is kept, the "
-            "next run continues from there", EXIT_OUTPUT)
-    return RagsiftError(f"index {path}: {exc}")
+    @staticmethod
+    def _small_block() -> int:
+        """``SMALL_BLOCK`` as this module holds it now (``StoreWriter`` reads it here, at each
+        call, so that a test may set ``store.SMALL_BLOCK``)."""
+        return SMALL_BLOCK
 
 
 def _record(row: tuple) -> ChunkRecord:

@@ -1,0 +1,135 @@
+"""Module-level helpers of the Lance backend (``lance.py``, ``lance_write.py``): the chunks
+dataset's Arrow schema (``_schema``) and row shapes (``chunk_row``, ``rows_table``), writing
+uncommitted data files from any process (``write_fragments``, for ``embed --engine ray``),
+object-storage options from the environment (``storage_options``), and the guarded
+``import lance`` (``_lance``). pyarrow and lance load inside the functions.
+
+The public names are importable from ``ragsift.index.lance`` as before.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+from ragsift.errors import RagsiftError
+from ragsift.index.locations import is_remote
+
+
+def _join(root: str, name: str) -> str:
+    return root.rstrip("/") + "/" + name if is_remote(root) else os.path.join(root, name)
+
+
+def storage_options() -> dict[str, str]:
+    """Options for object storage from the environment (what boto/aws-cli users already set)."""
+    env = os.environ
+    out: dict[str, str] = {}
+    for key, opt in (("AWS_ENDPOINT_URL_S3", "aws_endpoint"), ("AWS_ENDPOINT_URL", "aws_endpoint"),
+                     ("AWS_ENDPOINT", "aws_endpoint"), ("AWS_REGION", "aws_region"),
+                     ("AWS_DEFAULT_REGION", "aws_region"),
+                     ("AWS_ACCESS_KEY_ID", "aws_access_key_id"),
+                     ("AWS_SECRET_ACCESS_KEY", "aws_secret_access_key"),
+                     ("AWS_SESSION_TOKEN", "aws_session_token"),
+                     ("AWS_ALLOW_HTTP", "allow_http")):
+        if env.get(key) and opt not in out:
+            out[opt] = env[key]
+    if out.get("aws_endpoint", "").startswith("http://"):
+        out.setdefault("allow_http", "true")
+    return out
+
+
+def _lance():
+    import warnings
+
+    # Ray forks its raylet after the driver opened the index; the index is never used in the
+    # forked process, so lance's fork warning does not apply.
+    warnings.filterwarnings("ignore", message="lance is not fork-safe")
+    # Only ragsift's own lines reach stderr: Lance's Rust log (``WARN lance::…``) is kept to
+    # errors unless the user asked for more (``LANCE_LOG`` set) or runs with --debug.
+    cli = sys.modules.get("ragsift.cli._common")  # --debug, when the CLI runs (no import)
+    debug = os.environ.get("RAGSIFT_DEBUG") or (cli is not None and cli.STATE.get("debug"))
+    if "LANCE_LOG" not in os.environ and not debug:
+        os.environ["LANCE_LOG"] = "error"
+    try:
+        import lance
+    except ImportError:
+        raise RagsiftError(
+            "a .lance or object-storage index needs the Lance backend: "
+            "pip install 'ragsift[lance]'") from None
+    return lance
+
+
+def _schema(dim: int):
+    import pyarrow as pa
+
+    return pa.schema([
+        ("uid", pa.string()), ("kind", pa.string()), ("doc_key", pa.string()),
+        ("rowid", pa.int64()),
+        # document rows
+        ("path", pa.string()), ("source", pa.string()), ("size", pa.int64()),
+        ("mtime", pa.float64()), ("sha256", pa.string()), ("format", pa.string()),
+        ("chunker", pa.string()), ("n_chunks", pa.int64()), ("doc_tokens", pa.int64()),
+        ("indexed_at", pa.float64()),
+        # chunk rows
+        ("idx", pa.int64()), ("text", pa.string()), ("context", pa.string()),
+        ("start", pa.int64()), ("end", pa.int64()), ("tokens", pa.int64()),
+        ("chars", pa.int64()), ("line_start", pa.int64()), ("line_end", pa.int64()),
+        ("headings", pa.list_(pa.string())), ("page", pa.int64()), ("level", pa.int64()),
+        ("content_hash", pa.string()), ("truncated", pa.int64()), ("fts", pa.string()),
+        ("vector", pa.list_(pa.float32(), dim)),
+    ])
+
+
+_DOC_FIELDS = ("path", "source", "size", "mtime", "sha256", "format", "chunker", "n_chunks",
+               "doc_tokens", "indexed_at")
+_CHUNK_FIELDS = ("rowid", "doc_key", "idx", "text", "context", "start", "end", "tokens", "chars",
+                 "line_start", "line_end", "headings", "page", "level", "content_hash",
+                 "truncated")
+
+
+def chunk_row(doc_key: str, rowid: int, rec: dict) -> dict:
+    """The chunks-dataset row (all but ``vector``) of chunk record ``rec``."""
+    context = rec.get("context") or ""
+    return {"uid": f"c:{rowid}", "kind": "chunk", "doc_key": doc_key, "rowid": rowid,
+            "idx": rec["index"], "text": rec["text"], "context": context,
+            "start": rec.get("start"), "end": rec.get("end"), "tokens": rec.get("tokens"),
+            "chars": rec.get("chars", len(rec["text"])), "line_start": rec.get("line_start"),
+            "line_end": rec.get("line_end"),
+            "headings": [str(h) for h in rec.get("headings") or []],
+            "page": rec.get("page"), "level": rec.get("level") or 0,
+            "content_hash": rec["content_hash"], "truncated": int(rec.get("truncated") or 0),
+            "fts": (context + "\n" + rec["text"]) if context else rec["text"]}
+
+
+def rows_table(rows: list[dict], vectors: list, dim: int):
+    """An Arrow table of the chunks schema: ``rows`` (``chunk_row`` or document fields) and one
+    vector per row (None for a document row)."""
+    import numpy as np
+    import pyarrow as pa
+
+    schema = _schema(dim)
+    matrix = np.stack([np.zeros(dim, np.float32) if v is None else np.asarray(v, np.float32)
+                       for v in vectors]) if rows else np.zeros((0, dim), np.float32)
+    vector = pa.FixedSizeListArray.from_arrays(
+        pa.array(matrix.reshape(-1), pa.float32()), dim,
+        mask=pa.array([v is None for v in vectors], pa.bool_()))
+    cols = {f: pa.array([r.get(f) for r in rows], schema.field(f).type)
+            for f in schema.names if f != "vector"}
+    cols["vector"] = vector
+    return pa.table(cols, schema=schema)
+
+
+def write_fragments(uri: str, table: Any, storage_options: dict | None,
+                    create: bool = False) -> list[str]:
+    """Write ``table`` as new data files of the dataset at ``uri`` WITHOUT committing them
+    (any process: a Ray worker); returns the fragments' metadata as JSON for
+    ``LanceIndex.commit_fragments``. Files of a write never committed are never read.
+    ``create``: the dataset does not exist yet (its first commit will create it)."""
+    from lance.fragment import write_fragments as write
+
+    _lance()
+    return [json.dumps(f.to_json()) for f in
+            write(table, uri, schema=table.schema, mode="create" if create else "append",
+                  storage_options=storage_options or None)]

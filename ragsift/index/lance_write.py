@@ -1,0 +1,413 @@
+"""The writer side of ``LanceIndex`` (mode ``"w"``): ``LanceWriter``, a mixin.
+
+Settings, transactions (writes inside are ONE Lance commit), replacing, touching and removing
+documents, vector reuse by content hash, the ``FragmentCommits`` capability (rows written as
+fragments by other processes, committed here), ``clear``, ``compact`` (fragments, full-text,
+scalar and ANN indexes, old versions) and ``verify``. ``LanceIndex`` (``lance.py``) combines
+this with opening and reading; the guarantees are in ``lance.py``'s docstring.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ragsift.errors import RagsiftError
+from ragsift.index.ann import sql_str as _sql_str
+from ragsift.index.backend import DocumentWrite
+from ragsift.index.dense import as_f32 as _as_f32
+from ragsift.index.lance_rows import (
+    _DOC_FIELDS,
+    _lance,
+    _schema,
+    chunk_row,
+    rows_table,
+    write_fragments,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
+
+KEEP_VERSIONS = datetime.timedelta(hours=1)
+# From this many chunks ``compact`` adds B-tree indexes on ``rowid`` (chunk records by id) and
+# ``content_hash`` (vector reuse), so neither lookup scans the table.
+SCALAR_INDEX_MIN_ROWS = 10_000
+
+
+class LanceWriter:
+    """The writing methods of ``LanceIndex`` (and ``verify``); not used on its own.
+
+    Uses what ``LanceIndex`` sets up: ``self.path``, ``self.mode``, ``self._opts``,
+    ``self._chunks_uri``, ``self._settings_uri``, the datasets ``self._ds`` and
+    ``self._settings_ds``, the caches ``self._docs``, ``self._dense``, ``self._ann``, and the
+    writer's state ``self._touched``, ``self._next_rowid``, ``self._batch``,
+    ``self._batch_removed``; and the methods ``_dataset``, ``_raw_settings``, ``_doc_rows``,
+    ``dimensions``, ``count``, ``_has_index`` and ``load_matrix``.
+    """
+
+    # -- settings --------------------------------------------------------------------------
+    def set_settings(self, **values: Any) -> None:
+        import pyarrow as pa
+
+        self._require_writer()
+        if not values:
+            return
+        table = pa.table({"key": list(values), "value": [json.dumps(v) for v in values.values()]})
+        (self._settings_ds.merge_insert("key").when_matched_update_all()
+         .when_not_matched_insert_all().execute(table))
+        self._settings_ds = self._dataset(self._settings_uri)
+
+    # -- vector reuse ----------------------------------------------------------------------
+    def vectors_for_hashes(self, hashes: Iterable[str]) -> dict[str, tuple[np.ndarray, int]]:
+        import numpy as np
+
+        wanted = list(dict.fromkeys(hashes))
+        if not wanted or self._ds is None:
+            return {}
+        out: dict[str, tuple[np.ndarray, int]] = {}
+        for lo in range(0, len(wanted), 2000):
+            part = wanted[lo:lo + 2000]
+            t = self._ds.to_table(columns=["content_hash", "vector", "truncated"],
+                                  filter=f"kind = 'chunk' AND content_hash IN ({_sql_str(part)})")
+            for h, v, cut in zip(t.column("content_hash").to_pylist(),
+                                 t.column("vector").to_pylist(),
+                                 t.column("truncated").to_pylist()):
+                if h not in out:
+                    out[h] = (np.asarray(v, np.float32), int(cut or 0))
+        return out
+
+    # -- writing ---------------------------------------------------------------------------
+    def _require_writer(self) -> None:
+        if self.mode != "w":
+            raise RagsiftError(f"index {self.path} is open read-only")
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Writes inside are committed together, as one Lance commit, at the end."""
+        self._require_writer()
+        if self._batch is not None:
+            yield
+            return
+        self._batch = []
+        self._batch_removed = []
+        try:
+            yield
+        except BaseException:
+            self._batch = None
+            raise
+        batch, self._batch = self._batch, None
+        self._commit(batch, self._batch_removed)
+
+    def write_documents(self, docs: Sequence[DocumentWrite]) -> None:
+        self._require_writer()
+        if not docs:
+            return
+        for doc in docs:  # validate everything before anything is written
+            _as_f32(doc.vectors, len(doc.records))
+        if self._batch is not None:
+            self._batch.extend(docs)
+        else:
+            self._commit(list(docs))
+
+    def touch_document(self, key: str, *, path: str | None = None, size: int | None = None,
+                       mtime: float | None = None) -> None:
+        """Record a new size/mtime or display path; written with the next commit (or close):
+        losing it to a crash only makes the next run hash the file again."""
+        self._require_writer()
+        row = self._doc_rows().get(key)
+        if row is None:
+            return
+        row = dict(row)
+        for name, value in (("path", path), ("size", size), ("mtime", mtime)):
+            if value is not None:
+                row[name] = value
+        self._touched[key] = row
+        self._docs[key] = row  # type: ignore[index]
+
+    def _commit(self, docs: list[DocumentWrite], removed: Sequence[str] = ()) -> None:
+        """ONE Lance commit: ``docs`` replace their keys, the ``removed`` keys go."""
+        import numpy as np
+        import pyarrow as pa
+
+        lance = _lance()
+        now = time.time()
+        vecs_of = [_as_f32(d.vectors, len(d.records)) for d in docs]
+        dim = next((v.shape[1] for v, d in zip(vecs_of, docs) if len(d.records)), None)
+        have = (int(self._ds.schema.field("vector").type.list_size) if self._ds is not None
+                else None)
+        if dim is not None and have is not None and dim != have and not self.count():
+            self._reshape(dim)  # an index without vectors takes its first vectors' size
+            have = dim
+        if dim is not None and have is not None and dim != have:
+            raise RagsiftError(
+                f"vectors have {dim} dimensions but index {self.path} holds {have}; "
+                "use the index's model or --rebuild")
+        dim = have or dim or self.dimensions() or 1  # 1: no vector yet (see ``_reshape``)
+        rows: dict[str, list] = {f: [] for f in _schema(dim).names}
+        flat: list[np.ndarray] = []
+
+        def add(**values: Any) -> None:
+            for f in rows:
+                rows[f].append(values.get(f))
+
+        keep = {d.key: d for d in docs}  # the last write of a key wins, as in SQLite
+        rowid = self._alloc_rowids(sum(len(d.records) for d in keep.values()))
+        for doc, vecs in zip(docs, vecs_of):
+            if keep.get(doc.key) is not doc:
+                continue
+            self._touched.pop(doc.key, None)
+            add(uid="d:" + doc.key, kind="doc", doc_key=doc.key, path=doc.path,
+                source=doc.source, size=doc.size, mtime=doc.mtime, sha256=doc.sha256,
+                format=doc.format, chunker=doc.chunker, n_chunks=len(doc.records),
+                doc_tokens=sum(int(r.get("tokens") or 0) for r in doc.records),
+                indexed_at=now)
+            flat.append(np.zeros((1, dim), np.float32))
+            for rec, vec in zip(doc.records, vecs):
+                add(**chunk_row(doc.key, rowid, rec))
+                flat.append(vec.reshape(1, -1))
+                rowid += 1
+        for key, row in self._touched.items():
+            add(uid="d:" + key, kind="doc", doc_key=key, **{f: row[f] for f in _DOC_FIELDS})
+            flat.append(np.zeros((1, dim), np.float32))
+        self._touched = {}
+        if not rows["uid"]:
+            if removed and self._ds is not None:
+                self._ds.delete(f"doc_key IN ({_sql_str(removed)})")
+                self._reopen()
+            return
+        schema = _schema(dim)
+        is_doc = np.array([k == "doc" for k in rows["kind"]])
+        matrix = np.concatenate(flat).astype(np.float32) if flat else np.zeros((0, dim), "f4")
+        values = pa.array(matrix.reshape(-1), pa.float32())
+        vector = pa.FixedSizeListArray.from_arrays(values, dim, mask=pa.array(is_doc))
+        cols = {f: pa.array(rows[f], schema.field(f).type) for f in schema.names if f != "vector"}
+        cols["vector"] = vector
+        table = pa.table(cols, schema=schema)
+        if self._ds is None:
+            self._ds = lance.write_dataset(table, self._chunks_uri, mode="create",
+                                           storage_options=self._opts or None)
+            self._build_fts()  # rows written later are searched flat until ``compact``
+        else:
+            keys = [d.key for d in keep.values()]
+            merge = (self._ds.merge_insert("uid").when_matched_update_all()
+                     .when_not_matched_insert_all())
+            gone = []
+            if keys:
+                gone.append(f"(kind = 'chunk' AND doc_key IN ({_sql_str(keys)}))")
+            if removed:
+                gone.append(f"doc_key IN ({_sql_str(removed)})")
+            if gone:
+                merge = merge.when_not_matched_by_source_delete(" OR ".join(gone))
+            merge.execute(table)
+        self._reopen()
+
+    def writer_target(self) -> tuple[str, dict, bool]:
+        """(chunks dataset URI, storage options, create) for ``write_fragments`` elsewhere."""
+        return self._chunks_uri, dict(self._opts), self._ds is None
+
+    def alloc_rowids(self, n: int) -> int:
+        """Reserve ``n`` chunk ids for rows written elsewhere; returns the first."""
+        self._require_writer()
+        return self._alloc_rowids(n)
+
+    def commit_fragments(self, docs: Sequence[DocumentWrite], fragments: Sequence[str],
+                         rows: list[dict], vectors: list, dim: int) -> None:
+        """ONE Lance commit of documents whose chunk rows were written as ``fragments`` by
+        other processes (``write_fragments``): the replaced documents' old rows are deleted, the
+        document rows (+ pending touched ones) and ``rows``/``vectors`` (chunks written here,
+        e.g. reused vectors) are added, the fragments appended, all in one ``Update``."""
+        from lance.fragment import FragmentMetadata
+
+        self._require_writer()
+        lance = _lance()
+        if self._ds is not None:
+            have = int(self._ds.schema.field("vector").type.list_size)
+            if have != dim and not self.count():
+                self._reshape(dim)
+            elif have != dim:
+                raise RagsiftError(
+                    f"vectors have {dim} dimensions but index {self.path} holds {have}; "
+                    "use the index's model or --rebuild")
+        now = time.time()
+        rows, vectors = list(rows), list(vectors)
+        for doc in docs:
+            self._touched.pop(doc.key, None)
+            rows.append({"uid": "d:" + doc.key, "kind": "doc", "doc_key": doc.key,
+                         "path": doc.path, "source": doc.source, "size": doc.size,
+                         "mtime": doc.mtime, "sha256": doc.sha256, "format": doc.format,
+                         "chunker": doc.chunker, "n_chunks": len(doc.records),
+                         "indexed_at": now,
+                         "doc_tokens": sum(int(r.get("tokens") or 0) for r in doc.records)})
+            vectors.append(None)
+        for key, row in self._touched.items():
+            rows.append(dict(uid="d:" + key, kind="doc", doc_key=key, **row))
+            vectors.append(None)
+        replaced = [d.key for d in docs] + list(self._touched)
+        self._touched = {}
+        new = [FragmentMetadata.from_json(f) for f in fragments]
+        if rows:
+            new += [FragmentMetadata.from_json(f) for f in
+                    write_fragments(self._chunks_uri, rows_table(rows, vectors, dim),
+                                    self._opts, create=self._ds is None)]
+        if not new:
+            return
+        if self._ds is None:
+            op = lance.LanceOperation.Overwrite(_schema(dim), new)
+            self._ds = lance.LanceDataset.commit(self._chunks_uri, op,
+                                                 storage_options=self._opts or None)
+            self._build_fts()
+        else:
+            removed, updated = [], []
+            pred = f"doc_key IN ({_sql_str(replaced)})" if replaced else None
+            for frag in self._ds.get_fragments() if pred else ():
+                after = frag.delete(pred)
+                if after is None:
+                    removed.append(frag.fragment_id)
+                elif after.num_deletions != frag.metadata.num_deletions:
+                    updated.append(after)
+            op = lance.LanceOperation.Update(removed_fragment_ids=removed,
+                                             updated_fragments=updated, new_fragments=new)
+            lance.LanceDataset.commit(self._chunks_uri, op, read_version=self._ds.version,
+                                      storage_options=self._opts or None)
+        self._reopen()
+
+    def _reshape(self, dim: int) -> None:
+        """Rewrite an index holding documents but no chunk yet with ``dim``-wide vectors."""
+        import pyarrow as pa
+
+        old = self._ds.to_table(filter="kind = 'doc'")
+        cols = {f: old.column(f) for f in old.schema.names if f != "vector"}
+        cols["vector"] = pa.nulls(old.num_rows, pa.list_(pa.float32(), dim))
+        table = pa.table(cols, schema=_schema(dim))
+        self._ds = _lance().write_dataset(table, self._chunks_uri, mode="overwrite",
+                                          storage_options=self._opts or None)
+        self._build_fts()
+
+    def _alloc_rowids(self, n: int) -> int:
+        if self._next_rowid is None:
+            self._next_rowid = 1
+            if self._ds is not None:
+                t = self._ds.to_table(columns=["rowid"], filter="kind = 'chunk'")
+                if t.num_rows:
+                    import pyarrow.compute as pc
+
+                    self._next_rowid = int(pc.max(t.column("rowid")).as_py()) + 1
+        start = self._next_rowid
+        self._next_rowid += n
+        return start
+
+    def _reopen(self) -> None:
+        self._ds = self._dataset(self._chunks_uri)
+        self._docs = None
+        self._dense = self._ann = None
+
+    def remove_documents(self, keys: Iterable[str]) -> int:
+        self._require_writer()
+        keys = list(dict.fromkeys(keys))
+        if self._batch is not None:  # in a transaction: removed with its one commit
+            pending = {d.key for d in self._batch}
+            present = [k for k in keys if k in pending or
+                       (k in self._doc_rows() and k not in self._batch_removed)]
+            self._batch[:] = [d for d in self._batch if d.key not in present]
+            for k in present:
+                self._touched.pop(k, None)
+            self._batch_removed.extend(k for k in present if k in self._doc_rows())
+            return len(present)
+        present = [k for k in keys if k in self._doc_rows()]
+        if not present or self._ds is None:
+            return 0
+        for k in present:
+            self._touched.pop(k, None)
+        self._ds.delete(f"doc_key IN ({_sql_str(present)})")
+        self._reopen()
+        return len(present)
+
+    def clear(self) -> None:
+        """Drop every document, chunk, vector and setting (``--rebuild``)."""
+        self._require_writer()
+        self._touched = {}
+        if self._ds is not None:
+            self._ds.delete("true")
+            self._reopen()
+        keys = [k for k in self._raw_settings() if k not in ("format", "schema_version")]
+        if keys:
+            self._settings_ds.delete(f"key IN ({_sql_str(keys)})")
+            self._settings_ds = self._dataset(self._settings_uri)
+        self._next_rowid = None
+
+    def compact(self) -> int:
+        """Merge small fragments, bring the full-text (and ANN) indexes up to date, drop
+        versions older than ``KEEP_VERSIONS``; returns the fragments removed."""
+        self._require_writer()
+        if self._touched:
+            self._commit([])
+        if self._ds is None:
+            return 0
+        before = len(self._ds.get_fragments())
+        if before > 1:
+            self._ds.optimize.compact_files()
+            self._reopen()
+        n = self._ds.count_rows("kind = 'chunk'")
+        if n:
+            if n >= SCALAR_INDEX_MIN_ROWS:  # lookups by id and by text hash stop scanning
+                for column in ("rowid", "content_hash"):
+                    if not self._has_index(column):
+                        self._ds.create_scalar_index(column, index_type="BTREE")
+                        self._reopen()
+            if self._has_index("fts"):
+                self._ds.optimize.optimize_indices()
+            else:
+                self._build_fts()
+            from ragsift.index import ann
+
+            ann.maintain(self)
+            self._reopen()
+        with contextlib.suppress(Exception):
+            self._ds.cleanup_old_versions(older_than=KEEP_VERSIONS)
+            self._settings_ds.cleanup_old_versions(older_than=KEEP_VERSIONS)
+        return max(0, before - len(self._ds.get_fragments()))
+
+    # -- indexes and checks ----------------------------------------------------------------
+    def _build_fts(self) -> None:
+        self._ds.create_scalar_index(
+            "fts", index_type="INVERTED", replace=True, base_tokenizer="simple",
+            language="English", lower_case=True, stem=True, remove_stop_words=False,
+            ascii_folding=True, with_position=False)
+        self._reopen()
+
+    def verify(self) -> list[str]:
+        import numpy as np
+
+        problems: list[str] = []
+        if self._ds is None:
+            return problems
+        t = self._ds.to_table(columns=["kind", "doc_key", "rowid", "uid"])
+        kinds = t.column("kind").to_pylist()
+        keys = t.column("doc_key").to_pylist()
+        rowids = [r for r, k in zip(t.column("rowid").to_pylist(), kinds) if k == "chunk"]
+        uids = t.column("uid").to_pylist()
+        if len(set(uids)) != len(uids):
+            problems.append("duplicate rows")
+        if len(set(rowids)) != len(rowids) or any(r is None for r in rowids):
+            problems.append("duplicate or missing chunk ids")
+        docs = self._doc_rows()
+        counts: dict[str, int] = {}
+        for k, kind in zip(keys, kinds):
+            if kind == "chunk":
+                counts[k] = counts.get(k, 0) + 1
+        orphans = sum(n for k, n in counts.items() if k not in docs)
+        if orphans:
+            problems.append(f"{orphans} chunks without a document")
+        bad = sum(1 for k, r in docs.items() if r["n_chunks"] != counts.get(k, 0))
+        if bad:
+            problems.append(f"{bad} documents with a wrong chunk count")
+        ids, matrix = self.load_matrix()
+        if ids.shape[0] != len(rowids):
+            problems.append(f"{ids.shape[0]} vectors for {len(rowids)} chunks")
+        if matrix.size and not np.isfinite(matrix).all():
+            problems.append("non-finite vector values")
+        return problems
