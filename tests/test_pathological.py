@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import posixpath
 import random
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -204,3 +205,65 @@ def test_discovery_real_path_helper_matches_realpath(tmp_path):
         for entry in it:
             assert discovery._real_below(real_root, entry, entry.is_symlink()) == \
                 os.path.realpath(entry.path)
+
+
+# -- cl100k: long runs without spaces ---------------------------------------------------------
+
+def _pieces_seen(monkeypatch: pytest.MonkeyPatch, text: str) -> list[int]:
+    """Lengths of the pieces the encode of ``text`` hands to tiktoken."""
+    from ragsift.chunkers import counters
+
+    enc = counters.get_counter("cl100k").encoding
+    out = counters.Encode(enc, text, threads=2)
+    lengths = [b - a for a, b in pairwise(out.offsets)]
+    want = enc.encode_to_numpy(text, disallowed_special=()).tolist()
+    assert out.result().tolist() == want
+    return lengths
+
+
+@pytest.mark.parametrize("alphabet", ["abcdefghijklmnopqrstuvwxyz", ".,;:!?-()[]{}<>=+*&%$#@~|/"])
+def test_a_long_run_without_spaces_is_encoded_in_bounded_pieces(monkeypatch, alphabet):
+    """tiktoken byte-pair merges one regex piece at a time, super-linearly in its length; a
+    run of letters (or punctuation) is one piece. On main before the fix: one piece of the
+    whole 600k characters. Now pieces of about RUN_STEP, with the tokens of one encode."""
+    from ragsift.chunkers import counters
+
+    rng = random.Random(3)
+    text = "".join(rng.choices(alphabet, k=600_000))
+    lengths = _pieces_seen(monkeypatch, text)
+    assert max(lengths) <= 4 * counters.RUN_STEP, max(lengths)
+
+
+def test_a_run_of_one_repeated_letter_stays_whole_and_exact(monkeypatch):
+    """Every pair of a repeated letter is inside some token: no exact cut exists there."""
+    text = "a" * 600_000
+    assert _pieces_seen(monkeypatch, text) == [600_000]
+
+
+_RUN_PIECES = ["qz", "jx", "wv", "ab", "Q", "zq", "'s", "'", "!?", "--", ".;", "=", " ", "\n",
+               "é", "12", "x\n", "'ll", "''", "#", "\r\n", "<|endoftext|>"]
+
+
+def test_cuts_inside_runs_give_the_tokens_of_one_encode(monkeypatch):
+    """Adversarial texts with many runs (short RUN_MIN/RUN_STEP so that they are cut often):
+    the pieces encode to exactly the whole text's tokens."""
+    from ragsift.chunkers import counters
+
+    monkeypatch.setattr(counters, "RUN_MIN", 400)
+    monkeypatch.setattr(counters, "RUN_STEP", 1)  # every possible cut, margin apart
+    enc = counters.get_counter("cl100k").encoding
+    rng = random.Random(17)
+    cut_any = 0
+    for _ in range(60):
+        parts = []
+        for _ in range(rng.randint(1, 8)):
+            alphabet = rng.choice(["qzjxvwk", "abcdefgh", "QZJXabc", "!?.,;-=()[]'\"", "ab'"])
+            parts.append("".join(rng.choices(alphabet, k=rng.choice([50, 399, 400, 401, 2000]))))
+            parts.append("".join(rng.choices(_RUN_PIECES, k=rng.randint(0, 4))))
+        text = "".join(parts)
+        cuts = counters._run_cuts(enc, text, [0, len(text)])
+        cut_any += len(cuts) > 2
+        got = [t for a, b in pairwise(cuts)
+               for t in enc.encode_to_numpy(text[a:b], disallowed_special=()).tolist()]
+        assert got == enc.encode_to_numpy(text, disallowed_special=()).tolist()
+    assert cut_any > 20

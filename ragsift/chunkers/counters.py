@@ -346,7 +346,10 @@ class Encode:
             cuts = _cuts(text, max(2, min(4 * threads, len(text) // PIECE_MIN_CHARS)))
             if len(cuts) < 2:  # the empty text: one (empty) piece
                 cuts = [0, len(text)]
-            helpers = threads - 1 if len(cuts) > 2 else helpers
+        if len(text) >= min_chars and self._raw is not None:
+            cuts = _run_cuts(encoding, text, cuts)
+        if threads >= 2 and len(cuts) > 2:
+            helpers = threads - 1
         self.offsets = cuts
         self._out: list[Any] = [None] * (len(cuts) - 1)
         self._done = [threading.Event() for _ in self._out]
@@ -424,6 +427,115 @@ def _cuts(text: str, parts: int) -> list[int]:
         cuts.append(m.start() + 1)
     cuts.append(len(text))
     return [c for c, nxt in pairwise(cuts) if nxt > c] + [len(text)]
+
+
+# Long runs of ASCII letters, or of ASCII punctuation, are one regex piece each, and
+# tiktoken's byte-pair merge of one piece is super-linear (a 4 MB run of letters: ~6 s, 1.5 us
+# per byte and growing; prose is ~0.06). ``_run_cuts`` cuts such runs into pieces of about
+# RUN_STEP characters where the cut provably changes no token; see ``_run_cuts``.
+RUN_MIN = 1 << 13  # runs shorter than this are left whole
+RUN_STEP = 1 << 12  # about this many characters between cuts in a run
+_RUN_CLASSES = (re.compile(r"[A-Za-z]+"), re.compile(r"[!-/:-@\[-`{-~]+"))
+_NOT_IN_RUN = (re.compile(r"[^A-Za-z]"), re.compile(r"[^!-/:-@\[-`{-~]"))
+_pair_tables: dict[int, tuple[Any, Any, int]] = {}
+# the cl100k pattern (tiktoken_ext.openai_public), for which ``_run_cuts`` is shown exact
+_CL100K_PATTERN = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+|"""
+                   r""" ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""")
+
+
+def _long_runs(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of every run of at least ``RUN_MIN`` ASCII letters, or of ASCII
+    punctuation, in linear time: such a run holds one of the probes every ``RUN_MIN // 2``
+    characters with at least that many run characters from it, and a probe costs a match of
+    the run (or word) it falls in."""
+    step = RUN_MIN // 2
+    found: list[tuple[int, int]] = []
+    for run, other in zip(_RUN_CLASSES, _NOT_IN_RUN):
+        covered = 0
+        for j in range(0, len(text) - step + 1, step):
+            if j < covered:
+                continue
+            m = run.match(text, j)
+            if m is None or m.end() - j < step:
+                continue
+            start = max(j - step, covered)
+            for x in other.finditer(text, start, j):
+                start = x.end()
+            if m.end() - start >= RUN_MIN:
+                found.append((start, m.end()))
+            covered = m.end()
+    return sorted(found)
+
+
+def _run_table(encoding: Any) -> tuple[Any, int] | None:
+    """Per byte pair ``a * 256 + b``: True when ``a, b`` occur next to each other inside some
+    token of ``encoding``; and its longest token in bytes. None if its ranks are unreadable."""
+    key = id(encoding)
+    if key not in _pair_tables:
+        ranks = getattr(encoding, "_mergeable_ranks", None)
+        if not ranks:
+            return None
+        import numpy as np
+
+        keys = [k for k in ranks if len(k) > 1]
+        data = np.frombuffer(b"".join(keys), dtype=np.uint8).astype(np.int32)
+        lens = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
+        pair = data[:-1] * 256 + data[1:]
+        inside = np.ones(len(pair), dtype=bool)
+        inside[(np.cumsum(lens) - 1)[:-1]] = False  # a pair across two tokens' bytes
+        table = np.zeros(1 << 16, dtype=bool)
+        table[pair[inside]] = True
+        _pair_tables[key] = (encoding, table, max(map(len, ranks)))
+    _, table, longest = _pair_tables[key]
+    return table, longest
+
+
+def _run_cuts(encoding: Any, text: str, cuts: list[int]) -> list[int]:
+    """``cuts`` plus cuts inside runs of at least ``RUN_MIN`` ASCII letters (or ASCII
+    punctuation), at least ``RUN_STEP`` characters apart, each where encoding the two sides
+    apart gives exactly the tokens of encoding them together (cl100k's pattern).
+
+    A cut ``p`` is taken only with ``margin`` (longest token + 4) run characters on each
+    side and when no token holds ``text[p-1:p+1]``. The regex piece ``M`` holding ``p`` (a
+    ``\\p{L}++`` piece in a letter run, a `` ?[^\\s\\p{L}\\p{N}]++[\\r\\n]*+`` piece in a
+    punctuation run) then starts at least ``margin - 2`` before ``p`` and ends after it: the
+    text before ``p`` splits into the same pieces with ``M`` ending at ``p``, the text from
+    ``p`` into ``M``'s rest and the same pieces after (no branch can match differently where
+    a run character follows: an apostrophe starts a contraction only before a letter). Both
+    halves of ``M`` are longer than any token, so each is byte-pair merged (never looked up
+    whole), and no merge of ``M`` can join bytes across ``p`` (the result would be a token
+    holding that pair): merging ``M`` is merging its two halves, each in the same order.
+    Only cl100k's pattern is shown to allow this; another encoding's gets ``cuts``."""
+    if getattr(encoding, "_pat_str", None) != _CL100K_PATTERN:
+        return cuts
+    runs = _long_runs(text)
+    if not runs:
+        return cuts
+    found = _run_table(encoding)
+    if found is None:
+        return cuts
+    import numpy as np
+
+    table, longest = found
+    margin = longest + 4
+    step = max(RUN_STEP, margin)  # the next cut's margin lies inside the piece this one starts
+    extra: list[int] = []
+    for start, stop in runs:
+        b = np.frombuffer(text[start:stop].encode("ascii"), dtype=np.uint8).astype(np.int32)
+        # k: p = start + k with no token holding text[p-1:p+1], margin clear on both sides
+        free = np.flatnonzero(~table[b[:-1] * 256 + b[1:]]) + 1
+        free = free[(free >= margin) & (free <= len(b) - margin)] + start
+        p = start + step
+        while True:
+            i = int(np.searchsorted(free, p))
+            if i >= len(free):
+                break
+            q = int(free[i])
+            extra.append(q)
+            p = q + step
+    if not extra:
+        return cuts
+    return sorted(set(cuts).union(extra))
 
 
 def _is_safe(text: str, p: int, lo: int, hi: int) -> bool:
