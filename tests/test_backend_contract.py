@@ -361,8 +361,12 @@ def test_fragment_commits_is_a_declared_capability(filled, open_backend):
         if declared:
             first = b.alloc_rowids(3)
             assert b.alloc_rowids(1) == first + 3
-            uri, options, create = b.writer_target()
-            assert isinstance(uri, str) and isinstance(options, dict) and not create
+            import pickle
+
+            writer = pickle.loads(pickle.dumps(b.fragment_writer()))  # goes to a worker
+            row = b.chunk_row("docs/cats.md", first, {"index": 0, "text": "t", "context": "",
+                                                      "content_hash": "h", "truncated": 0})
+            assert callable(writer) and row["rowid"] == first
 
 
 _KILLED_WRITER = """

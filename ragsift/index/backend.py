@@ -303,11 +303,18 @@ class IndexWriter(IndexReader, Protocol):
 @runtime_checkable
 class FragmentCommits(Protocol):
     """Optional writer capability (Lance): workers write chunk rows as uncommitted fragments
-    at ``writer_target()``, rowids come from ``alloc_rowids``, and ``commit_fragments``
-    commits the documents, the fragments and the driver's own rows as ONE transaction."""
+    with ``fragment_writer()``, rowids come from ``alloc_rowids``, rows are made by
+    ``chunk_row``, and ``commit_fragments`` commits the documents, the fragments and the
+    driver's own rows as ONE transaction."""
 
-    def writer_target(self) -> tuple[str, dict, bool]:
-        """(dataset URI, storage options, whether the dataset must be created)."""
+    def fragment_writer(self) -> Any:
+        """A picklable callable for another process: ``writer(rows, vectors, dim)`` writes
+        the chunk ``rows`` with their ``vectors`` as uncommitted fragments and returns their
+        metadata (JSON strings) for ``commit_fragments``."""
+        ...
+
+    def chunk_row(self, doc_key: str, rowid: int, record: dict) -> dict:
+        """The stored row of one chunk record (``ingest.records`` fields) of ``doc_key``."""
         ...
 
     def alloc_rowids(self, n: int) -> int:

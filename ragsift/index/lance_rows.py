@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 from ragsift.errors import RagsiftError
@@ -133,3 +134,18 @@ def write_fragments(uri: str, table: Any, storage_options: dict | None,
     return [json.dumps(f.to_json()) for f in
             write(table, uri, schema=table.schema, mode="create" if create else "append",
                   storage_options=storage_options or None)]
+
+
+@dataclass(frozen=True)
+class FragmentWriter:
+    """``FragmentCommits.fragment_writer()`` of a Lance index: picklable (a Ray worker gets
+    it); ``writer(rows, vectors, dim)`` writes chunk rows as uncommitted fragments of the
+    dataset and returns their metadata (JSON) for ``commit_fragments``."""
+
+    uri: str
+    storage_options: dict
+    create: bool = False
+
+    def __call__(self, rows: list[dict], vectors: list, dim: int) -> list[str]:
+        return write_fragments(self.uri, rows_table(rows, vectors, dim), self.storage_options,
+                               create=self.create)

@@ -209,6 +209,20 @@ class LanceWriter:
         """(chunks dataset URI, storage options, create) for ``write_fragments`` elsewhere."""
         return self._chunks_uri, dict(self._opts), self._ds is None
 
+    def fragment_writer(self) -> Any:
+        """``FragmentCommits``: a picklable writer of uncommitted fragments (``lance_rows``)."""
+        from ragsift.index.lance_rows import FragmentWriter
+
+        uri, options, create = self.writer_target()
+        return FragmentWriter(uri, options, create)
+
+    @staticmethod
+    def chunk_row(doc_key: str, rowid: int, record: dict) -> dict:
+        """``FragmentCommits``: the stored row of one chunk record."""
+        from ragsift.index.lance_rows import chunk_row
+
+        return chunk_row(doc_key, rowid, record)
+
     def alloc_rowids(self, n: int) -> int:
         """Reserve ``n`` chunk ids for rows written elsewhere; returns the first."""
         self._require_writer()

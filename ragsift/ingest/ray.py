@@ -22,7 +22,7 @@ chunk hash and the driver writes each document once, so a retried batch can neit
 nor lose a chunk (tests/test_ray_engine.py kills a worker to check it).
 
 A Lance index is written by the workers (``EmbedWriteActor``): each embedding batch becomes
-Lance data files (uncommitted fragments, ``index.lance.write_fragments``) and only their
+Lance data files (uncommitted fragments, through the index's ``fragment_writer``) and only their
 metadata comes back; the vectors never pass through the driver. The driver then commits the
 whole change set as ONE Lance transaction (``LanceIndex.commit_fragments``: the replaced
 documents' old rows deleted, the document rows and the new fragments added). A killed run
@@ -161,21 +161,20 @@ class EmbedActor:
 
 
 class EmbedWriteActor(EmbedActor):
-    """Stage 2 for a Lance index: embed, then write the batch's chunk rows (each hash's rows,
-    made by the driver, get its vector) as uncommitted Lance fragments; returns per hash only
-    its truncation count, and the fragments' metadata (JSON) on the batch's first row."""
+    """Stage 2 for an index with ``FragmentCommits``: embed, then write the batch's chunk rows
+    (each hash's rows, made by the driver, get its vector) through the index's picklable
+    ``fragment_writer`` as uncommitted fragments; returns per hash only its truncation count,
+    and the fragments' metadata (JSON) on the batch's first row."""
 
     def __init__(self, model_dir: str | None, options: dict, threads: int | None,
-                 uri: str, storage_options: dict, create: bool = False) -> None:
+                 writer: Any) -> None:
         super().__init__(model_dir, options, threads)
-        self.uri, self.storage_options, self.create = uri, storage_options, create
+        self.writer = writer
 
     def __call__(self, batch: dict) -> dict:
         import json
 
         import numpy as np
-
-        from ragsift.index.lance import rows_table, write_fragments
 
         out = super().__call__(batch)
         rows, vectors = [], []
@@ -185,8 +184,7 @@ class EmbedWriteActor(EmbedActor):
                 rows.append(row)
                 vectors.append(vec)
         dim = int(out["vector"].shape[1])
-        frags = write_fragments(self.uri, rows_table(rows, vectors, dim), self.storage_options,
-                                create=self.create)
+        frags = self.writer(rows, vectors, dim)
         n = len(out["hash"])
         return {"hash": out["hash"], "truncated": out["truncated"],
                 "fingerprint": out["fingerprint"], "node": out["node"],
@@ -403,8 +401,6 @@ def _write_fragments(pool: Pool, run: Run, writes: list) -> None:
     as ONE transaction. Same summary counts as ``Run.flush``."""
     import json
 
-    from ragsift.index.lance import chunk_row
-
     s, store = run.summary, run.store
     if not writes:
         return
@@ -418,7 +414,7 @@ def _write_fragments(pool: Pool, run: Run, writes: list) -> None:
     for w in writes:
         for r in w.records:
             h = r["content_hash"]
-            chunk = chunk_row(w.key, rowid, r)
+            chunk = store.chunk_row(w.key, rowid, r)
             rowid += 1
             if h in known:
                 chunk["truncated"] = known[h][1]
@@ -431,12 +427,10 @@ def _write_fragments(pool: Pool, run: Run, writes: list) -> None:
     fragments: list[str] = []
     dim = store.dimensions()
     if groups:
-        uri, options, create = store.writer_target()
         items = [{"hash": h, "text": g["text"], "rows": json.dumps(g["rows"])}
                  for h, g in groups.items()]
         prints, dims, done = set(), set(), set()
-        for batch in pool.batches(EmbedWriteActor, items, uri=uri, storage_options=options,
-                                  create=create):
+        for batch in pool.batches(EmbedWriteActor, items, writer=store.fragment_writer()):
             for h, cut, fp, d in zip(batch["hash"], batch["truncated"], batch["fingerprint"],
                                      batch["dimensions"]):
                 truncated[str(h)] = int(cut)
