@@ -23,8 +23,6 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ragsift.sources.discovery import (
-        Skipped,
-        SourceFile,
         Walk,
         check_arguments,
         discover,
@@ -35,13 +33,15 @@ if TYPE_CHECKING:
     from ragsift.sources.document import Document, OffsetMap
     from ragsift.sources.loader import load_document
     from ragsift.sources.reading import DEFAULT_MAX_FILE_SIZE, parse_size, read_bytes
+    from ragsift.sources.sourcefile import Skipped, SourceFile
     from ragsift.sources.units import json_units, text_units
 
 # Names resolve on first use (PEP 562), so importing one small module of this package (e.g.
 # ``sources.formats`` for ``--help`` text) does not import the readers.
 _HOME = {
-    **dict.fromkeys(("Skipped", "SourceFile", "Walk", "check_arguments", "discover", "path_key",
-                     "printable", "walk"), "discovery"),
+    **dict.fromkeys(("Walk", "check_arguments", "discover", "path_key", "printable", "walk"),
+                    "discovery"),
+    "Skipped": "sourcefile", "SourceFile": "sourcefile",
     "Document": "document", "OffsetMap": "document",
     "load_document": "loader",
     "DEFAULT_MAX_FILE_SIZE": "reading", "parse_size": "reading", "read_bytes": "reading",

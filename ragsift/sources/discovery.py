@@ -53,34 +53,12 @@ from ragsift.sources.globs import (
     read_ignore_file,
     to_posix,
 )
+from ragsift.sources.reading import file_kind
+from ragsift.sources.sourcefile import Skipped, SourceFile
 
 SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", "venv"})
 STDIN = "-"
 LINK_OUT = "symlink out of the folder (see --follow-links)"
-
-
-@dataclass(frozen=True)
-class SourceFile:
-    """A file to parse. ``path is None`` and ``relpath == "-"`` means stdin. ``stream``: a
-    FIFO named as an argument, read as a stream."""
-
-    path: Path | None
-    relpath: str
-    size: int
-    mtime: float
-    stream: bool = False
-
-    @property
-    def is_stdin(self) -> bool:
-        return self.path is None
-
-
-@dataclass(frozen=True)
-class Skipped:
-    """An input that produced no document, and why (one line)."""
-
-    path: str
-    reason: str
 
 
 @dataclass
@@ -398,8 +376,6 @@ def _join(display_root: str, rel: str) -> str:
 
 
 def _kind(mode: int) -> str:
-    from ragsift.sources.reading import file_kind
-
     return file_kind(mode)
 
 

@@ -11,10 +11,10 @@ Decoding warnings (a non-UTF-8 guess) travel in ``Document.warnings`` for the ca
 from __future__ import annotations
 
 from ragsift.errors import SkipFile
-from ragsift.sources.discovery import SourceFile
 from ragsift.sources.document import Document, OffsetMap
 from ragsift.sources.formats import BINARY_SUFFIXES, FORMATS, format_for, suffix_of
 from ragsift.sources.reading import DEFAULT_MAX_FILE_SIZE, decode, read_bytes
+from ragsift.sources.sourcefile import SourceFile
 
 __all__ = ["BINARY_SUFFIXES", "FORMATS", "format_of", "load_document"]
 

@@ -24,7 +24,7 @@ import stat
 import sys
 
 from ragsift.errors import SkipFile
-from ragsift.sources.discovery import SourceFile
+from ragsift.sources.sourcefile import SourceFile
 
 SNIFF = 8192
 # C0 controls other than tab, newlines, form feed; DEL. A text file has next to none.
