@@ -5,11 +5,14 @@ sizes). The line map is best effort: for ``.jsonl`` each unit points at its reco
 for ``.json`` a cursor moves forward through the source and each unit points at the line of
 the next occurrence of its anchor (its first key or its string as written in JSON), or stays
 on the previous line when the anchor is not found (e.g. ``\\u00e9`` escapes in the source).
+Finding anchors is linear in the file's size: an anchor that cannot occur after the cursor
+(a non-ASCII one past the text's last non-ASCII character) is not searched for.
 """
 
 from __future__ import annotations
 
 import json
+import re
 
 from ragsift.errors import SkipFile
 from ragsift.sources.document import Document, OffsetMap
@@ -30,8 +33,13 @@ def parse_json(
     else:
         value = _loads(text, None)
         cursor, line, line_cursor = 0, 1, 0
+        wide = _last_non_ascii(text)
         for unit, anchor in iter_json_units(value):
-            found = text.find(anchor, cursor) if anchor else -1
+            # an anchor with a non-ASCII character cannot occur after the text's last one (a
+            # file written with ASCII escapes, json.dumps' default, has none): no search,
+            # which would scan the rest of the file for each unit (quadratic in its size)
+            found = text.find(anchor, cursor) if anchor and (
+                cursor <= wide or anchor.isascii()) else -1
             if found >= 0:
                 line += text.count("\n", line_cursor, found)
                 line_cursor = found
@@ -57,6 +65,26 @@ def parse_json(
         lines=OffsetMap(tuple(starts), tuple(values)),
         warnings=warnings,
     )
+
+
+_WIDE = re.compile(r"[^\x00-\x7f]")
+
+
+def _last_non_ascii(text: str) -> int:
+    """Offset of the last non-ASCII character of ``text``, -1 if it has none."""
+    if text.isascii():
+        return -1
+    end = len(text)
+    while end > 0:
+        start = max(0, end - (1 << 16))
+        block = text[start:end]
+        if not block.isascii():
+            last = -1
+            for m in _WIDE.finditer(block):
+                last = m.start()
+            return start + last
+        end = start
+    return -1
 
 
 def _int_or_digits(digits: str) -> int | str:
