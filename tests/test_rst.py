@@ -112,3 +112,28 @@ def test_odd_rst_never_fails(text, tmp_path):
     proc = run_cli("chunk", str(f), "--tokenizer", "cl100k")
     assert proc.returncode == 0, proc.stderr
     assert "Some words." in proc.stdout
+
+
+@pytest.mark.parametrize("size", [48, 64, 96, 128])
+def test_a_code_block_that_fits_is_never_cut(size):
+    """Literal and ``code-block`` blocks stay whole in the default (recursive) strategy when
+    they fit the budget (issue 23: "never cut inside one that fits"); a longer one is cut as
+    any text. Checked at several sizes, so a block lands on a chunk boundary in some of
+    them."""
+    from ragsift.chunkers import make_chunker
+    from ragsift.chunkers.outline import scan
+    from ragsift.ingest.records import prepared
+
+    doc = _doc()
+    chunker = make_chunker("recursive", tokenizer="cl100k", size=size)
+    chunks = chunker.chunk(prepared(chunker, doc))
+    fences = scan(doc.text).fences
+    assert fences
+    fitting = [(a, b) for a, b in fences if chunker.counter.count(doc.text[a:b]) <= size]
+    assert fitting, "the fixture needs a code block that fits"
+    for a, b in fitting:
+        b = a + len(doc.text[a:b].rstrip())  # a chunk ends at its last non-space character
+        holders = [c for c in chunks if c.start < b and a < c.end]
+        assert len(holders) == 1, (size, doc.text[a:b][:60], [(c.start, c.end) for c in holders])
+        assert holders[0].start <= a and b <= holders[0].end
+

@@ -32,6 +32,13 @@ if TYPE_CHECKING:
     from ragsift.sources.document import Document
 
 
+# Document formats whose fenced code blocks (``` / ~~~) the recursive strategy keeps whole when
+# they fit: reStructuredText as ``sources.rst`` renders it (its literal and code-block blocks).
+# Markdown keeps the output of ragsift 0.2 here (its fences are kept whole by the ``markdown``
+# strategy); the golden chunk files pin that.
+CODE_FENCED_FORMATS = ("rst",)
+
+
 class RecursiveChunker(BaseChunker):
     name = "recursive"
 
@@ -69,4 +76,16 @@ class RecursiveChunker(BaseChunker):
 
     def _chunk(self, text: str, doc: Document | None, index: Any) -> list[Chunk]:
         ctx = self.context_fn(text, doc, self.prefix, self.retain_headers, self.size)
-        return self._packer.pack(text, index, context=ctx)
+        return self._packer.pack(text, index, context=ctx, protected=self._code(text, doc, index))
+
+    def _code(self, text: str, doc: Document | None, index: Any) -> list[tuple[int, int]]:
+        """The fenced code blocks of a document in ``CODE_FENCED_FORMATS`` that fit the budget:
+        no rule level cuts inside one (as the ``markdown`` strategy); a longer block is cut as
+        any text."""
+        if doc is None or doc.format not in CODE_FENCED_FORMATS or "```" not in text and \
+                "~~~" not in text:
+            return []
+        from ragsift.chunkers.outline import scan
+
+        avail = self.size - (self.counter.count(self.prefix) if self.prefix else 0)
+        return [(a, b) for a, b in scan(text).fences if index.approx(a, b) <= avail]
