@@ -16,6 +16,8 @@ both alike. Inputs are generated in a temporary folder:
   with the default tokenizer (``model``) and with ``--tokenizer cl100k``.
 - ``table``: a markdown file that is one table of N rows; its twin is prose ``.md`` of the
   same size; with the default strategy and with ``--strategy markdown``.
+- ``json``: N MB of a one-line JSON list of strings written with ASCII escapes
+  (``json.dumps``' default) beside N MB of prose.
 
 The table gives seconds, MB/s (input bytes), the ratio to the prose twin's seconds, and the
 growth (seconds over the previous size's, next to the size ratio: linear is about equal).
@@ -70,6 +72,19 @@ def table(rows: int, rng: random.Random) -> str:
         lines.append(f"| {i} | {rng.choice(WORDS)} | {rng.randint(0, 99999)} | "
                      f"{rng.choice(WORDS)} {rng.choice(WORDS)} |")
     return "\n".join(lines) + "\n"
+
+
+def json_strings(n: int, rng: random.Random) -> str:
+    import json
+
+    words = [*WORDS, "café", "naïve", "über", "straße"]
+    out: list[str] = []
+    size = 2
+    while size < n:
+        s = " ".join(rng.choice(words) for _ in range(12)) + "."
+        out.append(s)
+        size += len(json.dumps(s)) + 2
+    return json.dumps(out)
 
 
 def small_md(i: int) -> str:
@@ -135,6 +150,8 @@ def main() -> None:
     ap.add_argument("--depths", help="comma-separated folder depths [150,300,600,1500]")
     ap.add_argument("--mbs", help="comma-separated one-line sizes in MB [1,2,4]")
     ap.add_argument("--rows", help="comma-separated table rows [5000,10000,20000]")
+    ap.add_argument("--cases", default="nested,line,table,json",
+                    help="comma-separated subset of nested,line,table,json")
     opts = ap.parse_args()
     rng = random.Random(23)
 
@@ -152,30 +169,37 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="ragsift-patho-") as tmp:
         d = Path(tmp)
         out = d / "out.jsonl"
-        for depth in depths:
+        cases = set(opts.cases.split(","))
+        for depth in depths if "nested" in cases else []:
             size = nested(d / f"nest{depth}", depth)
             flat(d / f"flat{depth}", depth)
             t, tw = best_pair([str(d / f"nest{depth}")], [str(d / f"flat{depth}")], out,
                               opts.repeats)
             rows.append(("nested folders (vs the same files in one folder)", f"{depth} levels",
                          size, t, tw))
-        for mb in mbs:
+        for mb in mbs if cases & {"line", "json"} else []:
             n = mb * MB
             (d / f"prose{mb}.txt").write_text(prose(n, rng), encoding="utf-8")
             (d / f"line{mb}.txt").write_text(one_line(n, rng), encoding="utf-8")
             (d / f"letters{mb}.txt").write_text(letters(n, rng), encoding="utf-8")
-        for tok in ([], ["--tokenizer", "cl100k"]):
+        for tok in ([], ["--tokenizer", "cl100k"]) if "line" in cases else []:
             label = " ".join(tok) or "default tokenizer"
             for name, stem in (("one line, words", "line"), ("one line, no spaces", "letters")):
                 for mb in mbs:
                     t, tw = best_pair([*tok, str(d / f"{stem}{mb}.txt")],
                                       [*tok, str(d / f"prose{mb}.txt")], out, opts.repeats)
                     rows.append((f"{name} ({label})", f"{mb} MB", mb * MB, t, tw))
-        for n_rows in rows_list:
+        for mb in mbs if "json" in cases else []:
+            (d / f"strings{mb}.json").write_text(json_strings(mb * MB, rng), encoding="utf-8")
+            size = (d / f"strings{mb}.json").stat().st_size
+            t, tw = best_pair([str(d / f"strings{mb}.json")], [str(d / f"prose{mb}.txt")], out,
+                              opts.repeats)
+            rows.append(("one-line JSON list of strings, ASCII escapes", f"{mb} MB", size, t, tw))
+        for n_rows in rows_list if "table" in cases else []:
             text = table(n_rows, rng)
             (d / f"table{n_rows}.md").write_text(text, encoding="utf-8")
             (d / f"tprose{n_rows}.md").write_text(prose(len(text), rng), encoding="utf-8")
-        for strategy in ([], ["--strategy", "markdown"]):
+        for strategy in ([], ["--strategy", "markdown"]) if "table" in cases else []:
             label = " ".join(strategy) or "default strategy"
             for n_rows in rows_list:
                 size = (d / f"table{n_rows}.md").stat().st_size
