@@ -48,9 +48,9 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 
 from bench._schema import schema1_copy
-from ragsift.index import lexical, migrations
+from ragsift.index import lexical, migrations, open_index
 from ragsift.index import store as store_module
-from ragsift.index.store import DocumentWrite, IndexStore
+from ragsift.index.store import DocumentWrite
 from ragsift.retrieval import engine
 from ragsift.retrieval import hybrid as hybrid_module
 
@@ -76,11 +76,11 @@ def windows(n: int) -> list[str]:
 def build(path: Path, n: int) -> None:
     marker = path.with_suffix(".done")
     if path.exists() and marker.exists() and marker.read_text() == str(n):
-        with IndexStore.open(path, "r") as store:
+        with open_index(path, "r") as store:
             old = migrations.schema_version(store.db) < migrations.LATEST
         if old:  # built by an older tree: a writer upgrades it (lexical postings, schema 2)
             t0 = time.perf_counter()
-            IndexStore.open(path, "w").close()
+            open_index(path, "w").close()
             print(f"upgraded {path} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
         return
     for p in (path, marker, Path(f"{path}-wal"), Path(f"{path}-shm")):
@@ -91,7 +91,7 @@ def build(path: Path, n: int) -> None:
     texts = windows(n)
     rng = np.random.default_rng(0)
     t0 = time.perf_counter()
-    with IndexStore.open(path, "w") as store:
+    with open_index(path, "w") as store:
         store.set_settings(model=emb.name, model_fingerprint=emb.fingerprint, dimensions=DIM,
                            chunker="bench-windows", chunker_options={})
         batch = []
@@ -132,7 +132,7 @@ def warm(path: Path, queries: list[str]) -> tuple[dict[str, list[float]], bool]:
     def sequential(first, second):
         return first(), second()
 
-    with IndexStore.open(path, "r") as store:
+    with open_index(path, "r") as store:
         store.load()
         depth = engine.Fusion().depth
 

@@ -31,8 +31,8 @@ REPO = Path(__file__).resolve().parent.parent
 LOAD_SNIPPET = """
 import time
 import numpy  # imported before the clock starts: every numpy user pays it once anyway
-from ragsift.index.store import IndexStore
-with IndexStore.open({path!r}) as s:
+from ragsift.index import open_index
+with open_index({path!r}) as s:
     t = time.perf_counter()
     rowids, m = s.load_matrix()
     dt = time.perf_counter() - t
@@ -55,13 +55,14 @@ print(dt)
 def build_matrix_index(path: Path, rows: int, dim: int, per_doc: int = 50) -> float:
     import numpy as np
 
-    from ragsift.index.store import DocumentWrite, IndexStore
+    from ragsift.index import open_index
+    from ragsift.index.store import DocumentWrite
 
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     rng = np.random.default_rng(0)
     t0 = time.perf_counter()
-    with IndexStore.open(path, "w") as s:
+    with open_index(path, "w") as s:
         s.set_settings(model="synthetic", model_fingerprint="synthetic", dimensions=dim)
         batch: list = []
         for d in range(rows // per_doc):

@@ -62,12 +62,12 @@ def vocabulary(n: int = 5000) -> list[str]:
 
 
 def build(path: str, matrix: np.ndarray, words: list[str]) -> float:
+    from ragsift.index import open_index
     from ragsift.index.backend import DocumentWrite
-    from ragsift.index.store import IndexStore
 
     rng = random.Random(2)
     t0 = time.perf_counter()
-    with IndexStore.open(path, "w") as w:
+    with open_index(path, "w") as w:
         w.set_settings(model="synthetic", model_fingerprint="synthetic/384/x", dimensions=DIM)
         n = matrix.shape[0]
         docs = []
@@ -109,8 +109,8 @@ def ms(xs: list[float]) -> float:
 COLD = """
 import sys, time, numpy as np
 t0 = time.perf_counter()
-from ragsift.index.store import IndexStore
-with IndexStore.open(sys.argv[1]) as s:
+from ragsift.index import open_index
+with open_index(sys.argv[1]) as s:
     q = np.load(sys.argv[2])
     s.dense_candidates(q[:1], 13)
     s.lexical_candidates(sys.argv[3], 13)
@@ -119,7 +119,7 @@ print(time.perf_counter() - t0)
 
 
 def bench_backends(n: int, work: Path, m: int) -> dict:
-    from ragsift.index.store import IndexStore
+    from ragsift.index import open_index
 
     matrix = clustered(n)
     words = vocabulary()
@@ -133,7 +133,7 @@ def bench_backends(n: int, work: Path, m: int) -> dict:
     qv, qt = queries(matrix, words, m)
     np.save(work / "q.npy", qv)
     lat: dict = {f"{b}_{k}": [] for b in paths for k in ("dense", "lexical", "hybrid")}
-    stores = {b: IndexStore.open(p) for b, p in paths.items()}
+    stores = {b: open_index(p) for b, p in paths.items()}
     for s in stores.values():
         s.load()
         s.dense_candidates(qv[:1], FETCH)
@@ -197,15 +197,14 @@ def bench_ann(n: int, work: Path, m: int) -> dict:
     return out
 
 
-WORDS = ("bees honey swarm bread starter tide crab lantern wick oven loaf flour yeast water "
-         "salt sea star anemone queen comb river stone field cloud winter garden").split()
+WORDS = ["bees", "honey", "swarm", "bread", "starter", "tide", "crab", "lantern", "wick", "oven", "loaf", "flour", "yeast", "water", "salt", "sea", "star", "anemone", "queen", "comb", "river", "stone", "field", "cloud", "winter", "garden"]
 
 
 def bench_ray(work: Path) -> dict:
     import ray
 
-    from ragsift.ingest import ray as distributed
     from ragsift.ingest import build_index, default_embed_chunker
+    from ragsift.ingest import ray as distributed
 
     docs = work / "raydocs"
     shutil.rmtree(docs, ignore_errors=True)

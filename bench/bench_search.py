@@ -38,7 +38,8 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 
-from ragsift.index.store import DocumentWrite, IndexStore
+from ragsift.index import open_index
+from ragsift.index.store import DocumentWrite
 from ragsift.retrieval.search import Searcher
 from ragsift.retrieval.topk import TopK
 
@@ -73,7 +74,7 @@ def build_index(path: Path, n: int, fingerprint: str, model: str) -> None:
             p.unlink()
     matrix = synthetic(n, DIM)
     t0 = time.perf_counter()
-    with IndexStore.open(path, "w") as store:
+    with open_index(path, "w") as store:
         store.set_settings(model=model, model_fingerprint=fingerprint, dimensions=DIM,
                            chunker="synthetic", chunker_options={})
         batch = []
@@ -190,7 +191,7 @@ def cold_query(index: Path, runs: int) -> tuple[list[float], list[float], float]
 
 
 def measure_warm(path: Path, emb, args, work: Path, n: int) -> dict:
-    with IndexStore.open(path, "r") as store:
+    with open_index(path, "r") as store:
         t = time.perf_counter()
         searcher = Searcher(store, embedder=emb)
         load_ms = (time.perf_counter() - t) * 1000

@@ -80,7 +80,7 @@ def relevance_loco(set_path: str, strongs: list[float], by: str = "cosine") -> N
 def speed(repeats: int) -> None:
     from ragsift.chunkers import make_chunker
     from ragsift.embedders import load_embedder
-    from ragsift.index.store import IndexStore
+    from ragsift.index import open_index
     from ragsift.ingest import build_index
     from ragsift.retrieval.search import Searcher
     from ragsift.retrieval.spans import spans_for
@@ -95,7 +95,7 @@ def speed(repeats: int) -> None:
         idx = Path(tmp) / "fixtures.db"
         build_index([str(ROOT / "fixtures")], idx, make_chunker("recursive"), emb,
                     on_skip=lambda _s: None)
-        with IndexStore.open(idx, "r") as store:
+        with open_index(idx, "r") as store:
             searcher = Searcher(store, embedder=emb)
             results = [searcher.retrieve(q, TopK(k=5, threshold=None)) for q in queries]
             wall, cpu = [], []
