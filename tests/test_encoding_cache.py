@@ -241,14 +241,14 @@ _LONG_PIECES = ["word", "words here", " ", "\n", "\n\n", "A.", " b,", "é", "日
 def _chunks_whole_and_in_pieces(text, threads, pieces, strategy, options):
     import os
 
-    from ragsift.chunkers import counters, make_chunker
+    from ragsift.chunkers import counters, encode, make_chunker
 
     chunker = make_chunker(strategy, tokenizer="cl100k", size=24, **options)
     want = [(c.text, c.start, c.end, c.tokens, c.level) for c in chunker.chunk(text)]
     want_offsets = chunker.counter.index(text).offsets()
     with pytest.MonkeyPatch.context() as m:
         m.setattr(counters, "PARALLEL_MIN_CHARS", 0)
-        m.setattr(counters, "PIECE_MIN_CHARS", max(1, len(text) // pieces))
+        m.setattr(encode, "PIECE_MIN_CHARS", max(1, len(text) // pieces))
         m.setattr(os, "cpu_count", lambda: threads)
         got = [(c.text, c.start, c.end, c.tokens, c.level) for c in chunker.chunk(text)]
         split = chunker.counter.index(text)

@@ -249,8 +249,10 @@ def test_cuts_inside_runs_give_the_tokens_of_one_encode(monkeypatch):
     the pieces encode to exactly the whole text's tokens."""
     from ragsift.chunkers import counters
 
-    monkeypatch.setattr(counters, "RUN_MIN", 400)
-    monkeypatch.setattr(counters, "RUN_STEP", 1)  # every possible cut, margin apart
+    from ragsift.chunkers import encode
+
+    monkeypatch.setattr(encode, "RUN_MIN", 400)
+    monkeypatch.setattr(encode, "RUN_STEP", 1)  # every possible cut, margin apart
     enc = counters.get_counter("cl100k").encoding
     rng = random.Random(17)
     cut_any = 0
