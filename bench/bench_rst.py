@@ -16,6 +16,7 @@ ADORNMENT = re.compile(r"^([=\-~^\"'#*+<>:._])\1{2,}\s*$")  # (not ```: a code f
 DIRECTIVE = re.compile(r"^\s*\.\. [\w:.+-]+::", re.MULTILINE)
 ROLE = re.compile(r":[\w.+-]+(?::[\w.+-]+)?:`")
 FENCE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
+FENCE_LINE = re.compile(r"^```", re.MULTILINE)
 
 
 def main(folder: str) -> None:
@@ -27,9 +28,12 @@ def main(folder: str) -> None:
     underline = sum(bool(ADORNMENT.match(r["text"].splitlines()[0])) for r in rst if r["text"])
     leftover = [r for r in rst if DIRECTIVE.search(FENCE.sub("", r["text"]))
                 or ROLE.search(FENCE.sub("", r["text"]))]
+    # a chunk holding an odd number of fence lines holds part of a code block (one was cut)
+    cut = sum(len(FENCE_LINE.findall(r["text"])) % 2 for r in rst)
     print(f"{len(rst)} chunks of {len({r['path'] for r in rst})} .rst files: heading trail "
           f"{trail} ({100 * trail / max(len(rst), 1):.1f}%), starting with an adornment line "
-          f"{underline}, with directive or role markup outside code {len(leftover)}")
+          f"{underline}, with directive or role markup outside code {len(leftover)}, "
+          f"holding part of a cut code block {cut}")
     for r in leftover[:5]:
         print("  ", r["id"], repr(FENCE.sub("", r["text"])[:120]))
 
