@@ -103,6 +103,19 @@ def nested(root: Path, depth: int) -> int:
     return size
 
 
+def remove_nested(root: Path) -> None:
+    """Delete a tree made by ``nested`` bottom-up (shutil.rmtree recurses once per level and
+    passes Python's recursion limit at about 1,000)."""
+    folders = [root]
+    while (folders[-1] / "d").is_dir():
+        folders.append(folders[-1] / "d")
+    for folder in reversed(folders):
+        for entry in folder.iterdir():
+            if not entry.is_dir():
+                entry.unlink()
+        folder.rmdir()
+
+
 def flat(root: Path, count: int) -> int:
     root.mkdir(parents=True)
     size = 0
@@ -179,6 +192,7 @@ def main() -> None:
                               opts.repeats)
             rows.append(("nested folders (vs the same files in one folder)", f"{depth} levels",
                          size, t, tw))
+            remove_nested(d / f"nest{depth}")
         for mb in mbs if cases & {"line", "json"} else []:
             n = mb * MB
             (d / f"prose{mb}.txt").write_text(prose(n, rng), encoding="utf-8")
