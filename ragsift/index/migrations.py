@@ -132,7 +132,15 @@ def m002_lexical_postings(db: sqlite3.Connection) -> None:
     lexical.backfill(db)
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_initial, m002_lexical_postings]
+def m003_unit_evidence(db: sqlite3.Connection) -> None:
+    """Schema 3: ``chunks.units``, each chunk's unit evidence (``ragsift.embedders.evidence``:
+    the offsets and int8 vectors of its units). Rows written before it have none: such an
+    index has no ``evidence`` setting, and readers ask for ``--rebuild`` (no silent mix)."""
+    db.execute("ALTER TABLE chunks ADD COLUMN units BLOB")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_initial, m002_lexical_postings,
+                                                          m003_unit_evidence]
 LATEST = len(MIGRATIONS)
 # Readers accept every schema from this one on: an index written before schema 2 is searched
 # with FTS5's own bm25() until a writer (``embed``, ``rm``) upgrades it.
