@@ -99,6 +99,7 @@ def rarest_words(text: str, df: dict[str, int], n: int) -> str:
     """The ``n`` rarest query words of ``text`` (at least 3 letters, held by some chunk), in
     the text's order; "" when there is none."""
     from ragsift.index.store import query_words
+    from ragsift.retrieval.units import best_units, wanted
 
     words = [w for w in query_words(text) if len(w) >= 3 and df.get(w, 0) > 0]
     rare = sorted(range(len(words)), key=lambda i: (df[words[i]], i))[:n]
@@ -108,6 +109,7 @@ def rarest_words(text: str, df: dict[str, int], n: int) -> str:
 def word_df(records) -> dict[str, int]:
     """How many chunks hold each query word (the lexical side's word rule)."""
     from ragsift.index.store import query_words
+    from ragsift.retrieval.units import best_units, wanted
 
     df: dict[str, int] = {}
     for r in records:
@@ -118,10 +120,12 @@ def word_df(records) -> dict[str, int]:
 
 def evidence(store, emb, queries: list[str], depth: int) -> list[dict]:
     """What the engine reads for each query: both sides' lists, lexical-only cosines, the
-    BM25 ceiling, the number of query words."""
+    best unit's cosine of the first ``UNIT_READ`` of each side, the BM25 ceiling, the number
+    of query words."""
     import numpy as np
 
     from ragsift.index.store import query_words
+    from ragsift.retrieval.units import best_units, wanted
 
     out = []
     qvecs = emb.embed(queries, kind="query").vectors if queries else None
@@ -133,7 +137,9 @@ def evidence(store, emb, queries: list[str], depth: int) -> list[dict]:
             have = {r for r, _ in d}
             todo = [r for r, _ in lex if r not in have]
             cos = dict(zip(todo, store.cosines(qvec, todo))) if todo else {}
+            best = best_units(store, qvec, wanted(d, lex, UNIT_READ))
             out.append({
+                "units": {r: b.cosine for r, b in best.items()},
                 "dense": (np.array([r for r, _ in d], np.int64),
                           np.array([s for _, s in d], np.float64)),
                 "lexical": (np.array([r for r, _ in lex], np.int64),
@@ -146,6 +152,7 @@ def evidence(store, emb, queries: list[str], depth: int) -> list[dict]:
 
 
 SETS = (("chroma-dev", None), ("scifact", "train"))
+UNIT_READ = 100  # candidates per side whose best unit is recorded (UNIT_DEPTH is chosen below it)
 
 
 def build(name: str, split: str | None, tmp: Path, emb) -> tuple:

@@ -48,7 +48,8 @@ TRAIN_TOP = 3  # candidates per side per query the model is fitted on (held-out 
 COST = 2.0  # a false admission costs this many missed answers (threshold rule)
 # the features shipped (chosen by held-out log-loss over the folds, RESULTS.md)
 SHIPPED = ("cosine", "share", "cosine_gap", "share_gap", "log_words", "cosine_words",
-           "share_words")
+           "share_words", "unit", "unit_gap", "unit_words")
+UNIT_DEPTH = 40  # set from --unit-depth (the engine's ragsift.retrieval.units.UNIT_DEPTH)
 GRID = np.round(np.arange(0.02, 0.99, 0.01), 2)
 OLD_THRESHOLD = 0.40  # today's cosine gate
 OLD_ALPHA = 0.6
@@ -78,6 +79,14 @@ class Q:
         self.words = max(row["words"], 1)
         self.dense_rank = {r: i for i, r in enumerate(d_ids.tolist())}
         self.lex_rank = {r: i for i, r in enumerate(l_ids.tolist())}
+        # the best unit's cosine where the engine reads it (the first UNIT_DEPTH of each
+        # side), else the aggregate cosine, as ragsift.retrieval.engine does
+        read = set(d_ids.tolist()[:UNIT_DEPTH]) | set(l_ids.tolist()[:UNIT_DEPTH])
+        best = row.get("units", {})
+        self.unit = np.array([best[r] if r in read and r in best else cos[r] for r in ids],
+                             np.float64)
+        self.unit_rank = {r: i for i, r in enumerate(
+            self.ids[np.argsort(-self.unit, kind="stable")].tolist())}
         self.gold = row["gold"]
         self.records = records
         self.label = np.array([self._relevant(r) for r in ids], bool)
@@ -100,7 +109,10 @@ class Q:
     def features(self, mode: str) -> np.ndarray:
         cos = self.cos if mode != "lexical" else np.zeros_like(self.cos)
         share = self.share if mode != "dense" else np.zeros_like(self.share)
+        unit = self.unit if mode != "lexical" else np.zeros_like(self.unit)
         cols = {"cosine": cos, "share": share,
+                "unit": unit, "unit_gap": unit - unit.max() if unit.size else unit,
+                "unit_words": unit * math.log(self.words),
                 "cosine_gap": cos - cos.max() if cos.size else cos,
                 "share_gap": share - share.max() if share.size else share,
                 "log_words": np.full(cos.shape, math.log(self.words)),
@@ -118,6 +130,7 @@ class Q:
         """Positions of the top TRAIN_TOP of each side (what the gate is ever asked about)."""
         top = {r for r, i in self.dense_rank.items() if i < TRAIN_TOP}
         top |= {r for r, i in self.lex_rank.items() if i < TRAIN_TOP}
+        top |= {r for r, i in self.unit_rank.items() if i < TRAIN_TOP}
         return np.array([i for i, r in enumerate(self.ids.tolist()) if r in top], np.int64)
 
 
@@ -130,7 +143,8 @@ def load(path: str) -> list[Q]:
 # -- the model ----------------------------------------------------------------------------------
 
 def used(mode: str, feats: tuple[str, ...]) -> list[int]:
-    own = {"dense": ("cosine", "cosine_gap", "dense_rr", "cosine_words"),
+    own = {"dense": ("cosine", "cosine_gap", "dense_rr", "cosine_words", "unit", "unit_gap",
+                     "unit_words"),
            "lexical": ("share", "share_gap", "lexical_rr", "share_words")}
     return [i for i, f in enumerate(ALL) if f in feats
             and (mode == "hybrid" or f in own[mode] or f == "log_words")]
@@ -173,7 +187,7 @@ def score(q: Q, mode: str, model: Model) -> np.ndarray:
     from ragsift.retrieval.relevance import score_array
 
     if set(model.weights) <= set(FEATURES):
-        return score_array(mode, q.cos, q.share, q.words, model)
+        return score_array(mode, q.cos, q.share, q.words, model, unit=q.unit)
     x = q.features(mode)
     z = model.bias + x @ np.array([model.weights.get(f, 0.0) for f in ALL])
     return 1.0 / (1.0 + np.exp(-z))
@@ -203,6 +217,8 @@ def side_orders(q: Q, how: str) -> tuple[np.ndarray, np.ndarray]:
     """(order, the score a gate reads) for a single side or today's fused order."""
     if how == "dense":
         return order(q, q.cos), q.cos
+    if how == "unit":
+        return order(q, q.unit), q.unit
     if how == "lexical":
         return order(q, q.bm25), q.cos
     # today's hybrid: convex α·minmax(cos) + (1−α)·minmax(bm25), gated on the cosine
@@ -353,7 +369,11 @@ def main() -> None:
     ap.add_argument("--mode", default="all", choices=("all", "dense", "lexical", "hybrid"))
     ap.add_argument("--features", default=",".join(SHIPPED))
     ap.add_argument("--l2", type=float, default=0.1)
+    ap.add_argument("--unit-depth", type=int, default=None)
     args = ap.parse_args()
+    global UNIT_DEPTH
+    from ragsift.retrieval.units import UNIT_DEPTH as shipped_depth
+    UNIT_DEPTH = args.unit_depth if args.unit_depth is not None else shipped_depth
     qs = load(args.set)
     print(f"{len(qs)} queries: " + ", ".join(
         f"{f} {sum(q.fold == f for q in qs)}" for f in FOLDS), file=sys.stderr)

@@ -212,7 +212,7 @@ class Index:
         cut = int((getattr(result, "truncated", None) or [0])[0])
         r = searcher.retrieve(text, strategy, path_glob=path, qvec=qvec, span=span,
                               within=within)
-        return explain_record(r, floor, attributions=attribute(searcher.embedder, qvec,
+        return explain_record(r, floor, attributions=attribute(searcher.store, qvec,
                                                                r.admitted, top=units),
                               query_truncated=cut,
                               paths=self.store.paths() if r.searched == 0 else None)

@@ -91,7 +91,7 @@ def explain_command(
         qvecs, cut = searcher.embed_queries_counted([text])
         qvec = qvecs[0]
         r = searcher.retrieve(text, strategy, path_glob=path, qvec=qvec, span=check_span(span))
-        attributions = attribute(searcher.embedder, qvec, r.admitted, top=units)
+        attributions = attribute(searcher.store, qvec, r.admitted, top=units)
         model_name = searcher.model
         max_length = getattr(searcher.embedder, "max_length", None)
         hint = outcome_hint(r)
@@ -273,7 +273,7 @@ def score_picture(r: Retrieval, width: int = 40) -> list[str]:
 def _add_side_columns(table, r: Retrieval) -> bool:
     """The evidence columns (``render.evidence_cells``): what the score was computed from."""
     if r.mode != "lexical":
-        table.add_column("cosine", justify="right", no_wrap=True, min_width=7)
+        table.add_column("unit · cos", justify="right", no_wrap=True, min_width=7)
     if r.mode != "dense":
         table.add_column("lexical", justify="right", no_wrap=True, min_width=7)
     if r.mode == "hybrid":
@@ -284,7 +284,8 @@ def _add_side_columns(table, r: Retrieval) -> bool:
 def _side_cells(c: Candidate, r: Retrieval) -> tuple[str, ...]:
     from ragsift.cli.render import evidence_cells
 
-    cells = tuple(x.replace("cos ", "").replace("lex ", "") for x in evidence_cells(c, r))
+    cells = tuple(x.replace("unit ", "").replace("cos ", "").replace("lex ", "")
+                  for x in evidence_cells(c, r))
     if r.mode == "hybrid":
         cells += ({"lexical": "[magenta]lexical only[/]", "dense": "dense only"}.get(
             c.source or "", "both"),)

@@ -153,8 +153,9 @@ def _colour(c: Candidate) -> str:
 
 
 def evidence_cells(c: Candidate, r: Retrieval) -> tuple[str, ...]:
-    """The evidence behind a candidate's score, one cell per side: ``cos 0.41 #3`` (the cosine
-    and its rank in the dense list), ``lex 0.58 #1`` (the BM25 share of the query's ceiling and
+    """The evidence behind a candidate's score, one cell per side: ``unit 0.62 · cos 0.41 #3``
+    (its best unit's cosine where its units were read, the chunk's aggregate cosine and its
+    rank in the dense list), ``lex 0.58 #1`` (the BM25 share of the query's ceiling and
     its rank in the lexical list; ``-`` where that side did not return it). Dense mode shows
     the cosine only, lexical mode the lexical side only; hybrid both, and which side brought
     in a candidate only one of them found."""
@@ -163,6 +164,8 @@ def evidence_cells(c: Candidate, r: Retrieval) -> tuple[str, ...]:
         rank = c.dense_rank if c.dense_rank is not None else (c.rank if r.mode == "dense"
                                                              else None)
         cos = "-" if c.dense_score is None else f"cos {c.dense_score:.2f}"
+        if c.unit_score is not None:
+            cos = f"unit {c.unit_score:.2f} · {cos}"
         cells.append(cos + (f" #{rank}" if rank is not None else ""))
     if r.mode != "dense":
         cells.append("-" if c.lexical_rank is None or c.lexical_share is None else
@@ -312,7 +315,7 @@ def render_narrow(console: Console, r: Retrieval, attributions: list[Attribution
                 line.append_text(one_line(flat(u.text), width - INDENT - 12))
                 out(line)
         if any(by_id.get(c.id) and by_id[c.id].units for c in r.admitted):
-            out(Text("units: " + NOTE, style="dim"))
+            out(Text(NOTE, style="dim"))
     else:
         out(Text("nothing admitted", style="bold red"))
     rejected = r.rejected

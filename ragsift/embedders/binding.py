@@ -58,6 +58,24 @@ def check_model(settings: dict, fingerprint: str, name: str = "", *,
             f"this run uses {name or fingerprint} ({fingerprint}){detail}. {advice}")
 
 
+def check_evidence(settings: dict, subject: str = "the index") -> None:
+    """Refuse an index whose vectors were made before unit evidence (ragsift < 0.3: one vector
+    per chunk, no units): one clear line and the way out, never a silent mix of the two."""
+    from ragsift.embedders.evidence import EVIDENCE_KIND
+
+    if settings.get("model_fingerprint") and settings.get("evidence") != EVIDENCE_KIND:
+        raise RagsiftError(
+            f"{subject} was built by an older ragsift (one vector per chunk, no unit "
+            f"evidence); ragsift {_version()} ranks chunks by their units: re-embed it with "
+            "`ragsift embed PATH... --index INDEX --rebuild`")
+
+
+def _version() -> str:
+    from ragsift.version import __version__
+
+    return __version__
+
+
 def embedder_for(settings: dict, model_dir: str | None = None) -> Any:
     """Load the embedder an index was built with, refusing a different model.
 
@@ -66,6 +84,7 @@ def embedder_for(settings: dict, model_dir: str | None = None) -> Any:
     """
     from ragsift.embedders import load_embedder
 
+    check_evidence(settings)
     embedder = load_embedder(model_dir, **clean_embedder_options(settings.get("embedder_options")))
     check_model(settings, embedder.fingerprint, getattr(embedder, "name", ""))
     return embedder
@@ -77,6 +96,9 @@ def bind(settings: dict, embedder: Any, model_source: str, options: dict | None,
     model's vectors (or vectors of other vector-changing options), else return the settings
     to store (None: nothing changed). ``options``: the run's explicit options (None: unknown,
     not recorded)."""
+    from ragsift.embedders.evidence import EVIDENCE_KIND
+
+    check_evidence(settings, subject)
     stored = settings.get("model_fingerprint")
     if stored and stored != embedder.fingerprint:
         was = embedder_option_flags(settings.get("embedder_options"))
@@ -94,7 +116,8 @@ def bind(settings: dict, embedder: Any, model_source: str, options: dict | None,
             and not options_changed(settings, options):
         return None
     values = {"model": embedder.name, "model_fingerprint": embedder.fingerprint,
-              "dimensions": int(embedder.dimensions), "model_source": model_source}
+              "dimensions": int(embedder.dimensions), "model_source": model_source,
+              "evidence": EVIDENCE_KIND}
     if options is not None:
         values["embedder_options"] = options
     return values

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 # Settings every backend stores and returns (``settings()``; None where unset). The tuned
 # threshold is a dict: {"value", "queries", "k", "mode", "objective"} (``ragsift tune --save``).
 SETTING_KEYS = ("model", "model_fingerprint", "dimensions", "chunker", "chunker_options",
-                "embedder_options", "tuned_threshold")
+                "embedder_options", "tuned_threshold", "evidence")
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +197,11 @@ class IndexReader(Protocol):
         exactly as ``dense_candidates`` computes it."""
         ...
 
+    def unit_evidence(self, rowids: Sequence[int]) -> dict[int, bytes]:
+        """Each chunk's unit evidence, ``ragsift.embedders.evidence.encode``'s bytes (the
+        offsets and int8 vectors of its units), for those of ``rowids`` that have it."""
+        ...
+
     def lexical_candidates(self, text: str, n: int, paths: Collection[str] | None = None
                            ) -> list[tuple[int, float]]:
         """The best ``n`` (rowid, BM25 score, larger is better) for the words of ``text``,
@@ -280,7 +285,8 @@ class IndexWriter(IndexReader, Protocol):
         atomic step; returns how many existed."""
         ...
 
-    def vectors_for_hashes(self, hashes: Iterable[str]) -> dict[str, tuple[np.ndarray, int]]:
+    def vectors_for_hashes(self, hashes: Iterable[str]
+                           ) -> dict[str, tuple[np.ndarray, int, bytes | None]]:
         """The stored vector and truncation count of each content hash the index holds (vector
         reuse: a chunk text embedded once is never embedded again)."""
         ...

@@ -343,6 +343,17 @@ class LanceIndex(LanceWriter, FragmentCommits):
         self.load()
         return self._dense.cosines(qvec, rowids)
 
+    def unit_evidence(self, rowids: Sequence[int]) -> dict[int, bytes]:
+        """Each chunk's unit evidence (``ragsift.embedders.evidence``), for those of
+        ``rowids`` that have it."""
+        ids = [int(r) for r in rowids]
+        if not ids or self._ds is None or "units" not in self._ds.schema.names:
+            return {}
+        t = self._ds.to_table(columns=["rowid", "units"],
+                              filter=f"kind = 'chunk' AND rowid IN ({', '.join(map(str, ids))})")
+        return {r: u for r, u in zip(t.column("rowid").to_pylist(), t.column("units").to_pylist())
+                if u is not None}
+
     def lexical_candidates(self, text: str, n: int, paths: Collection[str] | None = None
                            ) -> list[tuple[int, float]]:
         if self._ds is None or n <= 0:
@@ -522,7 +533,7 @@ def _damage_as_error(method):
 for _name in ("settings", "dimensions", "documents", "paths", "documents_state",
               "rowids_of_paths", "count", "load_matrix", "load", "dense_candidates", "cosines",
               "lexical_candidates", "lexical_ceiling", "chunk_records", "chunks",
-              "document_chunks", "vectors_for_hashes", "stats", "verify", "_open_datasets",
+              "document_chunks", "vectors_for_hashes", "unit_evidence", "stats", "verify", "_open_datasets",
               "_raw_settings", "write_documents", "remove_documents", "touch_document",
               "set_settings", "clear", "compact", "alloc_rowids", "commit_fragments"):
     setattr(LanceIndex, _name, _damage_as_error(getattr(LanceIndex, _name)))

@@ -79,6 +79,7 @@ def _schema(dim: int):
         ("chars", pa.int64()), ("line_start", pa.int64()), ("line_end", pa.int64()),
         ("headings", pa.list_(pa.string())), ("page", pa.int64()), ("level", pa.int64()),
         ("content_hash", pa.string()), ("truncated", pa.int64()), ("fts", pa.string()),
+        ("units", pa.binary()),
         ("vector", pa.list_(pa.float32(), dim)),
     ])
 
@@ -101,6 +102,7 @@ def chunk_row(doc_key: str, rowid: int, rec: dict) -> dict:
             "headings": [str(h) for h in rec.get("headings") or []],
             "page": rec.get("page"), "level": rec.get("level") or 0,
             "content_hash": rec["content_hash"], "truncated": int(rec.get("truncated") or 0),
+            "units": rec.get("units"),
             "fts": (context + "\n" + rec["text"]) if context else rec["text"]}
 
 

@@ -62,22 +62,26 @@ class LanceWriter:
         self._settings_ds = self._dataset(self._settings_uri)
 
     # -- vector reuse ----------------------------------------------------------------------
-    def vectors_for_hashes(self, hashes: Iterable[str]) -> dict[str, tuple[np.ndarray, int]]:
+    def vectors_for_hashes(self, hashes: Iterable[str]
+                           ) -> dict[str, tuple[np.ndarray, int, bytes | None]]:
         import numpy as np
 
         wanted = list(dict.fromkeys(hashes))
         if not wanted or self._ds is None:
             return {}
-        out: dict[str, tuple[np.ndarray, int]] = {}
+        out: dict[str, tuple[np.ndarray, int, bytes | None]] = {}
+        has_units = "units" in self._ds.schema.names
+        cols = ["content_hash", "vector", "truncated"] + (["units"] if has_units else [])
         for lo in range(0, len(wanted), 2000):
             part = wanted[lo:lo + 2000]
-            t = self._ds.to_table(columns=["content_hash", "vector", "truncated"],
+            t = self._ds.to_table(columns=cols,
                                   filter=f"kind = 'chunk' AND content_hash IN ({_sql_str(part)})")
-            for h, v, cut in zip(t.column("content_hash").to_pylist(),
-                                 t.column("vector").to_pylist(),
-                                 t.column("truncated").to_pylist()):
+            units = (t.column("units").to_pylist() if has_units else [None] * t.num_rows)
+            for h, v, cut, u in zip(t.column("content_hash").to_pylist(),
+                                    t.column("vector").to_pylist(),
+                                    t.column("truncated").to_pylist(), units):
                 if h not in out:
-                    out[h] = (np.asarray(v, np.float32), int(cut or 0))
+                    out[h] = (np.asarray(v, np.float32), int(cut or 0), u)
         return out
 
     # -- writing ---------------------------------------------------------------------------

@@ -324,6 +324,16 @@ class IndexStore(StoreWriter):
         self.load()
         return self._dense.cosines(qvec, rowids)
 
+    def unit_evidence(self, rowids: Sequence[int]) -> dict[int, bytes]:
+        """Each chunk's unit evidence (``ragsift.embedders.evidence.encode``'s bytes), for
+        those of ``rowids`` that have it (an index from before schema 3 has none)."""
+        ids = [int(r) for r in rowids]
+        if not ids or migrations.schema_version(self.db) < 3:
+            return {}
+        return {r: b for r, b in self.db.execute(
+            "SELECT id, units FROM chunks WHERE id IN (SELECT value FROM json_each(?)) "
+            "AND units IS NOT NULL", (json.dumps(ids),))}
+
     def lexical_candidates(self, text: str, n: int, paths: Collection[str] | None = None
                            ) -> list[tuple[int, float]]:
         """``lexical_search`` with the score sign flipped (larger is better) and the filter

@@ -146,13 +146,13 @@ class StoreWriter:
                     cur = self.db.execute(
                         "INSERT INTO chunks(doc_id, idx, text, context, start, \"end\", tokens, "
                         "chars, line_start, line_end, headings, page, level, content_hash, "
-                        "truncated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        "truncated, units) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         (doc_id, rec["index"], rec["text"], rec.get("context") or "",
                          rec.get("start"), rec.get("end"), rec.get("tokens"),
                          rec.get("chars", len(rec["text"])), rec.get("line_start"),
                          rec.get("line_end"), json.dumps(list(rec.get("headings") or [])),
                          rec.get("page"), rec.get("level") or 0, rec["content_hash"],
-                         int(rec.get("truncated") or 0)))
+                         int(rec.get("truncated") or 0), rec.get("units")))
                     pending_ids.append(cur.lastrowid)
                 if len(doc.records):
                     pending_vecs.append(vecs)
@@ -178,8 +178,10 @@ class StoreWriter:
                     removed += 1
         return removed
 
-    def vectors_for_hashes(self, hashes: Iterable[str]) -> dict[str, tuple[np.ndarray, int]]:
-        """Stored vectors by chunk content hash: {hash: (vector, truncated)} for those found."""
+    def vectors_for_hashes(self, hashes: Iterable[str]
+                           ) -> dict[str, tuple[np.ndarray, int, bytes | None]]:
+        """Stored vectors by chunk content hash: {hash: (vector, truncated, units)} for those
+        found (``units``: the chunk's unit evidence, ``ragsift.embedders.evidence``)."""
         import numpy as np
 
         wanted = list(dict.fromkeys(hashes))
@@ -188,14 +190,16 @@ class StoreWriter:
             return {}
         where: dict[int, list[tuple[int, str, int]]] = {}
         seen: set[str] = set()
-        for h, block_id, pos, truncated in self.db.execute(
-                "SELECT content_hash, block_id, block_pos, truncated FROM chunks "
+        units: dict[str, bytes | None] = {}
+        for h, block_id, pos, truncated, blob in self.db.execute(
+                "SELECT content_hash, block_id, block_pos, truncated, units FROM chunks "
                 "WHERE content_hash IN (SELECT value FROM json_each(?)) "
                 "AND block_id IS NOT NULL", (json.dumps(wanted),)):
             if h not in seen:
                 seen.add(h)
+                units[h] = blob
                 where.setdefault(block_id, []).append((pos, h, truncated))
-        out: dict[str, tuple[np.ndarray, int]] = {}
+        out: dict[str, tuple[np.ndarray, int, bytes | None]] = {}
         width = dim * 4
         sizes = dict(self.db.execute(
             "SELECT id, length(data) FROM vec_blocks WHERE id IN (SELECT value FROM json_each(?))",
@@ -207,13 +211,14 @@ class StoreWriter:
                 with self.db.blobopen("vec_blocks", "data", block_id, readonly=True) as blob:
                     for pos, h, truncated in items:
                         blob.seek(pos * width)
-                        out[h] = (np.frombuffer(blob.read(width), "<f4").copy(), int(truncated))
+                        out[h] = (np.frombuffer(blob.read(width), "<f4").copy(), int(truncated),
+                                  units[h])
             else:  # Python 3.10: substr() reads the same bytes through SQL
                 for pos, h, truncated in items:
                     (raw,) = self.db.execute(
                         "SELECT substr(data, ?, ?) FROM vec_blocks WHERE id = ?",
                         (pos * width + 1, width, block_id)).fetchone()
-                    out[h] = (np.frombuffer(raw, "<f4").copy(), int(truncated))
+                    out[h] = (np.frombuffer(raw, "<f4").copy(), int(truncated), units[h])
         return out
 
     def clear(self) -> None:

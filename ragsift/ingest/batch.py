@@ -98,6 +98,8 @@ class Run:
 
         import numpy as np
 
+        from ragsift.embedders.evidence import embed_evidence
+
         docs, self.pending, self.pending_chunks = self.pending, [], 0
         work, self.pending_work = self.pending_work, 0
         if not docs:
@@ -106,13 +108,13 @@ class Run:
         s = self.summary
         hashes = [r["content_hash"] for d in docs for r in d.records]
         known = self.store.vectors_for_hashes(hashes) if hashes else {}
-        missing: dict[str, str] = {}
+        missing: dict[str, tuple[str, str]] = {}
         tokens: dict[str, int] = {}
         for d in docs:
             for r in d.records:
                 h = r["content_hash"]
                 if h not in known and h not in missing:
-                    missing[h] = r["context"] + r["text"]
+                    missing[h] = (r["context"], r["text"])
                     tokens[h] = int(r.get("tokens") or 0)
         not_embedded = sum(int(r.get("tokens") or 0) for d in docs for r in d.records) - \
             sum(tokens.values())
@@ -127,11 +129,10 @@ class Run:
             for lo in range(0, len(todo), EMBED_STEP):
                 part = todo[lo:lo + EMBED_STEP]
                 t0 = time.perf_counter()
-                res = emb.embed([t for _, t in part], kind="passage")
+                found = embed_evidence(emb, [item for _, item in part])
                 seconds = time.perf_counter() - t0
-                vecs = np.asarray(res.vectors, dtype=np.float32)
-                for (h, _), vec, cut in zip(part, vecs, res.truncated):
-                    known[h] = (vec, int(cut))
+                for (h, _), ev in zip(part, found):
+                    known[h] = (ev.vector, ev.truncated, ev.units)
                 n_tok = sum(tokens[h] for h, _ in part)
                 s.embedded += len(part)
                 s.tokens += n_tok
@@ -145,8 +146,9 @@ class Run:
         for d in docs:
             rows = []
             for r in d.records:
-                vec, cut = known[r["content_hash"]]
+                vec, cut, units = known[r["content_hash"]]
                 r["truncated"] = cut
+                r["units"] = units
                 if cut:
                     s.truncated += 1
                     s.truncated_tokens += cut

@@ -31,6 +31,7 @@ from ragsift.errors import RagsiftError
 from ragsift.retrieval import relevance
 from ragsift.retrieval.hybrid import Fusion, fuse
 from ragsift.retrieval.relevance import Ranked
+from ragsift.retrieval.units import UNIT_DEPTH, BestUnit, best_units, wanted
 
 if TYPE_CHECKING:
     import numpy as np
@@ -96,13 +97,12 @@ def rank(backend: IndexReader, queries: Sequence[str], qvecs: np.ndarray | None,
     if not queries:
         return []
     if mode == "dense":
-        out = []
-        for query, hits in zip(queries, backend.dense_candidates(qvecs, n, paths)):
-            cos = [s for _, s in hits]
-            p = relevance.scores("dense", cos, [0.0] * len(cos), _words(query))
-            out.append([Ranked(r, s, c, dense_rank=i) for i, ((r, c), s)
-                        in enumerate(zip(hits, p), start=1)])
-        return out
+        # the aggregate's best max(n, UNIT_DEPTH), re-scored with their best units, then cut
+        depth = max(n, UNIT_DEPTH)
+        return [_order(mode, query, hits, [], {}, 0.0, n, fusion,
+                       best_units(backend, qvec, wanted(hits, [])))
+                for query, qvec, hits in zip(queries, qvecs,
+                                             backend.dense_candidates(qvecs, depth, paths))]
     depth = max(fusion.depth, n)
 
     ready = ahead if ahead is not None and paths is None else {}
@@ -128,7 +128,8 @@ def rank(backend: IndexReader, queries: Sequence[str], qvecs: np.ndarray | None,
         # a chunk without a vector cannot be searched (and has no cosine to show)
         lexical = [(r, s) for r, s in lexical if r in have or cos_of.get(r) is not None]
         ceiling = backend.lexical_ceiling(query) if lexical else 0.0
-        out.append(_order(mode, query, dense, lexical, cos_of, ceiling, n, fusion))
+        units = best_units(backend, qvec, wanted(dense, lexical)) if mode == "hybrid" else {}
+        out.append(_order(mode, query, dense, lexical, cos_of, ceiling, n, fusion, units))
     return out
 
 
@@ -140,10 +141,12 @@ def _words(query: str) -> int:
 
 def _order(mode: str, query: str, dense: list[tuple[int, float]],
            lexical: list[tuple[int, float]], cos_of: Mapping[int, float], ceiling: float,
-           n: int, fusion: Fusion) -> list[Ranked]:
-    """One query's lexical/hybrid candidates scored and ordered: by the relevance score
-    (ties: the cosine, then the rowid), or, for an ``eval`` comparison with
-    ``fusion="convex"``/``"rrf"``, by that fusion (the score is still the relevance score)."""
+           n: int, fusion: Fusion, units: Mapping[int, BestUnit] | None = None
+           ) -> list[Ranked]:
+    """One query's candidates scored and ordered: by the relevance score (ties: the cosine,
+    then the rowid), or, for an ``eval`` comparison with ``fusion="convex"``/``"rrf"``, by
+    that fusion (the score is still the relevance score). ``units``: the best unit of the
+    candidates whose units were read (the others count their aggregate cosine)."""
     import numpy as np
 
     dense_pos = {r: i for i, (r, _) in enumerate(dense, start=1)}
@@ -156,9 +159,12 @@ def _order(mode: str, query: str, dense: list[tuple[int, float]],
                       len(ids))
     bm = np.fromiter((bm25.get(r, 0.0) for r in ids), np.float64, len(ids))
     share = bm / ceiling if ceiling > 0 else np.zeros_like(bm)
-    score = relevance.score_array(mode, cos, share, _words(query))
+    units = units or {}
+    unit = np.fromiter((units[r].cosine if r in units else c for r, c in zip(ids, cos.tolist())),
+                       np.float64, len(ids))
+    score = relevance.score_array(mode, cos, share, _words(query), unit=unit)
     rowid = np.asarray(ids, np.int64)
-    if fusion.fusion == "relevance" or mode == "lexical":
+    if fusion.fusion == "relevance" or mode != "hybrid":
         best = np.lexsort((rowid, -cos, -score))[:n]
     else:
         fused = fuse(dense, lexical, fusion, dense_score_of=cos_of.get, limit=n)
@@ -168,6 +174,7 @@ def _order(mode: str, query: str, dense: list[tuple[int, float]],
     for pos, i in enumerate(best.tolist(), start=1):
         r = ids[i]
         in_dense, in_lex = r in dense_pos, r in lex_pos
+        bu = units.get(r)
         out.append(Ranked(
             rowid=int(r), score=float(score[i]), dense_score=float(cos[i]),
             lexical_score=float(bm[i]) if in_lex else None,
@@ -175,7 +182,9 @@ def _order(mode: str, query: str, dense: list[tuple[int, float]],
             fused_rank=pos if mode == "hybrid" else None,
             source=("both" if in_dense and in_lex else "dense" if in_dense else "lexical"),
             lexical_share=float(share[i]) if in_lex else None,
-            dense_rank=dense_pos.get(r)))
+            dense_rank=dense_pos.get(r),
+            unit_score=bu.cosine if bu else None, unit_start=bu.start if bu else None,
+            unit_end=bu.end if bu else None))
     return out
 
 

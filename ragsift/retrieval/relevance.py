@@ -58,6 +58,11 @@ class Ranked:
     source: str | None = None
     lexical_share: float | None = None
     dense_rank: int | None = None
+    # the chunk's best unit for the query (``ragsift.retrieval.units``): its cosine and its
+    # offsets into the chunk's text; None where the units were not read
+    unit_score: float | None = None
+    unit_start: int | None = None
+    unit_end: int | None = None
 
 
 # Version of the score's meaning: a threshold saved by `tune --save` records it, and one saved
@@ -65,7 +70,7 @@ class Ranked:
 SCORE_KIND = "relevance-1"
 
 FEATURES = ("cosine", "share", "cosine_gap", "share_gap", "log_words", "cosine_words",
-            "share_words")
+            "share_words", "unit", "unit_gap", "unit_words")
 
 
 @dataclass(frozen=True)
@@ -102,29 +107,33 @@ DEFAULT_THRESHOLDS: dict[str, float] = {"hybrid": 0.19, "dense": 0.16, "lexical"
 
 
 def score_array(mode: str, cosine: np.ndarray, share: np.ndarray, words: int,
-                model: Model | None = None) -> np.ndarray:
-    """The relevance score of each candidate of one query: ``cosine`` and ``share`` are
-    aligned float arrays (a side the mode does not use is ignored); ``words`` is the number
-    of query words. The gaps are taken from the best candidate in these arrays."""
+                model: Model | None = None, unit: np.ndarray | None = None) -> np.ndarray:
+    """The relevance score of each candidate of one query: ``cosine`` (the aggregate's),
+    ``unit`` (the best unit's; None: the cosine) and ``share`` are aligned float arrays (a
+    side the mode does not use is ignored); ``words`` is the number of query words. The gaps
+    are taken from the best candidate in these arrays."""
     import numpy as np
 
     m = model or MODELS[mode]
-    w_cos, w_share, w_cgap, w_sgap, w_words, w_cw, w_sw = m.logit_terms()
+    w_cos, w_share, w_cgap, w_sgap, w_words, w_cw, w_sw, w_u, w_ugap, w_uw = m.logit_terms()
     if not cosine.size:
         return np.zeros(0, np.float64)
     lw = math.log(max(words, 1))
     z = np.full(cosine.shape, m.bias + w_words * lw, np.float64)
     if mode != "lexical":
         z += (w_cos + w_cgap + w_cw * lw) * cosine - w_cgap * float(cosine.max())
+        u = cosine if unit is None else unit
+        z += (w_u + w_ugap + w_uw * lw) * u - w_ugap * float(u.max())
     if mode != "dense":
         z += (w_share + w_sgap + w_sw * lw) * share - w_sgap * float(share.max())
     return 1.0 / (1.0 + np.exp(-z))
 
 
 def scores(mode: str, cosines: Sequence[float], shares: Sequence[float], words: int,
-           model: Model | None = None) -> list[float]:
+           model: Model | None = None, units: Sequence[float] | None = None) -> list[float]:
     """``score_array`` for plain sequences."""
     import numpy as np
 
     return score_array(mode, np.asarray(cosines, np.float64), np.asarray(shares, np.float64),
-                       words, model).tolist()
+                       words, model,
+                       None if units is None else np.asarray(units, np.float64)).tolist()

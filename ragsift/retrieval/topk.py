@@ -140,6 +140,9 @@ class Candidate:
     ``truncated`` counts tokens the embedder never saw for this chunk.
     ``span_start``/``span_end``/``span_text``: the evidence span (``--span best``, see
     ``ragsift.retrieval.spans``; offsets into the document text), ``None`` otherwise.
+    ``unit_score``/``unit_start``/``unit_end``/``unit_text``: the chunk's best unit for the
+    query (``ragsift.retrieval.units``): its cosine and where it lies (offsets into the
+    document text); ``None`` where its units were not read (deep candidates, lexical mode).
     """
 
     id: str
@@ -170,6 +173,10 @@ class Candidate:
     span_text: str | None = None
     lexical_share: float | None = None
     dense_rank: int | None = None
+    unit_score: float | None = None
+    unit_start: int | None = None
+    unit_end: int | None = None
+    unit_text: str | None = None
 
     @property
     def location(self) -> str:
@@ -191,7 +198,7 @@ class Candidate:
         d = asdict(self)
         d["headings"] = list(self.headings)
         d["score"] = round(float(self.score), 6)
-        for key in ("dense_score", "lexical_share"):
+        for key in ("dense_score", "lexical_share", "unit_score"):
             if d[key] is not None:
                 d[key] = round(float(d[key]), 6)
         if self.span_start is None:  # span fields only where spans were asked for
@@ -339,7 +346,19 @@ def _candidate(rec: ChunkRecord, c: Ranked, rank: int, reason: str | None,
         lexical_rank=c.lexical_rank,
         fused_rank=c.fused_rank,
         source=c.source,
+        **_unit_fields(rec, c),
     )
+
+
+def _unit_fields(rec: ChunkRecord, c: Ranked) -> dict[str, Any]:
+    """The best unit's fields: offsets into the document (the chunk's start + the unit's
+    offsets into the chunk text), its text a slice of the chunk's."""
+    if c.unit_score is None or c.unit_start is None:
+        return {}
+    base = rec.start if rec.start is not None else 0
+    lo, hi = c.unit_start, c.unit_end
+    return {"unit_score": float(c.unit_score), "unit_start": base + lo, "unit_end": base + hi,
+            "unit_text": rec.text[lo:hi]}
 
 
 def admitted_at(r: Retrieval, threshold: float | None) -> int:
