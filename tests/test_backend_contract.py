@@ -11,6 +11,7 @@ import threading
 import numpy as np
 import pytest
 
+from ragsift.embedders import evidence
 from ragsift.errors import RagsiftError
 from ragsift.index.backend import (SETTING_KEYS, ChunkRecord, DocState, DocumentInfo,
                                    DocumentWrite, FragmentCommits, IndexReader, IndexWriter)
@@ -44,10 +45,23 @@ def _unit(rng, n):
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
+def _units(text, vector):
+    """Unit evidence of a chunk: its words as units, each with the chunk's vector turned by a
+    little (what ``embed`` stores: ``ragsift.embedders.evidence.encode``)."""
+    bounds, at = [], 0
+    for w in text.split():
+        at = text.index(w, at)
+        bounds.append((at, at + len(w)))
+        at += len(w)
+    vecs = np.stack([np.roll(vector, i) for i in range(len(bounds))])
+    return evidence.encode(bounds, vecs)
+
+
 def _doc(path, texts, vectors, key=None):
     records = [{"index": i, "text": t, "start": 0, "end": len(t), "tokens": len(t.split()),
                 "chars": len(t), "line_start": i + 1, "line_end": i + 1, "headings": ["H"],
-                "page": None, "level": 0, "content_hash": f"{path}-{i}-{t}", "truncated": 0}
+                "page": None, "level": 0, "content_hash": f"{path}-{i}-{t}", "truncated": 0,
+                "units": _units(t, vectors[min(i, len(vectors) - 1)])}
                for i, t in enumerate(texts)]
     return DocumentWrite(key=key or path, path=path, sha256="0" * 64, records=records,
                          vectors=vectors, size=100, mtime=1.0, format="markdown",
@@ -289,11 +303,29 @@ def test_vectors_for_hashes_give_back_what_was_written(filled, open_backend):
     with open_backend(path, "w") as b:
         got = b.vectors_for_hashes(["docs/cats.md-1-a cat sleeps all day", "unknown-hash"])
         assert set(got) == {"docs/cats.md-1-a cat sleeps all day"}
-        vec, truncated = got["docs/cats.md-1-a cat sleeps all day"]
+        vec, truncated, units = got["docs/cats.md-1-a cat sleeps all day"]
         np.testing.assert_allclose(vec, vectors["docs/cats.md"][1], rtol=1e-6)
         assert truncated == 0
+        assert units == _units("a cat sleeps all day", vectors["docs/cats.md"][1])
         assert b.vectors_for_hashes([]) == {}
         assert b.dimensions() == DIM
+
+
+def test_unit_evidence_gives_back_each_chunks_units(filled, open_backend):
+    path, vectors = filled
+    with open_backend(path) as b:
+        probe = np.eye(DIM, dtype=np.float32)[:1]
+        (hits,) = b.dense_candidates(probe, 1000)
+        by_rowid = {r.rowid: r for r in b.chunk_records([r for r, _ in hits])}
+        got = b.unit_evidence(list(by_rowid) + [10 ** 9])
+        assert set(got) == set(by_rowid)  # an unknown rowid is left out
+        for rowid, blob in got.items():
+            rec = by_rowid[rowid]
+            starts, ends, _, _ = evidence.decode(blob)
+            assert [rec.text[a:z] for a, z in zip(starts, ends)] == rec.text.split()
+            i = TEXTS[rec.path].index(rec.text)
+            assert blob == _units(rec.text, vectors[rec.path][i])
+        assert b.unit_evidence([]) == {}
 
 
 def test_a_transaction_is_all_or_nothing(filled, open_backend):

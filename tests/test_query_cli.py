@@ -31,9 +31,14 @@ def index(tmp_path_factory) -> str:
 
 @pytest.fixture(scope="session")
 def truncated_index(tmp_path_factory) -> str:
-    """Chunks of 3000 characters, longer than the model reads, so it truncates them."""
+    """A chunk whose one unit (a 3,000-character run without a space: one word, so never cut
+    into smaller units) is longer than the model reads, so it truncates it. (Prose chunks of
+    any length are no longer truncated: each of their units is embedded on its own.)"""
+    folder = tmp_path_factory.mktemp("long")
+    (folder / "swarm.md").write_text("When do honey bees swarm? In spring. "
+                                     + "-".join(["swarming"] * 330) + "\n", encoding="utf-8")
     path = tmp_path_factory.mktemp("idx") / "long.db"
-    proc = run_cli("embed", "fixtures/beekeeping", "--index", str(path), "--strategy", "chars",
+    proc = run_cli("embed", str(folder), "--index", str(path), "--strategy", "chars",
                    "--size", "3000", "--tokenizer", "chars")
     assert proc.returncode == 0, proc.stderr
     return str(path)

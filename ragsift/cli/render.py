@@ -315,7 +315,7 @@ def render_narrow(console: Console, r: Retrieval, attributions: list[Attribution
                 line.append_text(one_line(flat(u.text), width - INDENT - 12))
                 out(line)
         if any(by_id.get(c.id) and by_id[c.id].units for c in r.admitted):
-            out(Text(NOTE, style="dim"))
+            out(Text("units: " + NOTE, style="dim"))
     else:
         out(Text("nothing admitted", style="bold red"))
     rejected = r.rejected

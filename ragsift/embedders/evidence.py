@@ -199,6 +199,9 @@ def embed_evidence(embedder: Any, items: Sequence[tuple[str, str]]) -> list[Evid
     embedded in one ``embedder.embed`` call, each distinct string once."""
     import numpy as np
 
+    precomputed = getattr(embedder, "evidence", None)
+    if precomputed is not None:  # evidence made elsewhere (the Ray stage), by content hash
+        return precomputed(list(items))
     bounds = [unit_bounds(text) or [(0, len(text))] for _, text in items]
     strings: dict[str, int] = {}
     wanted: list[tuple[list[int], int]] = []  # per item: unit string ids, context id or -1

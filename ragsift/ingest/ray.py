@@ -150,14 +150,17 @@ class EmbedActor:
     def __call__(self, batch: dict) -> dict:
         import numpy as np
 
+        from ragsift.embedders.evidence import embed_evidence
+
         _kill_once("embed")
-        texts = [str(t) for t in batch["text"]]
-        res = self.embedder.embed(texts, kind="passage")
+        items = [(str(c), str(t)) for c, t in zip(batch["context"], batch["text"])]
+        found = embed_evidence(self.embedder, items)
         return {"hash": batch["hash"],
-                "vector": np.asarray(res.vectors, dtype=np.float32),
-                "truncated": np.asarray(res.truncated, dtype=np.int64),
-                "fingerprint": np.asarray([self.embedder.fingerprint] * len(texts)),
-                "node": np.asarray([self.node] * len(texts))}
+                "vector": np.stack([e.vector for e in found]).astype(np.float32),
+                "truncated": np.asarray([e.truncated for e in found], dtype=np.int64),
+                "units": np.asarray([e.units for e in found], dtype=object),
+                "fingerprint": np.asarray([self.embedder.fingerprint] * len(items)),
+                "node": np.asarray([self.node] * len(items))}
 
 
 class EmbedWriteActor(EmbedActor):
@@ -178,9 +181,11 @@ class EmbedWriteActor(EmbedActor):
 
         out = super().__call__(batch)
         rows, vectors = [], []
-        for group, vec, cut in zip(batch["rows"], out["vector"], out["truncated"]):
+        for group, vec, cut, units in zip(batch["rows"], out["vector"], out["truncated"],
+                                          out["units"]):
             for row in json.loads(str(group)):
                 row["truncated"] = int(cut)
+                row["units"] = bytes(units)
                 rows.append(row)
                 vectors.append(vec)
         dim = int(out["vector"].shape[1])
@@ -193,27 +198,32 @@ class EmbedWriteActor(EmbedActor):
                 "fragments": np.asarray([json.dumps(frags)] + [""] * (n - 1), dtype=object)}
 
 
-class _Precomputed:
-    """The embedder as ``Run.flush`` sees it: vectors come from the Ray stage, looked up by
-    text hash; name/fingerprint/dimensions are the real model's."""
+def _no_bytes(value: Any) -> None:
+    """JSON for the rows handed to the workers: a unit blob is filled in by the worker."""
+    if isinstance(value, bytes):
+        return None
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
-    def __init__(self, info: dict, vectors: dict[str, tuple[Any, int]]) -> None:
+
+class _Precomputed:
+    """The embedder as ``Run.flush`` sees it: each chunk's evidence comes from the Ray stage,
+    looked up by content hash (``evidence``, which ``embed_evidence`` asks first);
+    name/fingerprint/dimensions are the real model's."""
+
+    def __init__(self, info: dict, vectors: dict[str, tuple[Any, int, bytes]]) -> None:
         self.name = info["name"]
         self.fingerprint = info["fingerprint"]
         self.dimensions = info["dimensions"]
         self._vectors = vectors
 
-    def embed(self, texts: list[str], kind: str = "passage") -> Any:
-        import numpy as np
-
-        from ragsift.embedders.onnx import EmbedResult
+    def evidence(self, items: list[tuple[str, str]]) -> list:
+        from ragsift.embedders.evidence import Evidence
 
         try:
-            rows = [self._vectors[content_hash(t)] for t in texts]
+            rows = [self._vectors[content_hash(c + t)] for c, t in items]
         except KeyError:
             raise RagsiftError("internal: a chunk was not embedded by the Ray stage") from None
-        return EmbedResult(vectors=np.stack([v for v, _ in rows]),
-                           truncated=[int(c) for _, c in rows])
+        return [Evidence(v, u, int(c)) for v, c, u in rows]
 
 
 def ingest_files(run: Run, paths: list[str], chunker: Any, include: list[str] | None,
@@ -366,32 +376,34 @@ def _embed_stage(pool: Pool, run: Run, docs: list[tuple[dict, list[dict]]]) -> N
     lacks; their vectors come back to the driver, where ``Run.flush`` writes them."""
     hashes = [r["content_hash"] for _, recs in docs for r in recs]
     known = run.store.vectors_for_hashes(hashes) if hashes else {}
-    todo: dict[str, str] = {}
+    todo: dict[str, tuple[str, str]] = {}
     for _, recs in docs:
         for r in recs:
             if r["content_hash"] not in known:
-                todo.setdefault(r["content_hash"], r["context"] + r["text"])
+                todo.setdefault(r["content_hash"], (r["context"], r["text"]))
     if todo:
         vectors, model = embed_texts(pool, todo)
         run.model.use(_Precomputed(model, vectors))
 
 
-def embed_texts(pool: Pool, todo: dict[str, str]) -> tuple[dict[str, tuple[Any, int]], dict]:
-    """Embed ``todo`` ({content hash: embed text}) on the actor pool; returns ({hash: (vector,
-    truncated)}, the model: {"name", "fingerprint", "dimensions"})."""
+def embed_texts(pool: Pool, todo: dict[str, tuple[str, str]]
+                ) -> tuple[dict[str, tuple[Any, int, bytes]], dict]:
+    """Embed ``todo`` ({content hash: (context, text)}) on the actor pool; returns ({hash:
+    (vector, truncated, units)}, the model: {"name", "fingerprint", "dimensions"})."""
     import numpy as np
 
-    out: dict[str, tuple[Any, int]] = {}
+    out: dict[str, tuple[Any, int, bytes]] = {}
     prints: set[str] = set()
-    for batch in pool.batches(EmbedActor, [{"hash": h, "text": t} for h, t in todo.items()]):
-        for h, vec, cut, fp in zip(batch["hash"], batch["vector"], batch["truncated"],
-                                   batch["fingerprint"]):
-            out[str(h)] = (np.asarray(vec, np.float32), int(cut))
+    items = [{"hash": h, "context": c, "text": t} for h, (c, t) in todo.items()]
+    for batch in pool.batches(EmbedActor, items):
+        for h, vec, cut, units, fp in zip(batch["hash"], batch["vector"], batch["truncated"],
+                                          batch["units"], batch["fingerprint"]):
+            out[str(h)] = (np.asarray(vec, np.float32), int(cut), bytes(units))
             prints.add(str(fp))
     LAST_RUN["vectors_to_driver"] = LAST_RUN.get("vectors_to_driver", 0) + len(out)
     if set(todo) - set(out):
         raise RagsiftError(f"the Ray stage returned {len(out)} of {len(todo)} vectors")
-    return out, pool.one_model(prints, {v.shape[0] for v, _ in out.values()})
+    return out, pool.one_model(prints, {v.shape[0] for v, _, _ in out.values()})
 
 
 def _write_fragments(pool: Pool, run: Run, writes: list) -> None:
@@ -410,7 +422,7 @@ def _write_fragments(pool: Pool, run: Run, writes: list) -> None:
     groups: dict[str, dict] = {}  # content hash -> its text, tokens and chunk rows
     here_rows: list[dict] = []
     here_vecs: list = []
-    truncated: dict[str, int] = {h: cut for h, (_, cut) in known.items()}
+    truncated: dict[str, int] = {h: cut for h, (_, cut, _) in known.items()}
     for w in writes:
         for r in w.records:
             h = r["content_hash"]
@@ -418,17 +430,18 @@ def _write_fragments(pool: Pool, run: Run, writes: list) -> None:
             rowid += 1
             if h in known:
                 chunk["truncated"] = known[h][1]
+                chunk["units"] = known[h][2]
                 here_rows.append(chunk)
                 here_vecs.append(known[h][0])
             else:
-                g = groups.setdefault(h, {"text": r["context"] + r["text"], "rows": [],
-                                          "tokens": int(r.get("tokens") or 0)})
+                g = groups.setdefault(h, {"context": r["context"], "text": r["text"],
+                                          "rows": [], "tokens": int(r.get("tokens") or 0)})
                 g["rows"].append(chunk)
     fragments: list[str] = []
     dim = store.dimensions()
     if groups:
-        items = [{"hash": h, "text": g["text"], "rows": json.dumps(g["rows"])}
-                 for h, g in groups.items()]
+        items = [{"hash": h, "context": g["context"], "text": g["text"],
+                  "rows": json.dumps(g["rows"], default=_no_bytes)} for h, g in groups.items()]
         prints, dims, done = set(), set(), set()
         for batch in pool.batches(EmbedWriteActor, items, writer=store.fragment_writer()):
             for h, cut, fp, d in zip(batch["hash"], batch["truncated"], batch["fingerprint"],

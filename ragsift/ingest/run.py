@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from ragsift.embedders.binding import clean_embedder_options, load_options
+from ragsift.embedders.binding import check_evidence, clean_embedder_options, load_options
 from ragsift.ingest.batch import Run
 from ragsift.ingest.model import ModelLoad, ModelSlot
 from ragsift.ingest.sizing import default_embed_chunker
@@ -96,6 +96,8 @@ def build_index(
     try:
         if rebuild:
             store.clear()
+        else:  # an index from before unit evidence is rebuilt, never added to
+            check_evidence(store.settings(), f"index {index}")
         slot = ModelSlot(store, embedder, model_dir, batch_size, embedder_options, early)
         run = Run(store, summary, slot, progress, on_skip=on_skip, on_warning=on_warning)
         slot.check_early()

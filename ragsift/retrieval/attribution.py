@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from ragsift.retrieval.topk import Candidate
 
 METHOD = "stored unit vectors"
-NOTE = ("units: each hit's stored units (sentences, items, rows, code lines) closest to the "
-        "query by cosine: where its dense evidence lies, not a causal explanation")
+NOTE = ("attribution is an embedding-similarity proxy: each hit's stored units (sentences, "
+        "items, rows, code lines) closest to the query; not a causal explanation of its score")
 
 
 @dataclass(frozen=True)
