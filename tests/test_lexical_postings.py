@@ -53,15 +53,24 @@ FTS5_CONSTANTS = {"K1": 1.2, "B": 0.75}  # fts5_aux.c: what FTS5's bm25() always
 
 
 def fts5(store: IndexStore, query: str, limit: int, rowids=None) -> list[tuple[int, float]]:
-    """FTS5's own ``bm25()`` query (its fixed constants): the oracle."""
+    """FTS5's own ``bm25()`` query (its fixed constants): the oracle. Where rows hold
+    identifier terms (schema 4: not part of a row's length), FTS5's ``bm25()`` of a copy of
+    the rows' ``context`` and ``text`` alone (the queries here ask for no identifier term)."""
     match = " OR ".join('"' + t.replace('"', '""') + '"' for t in store_module.query_words(query))
-    sql = "SELECT rowid, bm25(chunks_fts) AS s FROM chunks_fts WHERE chunks_fts MATCH ?"
+    db, table = store.db, "chunks_fts"
+    if store.db.execute("SELECT 1 FROM chunks WHERE terms != '' LIMIT 1").fetchone():
+        db, table = sqlite3.connect(":memory:"), "oracle"
+        db.execute(f"CREATE VIRTUAL TABLE oracle USING fts5(context, text, "
+                   f"tokenize='{lexical.FTS5_TOKENIZE}')")
+        db.executemany("INSERT INTO oracle(rowid, context, text) VALUES (?, ?, ?)",
+                       store.db.execute("SELECT id, context, text FROM chunks"))
+    sql = f"SELECT rowid, bm25({table}) AS s FROM {table} WHERE {table} MATCH ?"
     params: list = [match]
     if rowids is not None:
         sql += " AND rowid IN (SELECT value FROM json_each(?))"
         params.append(json.dumps(list(rowids)))
     return [(int(r), float(s)) for r, s in
-            store.db.execute(sql + " ORDER BY s, rowid LIMIT ?", [*params, limit])]
+            db.execute(sql + " ORDER BY s, rowid LIMIT ?", [*params, limit])]
 
 
 def both(store: IndexStore, query: str, limit: int, rowids=None):

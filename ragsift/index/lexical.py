@@ -4,27 +4,33 @@ FTS5 finds the rows matching an OR query fast, but its ``bm25()`` runs once per 
 (instance list, column sizes): on 100k chunks of real text ~30 ms of a query, 10x the match
 itself. This module keeps, beside each vector block (``vec_blocks``), the block's postings:
 
-- ``lex_blocks(block_id, ntok)``: per position of the block, the row's token count over both
-  FTS5 columns (``context`` and ``text``; 0 for a deleted row), little-endian uint32;
+- ``lex_blocks(block_id, ntok)``: per position of the block, the row's length: its token count
+  over the FTS5 columns ``context`` and ``text`` (0 for a deleted row), little-endian uint32.
+  The identifier terms (the third column, ``terms``: ``ragsift.index.terms``, schema 4) are
+  matched and counted like any token but are not part of the row's length: they re-read words
+  the row already holds, so a row full of identifiers is not made longer, and a query without
+  identifiers scores every row exactly as before schema 4;
 - ``lex_postings(term, block_id, pos, tf)``: for each term of the block, the positions of the
   rows holding it and how often (little-endian uint16 arrays; a reader has SQLite join a
   term's blocks as hex and decodes them with one ``bytes.fromhex``).
 
 They are written in the transaction that writes the block (``write_block``), from the rows'
-own ``context`` and ``text`` tokenized by FTS5 itself (a contentless scratch FTS5 table with
-the index's tokenizer, read through ``fts5vocab``), so a term here is exactly a term of
-``chunks_fts``. A trigger drops them with their block. Which rows are live comes from the
+own ``context``, ``text`` and ``terms`` tokenized by FTS5 itself (a contentless scratch FTS5
+table with the index's tokenizer, read through ``fts5vocab``), so a term here is exactly a
+term of ``chunks_fts``. A trigger drops them with their block. Which rows are live comes from the
 block's ``rowids`` (-1: deleted), as for the vectors.
 
 ``Postings.search`` then computes BM25 in numpy: the formula of FTS5's ``bm25()`` (sqlite
 ``fts5_aux.c``: IDF ``log((N - n + 0.5) / (n + 0.5))`` clamped to 1e-6, one term per query
-phrase, the row's length over all columns, the same operation order), but with the constants
-``K1``/``B`` (Anserini's BM25 defaults, 0.9 and 0.4; FTS5's own are 1.2 and 0.75 and cannot be
-changed), ordered by (score, then rowid). With FTS5's constants the scores are bit-identical
-to ``ORDER BY bm25(chunks_fts), rowid`` (``tests/test_lexical_postings.py`` checks it). A block
+phrase, the same operation order), but with the constants ``K1``/``B`` (Anserini's BM25
+defaults, 0.9 and 0.4; FTS5's own are 1.2 and 0.75 and cannot be changed) and the row's length
+over ``context`` and ``text`` only (FTS5 counts every column), ordered by (score, then rowid).
+With FTS5's constants, on rows without identifier terms, the scores are bit-identical to
+``ORDER BY bm25(chunks_fts), rowid`` (``tests/test_lexical_postings.py`` checks it). A block
 without postings (written small and not yet compacted, e.g. after a kill) gets them in memory
 when the snapshot is loaded. ``scan`` computes the same scores without postings, from FTS5's
-own ``bm25()`` of each query word alone solved for the word's count in each row: for an index
+own ``bm25()`` of each query word alone solved for the word's count in each row (with FTS5's
+length, every column), then scored with the row's length: for an index
 written before schema 2, postings whose totals disagree with FTS5's, and a query word FTS5
 splits into several tokens (a phrase).
 Every path gives the same scores. Measured in ``bench/bench_hybrid.py``.
@@ -50,6 +56,7 @@ K1 = 0.9
 B = 0.4
 FTS5_K1 = 1.2  # what FTS5's own bm25() uses, fixed (fts5_aux.c): ``scan`` solves it for counts
 FTS5_B = 0.75
+LENGTH_COLUMNS = 2  # chunks_fts's first columns (context, text) make a row's length; not terms
 
 SCHEMA = """
 CREATE TABLE lex_blocks (
@@ -87,21 +94,34 @@ def _memory_db() -> sqlite3.Connection:
     return sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
 
 
-def _tokenize(mem: sqlite3.Connection, rows: Iterable[tuple[int, str, str]]
-              ) -> list[tuple[str, int]]:
-    """FTS5's tokens of ``rows`` (key, context, text), as (term, key) per token instance, in
-    fts5vocab's order (term, then key); keys must be positive."""
-    _scratch(mem, "lex_mem", "context, text")
-    mem.executemany("INSERT INTO temp.lex_mem(rowid, context, text) VALUES (?, ?, ?)", rows)
-    return mem.execute("SELECT term, doc FROM temp.lex_mem_v").fetchall()
+_INSTANCES = "SELECT term, doc, col = 'terms' FROM temp.{}_v"  # (term, row, not in length)
 
 
-def _pairs(terms: Sequence[str], docs: np.ndarray, n: int) -> tuple[np.ndarray, ...]:
-    """From token instances in (term, row) order, rows ``0..n-1``: each row's token count,
-    then one (term id, row, count) triple per (term, row), and where each term starts."""
+def terms_column(db: sqlite3.Connection) -> str:
+    """The SQL of a chunk's identifier terms in ``chunks c``: ``c.terms``, or ``''`` in an
+    index from before schema 4 (no such column; e.g. schema 2's backfill of an old index)."""
+    cols = {r[1] for r in db.execute("PRAGMA table_info(chunks)")}
+    return "c.terms" if "terms" in cols else "''"
+
+
+def _tokenize(mem: sqlite3.Connection, rows: Iterable[tuple[int, str, str, str]]
+              ) -> list[tuple[str, int, int]]:
+    """FTS5's tokens of ``rows`` (key, context, text, terms), as (term, key, in terms) per
+    token instance, in fts5vocab's order (term, then key); keys must be positive."""
+    _scratch(mem, "lex_mem", "context, text, terms")
+    mem.executemany("INSERT INTO temp.lex_mem(rowid, context, text, terms) VALUES (?, ?, ?, ?)",
+                    rows)
+    return mem.execute(_INSTANCES.format("lex_mem")).fetchall()
+
+
+def _pairs(terms: Sequence[str], docs: np.ndarray, n: int, extra: np.ndarray | None = None
+           ) -> tuple[np.ndarray, ...]:
+    """From token instances in (term, row) order, rows ``0..n-1``: each row's length (its
+    token count, the instances flagged in ``extra``, identifier terms, left out), then one
+    (term id, row, count) triple per (term, row), and where each term starts."""
     import numpy as np
 
-    ntok = np.bincount(docs, minlength=n)
+    ntok = np.bincount(docs if extra is None else docs[~extra], minlength=n)
     words = np.asarray(terms, dtype=object)
     new_term = np.empty(len(words), bool)
     new_term[:1] = True
@@ -119,20 +139,22 @@ def write_block(db: sqlite3.Connection, block_id: int, rowids: Sequence[int]) ->
     (-1: deleted). Runs inside the caller's transaction, after the chunks were written."""
     import numpy as np
 
-    _scratch(db, "lex_tok", "context, text")
-    db.execute("INSERT INTO temp.lex_tok(rowid, context, text) SELECT p.key + 1, c.context, "
-               "c.text FROM json_each(?) p JOIN chunks c ON c.id = p.value",
-               (json.dumps([int(r) for r in rowids]),))
+    _scratch(db, "lex_tok", "context, text, terms")
+    db.execute("INSERT INTO temp.lex_tok(rowid, context, text, terms) SELECT p.key + 1, "
+               f"c.context, c.text, {terms_column(db)} FROM json_each(?) p "
+               "JOIN chunks c ON c.id = p.value", (json.dumps([int(r) for r in rowids]),))
     # every token instance, ordered by term then row (fts5vocab's own order)
-    rows = db.execute("SELECT term, doc FROM temp.lex_tok_v").fetchall()
+    rows = db.execute(_INSTANCES.format("lex_tok")).fetchall()
     n = len(rowids)
     if not rows:
         terms: list[str] = []
         docs = np.empty(0, np.int64)
+        extra = np.empty(0, bool)
     else:
-        terms, doc_list = zip(*rows)
+        terms, doc_list, flags = zip(*rows)
         docs = np.asarray(doc_list, np.int64) - 1
-    ntok, rows_of, tf, ends_a, heads_a = _pairs(terms, docs, n)
+        extra = np.asarray(flags, bool)
+    ntok, rows_of, tf, ends_a, heads_a = _pairs(terms, docs, n, extra)
     if n > MAX_FIELD or (tf.size and int(tf.max()) > MAX_FIELD):
         return  # no postings for this block: readers build them in memory (blocks hold
         # 1,024 rows; a term 65,536 times in one chunk has not been seen)
@@ -170,17 +192,19 @@ def backfill(db: sqlite3.Connection) -> int:
     return len(todo)
 
 
-def fts5_totals(db: sqlite3.Connection) -> tuple[int, int] | None:
-    """(rows, tokens over all columns) from ``chunks_fts``'s averages record (what FTS5's
-    ``xRowCount`` and ``xColumnTotalSize(-1)`` read): a varint row count, then one varint per
-    column. None if the record cannot be read."""
+def fts5_totals(db: sqlite3.Connection, columns: int | None = LENGTH_COLUMNS
+                ) -> tuple[int, int] | None:
+    """(rows, tokens) from ``chunks_fts``'s averages record (what FTS5's ``xRowCount`` and
+    ``xColumnTotalSize`` read): a varint row count, then one varint per column; the tokens of
+    the first ``columns`` columns (``LENGTH_COLUMNS``: a row's length; None: every column, as
+    FTS5's ``bm25()`` counts). None if the record cannot be read."""
     row = db.execute("SELECT block FROM chunks_fts_data WHERE id = 1").fetchone()
     if row is None or not row[0]:
         return 0, 0  # nothing was ever inserted (FTS5 starts with an empty record)
     values = _varints(bytes(row[0]))
     if not values:
         return None
-    return values[0], sum(values[1:])
+    return values[0], sum(values[1:][:columns])
 
 
 def _varints(data: bytes) -> list[int]:
@@ -375,17 +399,19 @@ def _memory_postings(db: sqlite3.Connection, rowids: np.ndarray, ntok: np.ndarra
     import numpy as np
 
     ids = rowids[slots].tolist()
-    texts = {rid: (context, text) for rid, context, text in db.execute(
-        "SELECT id, context, text FROM chunks WHERE id IN (SELECT value FROM json_each(?))",
-        (json.dumps(ids),))}
+    texts = {rid: (context, text, terms) for rid, context, text, terms in db.execute(
+        f"SELECT c.id, c.context, c.text, {terms_column(db)} FROM chunks c "
+        "WHERE c.id IN (SELECT value FROM json_each(?))", (json.dumps(ids),))}
     mem = _memory_db()
     try:
-        inst = _tokenize(mem, [(k, *texts.get(rid, ("", ""))) for k, rid in enumerate(ids, 1)])
+        inst = _tokenize(mem, [(k, *texts.get(rid, ("", "", "")))
+                               for k, rid in enumerate(ids, 1)])
     finally:
         mem.close()
-    terms = [t for t, _ in inst]
-    docs = np.fromiter((d - 1 for _, d in inst), np.int64, len(inst))
-    counts, rows_of, tf, ends, heads = _pairs(terms, docs, len(ids))
+    terms = [t for t, _, _ in inst]
+    docs = np.fromiter((d - 1 for _, d, _ in inst), np.int64, len(inst))
+    extra = np.fromiter((bool(e) for _, _, e in inst), bool, len(inst))
+    counts, rows_of, tf, ends, heads = _pairs(terms, docs, len(ids), extra)
     ntok[slots] = counts
     at = slots[rows_of]
     return {terms[h]: (at[a:b], tf[a:b].astype(np.float64))
@@ -398,16 +424,18 @@ def scan(db: sqlite3.Connection, words: Sequence[str], limit: int,
     """``Postings.search``'s scores without postings, from FTS5 alone: for each query word
     (one FTS5 phrase, as FTS5 tokenizes it) FTS5's own ``bm25()`` of that phrase alone gives
     the rows holding it, and solving its formula (constants ``FTS5_K1``/``FTS5_B``, the row's
-    length from ``chunks_fts_docsize``, FTS5's totals) for the count gives the phrase's count in
-    each row; the scores are then recomputed with ``K1``/``B``. One FTS5 query per word, in
-    one read transaction, so every number comes from one snapshot."""
+    length from ``chunks_fts_docsize``, FTS5's totals, every column) for the count gives the
+    phrase's count in each row; the scores are then recomputed with ``K1``/``B`` and the row's
+    length (``LENGTH_COLUMNS``). One FTS5 query per word, in one read transaction, so every
+    number comes from one snapshot."""
     import numpy as np
 
     own = not db.in_transaction
     if own:
         db.execute("BEGIN")
     try:
-        totals = fts5_totals(db)
+        totals = fts5_totals(db, None)
+        length_totals = fts5_totals(db)
         hits = [db.execute("SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts "
                            "MATCH ?", ('"' + w.replace('"', '""') + '"',)).fetchall()
                 for w in words]
@@ -415,18 +443,21 @@ def scan(db: sqlite3.Connection, words: Sequence[str], limit: int,
         sizes = dict(db.execute(
             "SELECT id, sz FROM chunks_fts_docsize WHERE id IN (SELECT value FROM json_each(?))",
             (json.dumps(keys),)))
-        if totals is None:  # an averages record we cannot read: the same totals, counted
-            totals = (db.execute("SELECT count(*) FROM chunks_fts_docsize").fetchone()[0],
-                      sum(sum(_varints(bytes(sz))) for (sz,) in
-                          db.execute("SELECT sz FROM chunks_fts_docsize")))
+        if totals is None or length_totals is None:  # an averages record we cannot read:
+            # the same totals, counted
+            sz_all = [_varints(bytes(sz)) for (sz,) in
+                      db.execute("SELECT sz FROM chunks_fts_docsize")]
+            totals = (len(sz_all), sum(sum(v) for v in sz_all))
+            length_totals = (len(sz_all), sum(sum(v[:LENGTH_COLUMNS]) for v in sz_all))
     finally:
         if own:
             db.execute("COMMIT")
     rows_n, tokens = totals
     avgdl = float(tokens) / float(rows_n) if rows_n else 0.0
     where = {k: i for i, k in enumerate(keys)}
-    length = np.fromiter((sum(_varints(bytes(sizes.get(k, b"")))) for k in keys), np.float64,
-                         len(keys))
+    sz = [_varints(bytes(sizes.get(k, b""))) for k in keys]
+    fts5_length = np.fromiter((sum(v) for v in sz), np.float64, len(keys))  # bm25()'s
+    length = np.fromiter((sum(v[:LENGTH_COLUMNS]) for v in sz), np.float64, len(keys))
     score = np.zeros(len(keys), np.float64)
     matched = np.zeros(len(keys), bool)
     for got in hits:  # in query order, as FTS5 adds the phrases
@@ -434,9 +465,9 @@ def scan(db: sqlite3.Connection, words: Sequence[str], limit: int,
             continue
         at = np.fromiter((where[r] for r, _ in got), np.int64, len(got))
         x = -np.fromiter((v for _, v in got), np.float64, len(got)) / _idf(rows_n, len(got))
-        k = FTS5_K1 * (1 - FTS5_B + FTS5_B * length[at] / avgdl)
+        k = FTS5_K1 * (1 - FTS5_B + FTS5_B * fts5_length[at] / avgdl)
         tf = np.maximum(np.rint(x * k / (FTS5_K1 + 1.0 - x)), 1.0)
-        _add_bm25(score, at, tf, length[at], rows_n, tokens)
+        _add_bm25(score, at, tf, length[at], rows_n, length_totals[1])
         matched[at] = True
     if out is not None:
         out["ceiling"] = ceiling(rows_n, [len(got) for got in hits])

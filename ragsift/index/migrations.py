@@ -24,6 +24,11 @@ Schema 1 (what each table holds):
 Schema 2 adds, per vector block, its lexical postings (``lex_blocks``: row lengths in tokens;
 ``lex_postings``: term → positions and counts), written with the block and dropped with it by
 a trigger; see ``ragsift/index/lexical.py``.
+
+Schema 4 (identifiers are terms, issue 28) adds ``chunks.terms``: the identifier terms of the
+chunk's ``context`` and ``text`` (``ragsift.index.terms.terms_text``: ``url_for`` whole as
+``urlfor``, ``camelCase`` by its parts ``camel case``), a third column of ``chunks_fts`` kept
+in step by the same triggers; the postings count them (not in a row's length).
 """
 
 from __future__ import annotations
@@ -139,11 +144,63 @@ def m003_unit_evidence(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE chunks ADD COLUMN units BLOB")
 
 
+_FTS_V4 = """
+CREATE VIRTUAL TABLE chunks_fts USING fts5(
+    context, text, terms,
+    content='chunks', content_rowid='id',
+    tokenize='porter unicode61 remove_diacritics 2'
+);
+INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild');
+CREATE TRIGGER chunks_fts_ai AFTER INSERT ON chunks BEGIN
+    INSERT INTO chunks_fts(rowid, context, text, terms)
+    VALUES (new.id, new.context, new.text, new.terms);
+END;
+CREATE TRIGGER chunks_fts_ad AFTER DELETE ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, context, text, terms)
+    VALUES ('delete', old.id, old.context, old.text, old.terms);
+END;
+CREATE TRIGGER chunks_fts_au AFTER UPDATE OF context, text, terms ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, context, text, terms)
+    VALUES ('delete', old.id, old.context, old.text, old.terms);
+    INSERT INTO chunks_fts(rowid, context, text, terms)
+    VALUES (new.id, new.context, new.text, new.terms);
+END;
+"""
+
+
+def m004_identifier_terms(db: sqlite3.Connection) -> None:
+    """Schema 4: ``chunks.terms`` (each chunk's identifier terms, ``ragsift.index.terms``),
+    computed here from every row's ``context`` and ``text`` (no model needed); ``chunks_fts``
+    recreated over ``context, text, terms`` with its triggers and rebuilt; every block's
+    lexical postings written again (they include the terms). One transaction: an index is
+    either wholly migrated or not at all, never a mix."""
+    from ragsift.index import lexical
+    from ragsift.index.terms import terms_text
+
+    run_script(db, """
+        DROP TRIGGER IF EXISTS chunks_fts_ai;
+        DROP TRIGGER IF EXISTS chunks_fts_ad;
+        DROP TRIGGER IF EXISTS chunks_fts_au;
+        DROP TABLE IF EXISTS chunks_fts;
+        ALTER TABLE chunks ADD COLUMN terms TEXT NOT NULL DEFAULT '';
+        """)
+    rows = db.execute("SELECT id, context, text FROM chunks").fetchall()
+    found = [(terms, rowid) for rowid, terms in
+             ((rowid, terms_text(context, text)) for rowid, context, text in rows) if terms]
+    db.executemany("UPDATE chunks SET terms = ? WHERE id = ?", found)
+    run_script(db, _FTS_V4)
+    db.execute("DELETE FROM lex_postings")
+    db.execute("DELETE FROM lex_blocks")
+    lexical.backfill(db)
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_initial, m002_lexical_postings,
-                                                          m003_unit_evidence]
+                                                          m003_unit_evidence,
+                                                          m004_identifier_terms]
 LATEST = len(MIGRATIONS)
 # Readers accept every schema from this one on: an index written before schema 2 is searched
-# with FTS5's own bm25() until a writer (``embed``, ``rm``) upgrades it.
+# with FTS5's own bm25() until a writer (``embed``, ``rm``) upgrades it; one from before
+# schema 4 without identifier terms (its queries ask for none: ``terms.query_terms``).
 OLDEST_READABLE = 1
 
 

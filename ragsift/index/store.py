@@ -56,13 +56,14 @@ from ragsift.index.sqlite_file import (  # noqa: F401 (re-exports: callers impor
     write_error,
 )
 from ragsift.index.store_write import BLOCK_ROWS, StoreWriter  # noqa: F401 (BLOCK_ROWS: re-export)
-from ragsift.index.terms import query_words
+from ragsift.index.terms import query_terms, query_words
 
 if TYPE_CHECKING:
     import numpy as np
 
 SMALL_BLOCK = 256  # blocks with fewer live vectors are merged by ``compact``
 MMAP_SIZE = 1 << 30  # readers map up to 1 GiB of the index file
+IDENTIFIER_SCHEMA = 4  # from this schema chunks_fts holds identifier terms (migrations.m004)
 
 _CHUNK_COLUMNS = (
     "c.id, d.path, c.idx, c.text, c.start, c.\"end\", c.context, c.tokens, c.chars, "
@@ -367,10 +368,11 @@ class IndexStore(StoreWriter):
 
         The score has the sign of FTS5's ``bm25()``: negative, more negative is better; its
         constants are ``lexical.K1``/``lexical.B`` on every path. The query is never passed
-        as FTS5 syntax: its words (letters/digits runs) are each quoted and
-        OR-ed, so punctuation, quotes or operators in user text cannot raise. No words: [].
+        as FTS5 syntax: its words (letters/digits runs) and, from schema 4, its identifiers'
+        terms (``terms.query_terms``: ``url_for`` also as the whole ``urlfor``) are each quoted
+        and OR-ed, so punctuation, quotes or operators in user text cannot raise. No words: [].
         """
-        terms = query_words(query)
+        terms = query_terms(query, migrations.schema_version(self.db) >= IDENTIFIER_SCHEMA)
         if not terms:
             return []
         out: dict = {}

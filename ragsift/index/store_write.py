@@ -20,6 +20,7 @@ from ragsift.index import lexical, migrations
 from ragsift.index.backend import DocumentWrite
 from ragsift.index.dense import as_f32
 from ragsift.index.sqlite_file import write_error
+from ragsift.index.terms import terms_text
 
 if TYPE_CHECKING:
     import numpy as np
@@ -146,13 +147,15 @@ class StoreWriter:
                     cur = self.db.execute(
                         "INSERT INTO chunks(doc_id, idx, text, context, start, \"end\", tokens, "
                         "chars, line_start, line_end, headings, page, level, content_hash, "
-                        "truncated, units) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        "truncated, units, terms) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         (doc_id, rec["index"], rec["text"], rec.get("context") or "",
                          rec.get("start"), rec.get("end"), rec.get("tokens"),
                          rec.get("chars", len(rec["text"])), rec.get("line_start"),
                          rec.get("line_end"), json.dumps(list(rec.get("headings") or [])),
                          rec.get("page"), rec.get("level") or 0, rec["content_hash"],
-                         int(rec.get("truncated") or 0), rec.get("units")))
+                         int(rec.get("truncated") or 0), rec.get("units"),
+                         terms_text(rec.get("context") or "", rec["text"])))
                     pending_ids.append(cur.lastrowid)
                 if len(doc.records):
                     pending_vecs.append(vecs)
