@@ -179,6 +179,34 @@ def test_lexical_candidates(filled, open_backend):
             assert isinstance(b.lexical_candidates(text, 5), list)
 
 
+def test_identifiers_match_whole_first_and_by_their_parts(tmp_path, open_backend):
+    # issue 28: an identifier is a term whole (`url_for`, `--dry-run`, `typer.echo`) beside
+    # its parts, and a camelCase word is findable by its parts, on every backend alike
+    texts = {"docs/api.md": ["build a link with url_for here", "pass --dry-run first",
+                             "print with typer.echo", "names in camelCase style"],
+             "docs/decoys.md": ["url url for url for rules", "a dry run, run run dry",
+                                "typer echo typer echo", "a camel in case of camel"]}
+    rng = np.random.default_rng(11)
+    with open_backend(tmp_path / "ids", "w") as b:
+        b.write_documents([_doc(p, t, _unit(rng, len(t))) for p, t in texts.items()])
+        b.compact()
+    with open_backend(tmp_path / "ids") as b:
+        recs = _all(b)
+
+        def texts_of(query):
+            return [recs[r].text for r, _ in b.lexical_candidates(query, 10)]
+
+        for query, whole, parts in [
+                ("url_for", "build a link with url_for here", "url url for url for rules"),
+                ("--dry-run", "pass --dry-run first", "a dry run, run run dry"),
+                ("typer.echo", "print with typer.echo", "typer echo typer echo"),
+                ("camelCase", "names in camelCase style", "a camel in case of camel")]:
+            got = texts_of(query)
+            assert got[:2] == [whole, parts], (query, got)  # whole first; parts still match
+            assert b.lexical_ceiling(query) >= max(s for _, s in b.lexical_candidates(query, 10))
+        assert "names in camelCase style" in texts_of("camel case")  # by its parts
+
+
 def test_lexical_ceiling_bounds_every_score(filled, open_backend):
     """The BM25 ceiling is above every lexical score of the query (the relevance score's
     share lies in [0, 1)), grows with a word no chunk holds, and is 0 without query words."""

@@ -5,7 +5,8 @@
 Layout (the LanceDB layout, so ``lancedb.connect(LOCATION).open_table("chunks")`` reads it):
 - ``chunks.lance``: one row per document (``kind = "doc"``: key, path, size, mtime, sha256, ...)
   and one per chunk (``kind = "chunk"``: the ``ragsift chunk`` fields, ``content_hash``,
-  ``truncated``, ``vector`` as fixed_size_list<float32, dim>, ``fts`` = context + text).
+  ``truncated``, ``vector`` as fixed_size_list<float32, dim>, ``fts`` = context + text + the
+  identifier terms of both, ``ragsift.index.terms.terms_text``: schema 2).
   Documents and their chunks live in ONE dataset so a write call is ONE Lance commit
   (``merge_insert`` keyed by ``uid``, deleting the replaced rows in the same commit): after a
   crash a call is either wholly visible or not at all, as on SQLite.
@@ -19,8 +20,10 @@ Search, so that a result means the same on both backends:
   the data, on object storage too), tokenised like the SQLite FTS5 table (lower case, ASCII
   folding, English stemming); rows committed after the index was last optimised are searched
   flat by Lance, so a fresh write is found at once. Query words: the same extraction and
-  stop-word rule as SQLite, OR-ed. BM25 values differ from FTS5's (another implementation of
-  the same formula); only their order is used by fusion.
+  stop-word rule as SQLite, with the same identifier terms (``terms.query_terms``), OR-ed.
+  BM25 values differ from FTS5's (another implementation of the same formula; the identifier
+  terms count in a row's length here, one tokenized column, and not on SQLite); only their
+  order is used by fusion.
 
 Snapshots and the writer lock:
 - A reader opens one dataset version and keeps it: every read of an open index agrees even
@@ -78,12 +81,13 @@ from ragsift.index.lance_write import (  # noqa: F401 (the constants: re-export)
     LanceWriter,
 )
 from ragsift.index.locations import is_lance_location, is_remote  # noqa: F401 (re-export)
-from ragsift.index.terms import query_words
+from ragsift.index.terms import query_terms
 
 if TYPE_CHECKING:
     import numpy as np
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: ``fts`` holds the identifier terms (``LanceWriter._upgrade``)
+IDENTIFIER_SCHEMA = 2
 FORMAT = "ragsift-lance"
 # Extra lexical hits fetched beyond ``n`` so that ties at the cut are broken by rowid.
 LEXICAL_SLACK = 32
@@ -111,6 +115,7 @@ class LanceIndex(LanceWriter, FragmentCommits):
         self._batch: list[DocumentWrite] | None = None  # inside ``transaction()``
         self._batch_removed: list[str] = []  # keys removed inside ``transaction()``
         self._closed = False
+        self._schema_version = SCHEMA_VERSION  # the index's schema version (read when opened)
 
     # -- opening ---------------------------------------------------------------------------
     @classmethod
@@ -171,6 +176,9 @@ class LanceIndex(LanceWriter, FragmentCommits):
                 f"index {self.path} has schema version {version}, newer than this ragsift "
                 f"understands ({SCHEMA_VERSION}); upgrade ragsift")
         self._ds = self._dataset(self._chunks_uri)
+        self._schema_version = version
+        if self.mode == "w" and version < SCHEMA_VERSION:
+            self._upgrade(version, SCHEMA_VERSION)  # a writer upgrades first: never a mix
 
     def _create(self) -> None:
         import pyarrow as pa
@@ -216,6 +224,7 @@ class LanceIndex(LanceWriter, FragmentCommits):
         """Reader: move to the newest committed version."""
         self._settings_ds = self._dataset(self._settings_uri)
         self._ds = self._dataset(self._chunks_uri)
+        self._schema_version = int(self._raw_settings().get("schema_version") or 0)
         self._docs = None
         self._dense = self._ann = None
 
@@ -358,7 +367,7 @@ class LanceIndex(LanceWriter, FragmentCommits):
                            ) -> list[tuple[int, float]]:
         if self._ds is None or n <= 0:
             return []
-        terms = query_words(text)
+        terms = self._query_terms(text)
         if not terms:
             return []
         where = "kind = 'chunk'"
@@ -385,7 +394,7 @@ class LanceIndex(LanceWriter, FragmentCommits):
         so on Lance the share is the same kind of number, not the same calibration."""
         import math
 
-        terms = query_words(text)
+        terms = self._query_terms(text)
         if self._ds is None or not terms:
             return 0.0
         self._ensure_fts()
@@ -404,6 +413,11 @@ class LanceIndex(LanceWriter, FragmentCommits):
                 self._df[key] = n
             total += math.log(1.0 + (rows - n + 0.5) / (n + 0.5))
         return total * (LANCE_K1 + 1.0)
+
+    def _query_terms(self, text: str) -> list[str]:
+        """``terms.query_terms``: with identifier terms from schema 2 (an index written before
+        holds none, so its queries ask for none)."""
+        return query_terms(text, self._schema_version >= IDENTIFIER_SCHEMA)
 
     def _ensure_fts(self) -> None:
         """The inverted index must exist for a full-text query (built by the writer's
@@ -474,7 +488,7 @@ class LanceIndex(LanceWriter, FragmentCommits):
             "blocks": len(self._ds.get_fragments()) if self._ds is not None else 0,
             "dead_vectors": 0,
             "size_bytes": self._size(),
-            "schema_version": SCHEMA_VERSION,
+            "schema_version": self._schema_version,
             "version": self._ds.version if self._ds is not None else 0,
             "writer_pid": None if is_remote(self.path) else holder_pid(self.path),
         }

@@ -103,7 +103,15 @@ def chunk_row(doc_key: str, rowid: int, rec: dict) -> dict:
             "page": rec.get("page"), "level": rec.get("level") or 0,
             "content_hash": rec["content_hash"], "truncated": int(rec.get("truncated") or 0),
             "units": rec.get("units"),
-            "fts": (context + "\n" + rec["text"]) if context else rec["text"]}
+            "fts": fts_text(context, rec["text"])}
+
+
+def fts_text(context: str, text: str) -> str:
+    """What Lance's inverted index tokenizes for a chunk: its context, its text, and their
+    identifier terms (``ragsift.index.terms``: ``url_for`` whole, ``camelCase`` by parts)."""
+    from ragsift.index.terms import terms_text
+
+    return "\n".join(p for p in (context, text, terms_text(context, text)) if p)
 
 
 def rows_table(rows: list[dict], vectors: list, dim: int):

@@ -389,6 +389,29 @@ class LanceWriter:
             self._settings_ds.cleanup_old_versions(older_than=KEEP_VERSIONS)
         return max(0, before - len(self._ds.get_fragments()))
 
+    # -- schema upgrades -------------------------------------------------------------------
+    def _upgrade(self, version: int, target: int) -> None:
+        """Bring an index of schema ``version`` to ``target`` (``lance.SCHEMA_VERSION``);
+        opening it to write does this first: a writer never adds rows of one schema to another.
+        Schema 2: every chunk's ``fts`` is recomputed from its context and text with the
+        identifier terms (``lance_rows.fts_text``; one commit), the inverted index rebuilt,
+        then the version recorded (a crash before that: the next writer does it again)."""
+        import pyarrow as pa
+
+        from ragsift.index.lance_rows import fts_text
+
+        if version < 2 and self._ds is not None:
+            t = self._ds.to_table(columns=["uid", "context", "text"], filter="kind = 'chunk'")
+            if t.num_rows:
+                fts = [fts_text(c or "", x or "") for c, x in
+                       zip(t.column("context").to_pylist(), t.column("text").to_pylist())]
+                table = pa.table({"uid": t.column("uid"), "fts": pa.array(fts, pa.string())})
+                self._ds.merge_insert("uid").when_matched_update_all().execute(table)
+                self._reopen()
+                self._build_fts()
+        self.set_settings(schema_version=target)
+        self._schema_version = target
+
     # -- indexes and checks ----------------------------------------------------------------
     def _build_fts(self) -> None:
         self._ds.create_scalar_index(
