@@ -36,11 +36,11 @@ import sys
 
 import numpy as np
 
-from ragsift.retrieval.relevance import FEATURES, Model
+from ragsift.retrieval.relevance import FEATURES, Model, dense_evidence
 
 # every feature tried: the shipped ones, and the reciprocal ranks of each side (tried, not
 # kept: RESULTS.md)
-ALL = (*FEATURES, "dense_rr", "lexical_rr")
+ALL = (*FEATURES, "dense_rr", "lexical_rr", "unit", "unit_gap", "unit_words")
 
 FOLDS = ("chatlogs", "state_of_the_union", "wikitexts", "scifact")
 K = 3  # the default -k
@@ -48,7 +48,7 @@ TRAIN_TOP = 3  # candidates per side per query the model is fitted on (held-out 
 COST = 2.0  # a false admission costs this many missed answers (threshold rule)
 # the features shipped (chosen by held-out log-loss over the folds, RESULTS.md)
 SHIPPED = ("cosine", "share", "cosine_gap", "share_gap", "log_words", "cosine_words",
-           "share_words", "unit", "unit_gap", "unit_words")
+           "share_words")
 UNIT_DEPTH = 40  # set from --unit-depth (the engine's ragsift.retrieval.units.UNIT_DEPTH)
 GRID = np.round(np.arange(0.02, 0.99, 0.01), 2)
 OLD_THRESHOLD = 0.40  # today's cosine gate
@@ -85,8 +85,10 @@ class Q:
         best = row.get("units", {})
         self.unit = np.array([best[r] if r in read and r in best else cos[r] for r in ids],
                              np.float64)
-        self.unit_rank = {r: i for i, r in enumerate(
-            self.ids[np.argsort(-self.unit, kind="stable")].tolist())}
+        # the dense side's evidence, as relevance.score_array computes it, and its order
+        self.dense = dense_evidence(self.cos, self.unit)
+        self.evidence_rank = {r: i for i, r in enumerate(
+            self.ids[np.argsort(-self.dense, kind="stable")].tolist())}
         self.gold = row["gold"]
         self.records = records
         self.label = np.array([self._relevant(r) for r in ids], bool)
@@ -107,7 +109,7 @@ class Q:
         return False
 
     def features(self, mode: str) -> np.ndarray:
-        cos = self.cos if mode != "lexical" else np.zeros_like(self.cos)
+        cos = self.dense if mode != "lexical" else np.zeros_like(self.cos)
         share = self.share if mode != "dense" else np.zeros_like(self.share)
         unit = self.unit if mode != "lexical" else np.zeros_like(self.unit)
         cols = {"cosine": cos, "share": share,
@@ -126,11 +128,14 @@ class Q:
                                if mode != "dense" else np.zeros_like(cos))}
         return np.stack([cols[f] for f in ALL], axis=1)
 
-    def train_rows(self) -> np.ndarray:
-        """Positions of the top TRAIN_TOP of each side (what the gate is ever asked about)."""
+    def train_rows(self, mode: str) -> np.ndarray:
+        """Positions of the top TRAIN_TOP of each side (what the gate is ever asked about):
+        the dense side's by its aggregate (the backend's list) and, outside lexical mode, by
+        its evidence (the order the score gives it)."""
         top = {r for r, i in self.dense_rank.items() if i < TRAIN_TOP}
         top |= {r for r, i in self.lex_rank.items() if i < TRAIN_TOP}
-        top |= {r for r, i in self.unit_rank.items() if i < TRAIN_TOP}
+        if mode != "lexical":
+            top |= {r for r, i in self.evidence_rank.items() if i < TRAIN_TOP}
         return np.array([i for i, r in enumerate(self.ids.tolist()) if r in top], np.int64)
 
 
@@ -155,7 +160,7 @@ def fit(qs: list[Q], mode: str, feats: tuple[str, ...], l2: float) -> Model:
     xs, ys, ws = [], [], []
     per_fold = {f: sum(1 for q in qs if q.fold == f) for f in FOLDS}
     for q in qs:
-        rows = q.train_rows()
+        rows = q.train_rows(mode)
         if not rows.size:
             continue
         xs.append(q.features(mode)[rows][:, cols])
@@ -215,7 +220,9 @@ def ranking(q: Q, pos: np.ndarray) -> float:
 
 def side_orders(q: Q, how: str) -> tuple[np.ndarray, np.ndarray]:
     """(order, the score a gate reads) for a single side or today's fused order."""
-    if how == "dense":
+    if how == "dense":  # the dense side: its evidence (best unit and aggregate)
+        return order(q, q.dense), q.dense
+    if how == "aggregate":
         return order(q, q.cos), q.cos
     if how == "unit":
         return order(q, q.unit), q.unit

@@ -186,10 +186,12 @@ def test_explain_shows_the_evidence_of_each_score(index):
     text = run_cli("explain", "when do honey bees swarm", "-i", index,
                    env={"COLUMNS": "80"}).stdout
     assert f"cos {best['dense_score']:.2f}" in text
+    assert f"unit {best['unit_score']:.2f} · cos" in text  # the best unit beside the aggregate
     assert f"lex {best['lexical_share']:.2f} #{best['lexical_rank']}" in text
     wide = run_cli("explain", "when do honey bees swarm", "-i", index,
                    env={"COLUMNS": "160"}).stdout
-    assert "cosine" in wide and "lexical" in wide
+    assert "unit · cos" in wide and "lexical" in wide
+    assert f"{best['unit_score']:.2f} · {best['dense_score']:.2f}" in wide
 
 
 @pytest.mark.parametrize("mode", ["dense", "lexical", "hybrid"])

@@ -150,9 +150,14 @@ def test_the_engine_scores_a_chunk_by_its_best_unit(index):
     assert (hit["unit_start"] - hit["start"], hit["unit_end"] - hit["start"]) == \
         (int(starts[best]), int(ends[best]))
     assert "password" in hit["unit_text"]
-    # the relevance score weighs the unit: with the aggregate cosine in its place it differs
-    assert relevance.MODELS["hybrid"].weights.get("unit", 0) != 0 or \
-        relevance.MODELS["hybrid"].weights.get("unit_gap", 0) != 0
+    # the dense evidence the score weighs is the unit's and the aggregate's, mixed
+    assert relevance.dense_evidence(np.array([hit["dense_score"]]),
+                                    np.array([hit["unit_score"]]))[0] == pytest.approx(
+        relevance.UNIT_WEIGHT * hit["unit_score"]
+        + (1 - relevance.UNIT_WEIGHT) * hit["dense_score"])
+    words = 7
+    with_unit = relevance.scores("dense", [0.3, 0.3], [0, 0], words, units=[0.8, 0.3])
+    assert with_unit[0] > with_unit[1]  # same aggregate, the better unit ranks first
     # and explain's closest unit is that same unit, read from the index
     best_unit = rec["attributions"][0]["units"][0]
     assert best_unit["text"] == hit["unit_text"]

@@ -67,10 +67,24 @@ class Ranked:
 
 # Version of the score's meaning: a threshold saved by `tune --save` records it, and one saved
 # before (a cosine, ragsift < 0.2) is not applied to this score.
-SCORE_KIND = "relevance-1"
+SCORE_KIND = "relevance-2"  # 2: the dense side is unit evidence (ragsift 0.3, issue 28)
 
 FEATURES = ("cosine", "share", "cosine_gap", "share_gap", "log_words", "cosine_words",
-            "share_words", "unit", "unit_gap", "unit_words")
+            "share_words")
+
+# The dense evidence of a chunk (what ``cosine`` above stands for): UNIT_WEIGHT × its best
+# unit's cosine + (1 − UNIT_WEIGHT) × its aggregate's cosine (``ragsift.retrieval.units``).
+# Chosen leave-one-corpus-out on the dense order's ranking (chroma recall@5 / SciFact
+# nDCG@10): every held-out fold chose 0.50-0.55, all four folds 0.50 (bench/RESULTS.md, "Unit
+# evidence"). The best unit alone loses where the answer is spread over a chunk (chatlogs
+# 94.7 vs 97.9), the aggregate alone where it is one sentence (state_of_the_union 91.5 vs
+# 98.1, SciFact 63.6 vs 68.0).
+UNIT_WEIGHT = 0.5
+
+
+def dense_evidence(cosine: np.ndarray, unit: np.ndarray | None) -> np.ndarray:
+    """The dense evidence of each candidate: ``unit`` None (no unit read) is the aggregate."""
+    return cosine if unit is None else UNIT_WEIGHT * unit + (1.0 - UNIT_WEIGHT) * cosine
 
 
 @dataclass(frozen=True)
@@ -87,43 +101,44 @@ class Model:
 # Fitted on all four folds by `bench/bench_relevance.py --set SET` (SET: bench/admission_set.py),
 # L2 0.1, on the top 3 candidates of each side per query: the feature set, the L2 and the
 # candidates fitted on were chosen by held-out log-loss over the four leave-one-corpus-out
-# folds (bench/RESULTS.md, "One relevance score": every fold's admission, ranking and
-# reliability table). Within a query each side's weight (e.g. cosine + cosine_gap +
+# folds (bench/RESULTS.md, "One relevance score"); refitted on unit evidence, ``cosine``
+# being ``dense_evidence`` (bench/RESULTS.md, "Unit evidence": every fold's admission and
+# ranking table; separate unit features were tried and ranked no better held out). Within a query each side's weight (e.g. cosine + cosine_gap +
 # cosine_words·log_words) is positive, so the score keeps each side's own order.
 MODELS: dict[str, Model] = {
-    "hybrid": Model(-2.7117, {"cosine": 0.0116, "share": 3.6627, "cosine_gap": 5.6292,
-                              "share_gap": 3.5133, "log_words": -0.5925,
-                              "cosine_words": 1.3882, "share_words": 1.1636}),
-    "dense": Model(-2.5364, {"cosine": 2.9791, "cosine_gap": 2.1928, "log_words": -1.1883,
-                             "cosine_words": 2.1624}),
-    "lexical": Model(-3.3565, {"share": 3.5476, "share_gap": 2.7819, "log_words": -0.2690,
-                               "share_words": 2.5472}),
+    "hybrid": Model(-2.8255, {"cosine": 0.5987, "share": 3.3542, "cosine_gap": 5.9892,
+                              "share_gap": 3.5126, "log_words": -0.8327,
+                              "cosine_words": 1.6697, "share_words": 0.9914}),
+    "dense": Model(-3.1051, {"cosine": 4.0406, "cosine_gap": 4.5951, "log_words": -1.3131,
+                             "cosine_words": 2.1587}),
+    "lexical": Model(-3.3372, {"share": 3.4914, "share_gap": 3.1269, "log_words": -0.2877,
+                               "share_words": 2.5877}),
 }
 # The default threshold of each mode's score, for the bundled model: on the folds it was
 # fitted on, the value that maximises answered − 2 × falsely admitted (a false admission costs
 # two missed answers), at the default k 3. Leave-one-corpus-out chose 0.12–0.22 (hybrid) on
-# the held-out folds (bench/RESULTS.md, ibid.).
-DEFAULT_THRESHOLDS: dict[str, float] = {"hybrid": 0.19, "dense": 0.16, "lexical": 0.17}
+# the held-out folds (bench/RESULTS.md, "Unit evidence").
+DEFAULT_THRESHOLDS: dict[str, float] = {"hybrid": 0.18, "dense": 0.20, "lexical": 0.17}
 
 
 def score_array(mode: str, cosine: np.ndarray, share: np.ndarray, words: int,
                 model: Model | None = None, unit: np.ndarray | None = None) -> np.ndarray:
     """The relevance score of each candidate of one query: ``cosine`` (the aggregate's),
-    ``unit`` (the best unit's; None: the cosine) and ``share`` are aligned float arrays (a
-    side the mode does not use is ignored); ``words`` is the number of query words. The gaps
-    are taken from the best candidate in these arrays."""
+    ``unit`` (the best unit's, where read; None: none read) and ``share`` are aligned float
+    arrays (a side the mode does not use is ignored); the dense side is their
+    ``dense_evidence``; ``words`` is the number of query words. The gaps are taken from the
+    best candidate in these arrays."""
     import numpy as np
 
     m = model or MODELS[mode]
-    w_cos, w_share, w_cgap, w_sgap, w_words, w_cw, w_sw, w_u, w_ugap, w_uw = m.logit_terms()
+    w_cos, w_share, w_cgap, w_sgap, w_words, w_cw, w_sw = m.logit_terms()
     if not cosine.size:
         return np.zeros(0, np.float64)
     lw = math.log(max(words, 1))
     z = np.full(cosine.shape, m.bias + w_words * lw, np.float64)
     if mode != "lexical":
-        z += (w_cos + w_cgap + w_cw * lw) * cosine - w_cgap * float(cosine.max())
-        u = cosine if unit is None else unit
-        z += (w_u + w_ugap + w_uw * lw) * u - w_ugap * float(u.max())
+        d = dense_evidence(cosine, unit)
+        z += (w_cos + w_cgap + w_cw * lw) * d - w_cgap * float(d.max())
     if mode != "dense":
         z += (w_share + w_sgap + w_sw * lw) * share - w_sgap * float(share.max())
     return 1.0 / (1.0 + np.exp(-z))
