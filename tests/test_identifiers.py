@@ -22,11 +22,12 @@ from ragsift.index.terms import camel_parts, identifier_terms, query_terms, quer
     ("before_request", ["beforerequest"]),
     ("MAX_CONTENT_LENGTH", ["maxcontentlength"]),
     ("camelCase", ["camel", "case"]),
-    ("flask.Flask.route", ["flaskflaskroute"]),
+    ("flask.Flask.route", ["flaskflaskroute", "flaskroute"]),  # a query names the tail
+    ("@app.before_request", ["appbeforerequest", "beforerequest"]),  # and a segment
     ("--dry-run", ["dryrun"]),
     ("typer.echo", ["typerecho"]),
     ("std::vector", ["stdvector"]),
-    ("docs/api.rst", ["docsapirst"]),
+    ("docs/api.rst", ["docsapirst", "apirst"]),
     ("getHTTPResponse", ["get", "http", "response"]),
     ("call url_for twice: url_for()", ["urlfor", "urlfor"]),  # every occurrence counts
     ("plain words, APIs, URLs, md5, Flask, HTTP, __init__ and 3.14", []),
@@ -51,7 +52,7 @@ def test_query_terms_add_the_whole_identifier_to_the_query_words():
     assert query_terms("--dry-run") == ["dry", "run", "dryrun"]
     assert query_terms("camelCase") == ["camelcase", "camel", "case"]
     assert query_terms("how do I use flask.Flask.route") == [
-        "use", "flask", "route", "flaskflaskroute"]
+        "use", "flask", "route", "flaskflaskroute", "flaskroute"]
     assert query_terms("url_for", identifiers=False) == ["url"]  # an index without terms
     assert query_terms("plain words only") == query_words("plain words only")
     assert query_terms("") == []

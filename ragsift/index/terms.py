@@ -10,7 +10,11 @@ findable whole and by its parts, whatever its spelling:
 - an identifier joined by ``_``, ``.``, ``-``, ``::`` or ``/`` (``url_for``,
   ``flask.Flask.route``, ``--dry-run``, ``MAX_CONTENT_LENGTH``, ``std::vector``): its whole
   form, its letter/digit runs joined and lower-cased (``urlfor``, ``flaskflaskroute``,
-  ``dryrun``, ``maxcontentlength``); its parts are already words of the text;
+  ``dryrun``, ``maxcontentlength``); its parts are already words of the text. A name
+  qualified by ``.``, ``::`` or ``/`` also gives the whole form of each of its compound
+  segments and of each of its proper tails of two segments or more, since a query names the
+  last part (``app.before_request``: ``appbeforerequest``, ``beforerequest``;
+  ``flask.Flask.route``: ``flaskflaskroute``, ``flaskroute``);
 - a camelCase / PascalCase word (``camelCase``, ``getHTTPResponse``): its parts (``camel``,
   ``case``; ``get``, ``http``, ``response``); its whole form is already a word of the text.
 
@@ -38,6 +42,7 @@ MAX_WHOLE = 40  # Lance's inverted index drops tokens longer than 40 characters
 TERM = re.compile(r"[^\W_]+", re.UNICODE)
 # letter/digit runs joined (no space) by `_`, `.`, `-`, `::` or `/`: one identifier
 JOINED = re.compile(r"[^\W_]+(?:(?:_+|-+|\.|::|/)[^\W_]+)+", re.UNICODE)
+QUALIFIER = re.compile(r"\.|::|/")  # what qualifies a name; `_` and `-` join one segment
 # the parts of an ASCII camelCase word: an upper-case run not followed by a lower-case letter
 # (``HTTP`` of ``HTTPResponse``), or a capitalised / lower-case run; digits stay with the part
 CAMEL = re.compile(r"[A-Z]+[0-9]*(?![a-z])|[A-Z]?[a-z]+[0-9]*|[0-9]+")
@@ -79,15 +84,29 @@ def camel_parts(word: str) -> list[str]:
     return parts
 
 
+def _wholes(ident: str) -> Iterator[str]:
+    """The whole forms of one joined identifier: itself, then (a qualified name) each proper
+    tail of two segments or more and each compound segment."""
+    yield "".join(TERM.findall(ident)).lower()
+    segments = QUALIFIER.split(ident)
+    if len(segments) > 1:
+        for i in range(1, len(segments) - 1):
+            yield "".join(TERM.findall("".join(segments[i:]))).lower()
+        for segment in segments:
+            runs = TERM.findall(segment)
+            if len(runs) > 1:
+                yield "".join(runs).lower()
+
+
 def identifier_terms(text: str) -> Iterator[str]:
     """The extra lexical terms of ``text``'s identifiers (module docstring), in text order,
     one per occurrence, lower-case: each joined identifier's whole form, each camelCase word's
     parts. Pure: the same text always gives the same terms (an index is backfilled from its
     rows' text)."""
     for m in JOINED.finditer(text or ""):
-        whole = "".join(TERM.findall(m.group())).lower()
-        if len(whole) <= MAX_WHOLE and not whole.isdigit():  # 3.14, 2.0.1: numbers
-            yield whole
+        for whole in _wholes(m.group()):
+            if len(whole) <= MAX_WHOLE and not whole.isdigit():  # 3.14, 2.0.1: numbers
+                yield whole
     for m in TERM.finditer(text or ""):
         for part in camel_parts(m.group()):
             yield part.lower()
