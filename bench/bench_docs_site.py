@@ -11,6 +11,11 @@ one of its pages; an off-topic query is falsely admitted when anything is admitt
     cd TYPER_CHECKOUT && ragsift embed docs -i /tmp/typer.db     (Flask: pallets/flask 2ac89889)
     .venv/bin/python bench/bench_docs_site.py /tmp/typer.db bench/docs_site_typer.jsonl
     PYTHONPATH=OLD_TREE .venv/bin/python bench/bench_docs_site.py /tmp/typer.db bench/docs_site_typer.jsonl
+
+Rows with ``"kind": "identifier"`` (issue 28: one identifier as the query, ``url_for``,
+``typer.echo``, ``--install-completion``, labelled with the pages that document it) are left
+out of the numbers above and reported on their own line: first hit right, the rank-1
+candidate (default mode) one of its pages.
 """
 
 from __future__ import annotations
@@ -24,9 +29,12 @@ def main(index: str, labels: str) -> None:
     import ragsift.api as rs
 
     rows = [json.loads(line) for line in open(labels, encoding="utf-8") if line.strip()]
+    idents = [r for r in rows if r.get("kind") == "identifier"]
+    rows = [r for r in rows if r.get("kind") != "identifier"]
     answered = false = keyword = keyword_ok = 0
     with rs.open_index(index) as ix:
         results = ix.query_many([r["query"] for r in rows], k=3)
+        ident_results = ix.query_many([r["query"] for r in idents], k=3) if idents else []
     for row, r in zip(rows, results):
         got = [c.path for c in r.admitted]
         if row["relevant"]:
@@ -48,6 +56,14 @@ def main(index: str, labels: str) -> None:
           f"threshold {results[0].threshold}: answered {answered}/{n_ans} "
           f"({100 * answered / n_ans:.0f}%; keyword queries {keyword_ok}/{keyword}), falsely "
           f"admitted {false}/{n_una}")
+    if idents:
+        first = 0
+        for row, r in zip(idents, ident_results):
+            top = r.candidates[0].path if r.candidates else None
+            first += top in row["relevant"]
+            print(f"  identifier {row['query']!r}: {'right' if top in row['relevant'] else 'WRONG'}"
+                  f" first hit {top}", file=sys.stderr)
+        print(f"identifier queries: first hit right {first}/{len(idents)}")
 
 
 if __name__ == "__main__":
