@@ -130,6 +130,9 @@ class _MemoryBackend:
         self.calls.append((text, n, None if paths is None else sorted(paths)))
         return [(r, s) for r, s in self.lex if paths is None or self.path[r] in paths][:n]
 
+    def unit_evidence(self, rowids):
+        return {}  # hand-made cosines, no units: the engine ranks by the aggregate alone
+
     def lexical_ceiling(self, text):
         return 10.0  # above every BM25 of the hand-made list
 
@@ -347,7 +350,10 @@ def test_explain_shows_a_lexical_only_hit(tmp_path, embedder, monkeypatch):
     chunker = make_chunker("recursive", tokenizer="cl100k")
     build_index([str(docs)], index, chunker, embedder)
     query = "purring felines zq7x"
-    args = ["explain", query, "--index", index, "--mode", "hybrid", "--threshold", "none"]
+    # a window wide enough to show every candidate: the lexical-only hit is ranked by its
+    # relevance score among them (its one word of three is weak evidence beside 110 close cats)
+    args = ["explain", query, "--index", index, "--mode", "hybrid", "--threshold", "none",
+            "--reject-window", "90"]
     result = CliRunner().invoke(app, [*args, "--json"])
     assert result.exit_code == 0, result.output
     record = json.loads(result.stdout)

@@ -165,16 +165,43 @@ def test_real_text_many_blocks_and_deletions(tmp_path, monkeypatch):
             assert all_agree(store, q, 1000)
 
 
+def _write_schema_1(store, docs) -> None:
+    """Documents, chunks and one vector block as ragsift wrote them at schema 1 (no unit
+    evidence, no identifier terms, no postings), through SQL."""
+    ids, vecs = [], []
+    with store.transaction():
+        for d in docs:
+            cur = store.db.execute(
+                "INSERT INTO documents(key, path, sha256, n_chunks, indexed_at) "
+                "VALUES (?, ?, ?, ?, 0)", (d.key, d.path, d.sha256, len(d.records)))
+            for rec, vec in zip(d.records, d.vectors):
+                c = store.db.execute(
+                    "INSERT INTO chunks(doc_id, idx, text, context, start, \"end\", tokens, "
+                    "content_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (cur.lastrowid, rec["index"], rec["text"], rec["context"], rec["start"],
+                     rec["end"], rec["tokens"], rec["content_hash"]))
+                ids.append(c.lastrowid)
+                vecs.append(vec)
+        data = np.asarray(vecs, "<f4")
+        b = store.db.execute(
+            "INSERT INTO vec_blocks(n, dead, dim, rowids, data) VALUES (?, 0, ?, ?, ?)",
+            (len(ids), DIM, np.asarray(ids, "<i8").tobytes(), data.tobytes()))
+        store.db.executemany("UPDATE chunks SET block_id = ?, block_pos = ? WHERE id = ?",
+                             [(b.lastrowid, i, r) for i, r in enumerate(ids)])
+        store.db.execute("INSERT INTO settings(key, value) VALUES ('dimensions', ?)",
+                         (str(DIM),))
+
+
 def test_an_index_from_before_the_postings_is_scanned_then_upgraded(tmp_path, monkeypatch):
     rng = np.random.default_rng(2)
     path = str(tmp_path / "old.sqlite")
-    with monkeypatch.context() as m:  # write the index as schema 1 did
+    with monkeypatch.context() as m:  # write the index as schema 1 did (its own columns)
         m.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:1])
         m.setattr(migrations, "LATEST", 1)
-        m.setattr(lexical, "write_block", lambda *a: None)
         with open_index(path, "w") as store:
-            store.write_documents([doc("a", [("honey bees and wax", ""), ("queen bee", "")], rng),
-                                   doc("b", [("the hive temperature", "Hive")], rng)])
+            _write_schema_1(store, [doc("a", [("honey bees and wax", ""), ("queen bee", "")],
+                                        rng),
+                                    doc("b", [("the hive temperature", "Hive")], rng)])
     with open_index(path, "r") as store:
         assert migrations.schema_version(store.db) == 1
         assert store._lexical_postings() is None  # no lex tables: the scan answers
