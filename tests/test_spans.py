@@ -221,3 +221,21 @@ def test_explain_underlines_the_span():
     assert [out.plain[s:e] for s, e in under] == [span.text]
     assert [s.style for s in highlighted(Candidate(**{**c.__dict__, "span_start": None,
                                                        "span_end": None}), None).spans] == []
+
+
+def test_a_cut_hit_starts_from_its_best_unit():
+    """The window of a weak hit is seeded by its best unit (what the dense evidence found,
+    ``ragsift.retrieval.units``), then grows over the query's words; with no query word in
+    the chunk, the best unit alone is the span (before unit evidence: the first unit)."""
+    from ragsift.retrieval.spans import best_spans
+
+    strong = "Swarming bees leave the hive with the old queen in spring."
+    weak = "Intro line here. The colony splits when it runs out of room. Unrelated end."
+    seed = (weak.index("The colony"), weak.index("room.") + len("room."))
+    [_, cut] = best_spans("when do bees swarm", [strong, weak], [0, 100],
+                          scores=[0.9, 0.1], seeds=[None, seed])
+    assert cut.text == "The colony splits when it runs out of room."
+    assert (cut.start, cut.end) == (100 + seed[0], 100 + seed[1])
+    [_, unseeded] = best_spans("when do bees swarm", [strong, weak], [0, 100],
+                               scores=[0.9, 0.1])
+    assert unseeded.text == "Intro line here."

@@ -291,15 +291,14 @@ def _score_spans(
     tops = ranked(index.store, index.embedder, cfg, [q.question for q in questions], cfg.k,
                   index.by_rowid)
     corpus_by_rowid = {r.rowid: corpus_of(r.path) for r in index.records}  # once per chunk
-    from ragsift.retrieval.spans import best_spans
+    from ragsift.retrieval.spans import spans_of_ranked
     for q, top in zip(questions, tops):
         retrieved = [(corpus_by_rowid[rec.rowid], int(rec.start), int(rec.end)) for rec, _ in top]
         if cfg.span != "chunk":
             # score each hit's evidence span: the rule `query --span best` applies to the same
             # hits (ragsift.retrieval.spans; eval admits the whole top k, no threshold)
-            spans = best_spans(q.question, [rec.text for rec, _ in top],
-                               [rec.start for rec, _ in top],
-                               scores=[c.dense_score for _, c in top])  # cosines, as spans_for
+            spans = spans_of_ranked(q.question, [rec.text for rec, _ in top],
+                                    [rec.start for rec, _ in top], [c for _, c in top])
             retrieved = [(cid, sp.start, sp.end) for (cid, _, _), sp in zip(retrieved, spans)]
         per_q.append((q.corpus_id, m.span_scores(retrieved, q.references, q.corpus_id)))
         judged.append(

@@ -56,6 +56,7 @@ STRONG = 0.45  # the evidence strength at which a hit keeps its whole chunk: on 
 # leave-one-corpus-out chose 0.45-0.5 on the held-out corpora (bench/bench_spans.py relevance;
 # bench/RESULTS.md, "One relevance score": spans)
 STEM = 6  # truncation stemming: a term is its first STEM characters
+SEED_UNIT = True  # a cut hit's window starts from its best unit (issue 28; measured, ibid.)
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -170,12 +171,16 @@ def evidence_strengths(tf: Sequence[dict[str, int]], lengths: Sequence[int],
 
 def best_spans(query: str, texts: Sequence[str], offsets: Sequence[int | None] | None = None,
                min_chars: int = MIN_CHARS, scores: Sequence[float | None] | None = None,
-               strong: float = STRONG) -> list[Span]:
+               strong: float | None = None,
+               seeds: Sequence[tuple[int, int] | None] | None = None) -> list[Span]:
     """The evidence span of each hit text (the hits of one query, in rank order, so weights
     and strengths are comparable across them); ``offsets``: where each text starts in its
     document (chunk ``start``; None or missing: 0); ``scores``: each hit's cosine to the query
     (None: the strength is the lexical part alone); ``strong``: the strength at which a hit
-    keeps its whole chunk (above 1: every hit is cut to its window)."""
+    keeps its whole chunk (above 1: every hit is cut to its window); ``seeds``: each hit's
+    best unit (offsets into its text, ``ragsift.retrieval.units``; None: not known), the
+    window's seed when given."""
+    strong = STRONG if strong is None else strong
     terms = set(query_terms(query))
     per_hit = [unit_bounds(t) for t in texts]
     matched, tf, lengths = [], [], []
@@ -205,17 +210,21 @@ def best_spans(query: str, texts: Sequence[str], offsets: Sequence[int | None] |
             s, e, n = 0, len(text), len(bounds)
             score = math.fsum(weight[t] for t in set().union(*units))
         else:
-            s, e, score, n = _window(text, bounds, units, weight, min_chars)
+            seed = seeds[i] if seeds is not None and i < len(seeds) else None
+            s, e, score, n = _window(text, bounds, units, weight, min_chars, seed)
         out.append(Span(base + s, base + e, text[s:e], score, n, strength[i]))
     return out
 
 
 def _window(text: str, bounds: list[tuple[int, int]], units: list[set[str]],
-            weight: dict[str, float], min_chars: int) -> tuple[int, int, float, int]:
+            weight: dict[str, float], min_chars: int,
+            seed: tuple[int, int] | None = None) -> tuple[int, int, float, int]:
     scores = [math.fsum(weight[t] for t in u) for u in units]
-    if max(scores, default=0.0) <= 0.0:  # no query term anywhere: the least span, unit one
-        return bounds[0][0], bounds[0][1], 0.0, 1
     n = len(bounds)
+    at = [i for i, (s, e) in enumerate(bounds) if seed and s < seed[1] and e > seed[0]]
+    if max(scores, default=0.0) <= 0.0:  # no query term anywhere: the best unit, else unit one
+        lo, hi = (at[0], at[-1]) if at else (0, 0)
+        return bounds[lo][0], bounds[hi][1], 0.0, hi - lo + 1
 
     def width(lo: int, hi: int) -> int:
         return bounds[hi][1] - bounds[lo][0]
@@ -223,7 +232,8 @@ def _window(text: str, bounds: list[tuple[int, int]], units: list[set[str]],
     def covered(lo: int, hi: int) -> set[str]:
         return set().union(*units[lo:hi + 1])
 
-    # 1. seed: the best-scoring window no wider than min_chars (distinct terms count once)
+    # 1. seed: the hit's best unit (what the dense evidence found), else the best-scoring
+    # window no wider than min_chars (distinct terms count once)
     best = (-1.0, 0, 0)
     for lo in range(n):
         hi = lo
@@ -233,6 +243,8 @@ def _window(text: str, bounds: list[tuple[int, int]], units: list[set[str]],
         if score > best[0]:
             best = (score, lo, hi)
     _, lo, hi = best
+    if at and SEED_UNIT:
+        lo, hi = at[0], at[-1]
     have = covered(lo, hi)
 
     # 2. grow while a neighbour brings a query term the window lacks
@@ -262,13 +274,45 @@ def _window(text: str, bounds: list[tuple[int, int]], units: list[set[str]],
     return bounds[lo][0], bounds[hi][1], score, hi - lo + 1
 
 
+def dense_of(score: float, dense_score: float | None, unit_score: float | None) -> float:
+    """A hit's dense evidence for its strength: ``relevance.dense_evidence`` of its aggregate
+    cosine and best unit (the aggregate alone where no unit was read; the score where no
+    cosine)."""
+    from ragsift.retrieval.relevance import UNIT_WEIGHT
+
+    if dense_score is None:
+        return score
+    if unit_score is None:
+        return dense_score
+    return UNIT_WEIGHT * unit_score + (1 - UNIT_WEIGHT) * dense_score
+
+
+def spans_of_ranked(query: str, texts: Sequence[str], starts: Sequence[int | None],
+                    ranked: Sequence[Any], min_chars: int = MIN_CHARS) -> list[Span]:
+    """``best_spans`` of the engine's ``Ranked`` hits (``texts``/``starts``: their chunks):
+    the one rule ``query --span best`` and ``eval`` apply (their dense evidence, their best
+    unit as the seed; a ``Ranked``'s unit offsets are into its chunk's text)."""
+    return best_spans(query, texts, starts, min_chars,
+                      [dense_of(c.score, c.dense_score, c.unit_score) for c in ranked],
+                      seeds=[None if c.unit_start is None else (c.unit_start, c.unit_end)
+                             for c in ranked])
+
+
 def spans_for(query: str, candidates: Sequence[Any], min_chars: int = MIN_CHARS
               ) -> list[Span]:
-    """``best_spans`` for ``Candidate`` records (their ``text``, ``start`` and ``score``, the
-    cosine in every mode)."""
-    return best_spans(query, [c.text for c in candidates], [c.start for c in candidates],
-                      min_chars, [c.score if c.dense_score is None else c.dense_score
-                                  for c in candidates])
+    """``spans_of_ranked`` for ``Candidate`` records (their unit offsets are into the
+    document: taken back to the chunk's text here)."""
+    from types import SimpleNamespace
+
+    def rel(c: Any) -> Any:
+        base = c.start or 0
+        return SimpleNamespace(
+            score=c.score, dense_score=c.dense_score, unit_score=c.unit_score,
+            unit_start=None if c.unit_start is None else c.unit_start - base,
+            unit_end=None if c.unit_end is None else c.unit_end - base)
+
+    return spans_of_ranked(query, [c.text for c in candidates], [c.start for c in candidates],
+                           [rel(c) for c in candidates], min_chars)
 
 
 def with_spans(r: Any) -> Any:
