@@ -85,7 +85,7 @@ def build(path: Path, n: int) -> None:
         return
     for p in (path, marker, Path(f"{path}-wal"), Path(f"{path}-shm")):
         p.unlink(missing_ok=True)
-    from ragsift.embedders import load_embedder
+    from ragsift.embedders import evidence, load_embedder
 
     emb = load_embedder(lazy=True)
     texts = windows(n)
@@ -93,17 +93,25 @@ def build(path: Path, n: int) -> None:
     t0 = time.perf_counter()
     with open_index(path, "w") as store:
         store.set_settings(model=emb.name, model_fingerprint=emb.fingerprint, dimensions=DIM,
-                           chunker="bench-windows", chunker_options={})
+                           chunker="bench-windows", chunker_options={},
+                           evidence=evidence.EVIDENCE_KIND)
         batch = []
         for d, s in enumerate(range(0, n, PER_DOC)):
             part = texts[s:s + PER_DOC]
-            vecs = rng.standard_normal((len(part), DIM), dtype=np.float32)
-            vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
             recs = [{"index": i, "text": t, "start": 0, "end": len(t), "context": "",
                      "tokens": len(t.split()), "line_start": 1, "line_end": 1,
                      "headings": [], "page": None, "level": 0,
                      "content_hash": f"{s + i:016x}", "truncated": 0}
                     for i, t in enumerate(part)]
+            # unit evidence as embed stores it: the text's own units, synthetic unit vectors,
+            # the chunk's vector their normalised mean
+            vecs = np.zeros((len(part), DIM), np.float32)
+            for i, (rec, t) in enumerate(zip(recs, part)):
+                bounds = evidence.unit_bounds(t) or [(0, len(t))]
+                uv = rng.standard_normal((len(bounds), DIM), dtype=np.float32)
+                uv /= np.linalg.norm(uv, axis=1, keepdims=True)
+                rec["units"] = evidence.encode(bounds, uv)
+                vecs[i] = evidence.aggregate(uv)
             batch.append(DocumentWrite(key=f"doc{d:04d}.txt", path=f"doc{d:04d}.txt",
                                        sha256="0" * 64, records=recs, vectors=vecs))
             if len(batch) == 20:
