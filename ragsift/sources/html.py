@@ -7,6 +7,10 @@ blank line; ``li``, ``tr``, ``br``, ``dt``/``dd`` by a line break; table cells b
 Headings ``h1``–``h6`` give the heading trails. The line map points every run of words at
 the line of the HTML source it came from (``HTMLParser.getpos`` plus the newlines inside the
 text), so citations name lines of the original file. A best-effort reader, not a browser: CSS visibility is ignored.
+
+``fragment_edits`` reduces HTML found inside another format (raw HTML in markdown) in place:
+the edits that remove its tags and decode its character references, the text between them
+left as it is, so offsets and lines around it stay exact.
 """
 
 from __future__ import annotations
@@ -224,3 +228,153 @@ def parse_html(
         ),
         warnings=warnings,
     )
+
+
+# -- HTML inside another format (raw HTML in markdown) -------------------------------------
+
+# The elements of HTML (and the obsolete ones old pages and terminal captures still use). A
+# tag of one of these, or of a custom element (a name with "-"), is markup; any other
+# ``<name>`` is text its writer meant to show (``--output <file>``, ``<str>``, ``<TAB>``).
+HTML_ELEMENTS = frozenset((
+    "a abbr acronym address area article aside audio b base basefont bdi bdo big blink "
+    "blockquote body br button canvas caption center cite code col colgroup data datalist dd "
+    "del details dfn dialog dir div dl dt em embed fieldset figcaption figure font footer form "
+    "frame frameset h1 h2 h3 h4 h5 h6 head header hgroup hr html i iframe img input ins kbd "
+    "label legend li link main map mark marquee math menu meta meter nav nobr noframes "
+    "noscript object ol optgroup option output p param picture pre progress q rp rt ruby s "
+    "samp script search section select slot small source span strike strong style sub "
+    "summary sup svg table tbody td template textarea tfoot th thead time title tr track tt "
+    "u ul var video wbr").split())
+# a removed tag of one of these between two words leaves a space ("one<br>two" → "one two")
+_SPACED = _PARAGRAPH | _LINE | _CELL | {"img", "input", "button", "select", "textarea"}
+
+
+def is_element(name: str) -> bool:
+    """Whether ``<name>`` is an HTML element's tag (not text that looks like one)."""
+    name = name.lower()
+    return name in HTML_ELEMENTS or ("-" in name and name[:1].isalpha())
+
+
+class _Events(HTMLParser):
+    """``html.parser`` as a tokenizer: the start (line, column) and kind of every construct,
+    in order; they tile the input, so each ends where the next starts."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=False)
+        self.events: list[tuple[tuple[int, int], str, str]] = []
+
+    def _add(self, kind: str, name: str = "") -> None:
+        self.events.append((self.getpos(), kind, name))
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        self._add("start", tag)
+
+    def handle_startendtag(self, tag: str, attrs: list) -> None:
+        self._add("startend", tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        self._add("end", tag)
+
+    def handle_data(self, data: str) -> None:
+        self._add("data")
+
+    def handle_entityref(self, name: str) -> None:
+        self._add("ref")
+
+    def handle_charref(self, name: str) -> None:
+        self._add("ref")
+
+    def handle_comment(self, data: str) -> None:
+        self._add("markup")
+
+    def handle_decl(self, decl: str) -> None:
+        self._add("markup")
+
+    def handle_pi(self, data: str) -> None:
+        self._add("markup")
+
+    def unknown_decl(self, data: str) -> None:
+        self._add("markup")
+
+
+def fragment_edits(fragment: str, base: int = 0) -> tuple[list[tuple[int, int, str]], int,
+                                                           int]:
+    """How to reduce an HTML ``fragment`` (found at offset ``base`` of a text) to its text.
+
+    Returns ``(edits, left_open, closed_outer)``: ``edits`` are ``(start, end, replacement)``
+    in the text's offsets, sorted and disjoint: tags of HTML elements, comments, declarations
+    and processing instructions go (``""``, or ``" "`` where a block or line-break element
+    stood between two words), the content of ``script``, ``style``, ``svg`` and kin goes with
+    its tags, character references are decoded (``&amp;`` → ``&``, ``&#39;`` → ``'``); the
+    text between tags stays as it is, newlines included. ``left_open``: elements the fragment
+    opened and did not close; ``closed_outer``: end tags of elements it did not open.
+    """
+    from html import unescape
+
+    parser = _Events()
+    try:
+        parser.feed(fragment)
+        parser.close()
+    except Exception:  # noqa: BLE001 - html.parser is lenient; on a failure keep the text
+        return [], 0, 0
+    line_starts = [0]
+    line_starts += [m.end() for m in re.finditer("\n", fragment)]
+    starts = [line_starts[min(line, len(line_starts)) - 1] + col
+              for (line, col), _, _ in parser.events]
+    edits: list[tuple[int, int, str, bool]] = []
+    stack: list[str] = []
+    closed_outer = 0
+    drop: list[str] = []  # open elements whose content goes
+    for k, (_, kind, name) in enumerate(parser.events):
+        a = starts[k]
+        b = starts[k + 1] if k + 1 < len(starts) else len(fragment)
+        if a >= b:
+            continue
+        if drop:
+            if kind == "end" and name == drop[-1]:
+                drop.pop()
+            elif kind == "start" and name in _DROP:
+                drop.append(name)
+            edits.append((a, b, "", False))
+            continue
+        if kind == "ref":
+            raw = fragment[a:b]
+            text = unescape(raw)
+            if text != raw:
+                edits.append((a, b, text, False))
+        elif kind == "markup":
+            edits.append((a, b, "", False))
+        elif kind in ("start", "startend", "end") and is_element(name):
+            edits.append((a, b, "", name in _SPACED))
+            if kind == "start" and name in _DROP:
+                drop.append(name)
+            elif kind == "start" and name not in _VOID:
+                stack.append(name)
+            elif kind == "end" and name in stack:
+                del stack[len(stack) - 1 - stack[::-1].index(name):]
+            elif kind == "end" and name not in _VOID:
+                closed_outer += 1
+    return _spaced(fragment, edits, base), len(stack), closed_outer
+
+
+def _spaced(text: str, edits: list[tuple[int, int, str, bool]],
+            base: int) -> list[tuple[int, int, str]]:
+    """Adjacent removals merged; a merged removal that held a spacing element and stands
+    between two non-space characters becomes one space. Offsets moved by ``base``."""
+    out: list[tuple[int, int, str]] = []
+    k = 0
+    while k < len(edits):
+        a, b, rep, spaced = edits[k]
+        k += 1
+        if rep:
+            out.append((base + a, base + b, rep))
+            continue
+        while k < len(edits) and edits[k][0] == b and not edits[k][2]:
+            b = edits[k][1]
+            spaced = spaced or edits[k][3]
+            k += 1
+        if spaced and 0 < a and b < len(text) and not text[a - 1].isspace() \
+                and not text[b].isspace():
+            rep = " "
+        out.append((base + a, base + b, rep))
+    return out

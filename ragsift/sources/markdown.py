@@ -1,10 +1,14 @@
-"""Markdown: the file's own text, with heading trails and ``<page_break page=N>`` pages.
+"""Markdown: the file's text as a reader reads it, with heading trails and pages.
 
-``parse_markdown`` keeps ``text`` byte-for-byte (after decoding), so chunk offsets point into
-the file. Headings come from markdown-it-py's block tokens (ATX and setext, top level only,
-not inside lists or quotes); a heading's trail starts at the first character of its line.
-Page numbers come from ``<page_break page=N>`` tags anywhere in the text: page 1 before the
-first tag, page N from the tag's ``<`` on. A file without tags has no page map.
+``parse_markdown`` keeps ``text`` as the file's own text (after decoding), except raw HTML,
+which is reduced to its text (``markdown_html``: tags and comments go, entities are decoded,
+code that shows HTML keeps it); a file without raw HTML is kept byte for byte. Chunk offsets
+are into that text; the line map points every piece of it at its line in the file. Headings
+come from markdown-it-py's block tokens (ATX and setext, top level only, not inside lists or
+quotes); a heading's trail starts at the first character of its line. Page numbers come from
+``<page_break page=N>`` tags anywhere in the text (``page_break`` is no HTML element: the tags
+stay): page 1 before the first tag, page N from the tag's ``<`` on. A file without tags has
+no page map.
 
 ``render_markdown_tables`` is an optional conversion for the markdown chunker: GFM tables
 become numbered lists (a row per line, ``"1. name: Ada; born: 1815"``), which embed and cite
@@ -31,6 +35,9 @@ from ragsift.sources.document import Document, OffsetMap
 _HEADING_LINE = re.compile(r"[\r\n] {0,3}(?:#|(?:=+|-+)[ \t]*(?:[\r\n]|\Z))")
 _HEADING_LINE_LF = re.compile(r"\n {0,3}(?:#|(?:=+|-+)[ \t]*(?:\n|\Z))")
 _HEADING_FIRST_LINE = re.compile(r" {0,3}(?:#|(?:=+|-+)[ \t]*(?:[\r\n]|\Z))")
+# a tag of HTML (a letter, "/", "!" or "?" after "<") or a character reference: a file
+# without one has no raw HTML to reduce
+_MAY_HAVE_HTML = re.compile(r"<[A-Za-z/!?]|&(?:#|[A-Za-z][A-Za-z0-9]*;)")
 PAGE_BREAK = re.compile(r"<page_break\s+page\s*=\s*[\"']?(\d+)[\"']?\s*/?>", re.IGNORECASE)
 
 
@@ -73,10 +80,14 @@ def _parse_inline(inline_tokens: list[Any], env: dict) -> None:
 
 def parse_markdown(
     text: str, path: str, *, source: str = "", encoding: str = "utf-8",
-    warnings: tuple[str, ...] = (),
+    warnings: tuple[str, ...] = (), html: bool = True,
 ) -> Document:
+    """The ``Document`` of a markdown file (see the module docstring). ``html=False`` keeps
+    the text as it is (``sources.rst`` hands over text that is already what a reader reads)."""
     lines = OffsetMap.of_lines(text)
-    if not _may_have_headings(text):  # no line can start a heading: nothing to parse
+    html = html and _MAY_HAVE_HTML.search(text) is not None
+    env: dict = {}
+    if not html and not _may_have_headings(text):  # no heading, no HTML: nothing to parse
         tokens, headings = [], []
     else:
         tokens, env = _block_tokens(text)
@@ -100,7 +111,7 @@ def parse_markdown(
         else:
             starts.append(offset)
             trails.append(trail)
-    return Document(
+    doc = Document(
         text=text,
         path=path,
         format="markdown",
@@ -111,6 +122,49 @@ def parse_markdown(
         headings=OffsetMap(tuple(starts), tuple(trails)) if starts else None,
         warnings=warnings,
     )
+    if html:
+        from ragsift.sources.markdown_html import reader_edits
+
+        edits = reader_edits(text, lines, tokens, env)
+        if edits:
+            return _edited(doc, edits)
+    return doc
+
+
+def _edited(doc: Document, edits: list[tuple[int, int, str]]) -> Document:
+    """``doc`` with its text edited (sorted, disjoint ``(start, end, replacement)``) and every
+    map moved to the new offsets. A line start inside an edit moves to the edit's end, so
+    where an edit took out a line break the text after it still names its own line."""
+    text = doc.text
+    pieces: list[str] = []
+    runs: list[tuple[int, int, int]] = []  # (old start, new start, new length): kept or edit
+    pos = new = 0
+    for a, b, rep in [*edits, (len(text), len(text), "")]:
+        if a > pos:
+            runs.append((pos, new, a - pos))
+            pieces.append(text[pos:a])
+            new += a - pos
+        if b > a or rep:
+            runs.append((a, new, len(rep)))
+            pieces.append(rep)
+            new += len(rep)
+        pos = b
+    run_starts = [r[0] for r in runs]
+
+    def moved(offset: int) -> int:
+        k = bisect_right(run_starts, offset) - 1
+        if k < 0:
+            return offset
+        old, start, length = runs[k]
+        return start + min(offset - old, length)
+
+    def remap(m: OffsetMap | None) -> OffsetMap | None:
+        if m is None:
+            return None
+        return _dedupe([(moved(s), v) for s, v in zip(m.starts, m.values)])
+
+    return replace(doc, text="".join(pieces), lines=remap(doc.lines) or doc.lines,
+                   headings=remap(doc.headings), pages=remap(doc.pages))
 
 
 def page_map(text: str) -> OffsetMap | None:
@@ -145,13 +199,15 @@ def _with_markup(inline_tokens: list[Any]) -> list[Any]:
     return [t for t in inline_tokens if search(t.content) is not None]
 
 
-def _inline_text(tok: Any) -> str:
-    """Plain text of an inline token: text and code spans, markup dropped."""
+def _inline_text(tok: Any, html_as_text: bool = False) -> str:
+    """Plain text of an inline token: text and code spans, markup dropped (``html_as_text``:
+    inline HTML kept as text)."""
     if tok.type != "inline":
         return ""
     if tok.children:
+        kept = ("text", "code_inline", "html_inline") if html_as_text else ("text", "code_inline")
         text = "".join(
-            c.content if c.type in ("text", "code_inline")
+            c.content if c.type in kept
             else " " if c.type in ("softbreak", "hardbreak") else ""
             for c in tok.children
         )
@@ -280,8 +336,8 @@ def _table_rows(tokens: list[Any]) -> list[tuple[str, int]]:
         elif tok.type == "tr_open":
             current = []
             row_line = (tok.map[0] + 1) if tok.map else row_line + 1
-        elif tok.type == "inline":
-            current.append(_inline_text(tok))
+        elif tok.type == "inline":  # (the text is a reader's: a "<b>" left in it is text)
+            current.append(_inline_text(tok, html_as_text=True))
         elif tok.type == "tr_close":
             if in_head:
                 headers = current

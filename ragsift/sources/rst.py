@@ -78,7 +78,9 @@ def parse_rst(text: str, path: str, *, source: str = "", encoding: str = "utf-8"
     out = _Renderer(text)
     out.children(tree, 0)
     rendered, line_of = out.result()
-    doc = parse_markdown(rendered, path, source=source, encoding=encoding, warnings=warnings)
+    # (the rendered text is what a reader reads already: a "<b>" in it is text, not HTML)
+    doc = parse_markdown(rendered, path, source=source, encoding=encoding, warnings=warnings,
+                         html=False)
     starts = [0]
     for i, ch in enumerate(rendered):
         if ch == "\n" and i + 1 < len(rendered):
