@@ -83,8 +83,12 @@ def test_budgets():
 
 def test_shipped_rule_sets():
     default = RecursiveRules.named("default")
-    assert len(default) == 4  # + the implied token level = the five levels of the issue
+    # + the implied token level = the five levels of the issue, with line breaks inside prose
+    # ranked below sentence ends (issue 28)
+    assert len(default) == 5
     assert default.levels[0].delimiters == ("\n\n", "\r\n", "\n", "\r")
+    assert not default.levels[0].soft_breaks and default.levels[2].delimiters == (
+        "\r\n", "\n", "\r")
     assert default.levels[-1].whitespace
     markdown = RecursiveRules.named("markdown")
     assert "\n## " in markdown.levels[0].delimiters
@@ -139,7 +143,7 @@ def test_recursive_levels_and_whole_paragraphs():
     deep = RecursiveChunker(size=40).chunk(long)
     assert {c.level for c in deep[1:]} == {1}  # sentence cuts inside one big paragraph
     word = RecursiveChunker(size=16).chunk("x" * 5000)
-    assert {c.level for c in word[1:]} == {4}  # hard token cuts
+    assert {c.level for c in word[1:]} == {5}  # hard token cuts
     assert all(c.tokens <= 16 for c in word)
 
 

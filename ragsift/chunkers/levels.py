@@ -173,3 +173,161 @@ class RegexLevel:
     def first_in(self, text: str, s: int, lo: int, hi: int) -> int:
         found = self._bounds(text, lo, hi)
         return found[0] if found else -1
+
+
+# -- line breaks inside prose ---------------------------------------------------------------
+
+# A line that starts a block of its own (checked on the line after a break, after its indent):
+# a list item, heading, quote, table row, fence, rule or setext underline, rst directive.
+_BLOCK_START = re.compile(
+    r"[ \t]*(?:[-*+\u2022\u2023\u25e6](?:[ \t]|$)|\d{1,9}[.)](?:[ \t]|$)|#{1,6}(?:[ \t]|$)"
+    r"|>|\||`{3,}|~{3,}|\.\.[ \t]|(?:[-=*_][ \t]*){3,}$)")
+# A line that is a block of its own (the line before a break): a heading, table row, fence, rule.
+_ONE_LINE_BLOCK = re.compile(r"[ \t]*(?:#{1,6}(?:[ \t]|$)|\||`{3,}|~{3,}|(?:[-=*_][ \t]*){3,}$)")
+_QUOTE = re.compile(r"[ \t]*(?:>[ \t]?)+")
+
+
+def soft_break(before: str, after: str) -> bool:
+    """Whether a line break between the lines ``before`` and ``after`` (without their line
+    breaks) is a soft break: both lines are text of one prose paragraph (hard-wrapped), so the
+    break reads as a space. Not soft: a blank line on either side, ``after`` starting a block
+    (a list item, heading, quote, table row, fence, rule), ``before`` being a block of its
+    own (a heading, table row, fence, rule) or ending in a markdown hard break (two spaces or
+    a backslash), table rows (`` | `` in both lines). Quoted lines are read without their
+    ``>`` markers when both are quoted."""
+    head, first = after.lstrip(" \t")[:1], before.lstrip(" \t")[:1]
+    if head == ">" and first == ">":
+        before, after = _QUOTE.sub("", before, 1), _QUOTE.sub("", after, 1)
+        head, first = after.lstrip(" \t")[:1], before.lstrip(" \t")[:1]
+    if not head or not first or head.isspace() or first.isspace() or not after.strip() \
+            or not before.strip():
+        return False
+    if before.endswith(("  ", "\\")):
+        return False
+    if head in _BLOCK_CHARS and _BLOCK_START.match(after):
+        return False
+    if first in _BLOCK_CHARS and _ONE_LINE_BLOCK.match(before):
+        return False
+    return not (" | " in before and " | " in after)
+
+
+# the characters a block start can begin with (a cheap test before the patterns)
+_BLOCK_CHARS = frozenset("-*+\u2022\u2023\u25e6#>|`~._=0123456789")
+
+
+class ProseBreakLevel(DelimLevel):
+    """Line-break delimiters, less the soft breaks of prose paragraphs (``soft_break``) and
+    any break inside a fenced code block (there every line counts).
+
+    A recursive rule level with ``"soft_breaks": false``: hard-wrapped prose is then cut at
+    the paragraph or sentence levels below it before its line breaks are tried (a later level
+    holds the line breaks). A level's boundaries that are no line break (another delimiter in
+    the same level) are kept as they are."""
+
+    def __init__(self, delimiters: Sequence[str], include_delim: str = "prev") -> None:
+        super().__init__(delimiters, include_delim)
+        self._cached: tuple[str | None, tuple[bool, list[int]]] = (None, (False, []))
+        # the same level for a text without a carriage return (its delimiters with one would
+        # scan the whole window at every step)
+        self._lf = DelimLevel([d for d in self.delimiters if "\r" not in d], include_delim)
+
+    def last_in(self, text: str, s: int, lo: int, hi: int) -> int:
+        if not self._facts(text)[0] and self.mode == "prev" and "\n" in self.delimiters:
+            return self._last_lf(text, lo, hi)
+        return self._last_any(text, s, lo, hi)
+
+    def _last_any(self, text: str, s: int, lo: int, hi: int) -> int:
+        level = self if self._facts(text)[0] else self._lf
+        while True:
+            b = DelimLevel.last_in(level, text, s, lo, hi)
+            if b <= lo:
+                return b
+            brk = self._break_at(text, b)
+            if brk is None or not self._soft(text, *brk):
+                return b
+            hi = brk[0] if self.mode == "prev" else brk[0] - 1
+
+    def first_in(self, text: str, s: int, lo: int, hi: int) -> int:
+        level = self if self._facts(text)[0] else self._lf
+        while True:
+            b = DelimLevel.first_in(level, text, s, lo, hi)
+            if b < 0:
+                return b
+            brk = self._break_at(text, b)
+            if brk is None or not self._soft(text, *brk):
+                return b
+            lo = brk[1] if self.mode == "prev" else brk[1] - 1
+
+    def _last_lf(self, text: str, lo: int, hi: int) -> int:
+        """``last_in`` for a text without a carriage return when every ``\\n`` is a boundary
+        (cut after it): a walk back over the window's line breaks, each line read once."""
+        p = text.rfind("\n", lo, hi)
+        if p < 0:
+            return -1
+        stop = text.find("\n", p + 1, p + 1 + _REACH)
+        after = text[p + 1:stop if stop >= 0 else p + 1 + _REACH]
+        fences = self._facts(text)[1]
+        while True:
+            reach = max(0, p - _REACH)
+            q = text.rfind("\n", reach, p)
+            if q >= 0 or reach == 0:
+                before = text[q + 1:p]
+            else:  # a longer line: where it starts is not read, it is prose ("x" stands for that)
+                before = "x" + text[reach:p]
+            if not soft_break(before, after) or bisect_right(fences, p) % 2:
+                return p + 1
+            if q < 0 and reach > lo:  # the line before p is longer than _REACH
+                q = text.rfind("\n", lo, reach)
+                after = text[q + 1:q + 1 + _REACH]
+            else:
+                after = before
+            if q < lo:
+                return -1
+            p = q
+
+    def _break_at(self, text: str, b: int) -> tuple[int, int] | None:
+        """The line break ``(start, end)`` a boundary ``b`` cuts after (``prev``) or before."""
+        k = b - 1 if self.mode == "prev" else b
+        if not 0 <= k < len(text):
+            return None
+        c = text[k]
+        if c == "\n":
+            start = k - 1 if k > 0 and text[k - 1] == "\r" else k
+            return start, k + 1
+        if c == "\r":
+            return k, k + 2 if text.startswith("\n", k + 1) else k + 1
+        return None
+
+    def _soft(self, text: str, start: int, end: int) -> bool:
+        has_cr, fences = self._facts(text)
+        lo = max(0, start - _REACH)  # a line is read up to _REACH characters from the break
+        line = max(text.rfind("\n", lo, start), text.rfind("\r", lo, start) if has_cr else -1)
+        if line >= 0 or lo == 0:
+            before = text[line + 1:start]
+        else:  # a longer line: where it starts is not read, it is prose ("x" stands for that)
+            before = "x" + text[lo:start]
+        stop = min(len(text), end + _REACH)
+        nl = text.find("\n", end, stop)
+        cr = text.find("\r", end, stop) if has_cr else -1
+        stop = min(p for p in (nl, cr, stop) if p >= 0)
+        if not soft_break(before, text[end:stop]):
+            return False
+        return bisect_right(fences, start) % 2 == 0  # an odd count of fence edges: inside one
+
+    def _facts(self, text: str) -> tuple[bool, list[int]]:
+        """Whether the text has a carriage return, and the start and end offsets of its fenced
+        code blocks, flattened and sorted; computed once per text."""
+        cached, facts = self._cached
+        if cached is not text:
+            edges: list[int] = []
+            if "```" in text or "~~~" in text:
+                from ragsift.chunkers.outline import scan
+
+                edges = [p for fence in scan(text).fences for p in fence]
+            facts = ("\r" in text, edges)
+            self._cached = (text, facts)
+        return facts
+
+
+# how far from a line break its two lines are read
+_REACH = 1000

@@ -1,7 +1,10 @@
 """``recursive``: split at the coarsest rule level that fits, then finer ones.
 
 Algorithm: the rule levels (``RecursiveRules``, default: paragraphs/lines → sentences →
-punctuation and pauses → words → tokens) are boundary levels for the shared ``Packer``. From
+line breaks inside prose paragraphs → punctuation and pauses → words → tokens; the first
+level leaves out the soft line breaks of hard-wrapped prose, ``levels.ProseBreakLevel``, so a
+wrapped paragraph is cut at a sentence end before one of its line breaks) are boundary
+levels for the shared ``Packer``. From
 each chunk start the chunk extends to the last boundary of the coarsest level that lies
 within the budget, so a chunk holds as many whole paragraphs as fit; a paragraph too big for
 the budget is cut at its last fitting sentence end, a sentence too big at punctuation, and

@@ -2,15 +2,20 @@
 
 A ``RecursiveRules`` is a list of ``RecursiveLevel``s, coarsest first. Each level has either
 ``delimiters`` (literal strings) or ``whitespace: true``, and ``include_delim`` (``prev``: the
-delimiter ends the piece before the cut; ``next``: it starts the piece after). A final
-token level (hard cut) is always implied. Rule sets ship as JSON next to this module
-(``default``, ``markdown``); users load their own from a JSON or TOML file with the same
-shape::
+delimiter ends the piece before the cut; ``next``: it starts the piece after). A level with
+``soft_breaks: false`` leaves out the line breaks inside a prose paragraph (hard-wrapped
+lines: ``levels.soft_break``; never inside a fenced code block), so a later level can rank
+them below sentence ends. A final token level (hard cut) is always implied. Rule sets ship
+as JSON next to this module (``default``, ``markdown``); users load their own from a JSON or
+TOML file with the same shape::
 
     [[levels]]
     delimiters = ["\\n\\n", "\\n"]
+    soft_breaks = false
     [[levels]]
-    delimiters = [". ", "! ", "? "]
+    delimiters = [". ", "! ", "? ", ".\\n"]
+    [[levels]]
+    delimiters = ["\\n"]
     [[levels]]
     whitespace = true
 """
@@ -22,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragsift.chunkers.levels import DelimLevel, Level, WhitespaceLevel
+from ragsift.chunkers.levels import DelimLevel, Level, ProseBreakLevel, WhitespaceLevel
 from ragsift.errors import RagsiftError
 
 RULES_DIR = Path(__file__).resolve().parent / "rules"
@@ -36,6 +41,7 @@ class RecursiveLevel:
     delimiters: tuple[str, ...] = ()
     whitespace: bool = False
     include_delim: str = "prev"
+    soft_breaks: bool = True  # False: line breaks inside prose paragraphs are no boundary
 
     def __post_init__(self) -> None:
         if isinstance(self.delimiters, str):
@@ -48,6 +54,8 @@ class RecursiveLevel:
             )
         if self.whitespace and self.delimiters:
             raise RagsiftError("a rule level has either delimiters or whitespace: true, not both")
+        if self.whitespace and not self.soft_breaks:
+            raise RagsiftError("soft_breaks: false applies to a level of delimiters")
         if any(not isinstance(d, str) or not d for d in self.delimiters):
             raise RagsiftError("rule delimiters must be non-empty strings")
 
@@ -55,12 +63,17 @@ class RecursiveLevel:
         mode = include_delim or self.include_delim
         if self.whitespace:
             return WhitespaceLevel(mode)
+        if not self.soft_breaks:
+            return ProseBreakLevel(self.delimiters, mode)
         return DelimLevel(self.delimiters, mode)
 
     def to_dict(self) -> dict:
         if self.whitespace:
             return {"whitespace": True, "include_delim": self.include_delim}
-        return {"delimiters": list(self.delimiters), "include_delim": self.include_delim}
+        out = {"delimiters": list(self.delimiters), "include_delim": self.include_delim}
+        if not self.soft_breaks:
+            out["soft_breaks"] = False
+        return out
 
 
 @dataclass(frozen=True)
@@ -92,12 +105,15 @@ class RecursiveRules:
         for i, item in enumerate(raw):
             if not isinstance(item, dict):
                 raise RagsiftError(f"rule level {i} must be a table/object")
-            unknown = set(item) - {"delimiters", "whitespace", "include_delim"}
+            unknown = set(item) - {"delimiters", "whitespace", "include_delim", "soft_breaks"}
             if unknown:
                 raise RagsiftError(
                     f"rule level {i}: unknown key(s) {', '.join(sorted(unknown))} "
-                    "(allowed: delimiters, whitespace, include_delim)"
+                    "(allowed: delimiters, whitespace, include_delim, soft_breaks)"
                 )
+            soft = item.get("soft_breaks", True)
+            if not isinstance(soft, bool):
+                raise RagsiftError(f"rule level {i}: soft_breaks must be true or false")
             delims = item.get("delimiters", [])
             ws = bool(item.get("whitespace", False))
             if not delims and not ws:
@@ -106,7 +122,8 @@ class RecursiveRules:
                 raise RagsiftError(f"rule level {i} has neither delimiters nor whitespace")
             if isinstance(delims, str):
                 delims = [delims]
-            levels.append(RecursiveLevel(tuple(delims), ws, item.get("include_delim", "prev")))
+            levels.append(RecursiveLevel(tuple(delims), ws, item.get("include_delim", "prev"),
+                                         soft))
         return cls(tuple(levels), name)
 
     @classmethod
