@@ -2,9 +2,10 @@
 
 All provenance uses one mechanism, ``OffsetMap``: sorted character offsets in
 ``Document.text`` with the value that holds from that offset on (a line number in the
-original file, a page number, a heading trail). For plain text and markdown ``text`` is the
-file's own text; for converted formats (HTML, PDF, JSON) it is the converted text and the
-line map still points at lines of the original file.
+original file, a page number, a heading trail). For plain text and markdown without raw HTML
+``text`` is the file's own text; for converted formats (HTML, PDF, JSON, reStructuredText,
+markdown whose raw HTML is reduced to its text) it is the converted text and the line map
+still points at lines of the original file.
 """
 
 from __future__ import annotations
