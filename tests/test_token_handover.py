@@ -101,8 +101,14 @@ def _vectors(path) -> dict[str, bytes]:
     return {r["context"] + r["text"]: mat[i].tobytes() for i, r in enumerate(recs)}
 
 
-def test_embed_takes_every_chunk_from_the_chunker_and_stores_the_same_vectors(
+def test_embed_hands_over_no_ids_and_stores_what_each_unit_gets_alone(
         corpus, tmp_path, monkeypatch, embedder):
+    """``embed`` embeds each chunk's units (``embedders.evidence``), texts the chunker never
+    counted, so the chunker keeps no ids for the embedder (no ``TokenMemo`` is taken from);
+    every stored vector is the aggregate of its units each embedded on its own (batch of
+    one): the order and grouping of a batch's texts changes no byte."""
+    from ragsift.embedders import evidence
+
     taken: list[int] = []
     real_take = TokenMemo.take
 
@@ -114,22 +120,17 @@ def test_embed_takes_every_chunk_from_the_chunker_and_stores_the_same_vectors(
     monkeypatch.setattr(TokenMemo, "take", spy)
     chunker = default_embed_chunker()
     summary = build_index([str(corpus)], tmp_path / "shared.db", chunker)
-    assert summary.embedded > 10 and sum(taken) == summary.embedded
-    # the run stops the hand-over when it ends
-    assert chunker.counter.memo is None
-    monkeypatch.setattr(ModelSlot, "share_token_ids", lambda self, chunker: None)
-    taken.clear()
-    build_index([str(corpus)], tmp_path / "plain.db", default_embed_chunker())
-    assert sum(taken) == 0
-    shared, plain = _vectors(tmp_path / "shared.db"), _vectors(tmp_path / "plain.db")
-    assert shared == plain
-    # every stored vector is the one the text gets embedded on its own (batch of one): the
-    # order and grouping of a batch's texts changes no byte
-    single = {t: embedder.embed([t]).vectors[0].tobytes() for t in shared}
-    assert shared == single
-    db1, db2 = (sqlite3.connect(tmp_path / n) for n in ("shared.db", "plain.db"))
-    q = "select text, context, start, end, tokens, content_hash, truncated from chunks order by id"
-    assert db1.execute(q).fetchall() == db2.execute(q).fetchall()
+    assert summary.embedded > 10 and sum(taken) == 0 and chunker.counter.memo is None
+    stored = _vectors(tmp_path / "shared.db")
+    with open_index(str(tmp_path / "shared.db"), "r") as st:
+        rowids, _ = st.load_matrix()
+        recs = st.chunks([int(r) for r in rowids])
+    for r in recs:
+        parts = [embedder.embed([r["text"][a:z]]).vectors[0]
+                 for a, z in evidence.unit_bounds(r["text"]) or [(0, len(r["text"]))]]
+        if r["context"].strip():
+            parts.append(embedder.embed([r["context"].strip()]).vectors[0])
+        assert stored[r["context"] + r["text"]] == evidence.aggregate(np.stack(parts)).tobytes()
 
 
 def test_the_chunk_command_keeps_no_ids():

@@ -25,14 +25,12 @@ def ingest_files(run: Run, paths: list[str], chunker: Any, include, exclude, pru
     found = walk(paths, include, exclude, follow_links, run.skip, run.on_warning, s.ignored)
     plan = ChangePlan(run.store.documents_state(), key_of_chunker)
     run.progress.start(len(found.files), sum(sf.size or 0 for sf in found.files))
-    run.model.share_token_ids(chunker)
-    try:
-        events = prefetched(file_events(found.files, plan, chunker, max_file_size),
-                            PREFETCH_FILES, idle=run.flush_if_due)
-        _consume(run, events)
-        run.flush()
-    finally:
-        run.model.share_token_ids(None)
+    # (no token-id handover from the chunker: the embedder embeds each chunk's units, texts
+    # the chunker never counted, ``embedders.evidence``)
+    events = prefetched(file_events(found.files, plan, chunker, max_file_size),
+                        PREFETCH_FILES, idle=run.flush_if_due)
+    _consume(run, events)
+    run.flush()
     if prune:
         run.remove(plan.gone(paths, found))
     return plan
