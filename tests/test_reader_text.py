@@ -256,6 +256,30 @@ def test_soft_breaks_are_the_line_breaks_inside_prose():
         assert not soft_break(before, after), (before, after)
 
 
+def test_a_paragraph_written_on_one_line_keeps_its_line_break(tmp_path):
+    """Text with a paragraph per line and no blank lines (WikiText, chroma-dev's wikitexts):
+    a line longer than any hard wrap (``WRAP_MAX``) ends its paragraph, so the chunker cuts
+    at those line breaks first, as it did before soft breaks (on main before WRAP_MAX the
+    whole article was one paragraph cut at sentence ends: chroma-dev recall fell 3 points)."""
+    from ragsift.chunkers.levels import WRAP_MAX, soft_break
+
+    long_line = " ".join(SENTENCES)[:WRAP_MAX + 20]
+    assert not soft_break(long_line, "The next paragraph starts here.")
+    assert soft_break(long_line[:WRAP_MAX], "the wrapped line goes on.")
+    paragraphs = [" ".join(SENTENCES[i:] + SENTENCES[:i]) for i in range(6)]
+    assert all(len(p) > WRAP_MAX for p in paragraphs)
+    doc, _ = _load(tmp_path, "wiki.md", " = Title = \n" + "\n".join(paragraphs) + "\n")
+    text = doc.text
+    chunks = make_chunker("recursive", size=len(paragraphs[0]) // 3, tokenizer="chars").chunk(
+        doc)
+    starts = {c.start for c in chunks}
+    # every paragraph after the first is a chunk start (the cut falls at the line break, not
+    # before it at a sentence end of the paragraph above; the short title line reads with
+    # the first paragraph)
+    at = [text.index(p) for p in paragraphs[1:]]
+    assert set(at) <= starts
+
+
 def test_the_prose_break_level_skips_soft_breaks_and_breaks_inside_fences():
     from ragsift.chunkers.levels import ProseBreakLevel
 

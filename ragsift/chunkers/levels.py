@@ -187,10 +187,18 @@ _ONE_LINE_BLOCK = re.compile(r"[ \t]*(?:#{1,6}(?:[ \t]|$)|\||`{3,}|~{3,}|(?:[-=*
 _QUOTE = re.compile(r"[ \t]*(?:>[ \t]?)+")
 
 
+# The longest line a hard-wrapped paragraph has (editors and Sphinx wrap at 72-100 columns):
+# a longer line before a break is a paragraph of its own written on one line (WikiText, most
+# markdown), and the break after it ends that paragraph. Measured on chroma-dev's wikitexts
+# (a paragraph per line, no blank lines): bench/RESULTS.md, "Index what a reader reads".
+WRAP_MAX = 100
+
+
 def soft_break(before: str, after: str) -> bool:
     """Whether a line break between the lines ``before`` and ``after`` (without their line
     breaks) is a soft break: both lines are text of one prose paragraph (hard-wrapped), so the
-    break reads as a space. Not soft: a blank line on either side, ``after`` starting a block
+    break reads as a space. Not soft: ``before`` longer than ``WRAP_MAX`` characters (a
+    paragraph written on one line), a blank line on either side, ``after`` starting a block
     (a list item, heading, quote, table row, fence, rule), ``before`` being a block of its
     own (a heading, table row, fence, rule) or ending in a markdown hard break (two spaces or
     a backslash), table rows (`` | `` in both lines). Quoted lines are read without their
@@ -200,7 +208,7 @@ def soft_break(before: str, after: str) -> bool:
         before, after = _QUOTE.sub("", before, 1), _QUOTE.sub("", after, 1)
         head, first = after.lstrip(" \t")[:1], before.lstrip(" \t")[:1]
     if not head or not first or head.isspace() or first.isspace() or not after.strip() \
-            or not before.strip():
+            or not before.strip() or len(before.rstrip()) > WRAP_MAX:
         return False
     if before.endswith(("  ", "\\")):
         return False
