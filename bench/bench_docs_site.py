@@ -50,12 +50,16 @@ def main(index: str, labels: str) -> None:
             false += 1
             print(f"  admitted for an off-topic query: {row['query']!r} -> {got[:3]}",
                   file=sys.stderr)
+    # first hit right: the rank-1 candidate (admitted or not) is one of the query's pages
+    first_right = sum(bool(r.candidates) and r.candidates[0].path in row["relevant"]
+                      for row, r in zip(rows, results) if row["relevant"])
     n_ans = sum(1 for r in rows if r["relevant"])
     n_una = len(rows) - n_ans
     print(f"ragsift {ragsift.__version__} ({ragsift.__file__.rsplit('/ragsift/', 1)[0]}): "
           f"threshold {results[0].threshold}: answered {answered}/{n_ans} "
           f"({100 * answered / n_ans:.0f}%; keyword queries {keyword_ok}/{keyword}), falsely "
-          f"admitted {false}/{n_una}")
+          f"admitted {false}/{n_una}; first hit right {first_right}/{n_ans} "
+          f"({100 * first_right / n_ans:.0f}%)")
     if idents:
         first = 0
         for row, r in zip(idents, ident_results):

@@ -182,7 +182,7 @@ TWO_NODES = textwrap.dedent("""
     actor = ray.remote(distributed.EmbedActor).options(
         num_cpus=1, scheduling_strategy=NodeAffinitySchedulingStrategy(other, soft=False)
     ).remote(None, {}, 1)
-    out = ray.get(actor.__call__.remote({"hash": np.array(["a"]),
+    out = ray.get(actor.__call__.remote({"hash": np.array(["a"]), "context": np.array([""]),
                                          "text": np.array(["honey bees swarm"])}))
     ray.kill(actor)
     s = build_index([sys.argv[1]], sys.argv[2], engine="ray", ray_address=cluster.address)
