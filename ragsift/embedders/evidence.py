@@ -179,6 +179,20 @@ def decode(blob: bytes | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
     return starts, ends, scales, q
 
 
+def unit_cosines(blob: bytes | None, query: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(starts, ends, cosines)`` of the stored units against ``query`` (float32, the
+    model's dimensions); empty for no units or units of other dimensions. The one place a
+    stored unit's cosine is computed (the engine's best unit, ``explain``'s closest units)."""
+    import numpy as np
+
+    starts, ends, scales, q8 = decode(blob)
+    if not len(starts) or q8.shape[1] != query.shape[0]:
+        z = np.zeros(0, np.int32)
+        return z, z, np.zeros(0, np.float32)
+    return starts, ends, (q8 @ query) * scales  # int8 @ float32 -> float32, one per unit
+
+
 def unit_vectors(blob: bytes | None) -> np.ndarray:
     """The stored unit vectors as float32 (n × dim)."""
     _, _, scales, q = decode(blob)

@@ -80,17 +80,14 @@ def attribute(backend: IndexReader, query_vector: np.ndarray, candidates: Sequen
     units ``backend`` stores for them (a chunk without stored units gets none)."""
     import numpy as np
 
-    from ragsift.embedders.evidence import decode
+    from ragsift.embedders.evidence import unit_cosines
 
     q = np.asarray(query_vector, dtype=np.float32).reshape(-1)
     blobs = backend.unit_evidence([c.rowid for c in candidates]) if candidates else {}
     out = []
     for cand in candidates:
-        starts, ends, scales, vecs = decode(blobs.get(cand.rowid))
-        if len(starts) and vecs.shape[1] == q.shape[0]:
-            scores = ((vecs @ q) * scales).tolist()
-        else:
-            starts, ends, scores = [], [], []
+        starts, ends, cos = unit_cosines(blobs.get(cand.rowid), q)
+        scores = cos.tolist()
         share = shares(scores)
         order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))[:max(top, 0)]
         units = tuple(

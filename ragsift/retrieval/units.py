@@ -45,7 +45,7 @@ def best_units(backend: IndexReader, qvec: np.ndarray, rowids: Sequence[int]
     """The best unit of each of ``rowids`` that has unit evidence."""
     import numpy as np
 
-    from ragsift.embedders.evidence import decode
+    from ragsift.embedders.evidence import unit_cosines
 
     blobs = backend.unit_evidence(list(rowids)) if rowids else {}
     if not blobs:
@@ -53,10 +53,9 @@ def best_units(backend: IndexReader, qvec: np.ndarray, rowids: Sequence[int]
     q = np.asarray(qvec, np.float32)
     out: dict[int, BestUnit] = {}
     for rowid, blob in blobs.items():
-        starts, ends, scales, vecs = decode(blob)
-        if not len(starts) or vecs.shape[1] != q.shape[0]:
+        starts, ends, cos = unit_cosines(blob, q)
+        if not len(starts):
             continue
-        cos = (vecs @ q) * scales  # int8 @ float32 -> float32, one row per unit
         i = int(np.argmax(cos))
         out[rowid] = BestUnit(float(cos[i]), int(starts[i]), int(ends[i]), len(starts))
     return out
