@@ -33,10 +33,44 @@ if TYPE_CHECKING:
     from ragsift.retrieval.threshold import ThresholdInForce
     from ragsift.retrieval.topk import Retrieval
 
-AUTO = "auto"
+AUTO = "auto"  # the threshold argument's default (``ragsift.retrieval.threshold.AUTO``)
+
+# What the front ends (cli/, mcp_server.py) use besides the calls below, re-exported so that
+# ``ragsift.api`` is their one door (tests/test_architecture.py). Resolved on first use
+# (``__getattr__``): ``import ragsift.api`` stays light for ``ragsift --help``.
+_EXPORTS = {
+    "DEFAULT_INDEX": "ragsift.index", "MODES": "ragsift.retrieval.engine",
+    "DEFAULT_MODE": "ragsift.retrieval.engine", "check_mode": "ragsift.retrieval.engine",
+    "check_globs": "ragsift.retrieval.engine", "path_matches": "ragsift.retrieval.engine",
+    "SPAN_MODES": "ragsift.retrieval.spans", "check_span": "ragsift.retrieval.spans",
+    "check_threshold": "ragsift.retrieval.threshold",
+    "ThresholdInForce": "ragsift.retrieval.threshold",
+    "Candidate": "ragsift.retrieval.topk", "Retrieval": "ragsift.retrieval.topk",
+    "BELOW_THRESHOLD": "ragsift.retrieval.topk", "OVER_K": "ragsift.retrieval.topk",
+    "OVER_CHAR_BUDGET": "ragsift.retrieval.topk", "outcome_hint": "ragsift.retrieval.topk",
+    "admitting_threshold": "ragsift.retrieval.topk",
+    "Attribution": "ragsift.retrieval.attribution",
+    "hints": "ragsift.retrieval.hints",
+}
+_RENAMED = {"ATTRIBUTION_NOTE": ("ragsift.retrieval.attribution", "NOTE")}
+
+
+def __getattr__(name: str) -> Any:
+    import importlib
+
+    if name in _EXPORTS:
+        module, attr = _EXPORTS[name], name
+    elif name in _RENAMED:
+        module, attr = _RENAMED[name]
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), attr)
+    globals()[name] = value
+    return value
+
 
 __all__ = ["AUTO", "Index", "RagsiftError", "build", "document_row", "explain_record",
-           "hit_row", "open_index", "remove", "search_record"]
+           "hit_row", "open_index", "remove", "search_record", *_EXPORTS, *_RENAMED]
 
 
 def build(index: str | os.PathLike, paths: Iterable[str | os.PathLike], *,
@@ -155,14 +189,31 @@ class Index:
         check_globs(patterns)
         return [d for d in self.store.documents() if path_matches(d.path, patterns)]
 
-    def threshold(self, threshold: float | str | None = AUTO,
-                  mode: str = DEFAULT_MODE) -> ThresholdInForce:
+    def paths(self) -> list[str]:
+        """Every stored document path, sorted."""
+        self._check_open()
+        return sorted(self.store.paths())
+
+    def document_chunks(self, path: str) -> list[Any]:
+        """The chunk records of the document stored as ``path``, in document order (``start``,
+        ``end``, ``text``, ``line_start``, ``line_end``, ``page``, ...); ``[]`` if the index
+        holds no such document."""
+        self._check_open()
+        rowids = self.store.rowids_of_paths([path])
+        return sorted(self.store.chunk_records(rowids), key=lambda r: (r.start, r.end))
+
+    def threshold(self, threshold: float | str | None = AUTO, mode: str = DEFAULT_MODE, *,
+                  required: bool = True) -> ThresholdInForce:
         """The floor a query with this ``threshold`` argument uses in ``mode``, and where it
         came from (``.value``, ``.label``: "measured default", "tuned on N queries", ...;
-        ``.warning``: a saved threshold from ragsift < 0.2 that was ignored)."""
+        ``.warning``: a saved threshold from ragsift < 0.2 that was ignored). ``threshold``:
+        ``"auto"`` (the saved one, else the model's measured default), ``None`` (no floor) or
+        a number in [0, 1]. ``required=False``: no error for a model with no measured
+        default (``.value`` is then None)."""
         from ragsift.retrieval.threshold import resolve_threshold
 
-        return resolve_threshold(_flag(threshold), self.settings, mode=check_mode(mode))
+        return resolve_threshold(threshold, self.settings, mode=check_mode(mode),
+                                 required=required)
 
     def query(self, text: str, *, k: int = 3, threshold: float | str | None = AUTO,
               reject_window: int = 10, max_chars: int | None = None, path: str | None = None,
@@ -234,7 +285,7 @@ class Index:
         self._check_open()
         searcher = self._searcher(check_mode(mode), fusion)
         searcher.require_chunks()
-        strategy, floor = strategy_for(searcher.settings, k=k, threshold=_flag(threshold),
+        strategy, floor = strategy_for(searcher.settings, k=k, threshold=threshold,
                                        reject_window=reject_window, max_chars=max_chars,
                                        mode=mode)
         return searcher, strategy, floor
@@ -329,12 +380,3 @@ def search_record(r: Retrieval, floor: ThresholdInForce,
                      and r.threshold is not None and best.score < r.threshold else None),
         "hints": hints(r, outcome_hint(r), paths),
     }
-
-
-def _flag(threshold: float | str | None) -> str | None:
-    """The API's threshold argument as the CLI flag's text (None = no flag given)."""
-    if threshold is None:
-        return "none"
-    if isinstance(threshold, str):
-        return None if threshold == AUTO else threshold
-    return repr(float(threshold))

@@ -15,12 +15,39 @@ EXIT_OUTPUT = 4  # stdout or the index could not be written (disk full, I/O erro
 
 
 class RagsiftError(Exception):
-    """An error the user can fix. The message is shown as-is, on one line."""
+    """An error the user can fix. The message is shown as-is, on one line.
 
-    def __init__(self, message: str, exit_code: int = EXIT_USAGE) -> None:
-        super().__init__(message)
-        self.message = message
+    ``param``: the argument the error is about (its Python API name, ``"k"``), for an error
+    about an argument. Its message is then a template whose ``{name}`` fields are parameter
+    names (``"{k} must be at least 1 (got {got})"``, ``values={"got": 0}`` fills the rest):
+    ``message`` writes them as the API names them (``k must be at least 1 (got 0)``), and a
+    front end writes them in its own words with ``worded`` (the CLI: ``-k must be ...``)."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_USAGE, *,
+                 param: str | None = None, values: dict[str, object] | None = None) -> None:
+        self.template = message
+        self.param = param
+        self.values = dict(values or {})
         self.exit_code = exit_code
+        self.message = self.worded(str)
+        super().__init__(self.message)
+
+    def worded(self, name_of) -> str:
+        """The message with each parameter name written as ``name_of(name)``."""
+        if self.param is None:
+            return self.template
+        return self.template.format_map(_Fields(self.values, name_of))
+
+
+class _Fields(dict):
+    """A template's fields: a value given with the error, else a parameter name."""
+
+    def __init__(self, values: dict[str, object], name_of) -> None:
+        super().__init__(values)
+        self.name_of = name_of
+
+    def __missing__(self, name: str) -> str:
+        return self.name_of(name)
 
 
 class SkipFile(Exception):

@@ -166,11 +166,12 @@ class Objective:
             return cls()
         m = _OBJECTIVE.match(text)
         if not m or m.group(1) == m.group(2):
-            raise RagsiftError(f"objective {text!r}: use f1, recall@precision=0.8 or "
-                               "precision@recall=0.9")
+            raise RagsiftError("{objective} {got}: use f1, recall@precision=0.8 or "
+                               "precision@recall=0.9", param="objective", values={"got": repr(text)})
         target = float(m.group(3))
         if not 0.0 <= target <= 1.0:
-            raise RagsiftError(f"objective {text!r}: the target must be between 0 and 1")
+            raise RagsiftError("{objective} {got}: the target must be between 0 and 1",
+                               param="objective", values={"got": repr(text)})
         return cls(m.group(1), m.group(2), target)
 
     def __str__(self) -> str:

@@ -81,7 +81,8 @@ def test_queries_documents_and_a_closed_index(index):
     ({"reject_window": -1}, "reject_window must be 0 or more (got -1)"),
     ({"max_chars": 0}, "max_chars must be at least 1 (got 0)"),
     ({"threshold": 1.5}, "threshold 1.5: the relevance score lies between 0 and 1"),
-    ({"threshold": "abc"}, "threshold must be a number or 'none', not 'abc'"),
+    ({"threshold": "abc"}, "threshold must be a number between 0 and 1, None or 'auto', not 'abc'"),
+    ({"threshold": True}, "threshold must be a number between 0 and 1, None or 'auto', not True"),
     ({"mode": "sparse"}, "mode must be dense, lexical or hybrid, not 'sparse'"),
     ({"span": "all"}, "span must be chunk or best, not 'all'"),
 ])
@@ -89,6 +90,7 @@ def test_api_errors_name_the_parameters_as_the_api_does(index, kwargs, message):
     with rs.open_index(index) as ix, pytest.raises(RagsiftError) as err:
         ix.query("when do honey bees swarm", **kwargs)
     assert err.value.message == message
+    assert err.value.param == next(iter(kwargs))
 
 
 @pytest.mark.parametrize("strategy, options, message", [
@@ -135,19 +137,11 @@ def test_the_cli_says_the_same_errors_in_its_flags(index, args, line):
     assert proc.stderr == f"ragsift: {line}\n"
 
 
-def test_flag_words_rewrites_parameters_only_where_an_argument_error_puts_them():
-    from ragsift.cli._common import flag_words
-
-    assert flag_words("k must be at least 1 (got 0)") == "-k must be at least 1 (got 0)"
-    assert flag_words("heading: max_level must be between 1 and 6") == (
-        "heading: --max-level must be between 1 and 6")
-    assert flag_words("prefix takes 9 tokens, leaving nothing of the size 5 budget") == (
-        "--prefix takes 9 tokens, leaving nothing of the --size 5 budget")
-    for prose in ("model m has no measured threshold; store one with `ragsift tune --save`",
-                  "config x.toml: mode must be one of dense, lexical, hybrid",
-                  "rule level include_delim must be prev or next, not 'x'",
-                  ("rule level 2: unknown key(s) 'y' (allowed: delimiters, whitespace, "
-                   "include_delim)"),
-                  "unknown chunking strategy 'x' (choose recursive, sentence, tokens)",
-                  "index i.db is damaged", "the top k are admitted whatever their score"):
-        assert flag_words(prose) == prose
+def test_errors_carry_their_parameter_and_each_front_end_names_it():
+    """No text is rewritten: the error holds the parameter names as fields (issue 29)."""
+    err = RagsiftError("{overlap} {o} must be less than {size} {s}", param="overlap",
+                       values={"o": 6, "s": 5})
+    assert err.param == "overlap" and err.message == str(err) == "overlap 6 must be less than size 5"
+    assert err.worded(lambda n: f"--{n}") == "--overlap 6 must be less than --size 5"
+    plain = RagsiftError("config x.toml: mode must be one of {dense}")  # no param: as written
+    assert plain.worded(lambda n: "--" + n) == plain.message == "config x.toml: mode must be one of {dense}"

@@ -376,12 +376,23 @@ def test_model_mismatch_is_refused_and_preload_raises_on_use(monkeypatch):
         s.embed_queries(["q"])
 
 
-def test_threshold_flag_parsing():
-    from ragsift.retrieval.threshold import parse_threshold
+def test_threshold_argument_is_typed():
+    """The engine takes "auto", None or a number in [0, 1]; not a bool, not text (issue 30)."""
+    from ragsift.retrieval.threshold import check_threshold
 
-    assert parse_threshold(None) == (True, None)
-    assert parse_threshold("none") == parse_threshold("OFF") == (False, None)
-    assert parse_threshold("0.42") == (False, 0.42)
-    for bad in ("high", "2", "nan"):
-        with pytest.raises(RagsiftError):
-            parse_threshold(bad)
+    assert check_threshold("auto") == "auto" and check_threshold(None) is None
+    assert check_threshold(0) == 0.0 and check_threshold(0.42) == 0.42
+    for bad in (True, False, "0.5", "none", 1.5, -0.1, float("nan"), [0.3]):
+        with pytest.raises(RagsiftError) as err:
+            check_threshold(bad)
+        assert err.value.param == "threshold"
+
+
+def test_threshold_flag_parsing():
+    from ragsift.cli.query import threshold_arg
+
+    assert threshold_arg(None) == "auto"
+    assert threshold_arg("none") is threshold_arg("OFF") is None
+    assert threshold_arg("0.42") == 0.42
+    with pytest.raises(RagsiftError, match="--threshold must be a number"):
+        threshold_arg("high")

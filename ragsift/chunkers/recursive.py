@@ -59,9 +59,10 @@ class RecursiveChunker(BaseChunker):
     ) -> None:
         self.rules = RecursiveRules.load(rules)
         if overlap < 0 or overlap >= size:
-            raise RagsiftError(f"overlap {overlap} must be at least 0 and less than size {size}")
+            raise RagsiftError("{overlap} {o} must be at least 0 and less than {size} {s}",
+                               param="overlap", values={"o": overlap, "s": size})
         if include_delim not in (None, "prev", "next"):
-            raise RagsiftError("recursive: include_delim must be prev or next")
+            raise RagsiftError("recursive: {include_delim} must be prev or next", param="include_delim")
         super().__init__(tokenizer, {
             "size": size, "rules": self.rules.to_dict(), "min_chars": min_chars,
             "prefix": prefix, "retain_headers": retain_headers,

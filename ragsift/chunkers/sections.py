@@ -41,16 +41,17 @@ def _caps(tokenizer: Any, max_chars: int | None, min_chars: int | None,
         max_chars, size = size, None
     max_chars = 1000 if max_chars is None else max_chars
     if max_chars < 1:
-        raise RagsiftError(f"{strategy}: max_chars must be at least 1")
+        raise RagsiftError("{strategy}: {max_chars} must be at least 1", param="max_chars",
+                           values={"strategy": strategy})
     if min_chars is None:
         min_chars = min(250, max_chars // 4)
     elif min_chars >= max_chars:
-        raise RagsiftError(
-            f"min_chars {min_chars} must be less than max_chars {max_chars} "
-            "(the floor is the smallest chunk worth keeping)"
-        )
+        raise RagsiftError("{min_chars} {lo} must be less than {max_chars} {hi} (the floor is the "
+                           "smallest chunk worth keeping)", param="min_chars",
+                           values={"lo": min_chars, "hi": max_chars})
     if min_chars < 0:
-        raise RagsiftError(f"{strategy}: min_chars must be at least 0")
+        raise RagsiftError("{strategy}: {min_chars} must be at least 0", param="min_chars",
+                           values={"strategy": strategy})
     return max_chars, min_chars, size
 
 
@@ -65,7 +66,7 @@ class HeadingChunker(BaseChunker):
                  max_chars: int | None = None, min_chars: int | None = None,
                  max_level: int = 6, size: int | None = None) -> None:
         if not 1 <= max_level <= 6:
-            raise RagsiftError("heading: max_level must be between 1 and 6")
+            raise RagsiftError("heading: {max_level} must be between 1 and 6", param="max_level")
         max_chars, min_chars, size = _caps(tokenizer, max_chars, min_chars, size, "heading")
         super().__init__(tokenizer, {"max_chars": max_chars, "min_chars": min_chars,
                                      "max_level": max_level, "size": size})

@@ -65,15 +65,17 @@ class SentenceChunker(BaseChunker):
     ) -> None:
         delims = tuple(DEFAULT_DELIMITERS if delimiters is None else delimiters)
         if not delims or any(not isinstance(d, str) or not d for d in delims):
-            raise RagsiftError("sentence: delimiters must be non-empty strings")
+            raise RagsiftError("sentence: {delimiters} must be non-empty strings", param="delimiters")
         if include_delim not in ("prev", "next", "none"):
-            raise RagsiftError("sentence: include_delim must be prev, next or none")
+            raise RagsiftError("sentence: {include_delim} must be prev, next or none",
+                               param="include_delim")
         if size < 1:
-            raise RagsiftError("sentence: size must be at least 1")
+            raise RagsiftError("sentence: {size} must be at least 1", param="size")
         if overlap < 0 or overlap >= size:
-            raise RagsiftError(f"overlap {overlap} must be at least 0 and less than size {size}")
+            raise RagsiftError("{overlap} {o} must be at least 0 and less than {size} {s}",
+                               param="overlap", values={"o": overlap, "s": size})
         if min_sentences < 1:
-            raise RagsiftError("sentence: min_sentences must be at least 1")
+            raise RagsiftError("sentence: {min_sentences} must be at least 1", param="min_sentences")
         super().__init__(tokenizer, {
             "size": size, "overlap": overlap, "min_sentences": min_sentences,
             "min_chars_per_sentence": min_chars_per_sentence, "delimiters": list(delims),

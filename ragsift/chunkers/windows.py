@@ -38,9 +38,10 @@ class TokenChunker(BaseChunker):
     def __init__(self, *, tokenizer: str | TokenCounter = "cl100k", size: int = DEFAULT_SIZE,
                  overlap: int = 0) -> None:
         if size < 1:
-            raise RagsiftError("tokens: size must be at least 1")
+            raise RagsiftError("tokens: {size} must be at least 1", param="size")
         if overlap < 0 or overlap >= size:
-            raise RagsiftError(f"overlap {overlap} must be at least 0 and less than size {size}")
+            raise RagsiftError("{overlap} {o} must be at least 0 and less than {size} {s}",
+                               param="overlap", values={"o": overlap, "s": size})
         super().__init__(tokenizer, {"size": size, "overlap": overlap})
         self.size = self.budget = size
         self._packer = Packer([], budget=size, overlap=overlap, trim=False, stats=self.stats)
@@ -60,11 +61,10 @@ class CharChunker(BaseChunker):
         max_chars = 1000 if max_chars is None else max_chars
         overlap = 150 if overlap is None else overlap
         if max_chars < 1:
-            raise RagsiftError("chars: max_chars must be at least 1")
+            raise RagsiftError("chars: {max_chars} must be at least 1", param="max_chars")
         if overlap < 0 or overlap >= max_chars:
-            raise RagsiftError(
-                f"overlap {overlap} must be at least 0 and less than max_chars {max_chars}"
-            )
+            raise RagsiftError("{overlap} {o} must be at least 0 and less than {max_chars} {m}",
+                               param="overlap", values={"o": overlap, "m": max_chars})
         super().__init__(tokenizer, {"max_chars": max_chars, "overlap": overlap, "size": size})
         self.max_chars = max_chars
         self.budget = size

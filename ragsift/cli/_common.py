@@ -100,7 +100,7 @@ def handle_errors(func: F) -> F:
                 raise
             if isinstance(exc, OutputError):
                 _silence_stdout()  # what is still buffered must not fail again at exit
-            warn(flag_words(exc.message))
+            warn(exc.worded(flag_name))
             raise typer.Exit(exc.exit_code) from None
         except BrokenPipeError:
             # `ragsift chunk docs/ | head`: the reader went away; not an error.
@@ -123,57 +123,20 @@ def handle_errors(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-# -- library words to flag words ---------------------------------------------------------------
-# Below cli/, an argument error names the parameter as the Python API does ("k must be at
-# least 1", "overlap 5 must be at least 0 and less than size 3", "strategy tokens does not take
-# min_chars (it takes: size, overlap)"); a CLI user reads the flags ("-k must be at least 1").
-# ``flag_words`` is the one translation, applied to every error message the CLI prints. A name
-# of ``LIBRARY_NAMES`` is rewritten only where an argument error puts a parameter, so the same
-# word elsewhere (prose, a key of a config or rules file: "config x.toml: mode must be ...",
-# "rule level include_delim must be ...") is left alone:
-#   - the subject, first in the message or after one word and ": " ("heading: "), followed by
-#     " must", " takes", " does not take" or a value and then ": ", " must", " does not take";
-#   - the parameter compared with, with its number: "less than NAME 3", "of the NAME 3 budget";
-#   - the lists of "does not take NAME, NAME (it takes: NAME, NAME)".
-# A name becomes the running command's option of that name (its first spelling: ``-k``,
-# ``--strategy``; a repeatable one's values: "delimiters" -> ``--delimiter values``); a
-# subject or compared name the command has no option for is left as it is (``tune`` has no
-# --span: "labels.jsonl:3: span start/end ..." stays); list items become ``--name-with-dashes``.
-LIBRARY_NAMES = frozenset({
-    "k", "threshold", "reject_window", "max_chars", "mode", "span", "objective",  # retrieval
-    "strategy", "size", "overlap", "rules", "min_chars", "prefix", "retain_headers",  # chunkers
-    "include_delim", "min_sentences", "min_chars_per_sentence", "delimiters",
-    "allow_oversize", "page_break_tags", "max_level",
-})
+# -- parameter names as flags ------------------------------------------------------------------
+# An error about an argument carries its parameter (``RagsiftError.param``) and writes the
+# parameter names it mentions as template fields; the CLI writes each as the running command's
+# option of that name (its first spelling: ``-k``, ``--strategy``; a repeatable one's values:
+# "delimiters" -> ``--delimiter values``), and a name the command has no option for as the
+# option it is elsewhere (``--name-with-dashes``).
 CLI_NAMES = {"objective": "optimize"}  # API parameter -> the CLI option's name, where they differ
-_NAMES = "|".join(sorted(LIBRARY_NAMES, key=len, reverse=True))
-_VERB = r"(?: must\b| takes\b| does not take\b)"
-_SUBJECT = re.compile(rf"^(\w+: )?({_NAMES})(?={_VERB}| \S+(?:: |{_VERB}))")
-_COMPARED = re.compile(rf"(?:(?<= than )|(?<= the ))({_NAMES})(?= -?\d)")
-_LISTS = re.compile(r"(?<= does not take )([\w, ]+)(?= \(it takes: ([\w, ]+)\)$)"
-                    r"|(?<= \(it takes: )([\w, ]+)(?=\)$)")
 
 
-def flag_words(message: str) -> str:
-    """``message`` (a library error) with its parameter names written as this command's flags:
-    ``k must be at least 1`` -> ``-k must be at least 1`` (see above)."""
-    if not any(name in message for name in LIBRARY_NAMES):
-        return message
-    flags = _command_flags()
-
-    def flag(name: str, *, own: bool = True) -> str:
-        cli = CLI_NAMES.get(name, name)
-        if not own:  # a strategy's option list: the flags by rule, as `--help` of chunk
-            return "-k" if cli == "k" else "--" + cli.replace("_", "-")
-        if name not in LIBRARY_NAMES or (flags is not None and cli not in flags):
-            return name  # not a parameter, or not one this command has: not about its flags
-        return (flags or {}).get(cli) or ("-k" if cli == "k" else "--" + cli.replace("_", "-"))
-
-    message = _SUBJECT.sub(lambda m: (m.group(1) or "") + flag(m.group(2)), message, count=1)
-    message = _COMPARED.sub(lambda m: flag(m.group(1)), message)
-    # a strategy's option list names options the command may not have (embed has no --rules)
-    return _LISTS.sub(lambda m: ", ".join(flag(n, own=False) for n in m.group(0).split(", ")),
-                      message)
+def flag_name(name: str) -> str:
+    """The CLI's words for the API parameter ``name`` in the running command."""
+    cli = CLI_NAMES.get(name, name)
+    flags = _command_flags() or {}
+    return flags.get(cli) or ("-k" if cli == "k" else "--" + cli.replace("_", "-"))
 
 
 def _command_flags() -> dict[str, str] | None:

@@ -50,7 +50,7 @@ def info_command(
 def _settings_view(settings: dict) -> dict:
     from ragsift.retrieval.threshold import resolve_threshold
 
-    floor = resolve_threshold(None, settings, required=False)
+    floor = resolve_threshold("auto", settings, required=False)
     return {
         "threshold": floor.value,
         "threshold_origin": floor.label,

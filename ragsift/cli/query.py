@@ -67,7 +67,7 @@ def make_strategy(searcher: Searcher, k: int, threshold: str | None, reject_wind
     ``ragsift.retrieval.threshold``)."""
     from ragsift.retrieval.threshold import strategy_for
 
-    strategy, floor = strategy_for(searcher.settings, k=k, threshold=threshold,
+    strategy, floor = strategy_for(searcher.settings, k=k, threshold=threshold_arg(threshold),
                                    reject_window=reject_window, max_chars=max_chars,
                                    required=required, mode=searcher.mode)
     if floor.warning:
@@ -85,6 +85,20 @@ def open_searcher(index: str, model: str | None, mode: str = DEFAULT_MODE,
     with open_index(index, "r") as store:
         yield Searcher(store, model_dir=model, preload_embedder=True, mode=mode,
                        prefetch=prefetch)
+
+
+def threshold_arg(text: str | None) -> float | str | None:
+    """``--threshold``'s text as the API's threshold: absent -> ``"auto"``; ``none`` (``off``,
+    ``no``) -> None; else a number (the API checks its range)."""
+    if text is None:
+        return "auto"
+    word = text.strip().lower()
+    if word in ("none", "off", "no"):
+        return None
+    try:
+        return float(word)
+    except ValueError:
+        raise RagsiftError(f"--threshold must be a number or 'none', not {text!r}") from None
 
 
 def fmt_threshold(value: float | None) -> str:

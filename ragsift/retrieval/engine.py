@@ -50,7 +50,9 @@ DEFAULT_MODE = "hybrid"
 
 def check_mode(mode: str) -> str:
     if mode not in MODES:
-        raise RagsiftError(f"mode must be {', '.join(MODES[:-1])} or {MODES[-1]}, not {mode!r}")
+        raise RagsiftError("{mode} must be {choices}, not {got}", param="mode",
+                           values={"choices": f"{', '.join(MODES[:-1])} or {MODES[-1]}",
+                                   "got": repr(mode)})
     return mode
 
 

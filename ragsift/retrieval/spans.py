@@ -65,7 +65,8 @@ def check_span(span: str) -> str:
     from ragsift.errors import RagsiftError
 
     if span not in SPAN_MODES:
-        raise RagsiftError(f"span must be {' or '.join(SPAN_MODES)}, not {span!r}")
+        raise RagsiftError("{span} must be {choices}, not {got}", param="span",
+                           values={"choices": " or ".join(SPAN_MODES), "got": repr(span)})
     return span
 
 

@@ -2,7 +2,8 @@
 
 Three sources, in this order:
 
-1. ``--threshold VALUE`` (or ``none`` / ``off`` / ``no``: no floor): "given on the command line".
+1. A threshold given with the call (``--threshold VALUE``, or ``none``: no floor; the API's
+   ``threshold=0.3`` or ``None``): "given on the command line".
 2. A threshold stored in the index by ``ragsift tune --save``: "tuned on N queries". It is a
    threshold on the relevance score only when it says so (``"score": SCORE_KIND``); one saved
    by ragsift < 0.2 was a cosine, which no longer means anything here: it is ignored, with one
@@ -41,20 +42,22 @@ def measured_thresholds(mode: str = "hybrid") -> dict[str, float]:
     return {f"{DEFAULT_MODEL_NAME}/384/{DEFAULT_SHA256}": DEFAULT_THRESHOLDS[mode]}
 
 
-def parse_threshold(value: str | None) -> tuple[bool, float | None]:
-    """(no value given?, explicit value). ``none``/``off``/``no`` disables the floor."""
-    if value is None:
-        return True, None
-    text = value.strip().lower()
-    if text in ("none", "off", "no"):
-        return False, None
-    try:
-        number = float(text)
-    except ValueError:
-        raise RagsiftError(f"threshold must be a number or 'none', not {value!r}") from None
-    if not 0.0 <= number <= 1.0:
-        raise RagsiftError(f"threshold {value}: the relevance score lies between 0 and 1")
-    return False, number
+AUTO = "auto"  # the threshold argument's default: the saved one, else the measured default
+
+
+def check_threshold(value: object) -> float | str | None:
+    """A threshold argument as the engine takes it: ``"auto"`` (the threshold in force for the
+    index), ``None`` (no floor) or a number in [0, 1] (a float). Anything else (a bool, another
+    string, NaN, a number out of range) is a ``RagsiftError`` about ``threshold``."""
+    if value is None or value == AUTO and isinstance(value, str):
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise RagsiftError("{threshold} must be a number between 0 and 1, None or 'auto', "
+                           "not {got}", param="threshold", values={"got": repr(value)})
+    if not 0.0 <= value <= 1.0:  # NaN fails this too
+        raise RagsiftError("{threshold} {got}: the relevance score lies between 0 and 1",
+                           param="threshold", values={"got": value})
+    return float(value)
 
 
 @dataclass(frozen=True)
@@ -79,13 +82,14 @@ class ThresholdInForce:
         return "no threshold"
 
 
-def resolve_threshold(flag: str | None, settings: dict[str, Any], *,
+def resolve_threshold(threshold: float | str | None, settings: dict[str, Any], *,
                       required: bool = True, mode: str = "hybrid") -> ThresholdInForce:
-    """The threshold in force for an index (its ``settings``), the ``--threshold`` flag and
-    the retrieval ``mode`` (whose score the measured default belongs to)."""
-    no_flag, value = parse_threshold(flag)
-    if not no_flag:
-        return ThresholdInForce(value, FLAG)
+    """The threshold in force for an index (its ``settings``), the threshold argument
+    (``check_threshold``: ``"auto"``, ``None`` or a number) and the retrieval ``mode`` (whose
+    score the measured default belongs to)."""
+    threshold = check_threshold(threshold)
+    if threshold != AUTO:
+        return ThresholdInForce(threshold, FLAG)
     tuned = settings.get("tuned_threshold")
     warning = None
     if isinstance(tuned, dict) and "value" in tuned:
@@ -116,7 +120,7 @@ def tuned_setting(value: float | None, *, queries: int, k: int, mode: str,
             "score": SCORE_KIND}
 
 
-def strategy_for(settings: dict[str, Any], *, k: int, threshold: str | None,
+def strategy_for(settings: dict[str, Any], *, k: int, threshold: float | str | None,
                  reject_window: int, max_chars: int | None, required: bool = True,
                  mode: str = "hybrid"):
     """The ``TopK`` options of the shared flags, with the threshold in force for this index.

@@ -101,13 +101,17 @@ class TopK:
 
     def __post_init__(self) -> None:
         if self.k < 1:
-            raise RagsiftError(f"k must be at least 1 (got {self.k})")
+            raise RagsiftError("{k} must be at least 1 (got {got})", param="k",
+                               values={"got": self.k})
         if self.reject_window < 0:
-            raise RagsiftError(f"reject_window must be 0 or more (got {self.reject_window})")
+            raise RagsiftError("{reject_window} must be 0 or more (got {got})",
+                               param="reject_window", values={"got": self.reject_window})
         if self.max_chars is not None and self.max_chars < 1:
-            raise RagsiftError(f"max_chars must be at least 1 (got {self.max_chars})")
+            raise RagsiftError("{max_chars} must be at least 1 (got {got})", param="max_chars",
+                               values={"got": self.max_chars})
         if self.threshold is not None and not math.isfinite(self.threshold):
-            raise RagsiftError(f"threshold must be a number or 'none' (got {self.threshold})")
+            raise RagsiftError("{threshold} must be a number between 0 and 1 (got {got})",
+                               param="threshold", values={"got": self.threshold})
 
     @property
     def fetch(self) -> int:
