@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ragsift.errors import RagsiftError
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from ragsift.retrieval.search import Searcher
     from ragsift.retrieval.threshold import ThresholdInForce
     from ragsift.retrieval.topk import Retrieval
+    from ragsift.tuning import TuneReport
 
 AUTO = "auto"  # the threshold argument's default (``ragsift.retrieval.threshold.AUTO``)
 
@@ -50,9 +52,24 @@ _EXPORTS = {
     "OVER_CHAR_BUDGET": "ragsift.retrieval.topk", "outcome_hint": "ragsift.retrieval.topk",
     "admitting_threshold": "ragsift.retrieval.topk",
     "Attribution": "ragsift.retrieval.attribution",
-    "hints": "ragsift.retrieval.hints",
+    "hints": "ragsift.retrieval.hints", "nothing_hint": "ragsift.retrieval.hints",
+    "TUNE_NOTE": "ragsift.retrieval.hints",
+    # chunking files (``ragsift chunk``) and building (``ragsift embed``)
+    "FORMATS": "ragsift.sources.formats", "parse_size": "ragsift.sources",
+    "ChunkSummary": "ragsift.ingest", "EmbedProgress": "ragsift.ingest",
+    "EmbedSummary": "ragsift.ingest",
+    # tuning (``ragsift tune``)
+    "Objective": "ragsift.tuning", "load_queries": "ragsift.tuning",
+    "save_threshold": "ragsift.tuning", "TuneReport": "ragsift.tuning",
+    "SweepRow": "ragsift.tuning",
 }
-_RENAMED = {"ATTRIBUTION_NOTE": ("ragsift.retrieval.attribution", "NOTE")}
+_RENAMED = {
+    "ATTRIBUTION_NOTE": ("ragsift.retrieval.attribution", "NOTE"),
+    # ``ragsift chunk``: the chunker ``embed`` would use with these options, and the chunk
+    # records of files (``iter_chunks``: one dict per chunk, as ``chunk`` prints them)
+    "embed_chunker": ("ragsift.ingest", "default_embed_chunker"),
+    "chunk_files": ("ragsift.ingest", "iter_chunks"),
+}
 
 
 def __getattr__(name: str) -> Any:
@@ -69,18 +86,26 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ = ["AUTO", "Index", "RagsiftError", "build", "document_row", "explain_record",
+__all__ = ["AUTO", "Index", "RagsiftError", "Search", "build", "document_row", "explain_record",
            "hit_row", "open_index", "remove", "search_record", *_EXPORTS, *_RENAMED]
 
 
 def build(index: str | os.PathLike, paths: Iterable[str | os.PathLike], *,
           model: str | None = None, include: Sequence[str] | None = None,
-          exclude: Sequence[str] | None = None, rebuild: bool = False, wait: bool = False,
+          exclude: Sequence[str] | None = None, rebuild: bool = False, wait: Any = False,
+          chunker: Any = None, prune: bool = True, batch_size: int | None = None,
+          stdin_lines: Iterable[str] | None = None, on_skip: Any = None,
+          on_warning: Any = None, progress: Any = None, max_file_size: int | None = None,
+          follow_links: bool = False, engine: str = "local", ray_address: str | None = None,
           **embedder_options: Any) -> EmbedSummary:
     """``ragsift embed PATHS --index INDEX``: create or update the index (only changed files
     are re-embedded). ``model``: an ONNX model folder (None: the bundled all-MiniLM-L6-v2);
-    ``embedder_options``: pooling, normalize, max_length, query_prefix, passage_prefix.
-    Returns the run's ``EmbedSummary`` (``skipped`` lists files that could not be used)."""
+    ``embedder_options``: pooling, normalize, max_length, query_prefix, passage_prefix (None
+    values: the default). ``chunker``: a chunker (``embed_chunker(...)``; None: embed's
+    default); ``paths == ["-"]`` with ``stdin_lines``: one record per line; ``on_skip(s)`` /
+    ``on_warning(path, message)``: called for each file that cannot be used / each warning;
+    ``progress``: an ``EmbedProgress``; ``engine``: "local" or "ray". Returns the run's
+    ``EmbedSummary`` (``skipped`` lists files that could not be used)."""
     from ragsift.ingest import build_index
     from ragsift.embedders.binding import EMBEDDER_OPTIONS
 
@@ -93,9 +118,14 @@ def build(index: str | os.PathLike, paths: Iterable[str | os.PathLike], *,
     paths = [os.fspath(p) for p in paths]
     if not paths:
         raise RagsiftError("build needs at least one path to index")
-    return build_index(paths, index, include=list(include or []),
-                       exclude=list(exclude or []), rebuild=rebuild, wait=wait,
-                       model_dir=model, embedder_options=embedder_options or None)
+    options = {k: v for k, v in embedder_options.items() if v is not None}
+    return build_index(paths, os.fspath(index), chunker, include=list(include or []),
+                       exclude=list(exclude or []), prune=prune, rebuild=rebuild, wait=wait,
+                       model_dir=model, batch_size=batch_size,
+                       embedder_options=options or None, stdin_lines=stdin_lines,
+                       on_skip=on_skip, on_warning=on_warning, progress=progress,
+                       max_file_size=max_file_size, follow_links=follow_links, engine=engine,
+                       ray_address=ray_address)
 
 
 def remove(index: str | os.PathLike, patterns: Sequence[str], *, dry_run: bool = False,
@@ -148,6 +178,20 @@ def open_index(path: str | os.PathLike, *, model: str | None = None) -> Index:
     from ragsift.index import open_index
 
     return Index(open_index(os.fspath(path), "r"), model=model)
+
+
+@dataclass
+class Search:
+    """The whole answer to a search (``Index.search``): what every front end prints is built
+    from it."""
+
+    results: list[Retrieval]  # one per query, in order
+    threshold: ThresholdInForce  # the floor in force, where it came from, any warning
+    truncated: list[int]  # per query: the tokens the model cut (0: none)
+    max_length: int | None  # the model's max length in tokens
+    model: str
+    attributions: list[list[Any]] = field(default_factory=list)  # per query, with ``units``
+    paths: list[str] | None = None  # the stored paths, when a query searched no document
 
 
 class Index:
@@ -215,6 +259,44 @@ class Index:
         return resolve_threshold(threshold, self.settings, mode=check_mode(mode),
                                  required=required)
 
+    def search(self, texts: str | Sequence[str], *, k: int = 3,
+               threshold: float | str | None = AUTO, reject_window: int = 10,
+               max_chars: int | None = None, path: str | None = None,
+               mode: str = DEFAULT_MODE, fusion: Fusion | None = None, span: str = "chunk",
+               within: str | None = None, units: int | None = None,
+               required: bool = True) -> Search:
+        """The whole answer to one query or a batch (embedded in one call): a ``Search``
+        with each query's ``Retrieval``, the threshold in force and where it came from, the
+        query tokens the model cut, and with ``units`` the closest stored units of each
+        admitted hit (``explain``'s attributions). What ``query``, ``explain`` and the MCP
+        server print is built from it. ``required=False``: no error for a model with no
+        measured threshold and none given (no floor then)."""
+        from ragsift.retrieval.spans import check_span
+
+        batch = [texts] if isinstance(texts, str) else list(texts)
+        for t in batch:
+            _check_query(t)
+        check_span(span)
+        # the lexical side needs no query vector: fetched while the model loads
+        ahead = None if path or within else batch
+        searcher, strategy, floor = self._prepare(mode, fusion, k, threshold, reject_window,
+                                                  max_chars, required=required,
+                                                  prefetch=ahead)
+        searcher.require_chunks()
+        qvecs, cut = searcher.embed_queries_counted(batch)
+        results = searcher.retrieve_many(batch, strategy, path_glob=path, qvecs=qvecs,
+                                         span=span, within=within)
+        attributions: list[list[Any]] = [[] for _ in results]
+        if units is not None:
+            from ragsift.retrieval.attribution import attribute
+
+            attributions = [attribute(searcher.store, qvecs[i], r.admitted, top=units)
+                            for i, r in enumerate(results)]
+        return Search(results=results, threshold=floor, truncated=cut,
+                      max_length=getattr(searcher.embedder, "max_length", None),
+                      model=searcher.model, attributions=attributions,
+                      paths=self.paths() if any(r.searched == 0 for r in results) else None)
+
     def query(self, text: str, *, k: int = 3, threshold: float | str | None = AUTO,
               reject_window: int = 10, max_chars: int | None = None, path: str | None = None,
               mode: str = DEFAULT_MODE, fusion: Fusion | None = None,
@@ -223,6 +305,8 @@ class Index:
         (``admitted``, ``rejected`` with reasons, ``as_dict()``). ``span="best"``: each
         admitted hit also carries ``span_start``/``span_end``/``span_text``, its evidence.
         ``within``: a glob every searched document must also match (``path`` narrows it)."""
+        if not isinstance(text, str):
+            raise TypeError(f"a query is a str, not {type(text).__name__}")
         return self.query_many([text], k=k, threshold=threshold, reject_window=reject_window,
                                max_chars=max_chars, path=path, mode=mode, fusion=fusion,
                                span=span, within=within)[0]
@@ -235,13 +319,9 @@ class Index:
         """Several queries, embedded in one batch."""
         if isinstance(texts, str):
             raise TypeError("query_many takes a list of query texts, not one str (use query)")
-        texts = list(texts)
-        for t in texts:
-            _check_query(t)
-        searcher, strategy, _ = self._prepare(mode, fusion, k, threshold, reject_window,
-                                              max_chars)
-        return searcher.retrieve_many(list(texts), strategy, path_glob=path, span=span,
-                                      within=within)
+        return self.search(list(texts), k=k, threshold=threshold, reject_window=reject_window,
+                           max_chars=max_chars, path=path, mode=mode, fusion=fusion,
+                           span=span, within=within).results
 
     def explain(self, text: str, *, k: int = 3, threshold: float | str | None = AUTO,
                 reject_window: int = 10, max_chars: int | None = None,
@@ -251,22 +331,56 @@ class Index:
         """``ragsift explain QUERY --json``: the retrieval record with where its threshold came
         from, the hints, the query's truncation and the closest units of each admitted hit
         (``explain_record``)."""
-        import numpy as np
+        if not isinstance(text, str):
+            raise TypeError(f"a query is a str, not {type(text).__name__}")
+        found = self.search(text, k=k, threshold=threshold, reject_window=reject_window,
+                            max_chars=max_chars, path=path, mode=mode, span=span,
+                            within=within, units=units)
+        return explain_record(found.results[0], found.threshold,
+                              attributions=found.attributions[0],
+                              query_truncated=found.truncated[0], paths=found.paths)
 
-        from ragsift.retrieval.attribution import attribute
+    def tune(self, queries: str | os.PathLike | Sequence[Any], *, objective: Any = "f1",
+             step: float = 0.01, k: int = 3, threshold: float | str | None = AUTO,
+             reject_window: int = 10, max_chars: int | None = None, path: str | None = None,
+             mode: str = DEFAULT_MODE) -> TuneReport:
+        """``ragsift tune``: search every labelled query once (no floor) and sweep the
+        threshold; ``queries``: a JSON-lines file (``load_queries``) or its loaded records;
+        ``objective``: "f1", "recall@precision=0.8", ... (or an ``Objective``); ``threshold``:
+        the floor to compare against (default: the one in force, if any). Store the
+        recommendation with ``save_threshold(index, report, mode=mode)``."""
+        from ragsift.tuning import Objective, load_queries, tune
 
-        _check_query(text)
-        searcher, strategy, floor = self._prepare(mode, None, k, threshold, reject_window,
-                                                  max_chars)
-        result = searcher.embedder.embed([text], kind="query")
-        qvec = np.asarray(result.vectors, dtype=np.float32)[0]
-        cut = int((getattr(result, "truncated", None) or [0])[0])
-        r = searcher.retrieve(text, strategy, path_glob=path, qvec=qvec, span=span,
-                              within=within)
-        return explain_record(r, floor, attributions=attribute(searcher.store, qvec,
-                                                               r.admitted, top=units),
-                              query_truncated=cut,
-                              paths=self.store.paths() if r.searched == 0 else None)
+        if isinstance(objective, str):
+            objective = Objective.parse(objective)
+        if isinstance(queries, (str, os.PathLike)):
+            queries = load_queries(queries)
+        searcher, strategy, _ = self._prepare(mode, None, k, threshold, reject_window,
+                                              max_chars, required=False)
+        if not searcher.count:
+            raise RagsiftError(f"index {getattr(self.store, 'path', '')} holds no chunks")
+        return tune(searcher, list(queries), strategy, objective=objective, path_glob=path,
+                    step=step)
+
+    def info(self, *, check: bool = False) -> dict[str, Any]:
+        """What ``ragsift info --json`` prints: counts, size, model, chunker, the threshold in
+        force and where it came from; with ``check``, ``problems`` (a list; empty when
+        vectors, chunks and documents agree)."""
+        self._check_open()
+        settings = self.settings
+        floor = self.threshold(AUTO, required=False)
+        info = {**self.store.stats(),
+                "threshold": floor.value, "threshold_origin": floor.label,
+                "model": settings.get("model"),
+                "model_fingerprint": settings.get("model_fingerprint"),
+                "dimensions": settings.get("dimensions"),
+                "embedder_options": settings.get("embedder_options") or {},
+                "chunker": settings.get("chunker"),
+                "chunker_options": settings.get("chunker_options"),
+                "schema_version": settings.get("schema_version")}
+        if check:
+            info["problems"] = self.store.verify()
+        return info
 
     def refresh(self) -> bool:
         """See what writers committed since this index was opened (a reader keeps one
@@ -279,18 +393,22 @@ class Index:
         return True
 
     def _prepare(self, mode: str, fusion: Fusion | None, k: int,
-                 threshold: float | str | None, reject_window: int, max_chars: int | None):
+                 threshold: float | str | None, reject_window: int, max_chars: int | None,
+                 *, required: bool = True, prefetch: Sequence[str] | None = None):
         from ragsift.retrieval.threshold import strategy_for
 
         self._check_open()
-        searcher = self._searcher(check_mode(mode), fusion)
-        searcher.require_chunks()
-        strategy, floor = strategy_for(searcher.settings, k=k, threshold=threshold,
+        # every argument is checked before the model loads or anything is read
+        strategy, floor = strategy_for(self.settings, k=k, threshold=threshold,
                                        reject_window=reject_window, max_chars=max_chars,
-                                       mode=mode)
-        return searcher, strategy, floor
+                                       mode=check_mode(mode), required=required)
+        return self._searcher(mode, fusion, prefetch), strategy, floor
 
-    def _searcher(self, mode: str, fusion: Fusion | None) -> Searcher:
+    def _searcher(self, mode: str, fusion: Fusion | None,
+                  prefetch: Sequence[str] | None = None) -> Searcher:
+        """The searcher for ``mode``; the first one loads the model in a thread beside the
+        index's matrix and the lexical lists of ``prefetch`` (a cold query pays the longer
+        of the two, not their sum); later ones share its model."""
         from ragsift.retrieval.search import Searcher
 
         key = (mode, fusion)
@@ -298,7 +416,8 @@ class Index:
             loaded = next(iter(self._searchers.values()), None)
             self._searchers[key] = Searcher(
                 self.store, embedder=loaded.embedder if loaded else None,
-                model_dir=self._model, mode=mode, fusion=fusion)
+                model_dir=self._model, mode=mode, fusion=fusion,
+                preload_embedder=loaded is None, prefetch=prefetch)
         return self._searchers[key]
 
 

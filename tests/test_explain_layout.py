@@ -212,7 +212,7 @@ def test_reason_labels_say_the_rule():
 
 
 def test_k_hint_counts_what_a_larger_k_admits():
-    from ragsift.cli.render import k_hint
+    from ragsift.retrieval.hints import k_hint
 
     r = _record([0.9, 0.8, 0.7, 0.6, 0.3], k=2)
     assert "`-k 4` would admit 2 more above the threshold" in k_hint(r)
@@ -223,7 +223,7 @@ def test_k_hint_counts_what_a_larger_k_admits():
 
 
 def test_path_hint_shows_the_shape_of_stored_paths():
-    from ragsift.cli.render import path_hint
+    from ragsift.retrieval.hints import path_hint
 
     paths = [f"docs/guide/{n}.md" for n in "abcdefgh"]
     text = path_hint("guide/*", paths)

@@ -8,7 +8,7 @@ import typer
 
 from ragsift.cli._common import handle_errors, plural, warn, write_jsonl
 from ragsift.errors import EXIT_NOTHING, EXIT_OK, EXIT_SKIPPED
-from ragsift.sources.formats import FORMATS
+from ragsift.api import FORMATS
 
 
 class Strategy(str, Enum):
@@ -49,7 +49,7 @@ def max_file_size_bytes(value: str | None) -> int | None:
     """``--max-file-size`` (``64M``, ``1G``, ``500k``, bytes) → bytes; None: the default cap."""
     if value is None:
         return None
-    from ragsift.sources import parse_size
+    from ragsift.api import parse_size
 
     try:
         return parse_size(value)
@@ -139,7 +139,7 @@ def chunk_command(
     Every chunk satisfies document.text[start:end] == text; what is added for embedding
     (heading trail, prefix) is in `context`, and `tokens` counts context + text.
     """
-    from ragsift.ingest import ChunkSummary, default_embed_chunker, iter_chunks
+    from ragsift.api import ChunkSummary, chunk_files, embed_chunker
 
     cap = max_file_size_bytes(max_file_size)
     counter = "chars" if unit is Unit.chars else tokenizer.value
@@ -158,11 +158,11 @@ def chunk_command(
         "allow_oversize": allow_oversize or None,
     }
     # the chunker embed would use with these flags: chunk previews embed
-    chunker = default_embed_chunker(model, strategy=strategy.value, size=size, overlap=overlap,
+    chunker = embed_chunker(model, strategy=strategy.value, size=size, overlap=overlap,
                                     tokenizer=counter, max_length=max_length,
                                     passage_prefix=passage_prefix, **options)
     summary = ChunkSummary()
-    records = iter_chunks(
+    records = chunk_files(
         paths,
         chunker,
         include=include,

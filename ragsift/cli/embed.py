@@ -20,7 +20,7 @@ from ragsift.cli.chunk import (
 )
 from ragsift.errors import EXIT_NOTHING, EXIT_OK, EXIT_OUTPUT, EXIT_SKIPPED, RagsiftError
 
-from ragsift.index import DEFAULT_INDEX  # noqa: E402  (defined once there)
+from ragsift.cli.query import DEFAULT_INDEX  # noqa: E402  (defined once: ragsift.index)
 
 
 class Engine(str, Enum):
@@ -92,7 +92,7 @@ def embed_command(
     Each batch of files is committed on its own, so an interrupted run (even kill -9)
     keeps everything committed and the next run finishes the rest.
     """
-    from ragsift.ingest import build_index, default_embed_chunker
+    from ragsift.api import build, embed_chunker
 
     cap = max_file_size_bytes(max_file_size)
 
@@ -105,22 +105,21 @@ def embed_command(
     }
     chunker = None
     if paths != ["-"]:
-        chunker = default_embed_chunker(model, strategy=strategy.value, size=size,
+        chunker = embed_chunker(model, strategy=strategy.value, size=size,
                                         overlap=overlap, tokenizer=tokenizer.value,
                                         max_length=max_length, passage_prefix=passage_prefix)
     progress = _make_progress(quiet)
-    summary = build_index(
-        paths,
+    summary = build(
         index,
-        chunker,
+        paths,
+        chunker=chunker,
         include=include,
         exclude=exclude,
         prune=not no_prune,
         rebuild=rebuild,
         wait=waiting_notice(index) if wait else False,
-        model_dir=model,
+        model=model,
         batch_size=batch_size,
-        embedder_options=options,
         stdin_lines=sys.stdin.buffer if paths == ["-"] else None,
         on_skip=lambda s: warn(f"skipped {s.path}: {s.reason}"),
         on_warning=lambda path, message: warn(f"warning: {path}: {message}"),
@@ -129,6 +128,7 @@ def embed_command(
         follow_links=follow_links,
         engine=Engine(engine).value,
         ray_address=ray_address,
+        **options,
     )
     if index != "-" and "://" not in index and not os.path.exists(index):
         raise RagsiftError(f"index {index} was deleted while embed ran: what it wrote is gone; "
@@ -163,7 +163,7 @@ def _summary_line(s) -> str:
 
 
 def _make_progress(quiet: bool):
-    from ragsift.ingest import EmbedProgress
+    from ragsift.api import EmbedProgress
 
     if quiet:
         return EmbedProgress()

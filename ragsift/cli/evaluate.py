@@ -9,8 +9,8 @@ from typing import Annotated
 import typer
 
 from ragsift.cli._common import handle_errors, warn, write_jsonl
+from ragsift.cli.query import MODES
 from ragsift.errors import EXIT_OK, RagsiftError
-from ragsift.retrieval.engine import MODES
 
 
 # the choices of --mode: the engine's mode list (defined once, in ragsift.retrieval.engine)
@@ -129,7 +129,7 @@ def eval_command(
         if not files:
             cfgs = [cfgs[0].replace(name=f"defaults, {mode.value}")]
     if span is not None:
-        from ragsift.retrieval.spans import check_span
+        from ragsift.api import check_span
 
         cfgs = [c.replace(span=check_span(span)) for c in cfgs]
         if not files:
@@ -174,7 +174,7 @@ def _print_results(results, show_thresholds: bool) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from ragsift.metrics import best_threshold
+    from ragsift.evaluation import best_threshold
 
     console = Console()
     if not console.is_terminal:  # piped into a file: keep side-by-side tables unwrapped

@@ -22,8 +22,9 @@ from ragsift.cli.query import (
     SPAN_OPTION,
     THRESHOLD_OPTION,
     fmt_threshold,
-    make_strategy,
-    open_searcher,
+    open_index,
+    threshold_arg,
+    warn_search,
 )
 from ragsift.cli.render import SOFT_BREAK as _SOFT_BREAK
 from ragsift.errors import EXIT_NOTHING, EXIT_OK, RagsiftError
@@ -32,8 +33,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.text import Text
 
-    from ragsift.retrieval.attribution import Attribution
-    from ragsift.retrieval.topk import Candidate, Retrieval
+    from ragsift.api import Attribution, Candidate, Retrieval
 
 EPILOG = """
 Examples:
@@ -77,39 +77,26 @@ def explain_command(
     """Show why a query found what it found: admitted hits with their margin over the
     threshold, rejected candidates with their gap and reason, a score picture, and the
     closest unit of each hit (an embedding-similarity proxy, not a causal explanation)."""
-    from ragsift.cli.render import hints, stored_paths, truncation_warning
-    from ragsift.retrieval.attribution import attribute
-    from ragsift.retrieval.spans import check_span
-    from ragsift.retrieval.topk import outcome_hint
+    from ragsift.api import explain_record, hints, outcome_hint
 
     if not text.strip():
         raise RagsiftError("the query is empty")
-    # the lexical side needs no query vector: fetched while the model loads (no --path only)
-    with open_searcher(index, model, mode, None if path else [text]) as searcher:
-        searcher.require_chunks()
-        strategy, floor = make_strategy(searcher, k, threshold, reject_window, max_chars)
-        qvecs, cut = searcher.embed_queries_counted([text])
-        qvec = qvecs[0]
-        r = searcher.retrieve(text, strategy, path_glob=path, qvec=qvec, span=check_span(span))
-        attributions = attribute(searcher.store, qvec, r.admitted, top=units)
-        model_name = searcher.model
-        max_length = getattr(searcher.embedder, "max_length", None)
-        hint = outcome_hint(r)
-        paths = stored_paths(searcher) if r.searched == 0 else None
-        hint_lines = hints(r, hint, paths)
-    if cut[0]:
-        warn(truncation_warning(max_length, cut[0]))
+    with open_index(index, model) as ix:
+        found = ix.search(text, k=k, threshold=threshold_arg(threshold),
+                          reject_window=reject_window, max_chars=max_chars, path=path,
+                          mode=mode, span=span, units=units)
+    warn_search(found)
+    r, floor, cut = found.results[0], found.threshold, found.truncated[0]
     if as_json:
-        from ragsift.api import explain_record
-
-        record = explain_record(r, floor, attributions=attributions, query_truncated=cut[0],
-                                paths=paths)
+        record = explain_record(r, floor, attributions=found.attributions[0],
+                                query_truncated=cut, paths=found.paths)
         sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
     else:
         from ragsift.cli._common import stdout_console
 
-        render(stdout_console(), r, attributions, hint_lines, model_name, floor.label,
-               query_truncated=cut[0], max_length=max_length)
+        render(stdout_console(), r, found.attributions[0],
+               hints(r, outcome_hint(r), found.paths), found.model, floor.label,
+               query_truncated=cut, max_length=found.max_length)
     raise typer.Exit(EXIT_OK if r.admitted else EXIT_NOTHING)
 
 
@@ -196,7 +183,7 @@ def _print_units(console: Console, r: Retrieval, by_id: dict) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from ragsift.retrieval.attribution import NOTE
+    from ragsift.api import ATTRIBUTION_NOTE as NOTE
 
     rows = [(c, u) for c in r.admitted if c.id in by_id for u in by_id[c.id].units]
     if not rows:

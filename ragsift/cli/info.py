@@ -10,7 +10,7 @@ import typer
 
 from ragsift.cli._common import handle_errors, warn
 from ragsift.errors import EXIT_OK, EXIT_USAGE
-from ragsift.index import DEFAULT_INDEX
+from ragsift.cli.query import DEFAULT_INDEX
 
 EPILOG = """
 Examples:
@@ -29,13 +29,11 @@ def info_command(
     check: Annotated[bool, typer.Option("--check", help="Verify that vectors, chunks and documents agree (exit 2 if not).")] = False,
 ) -> None:
     """Show what an index holds. Reading never blocks a running `ragsift embed`."""
-    from ragsift.index import open_index
+    from ragsift.api import open_index
 
-    with open_index(index, "r") as store:
-        info = {**store.stats(), **_settings_view(store.settings())}
-        problems = store.verify() if check else None
-    if problems is not None:
-        info["problems"] = problems
+    with open_index(index) as ix:
+        info = ix.info(check=check)
+    problems = info.get("problems")
     if as_json:
         sys.stdout.write(json.dumps(info) + "\n")
     else:
@@ -45,23 +43,6 @@ def info_command(
             warn(f"index {index}: {p}")
         raise typer.Exit(EXIT_USAGE)
     raise typer.Exit(EXIT_OK)
-
-
-def _settings_view(settings: dict) -> dict:
-    from ragsift.retrieval.threshold import resolve_threshold
-
-    floor = resolve_threshold("auto", settings, required=False)
-    return {
-        "threshold": floor.value,
-        "threshold_origin": floor.label,
-        "model": settings.get("model"),
-        "model_fingerprint": settings.get("model_fingerprint"),
-        "dimensions": settings.get("dimensions"),
-        "embedder_options": settings.get("embedder_options") or {},
-        "chunker": settings.get("chunker"),
-        "chunker_options": settings.get("chunker_options"),
-        "schema_version": settings.get("schema_version"),
-    }
 
 
 def _human(n: int) -> str:

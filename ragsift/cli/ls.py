@@ -64,12 +64,12 @@ def _print_table(docs) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from ragsift.api import _iso
+    from ragsift.api import document_row
     from ragsift.cli._common import printable, stdout_console
 
     console = stdout_console()
     rows = [(printable(d.path, one_line=True), str(d.chunks), str(d.tokens), _size(d.size),
-             (_iso(d.indexed_at) or "")[:19].replace("T", " ")) for d in docs]
+             (document_row(d)["indexed_at"] or "")[:19].replace("T", " ")) for d in docs]
     widest = max((len(r[0]) for r in rows), default=0)
     if not console.is_terminal or widest + 45 > console.width:
         sys.stdout.writelines("\t".join(r) + "\n" for r in rows)

@@ -15,14 +15,13 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from ragsift.cli._common import handle_errors, warn, write_jsonl
+import ragsift.api as api
 from ragsift.errors import EXIT_NOTHING, EXIT_OK, RagsiftError
-from ragsift.index import DEFAULT_INDEX
-from ragsift.retrieval.engine import DEFAULT_MODE, MODES
 
 if TYPE_CHECKING:
-    from ragsift.retrieval.search import Searcher
-    from ragsift.retrieval.threshold import ThresholdInForce
-    from ragsift.retrieval.topk import Candidate, Retrieval, TopK
+    from ragsift.api import Candidate, Retrieval, Search
+
+DEFAULT_INDEX, DEFAULT_MODE, MODES = api.DEFAULT_INDEX, api.DEFAULT_MODE, api.MODES
 
 # -- shared options (query, explain, tune) ----------------------------------------------------
 
@@ -60,31 +59,9 @@ MODEL_OPTION = typer.Option(None, "--model", metavar="DIR",
                             "all-MiniLM-L6-v2).")
 
 
-def make_strategy(searcher: Searcher, k: int, threshold: str | None, reject_window: int,
-                  max_chars: int | None, *, required: bool = True
-                  ) -> tuple[TopK, ThresholdInForce]:
-    """The TopK options from the shared flags and the threshold in force (policy:
-    ``ragsift.retrieval.threshold``)."""
-    from ragsift.retrieval.threshold import strategy_for
-
-    strategy, floor = strategy_for(searcher.settings, k=k, threshold=threshold_arg(threshold),
-                                   reject_window=reject_window, max_chars=max_chars,
-                                   required=required, mode=searcher.mode)
-    if floor.warning:
-        warn(floor.warning)
-    return strategy, floor
-
-
-@contextmanager
-def open_searcher(index: str, model: str | None, mode: str = DEFAULT_MODE,
-                  prefetch: list[str] | None = None) -> Iterator[Searcher]:
-    """Open ``index`` read-only and load its matrix (the embedder loads on first use)."""
-    from ragsift.index import open_index
-    from ragsift.retrieval.search import Searcher
-
-    with open_index(index, "r") as store:
-        yield Searcher(store, model_dir=model, preload_embedder=True, mode=mode,
-                       prefetch=prefetch)
+def open_index(index: str, model: str | None) -> api.Index:
+    """The index, open read-only for searching."""
+    return api.open_index(index, model=model)
 
 
 def threshold_arg(text: str | None) -> float | str | None:
@@ -169,15 +146,7 @@ def query_command(
     Top-K with a floor: at most K hits, each with score >= threshold; when nothing clears the
     floor nothing is printed (no fallback to a weak match) and the exit status is 1.
     """
-    from ragsift.cli.render import (
-        nothing_hint,
-        stored_paths,
-        truncation_warning,
-    )
-    from ragsift.retrieval.spans import check_span
-    from ragsift.retrieval.topk import outcome_hint
-
-    check_span(span)
+    from ragsift.api import nothing_hint, outcome_hint
 
     fmt = fmt.strip().lower()
     if fmt not in ("text", "grep", "json"):
@@ -185,18 +154,12 @@ def query_command(
     if fmt == "grep" and rejected:
         raise RagsiftError("--rejected needs --format text or json (grep lists the hits)")
     queries, batch = read_queries(text)
-    # the lexical side needs no query vector: fetched while the model loads (no --path only)
-    with open_searcher(index, model, mode, None if path else queries) as searcher:
-        searcher.require_chunks()
-        strategy, _ = make_strategy(searcher, k, threshold, reject_window, max_chars)
-        qvecs, cut = searcher.embed_queries_counted(queries)
-        results = searcher.retrieve_many(queries, strategy, path_glob=path, qvecs=qvecs,
-                                         span=span)
-        max_length = getattr(searcher.embedder, "max_length", None)
-        paths = stored_paths(searcher) if any(r.searched == 0 for r in results) else None
-    for q, dropped in zip(queries, cut):
-        if dropped:
-            warn(truncation_warning(max_length, dropped, q if batch else None))
+    with open_index(index, model) as ix:
+        found = ix.search(queries, k=k, threshold=threshold_arg(threshold),
+                          reject_window=reject_window, max_chars=max_chars, path=path,
+                          mode=mode, span=span)
+    warn_search(found, queries if batch else None)
+    results, paths = found.results, found.paths
     any_admitted = False
     if as_json or fmt == "json":
         write_jsonl(_json_rows(results, batch, rejected))
@@ -219,6 +182,19 @@ def query_command(
             prefix = f"{r.query!r}: " if batch else ""
             warn(prefix + (nothing_hint(r, outcome_hint(r), paths) or "nothing admitted"))
     raise typer.Exit(EXIT_OK if any_admitted else EXIT_NOTHING)
+
+
+def warn_search(found: Search, queries: list[str] | None = None) -> None:
+    """The stderr lines of a search: a saved threshold that was ignored, and each query the
+    model cut (``queries``: a batch's texts, to name which)."""
+    from ragsift.cli.render import truncation_warning
+
+    if found.threshold.warning:
+        warn(found.threshold.warning)
+    for i, dropped in enumerate(found.truncated):
+        if dropped:
+            warn(truncation_warning(found.max_length, dropped,
+                                    queries[i] if queries else None))
 
 
 def hit_row(c: Candidate, r: Retrieval, batch: bool) -> dict[str, Any]:

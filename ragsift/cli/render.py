@@ -26,22 +26,12 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-# the hint sentences live with the retrieval records (the MCP server and the API give them too)
-from ragsift.retrieval.hints import (  # noqa: F401 (re-exported for the CLI and its tests)
-    TUNE_NOTE,
-    hints,
-    k_hint,
-    nothing_hint,
-    path_hint,
-    under_floor,
-)
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.text import Text
 
-    from ragsift.retrieval.attribution import Attribution
-    from ragsift.retrieval.topk import Candidate, Retrieval
+    from ragsift.api import Attribution, Candidate, Retrieval
 
 # A line break inside a prose paragraph (not before a list item, quote, table row or heading):
 # the source's hard wrap, joined for display so the terminal can wrap the text to its width.
@@ -59,7 +49,7 @@ GREP_PREVIEW = 160  # characters of text after ``path:line:`` in --format grep
 def rule(c: Candidate, r: Retrieval) -> str:
     """The rule that turned ``c`` away, in numbers (``rank 5 > k 3``), or "" when the gap
     already says it (below the threshold) or it was admitted."""
-    from ragsift.retrieval.topk import OVER_CHAR_BUDGET, OVER_K
+    from ragsift.api import OVER_CHAR_BUDGET, OVER_K
 
     if c.reason == OVER_K:
         return f"rank {c.rank} > k {r.k}"
@@ -81,12 +71,6 @@ def truncation_warning(max_length: int, dropped: int, query: str | None = None) 
     prefix = f"{query!r}: " if query is not None else ""
     return (f"warning: {prefix}query truncated to {max_length} model tokens; {dropped} tokens "
             "ignored")
-
-
-def stored_paths(searcher: Any) -> list[str]:
-    store = getattr(searcher, "store", None)
-    paths = getattr(store, "paths", None)
-    return list(paths()) if callable(paths) else []
 
 
 # -- grep format ------------------------------------------------------------------------------
@@ -145,7 +129,7 @@ class Scale:
 
 
 def _colour(c: Candidate) -> str:
-    from ragsift.retrieval.topk import BELOW_THRESHOLD
+    from ragsift.api import BELOW_THRESHOLD
 
     if c.admitted:
         return "green"
@@ -278,7 +262,7 @@ def render_narrow(console: Console, r: Retrieval, attributions: list[Attribution
     shown literally: it goes into ``Text`` objects, never through rich markup."""
     from rich.text import Text
 
-    from ragsift.retrieval.attribution import NOTE
+    from ragsift.api import ATTRIBUTION_NOTE as NOTE
 
     width = console.width
     out = console.print

@@ -20,15 +20,15 @@ from ragsift.cli.query import (
     REJECT_WINDOW_OPTION,
     THRESHOLD_OPTION,
     fmt_threshold,
-    make_strategy,
-    open_searcher,
+    open_index,
+    threshold_arg,
 )
-from ragsift.errors import EXIT_USAGE, RagsiftError
+from ragsift.errors import EXIT_USAGE
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ragsift.tuning import SweepRow, TuneReport
+    from ragsift.api import SweepRow, TuneReport
 
 EPILOG = """
 The queries file is JSON lines: {"query": "...", "relevant": [...]}, where a relevant item is a
@@ -90,21 +90,21 @@ def tune_command(
 
     --threshold here is the floor to compare against (default: the one in force, if any);
     --save stores the recommendation in the index."""
-    from ragsift.tuning import Objective, load_queries, tune
+    from ragsift.api import Objective, load_queries
 
     objective = Objective.parse(optimize)
     labelled = load_queries(queries)
-    with open_searcher(index, model, mode) as searcher:
-        if not searcher.count:
-            raise RagsiftError(f"index {index} holds no chunks")
-        strategy, _ = make_strategy(searcher, k, threshold, reject_window, max_chars,
-                                    required=False)
-        report = tune(searcher, labelled, strategy, objective=objective, path_glob=path,
-                      step=step)
+    with open_index(index, model) as ix:
+        floor = ix.threshold(threshold_arg(threshold), mode, required=False)
+        if floor.warning:
+            warn(floor.warning)
+        report = ix.tune(labelled, objective=objective, step=step, k=k,
+                         threshold=threshold_arg(threshold), reject_window=reject_window,
+                         max_chars=max_chars, path=path, mode=mode)
     if report.unmatched_line():
         warn("warning: " + report.unmatched_line())
     if save:
-        from ragsift.tuning import save_threshold
+        from ragsift.api import save_threshold
 
         save_threshold(index, report, mode=mode)
     if as_json:

@@ -8,6 +8,7 @@ from ragsift.evaluation.cache import CachingEmbedder, EmbeddingCache, default_ca
 from ragsift.evaluation.config import DEFAULT_CONFIG, EvalConfig, config_from_dict, load_config
 from ragsift.evaluation.datasets import BeirDataset, SpanDataset, detect_format, load_dataset
 from ragsift.evaluation.runner import EvalResult, evaluate
+from ragsift.metrics import best_threshold  # the sweep `ragsift eval` reports
 
 __all__ = [
     "DEFAULT_CONFIG",
@@ -17,6 +18,7 @@ __all__ = [
     "EvalConfig",
     "EvalResult",
     "SpanDataset",
+    "best_threshold",
     "config_from_dict",
     "default_cache_path",
     "detect_format",
