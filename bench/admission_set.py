@@ -218,15 +218,15 @@ def collect(out: str) -> None:
             t0 = time.perf_counter()
             ask = own[name]
             depth = runner.BEIR_DEPTH if name == "scifact" else 1000
-            for r, ev in zip(ask, evidence(index.store, emb, [r["text"] for r in ask], depth)):
+            for r, ev in zip(ask, evidence(index.index.store, emb, [r["text"] for r in ask], depth)):
                 data["queries"].append({**r, **ev})
             rest = foreign + off
-            for r, ev in zip(rest, evidence(index.store, emb, [r["text"] for r in rest], DEPTH)):
+            for r, ev in zip(rest, evidence(index.index.store, emb, [r["text"] for r in rest], DEPTH)):
                 data["queries"].append({**r, **ev})
             print(f"{name}: {len(ask) + len(rest)} queries in {time.perf_counter() - t0:.0f}s",
                   file=sys.stderr, flush=True)
         for _, index, _ in sets.values():
-            index.store.close()
+            index.index.close()
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     with open(out, "wb") as fh:
         pickle.dump(data, fh)

@@ -53,7 +53,9 @@ _EXPORTS = {
     "admitting_threshold": "ragsift.retrieval.topk",
     "Attribution": "ragsift.retrieval.attribution",
     "hints": "ragsift.retrieval.hints", "nothing_hint": "ragsift.retrieval.hints",
-    "TUNE_NOTE": "ragsift.retrieval.hints",
+    "TUNE_NOTE": "ragsift.retrieval.hints", "Fusion": "ragsift.retrieval.hybrid",
+    "FUSIONS": "ragsift.retrieval.hybrid", "NORMS": "ragsift.retrieval.hybrid",
+    "spans_of_ranked": "ragsift.retrieval.spans", "embed_size": "ragsift.ingest",
     # chunking files (``ragsift chunk``) and building (``ragsift embed``)
     "FORMATS": "ragsift.sources.formats", "parse_size": "ragsift.sources",
     "ChunkSummary": "ragsift.ingest", "EmbedProgress": "ragsift.ingest",
@@ -97,14 +99,16 @@ def build(index: str | os.PathLike, paths: Iterable[str | os.PathLike], *,
           stdin_lines: Iterable[str] | None = None, on_skip: Any = None,
           on_warning: Any = None, progress: Any = None, max_file_size: int | None = None,
           follow_links: bool = False, engine: str = "local", ray_address: str | None = None,
-          **embedder_options: Any) -> EmbedSummary:
+          embedder: Any = None, **embedder_options: Any) -> EmbedSummary:
     """``ragsift embed PATHS --index INDEX``: create or update the index (only changed files
     are re-embedded). ``model``: an ONNX model folder (None: the bundled all-MiniLM-L6-v2);
     ``embedder_options``: pooling, normalize, max_length, query_prefix, passage_prefix (None
     values: the default). ``chunker``: a chunker (``embed_chunker(...)``; None: embed's
     default); ``paths == ["-"]`` with ``stdin_lines``: one record per line; ``on_skip(s)`` /
     ``on_warning(path, message)``: called for each file that cannot be used / each warning;
-    ``progress``: an ``EmbedProgress``; ``engine``: "local" or "ray". Returns the run's
+    ``progress``: an ``EmbedProgress``; ``engine``: "local" or "ray"; ``embedder``: an
+    embedder object to use instead of loading ``model`` (``ragsift eval`` passes its caching
+    one). Returns the run's
     ``EmbedSummary`` (``skipped`` lists files that could not be used)."""
     from ragsift.ingest import build_index
     from ragsift.embedders.binding import EMBEDDER_OPTIONS
@@ -119,7 +123,7 @@ def build(index: str | os.PathLike, paths: Iterable[str | os.PathLike], *,
     if not paths:
         raise RagsiftError("build needs at least one path to index")
     options = {k: v for k, v in embedder_options.items() if v is not None}
-    return build_index(paths, os.fspath(index), chunker, include=list(include or []),
+    return build_index(paths, os.fspath(index), chunker, embedder, include=list(include or []),
                        exclude=list(exclude or []), prune=prune, rebuild=rebuild, wait=wait,
                        model_dir=model, batch_size=batch_size,
                        embedder_options=options or None, stdin_lines=stdin_lines,
@@ -173,11 +177,13 @@ def _patterns(patterns: Any) -> list[str]:
     return out
 
 
-def open_index(path: str | os.PathLike, *, model: str | None = None) -> Index:
-    """Open an index for searching (read-only; never blocks a writer). A context manager."""
+def open_index(path: str | os.PathLike, *, model: str | None = None,
+               embedder: Any = None) -> Index:
+    """Open an index for searching (read-only; never blocks a writer). A context manager.
+    ``embedder``: an embedder object for the queries instead of loading ``model``."""
     from ragsift.index import open_index
 
-    return Index(open_index(os.fspath(path), "r"), model=model)
+    return Index(open_index(os.fspath(path), "r"), model=model, embedder=embedder)
 
 
 @dataclass
@@ -197,9 +203,10 @@ class Search:
 class Index:
     """An open index and the model that embeds its queries (loaded on the first query)."""
 
-    def __init__(self, store: Any, *, model: str | None = None) -> None:
+    def __init__(self, store: Any, *, model: str | None = None, embedder: Any = None) -> None:
         self.store = store
         self._model = model
+        self._embedder = embedder
         self._searchers: dict[tuple[str, Any], Searcher] = {}
         self._closed = False
 
@@ -362,6 +369,26 @@ class Index:
         return tune(searcher, list(queries), strategy, objective=objective, path_glob=path,
                     step=step)
 
+    def rank(self, queries: Sequence[str], *, depth: int, mode: str = DEFAULT_MODE,
+             fusion: Fusion | None = None) -> list[list[Any]]:
+        """Each query's best ``depth`` candidates in ``mode``, best first (``Ranked``: rowid,
+        score, evidence): the order ``query`` applies its threshold to, with no top-K record
+        (``ragsift eval`` ranks thousands of queries at BEIR depth)."""
+        from ragsift.retrieval.engine import rank
+
+        self._check_open()
+        searcher = self._searcher(check_mode(mode), fusion)
+        return rank(self.store, list(queries), searcher.embed_queries(list(queries)),
+                    mode=searcher.mode, n=depth, fusion=searcher.fusion)
+
+    def records(self, rowids: Sequence[int] | None = None) -> list[Any]:
+        """Chunk records (``rowid``, ``path``, ``start``, ``end``, ``text``, ...): of
+        ``rowids``, or every chunk in the backend's row order."""
+        self._check_open()
+        if rowids is None:
+            rowids = self.store.load_matrix()[0].tolist()
+        return self.store.chunk_records(list(rowids))
+
     def info(self, *, check: bool = False) -> dict[str, Any]:
         """What ``ragsift info --json`` prints: counts, size, model, chunker, the threshold in
         force and where it came from; with ``check``, ``problems`` (a list; empty when
@@ -414,10 +441,10 @@ class Index:
         key = (mode, fusion)
         if key not in self._searchers:
             loaded = next(iter(self._searchers.values()), None)
+            embedder = loaded.embedder if loaded else self._embedder
             self._searchers[key] = Searcher(
-                self.store, embedder=loaded.embedder if loaded else None,
-                model_dir=self._model, mode=mode, fusion=fusion,
-                preload_embedder=loaded is None, prefetch=prefetch)
+                self.store, embedder=embedder, model_dir=self._model, mode=mode,
+                fusion=fusion, preload_embedder=embedder is None, prefetch=prefetch)
         return self._searchers[key]
 
 

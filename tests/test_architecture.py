@@ -13,10 +13,10 @@ PACKAGE = Path(__file__).resolve().parent.parent / "ragsift"
 LAYERS = {
     "errors": 0, "counting": 0, "paths": 0, "version": 0,
     "sources": 1, "chunkers": 2, "embedders": 3, "index": 4, "retrieval": 5, "metrics": 6,
-    "ingest": 7, "tuning": 7, "evaluation": 7, "api": 8, "mcp_server": 9, "cli": 9,
-    "__main__": 10,
+    "ingest": 7, "tuning": 7, "api": 8, "evaluation": 9, "mcp_server": 10, "cli": 10,
+    "__main__": 11,
 }
-ROOT = 10  # ragsift/__init__.py: the package root wires the layers
+ROOT = 11  # ragsift/__init__.py: the package root wires the layers
 
 
 def _modules() -> dict[str, Path]:
@@ -103,3 +103,49 @@ def test_ingest_never_touches_a_backend():
                     else [node.module or ""]
                 assert not [n for n in names if n.split(".")[0] in
                             ("sqlite3", "lance", "lancedb", "pyarrow")], (path.name, names)
+
+
+# -- one door (issue 29): the front ends reach the package through ``ragsift.api`` ------------
+FRONT_ENDS = ("ragsift.cli", "ragsift.mcp_server")
+DOOR = ("ragsift.api", "ragsift.errors", "ragsift.version")
+INNER = ("retrieval", "index", "ingest", "sources", "chunkers", "embedders", "metrics",
+         "tuning")
+
+
+def _front_end_imports() -> list[str]:
+    """Every package module a front end imports (anywhere, TYPE_CHECKING included) other
+    than the door, the front ends' own modules (``cli mcp`` starts the server) and
+    ``evaluation`` (``ragsift eval``)."""
+    modules = _modules()
+    bad = []
+    for mod, path in sorted(modules.items()):
+        if not mod.startswith(FRONT_ENDS):
+            continue
+        for target in sorted(_imports(path, mod, modules)):
+            if target.startswith(DOOR + FRONT_ENDS + ("ragsift.evaluation",)) \
+                    or target == "ragsift":
+                continue
+            bad.append(f"{mod} -> {target}")
+    return bad
+
+
+def test_front_ends_use_only_the_api():
+    assert _front_end_imports() == []
+
+
+def test_front_ends_import_no_inner_layer_and_rewrite_no_error_text():
+    """The issue's figure: 0 imports of the inner layers from cli/ and mcp_server.py (42
+    before); errors carry their parameter, so no regular expression rewrites messages."""
+    assert [b for b in _front_end_imports() if b.split(" -> ")[1].split(".")[1] in INNER] == []
+    common = (PACKAGE / "cli" / "_common.py").read_text(encoding="utf-8")
+    assert "flag_words" not in common and "LIBRARY_NAMES" not in common
+
+
+def test_evaluation_builds_and_searches_through_the_api():
+    modules = _modules()
+    for path in (PACKAGE / "evaluation").glob("*.py"):
+        mod = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(
+            ".__init__")
+        reached = _imports(path, mod, modules)
+        assert not reached & {"ragsift.ingest", "ragsift.retrieval.search",
+                              "ragsift.retrieval.engine", "ragsift.index"}, mod

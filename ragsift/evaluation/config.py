@@ -35,8 +35,7 @@ except ModuleNotFoundError:  # Python 3.10: the same parser from PyPI (a 3.10-on
     import tomli as tomllib
 
 from ragsift.errors import RagsiftError
-from ragsift.retrieval.engine import DEFAULT_MODE, MODES  # cheap: numpy loads when searching
-from ragsift.retrieval.hybrid import FUSIONS, NORMS, Fusion
+from ragsift.api import DEFAULT_MODE, FUSIONS, MODES, NORMS, Fusion  # cheap: no numpy
 
 _FUSION = Fusion()  # the library's hybrid defaults, chosen with `ragsift eval`
 

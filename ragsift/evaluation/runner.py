@@ -85,9 +85,9 @@ def _rounded(d: dict[str, float]) -> dict[str, float]:
 
 @dataclass
 class _Index:
-    """A built index, open for searching through the engine (``Searcher``)."""
+    """A built index, open for searching (``ragsift.api.Index``)."""
 
-    store: Any
+    index: Any
     records: list[ChunkRecord]  # every chunk, in the backend's row order
     build_s: float
     embedder: CachingEmbedder
@@ -121,7 +121,7 @@ def evaluate(
                 key = _index_key(cfg)
                 if key not in built:
                     for old in built.values():  # one open index at a time
-                        old.store.close()
+                        old.index.close()
                     built.clear()
                     emb_key = (cfg.model, tuple(sorted(cfg.embedder_options.items())))
                     if emb_key not in embedders:
@@ -154,7 +154,7 @@ def evaluate(
                 index.cache = {"passage_hits": 0, "passage_misses": 0}
         finally:
             for old in built.values():
-                old.store.close()
+                old.index.close()
         return results
 
 
@@ -208,7 +208,7 @@ def _make_chunker(cfg: EvalConfig) -> Any:
     tokenizer: Any = cfg.tokenizer
     if cfg.tokenizer == "model":
         from ragsift.embedders import model_counter
-        from ragsift.ingest import embed_size
+        from ragsift.api import embed_size
 
         tokenizer = model_counter(cfg.model)
         if cfg.embedder_options.get("max_length"):
@@ -229,40 +229,34 @@ def _make_chunker(cfg: EvalConfig) -> Any:
 def _build(
     paths: list[str], index_path: Path, cfg: EvalConfig, embedder: CachingEmbedder
 ) -> _Index:
-    from ragsift.index import open_index
-    from ragsift.ingest import build_index
+    import ragsift.api as rs
 
     t0 = time.perf_counter()
-    build_index(paths, index_path, _make_chunker(cfg), embedder)
-    store = open_index(index_path, "r")
-    rowids, _ = store.load_matrix()
-    if rowids.shape[0] == 0:
-        store.close()
+    rs.build(index_path, paths, chunker=_make_chunker(cfg), embedder=embedder)
+    index = rs.open_index(index_path, embedder=embedder)
+    records = index.records()
+    if not records:
+        index.close()
         raise RagsiftError(f"config {cfg.name}: the index holds no chunks")
-    records = store.chunk_records(rowids.tolist())
-    return _Index(store, records, time.perf_counter() - t0, embedder)
+    return _Index(index, records, time.perf_counter() - t0, embedder)
 
 
 QUERY_BLOCK = 64  # queries retrieved at a time (bounds the candidate records held)
 
 
-def ranked(store: Any, embedder: Any, cfg: EvalConfig, queries: Sequence[str], depth: int,
+def ranked(index: Any, cfg: EvalConfig, queries: Sequence[str], depth: int,
            records: Mapping[int, ChunkRecord] | None = None
            ) -> Iterator[list[tuple[ChunkRecord, Ranked]]]:
     """Each query's best ``depth`` candidates in the configuration's mode, best first, as
     (chunk record, ranked candidate): the ranking ``ragsift query`` applies its threshold to
-    (``engine.rank``, the one function that orders candidates, with the queries embedded by
-    ``Searcher.embed_queries``). No top-K record is built: eval needs no admission, and at
-    BEIR depth (1,000 per query) the records would double the search time."""
-    from ragsift.retrieval.engine import rank
-    from ragsift.retrieval.search import Searcher
-
-    searcher = Searcher(store, embedder=embedder, mode=cfg.mode, fusion=cfg.fusion_settings())
+    (``api.Index.rank``: the engine's one function that orders candidates). No top-K record
+    is built: eval needs no admission, and at BEIR depth (1,000 per query) the records would
+    double the search time."""
+    fusion = cfg.fusion_settings()
     for lo in range(0, len(queries), QUERY_BLOCK):
         block = list(queries[lo:lo + QUERY_BLOCK])
-        lists = rank(store, block, searcher.embed_queries(block), mode=searcher.mode, n=depth,
-                     fusion=searcher.fusion)
-        recs = records if records is not None else {r.rowid: r for r in store.chunk_records(
+        lists = index.rank(block, depth=depth, mode=cfg.mode, fusion=fusion)
+        recs = records if records is not None else {r.rowid: r for r in index.records(
             sorted({c.rowid for cands in lists for c in cands}))}
         for cands in lists:
             yield [(recs[c.rowid], c) for c in cands]
@@ -288,10 +282,10 @@ def _score_spans(
     questions = dataset.questions
     per_q: list[tuple[str, m.SpanScores]] = []
     judged: list[list[tuple[float, bool]]] = []
-    tops = ranked(index.store, index.embedder, cfg, [q.question for q in questions], cfg.k,
+    tops = ranked(index.index, cfg, [q.question for q in questions], cfg.k,
                   index.by_rowid)
     corpus_by_rowid = {r.rowid: corpus_of(r.path) for r in index.records}  # once per chunk
-    from ragsift.retrieval.spans import spans_of_ranked
+    from ragsift.api import spans_of_ranked
     for q, top in zip(questions, tops):
         retrieved = [(corpus_by_rowid[rec.rowid], int(rec.start), int(rec.end)) for rec, _ in top]
         if cfg.span != "chunk":
@@ -340,7 +334,7 @@ def _score_beir(
     values: dict[str, list[float]] = {name: [] for name in BEIR_METRICS}
     judged: list[list[tuple[float, bool]]] = []
     depth = max(BEIR_DEPTH, cfg.k)
-    tops = ranked(index.store, index.embedder, cfg, [dataset.queries[q] for q in qids], depth,
+    tops = ranked(index.index, cfg, [dataset.queries[q] for q in qids], depth,
                   index.by_rowid)
     doc_by_rowid = {r.rowid: doc_of(r.path) for r in index.records}  # once per chunk
     for qid, top in zip(qids, tops):
