@@ -289,7 +289,6 @@ class Index:
         searcher, strategy, floor = self._prepare(mode, fusion, k, threshold, reject_window,
                                                   max_chars, required=required,
                                                   prefetch=ahead)
-        searcher.require_chunks()
         qvecs, cut = searcher.embed_queries_counted(batch)
         results = searcher.retrieve_many(batch, strategy, path_glob=path, qvecs=qvecs,
                                          span=span, within=within)
@@ -428,8 +427,13 @@ class Index:
         # every argument is checked before the model loads or anything is read
         strategy, floor = strategy_for(self.settings, k=k, threshold=threshold,
                                        reject_window=reject_window, max_chars=max_chars,
-                                       mode=check_mode(mode), required=required)
-        return self._searcher(mode, fusion, prefetch), strategy, floor
+                                       mode=check_mode(mode), required=False)
+        searcher = self._searcher(mode, fusion, prefetch)
+        if required:
+            searcher.require_chunks()  # an empty index says so, whatever its model
+            if floor.source is None:  # no floor known: the policy's error (exit 2)
+                self.threshold(threshold, mode)
+        return searcher, strategy, floor
 
     def _searcher(self, mode: str, fusion: Fusion | None,
                   prefetch: Sequence[str] | None = None) -> Searcher:

@@ -30,10 +30,9 @@ def jsonl(text: str) -> list[dict]:
 def test_eval_and_query_json_rank_and_score_identically(index, mode):
     """The ranking `eval` scores (``runner.ranked``, what ``_score_spans``/``_score_beir``
     consume) is the ranking `query --json` prints: same chunks, same order, same scores."""
+    import ragsift.api as rs
     from ragsift.evaluation.config import EvalConfig
     from ragsift.evaluation.runner import ranked
-    from ragsift.index import open_index
-    from ragsift.retrieval.search import embedder_for
 
     k = 6
     proc = run_cli("query", "-", "-i", index, "--json", "--rejected", "--threshold", "none",
@@ -43,9 +42,9 @@ def test_eval_and_query_json_rank_and_score_identically(index, mode):
     by_query: dict[str, list[tuple[str, float]]] = {q: [] for q in QUERIES}
     for row in jsonl(proc.stdout):
         by_query[row["query"]].append((row["id"], row["score"]))
-    with open_index(index, "r") as store:
+    with rs.open_index(index) as ix:
         cfg = EvalConfig(mode=mode, k=k)
-        got = list(ranked(store, embedder_for(store.settings()), cfg, QUERIES, k))
+        got = list(ranked(ix, cfg, QUERIES, k))
     assert len(got) == len(QUERIES)
     for q, cands in zip(QUERIES, got):
         ours = [(rec.id, round(c.score, 6)) for rec, c in cands]
