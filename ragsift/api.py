@@ -60,6 +60,9 @@ _EXPORTS = {
     "FORMATS": "ragsift.sources.formats", "parse_size": "ragsift.sources",
     "ChunkSummary": "ragsift.ingest", "EmbedProgress": "ragsift.ingest",
     "EmbedSummary": "ragsift.ingest",
+    # the project file (``ragsift.toml``; ``ragsift init``)
+    "find_project": "ragsift.project", "Project": "ragsift.project",
+    "PROJECT_FILE": "ragsift.project", "starter": "ragsift.project",
     # tuning (``ragsift tune``)
     "Objective": "ragsift.tuning", "load_queries": "ragsift.tuning",
     "save_threshold": "ragsift.tuning", "TuneReport": "ragsift.tuning",
@@ -99,7 +102,8 @@ def build(index: str | os.PathLike, paths: Iterable[str | os.PathLike], *,
           stdin_lines: Iterable[str] | None = None, on_skip: Any = None,
           on_warning: Any = None, progress: Any = None, max_file_size: int | None = None,
           follow_links: bool = False, engine: str = "local", ray_address: str | None = None,
-          embedder: Any = None, **embedder_options: Any) -> EmbedSummary:
+          embedder: Any = None, root: str | os.PathLike | None = None,
+          **embedder_options: Any) -> EmbedSummary:
     """``ragsift embed PATHS --index INDEX``: create or update the index (only changed files
     are re-embedded). ``model``: an ONNX model folder (None: the bundled all-MiniLM-L6-v2);
     ``embedder_options``: pooling, normalize, max_length, query_prefix, passage_prefix (None
@@ -108,7 +112,8 @@ def build(index: str | os.PathLike, paths: Iterable[str | os.PathLike], *,
     ``on_warning(path, message)``: called for each file that cannot be used / each warning;
     ``progress``: an ``EmbedProgress``; ``engine``: "local" or "ray"; ``embedder``: an
     embedder object to use instead of loading ``model`` (``ragsift eval`` passes its caching
-    one). Returns the run's
+    one); ``root``: a project root (``find_project(...).root``): documents inside it are
+    stored by their path relative to it. Returns the run's
     ``EmbedSummary`` (``skipped`` lists files that could not be used)."""
     from ragsift.ingest import build_index
     from ragsift.embedders.binding import EMBEDDER_OPTIONS
@@ -129,7 +134,8 @@ def build(index: str | os.PathLike, paths: Iterable[str | os.PathLike], *,
                        embedder_options=options or None, stdin_lines=stdin_lines,
                        on_skip=on_skip, on_warning=on_warning, progress=progress,
                        max_file_size=max_file_size, follow_links=follow_links, engine=engine,
-                       ray_address=ray_address)
+                       ray_address=ray_address,
+                       root=None if root is None else os.path.abspath(os.fspath(root)))
 
 
 def remove(index: str | os.PathLike, patterns: Sequence[str], *, dry_run: bool = False,

@@ -219,6 +219,7 @@ class TuneReport:
     labelled_items: int = 0  # relevant items in the queries file
     unmatched: list[str] = field(default_factory=list)  # those naming no indexed document
     stored_example: str | None = None  # a stored path, to show how labels must look
+    no_recommendation: str | None = None  # why nothing is recommended (recommended is None)
 
     def unmatched_line(self) -> str | None:
         """One sentence when labelled items name no indexed document (else None)."""
@@ -255,6 +256,7 @@ class TuneReport:
             "saved": self.saved,
             "labelled_items": self.labelled_items,
             "unmatched_items": len(self.unmatched),
+            "no_recommendation": self.no_recommendation,
         }
 
 
@@ -294,7 +296,26 @@ def tune(searcher: Any, queries: Sequence[LabelledQuery], strategy: TopK, *,
     report.labelled_items = len(items)
     report.unmatched = [_label(r) for r in items if not _names_a_document(r, set(paths))]
     report.stored_example = paths[0] if paths else None
+    withhold(report)
     return report
+
+
+def withhold(report: TuneReport) -> None:
+    """No recommendation from a sweep that measured nothing: every labelled item names no
+    indexed document, or the best row admits no relevant hit (F1 0). ``recommended`` becomes
+    None and ``no_recommendation`` says why (``tune`` exits 1, ``--save`` refuses)."""
+    rec = report.recommended
+    if report.labelled_items and len(report.unmatched) == report.labelled_items:
+        report.no_recommendation = (
+            f"none of the {report.labelled_items} labelled relevant items matches an indexed "
+            "document, so the sweep measured nothing")
+    elif rec is not None and rec.f1 == 0 and rec.recall == 0:
+        report.no_recommendation = ("no threshold admits a single labelled relevant hit "
+                                    "(F1 0 at every threshold)")
+    elif rec is None:
+        report.no_recommendation = f"no threshold meets {report.objective}"
+    if report.no_recommendation:
+        report.recommended = None
 
 
 def _names_a_document(r: Relevant, paths: set[str]) -> bool:
@@ -322,7 +343,8 @@ def save_threshold(index: str, report: TuneReport, *, mode: str) -> dict[str, An
                            "matches an indexed document, so the sweep measured nothing; "
                            f"nothing was saved ({report.unmatched_line()})")
     if rec is None:
-        raise RagsiftError(f"no threshold meets {report.objective}; nothing was saved")
+        raise RagsiftError(f"{report.no_recommendation or 'no threshold meets ' + report.objective}"
+                           "; nothing was saved")
     value = tuned_setting(rec.threshold, queries=report.queries, k=report.k, mode=mode,
                           objective=report.objective)
     with open_index(index, "w") as store:

@@ -11,7 +11,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "ragsift"
 
 # Layers, lowest first (docs/ARCHITECTURE.md): a module may import its own layer and below.
 LAYERS = {
-    "errors": 0, "counting": 0, "paths": 0, "version": 0,
+    "errors": 0, "counting": 0, "paths": 0, "version": 0, "project": 0,
     "sources": 1, "chunkers": 2, "embedders": 3, "index": 4, "retrieval": 5, "metrics": 6,
     "ingest": 7, "tuning": 7, "api": 8, "evaluation": 9, "mcp_server": 10, "cli": 10,
     "__main__": 11,

@@ -13,7 +13,7 @@ import typer
 
 from ragsift.version import __version__
 from ragsift.cli._coerce import install as _install_light_coercion
-from ragsift.cli._common import STATE, run_app
+from ragsift.cli._common import PROJECT_COMMANDS, STATE, project_defaults, run_app
 from ragsift.cli._help import HelpCommand, HelpGroup, TyperCommand
 
 _install_light_coercion()  # option values without importing pydantic (cli/_coerce.py)
@@ -50,7 +50,8 @@ from ragsift.cli import chunk as _chunk
 
 _chunk.register(app)
 
-for _name in ("embed", "info", "ls", "rm", "query", "explain", "tune", "evaluate", "mcp"):
+for _name in ("embed", "info", "ls", "rm", "query", "explain", "tune", "evaluate", "mcp",
+              "init"):
     # Subcommands land one issue at a time; each module exposes ``register(app)``.
     try:
         _mod = __import__(f"ragsift.cli.{_name}", fromlist=["register"])
@@ -77,10 +78,34 @@ def main(*, fast_exit: bool = True) -> None:
     every = app.registered_commands
     app.registered_commands = invoked_commands(sys.argv[1:])
     names = {info.name for info in app.registered_commands}
+    extra = {}
+    if names <= PROJECT_COMMANDS and len(names) == 1 and not _asks_help(sys.argv[1:]):
+        project = _project()
+        if project is not None:
+            STATE["project"] = project
+            extra["default_map"] = {name: project_defaults(project) for name in names}
     try:
-        run_app(app, fast_exit=fast_exit and len(names) == 1 and names <= FAST_EXIT)
+        run_app(app, fast_exit=fast_exit and len(names) == 1 and names <= FAST_EXIT, **extra)
     finally:
         app.registered_commands = every
+
+
+def _asks_help(args: list[str]) -> bool:
+    return any(a in ("-h", "--help") for a in args)
+
+
+def _project():
+    """The project file governing the current folder; a file that cannot be used is one line
+    naming it, the key and the line, and exit 2."""
+    from ragsift.api import find_project
+    from ragsift.cli._common import warn
+    from ragsift.errors import EXIT_USAGE, RagsiftError
+
+    try:
+        return find_project()
+    except RagsiftError as exc:
+        warn(exc.message)
+        sys.exit(EXIT_USAGE)
 
 
 def invoked_commands(args: list[str]) -> list:

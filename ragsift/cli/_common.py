@@ -14,6 +14,7 @@ import functools
 import json
 import os
 import re
+from typing import Any
 import sys
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
@@ -24,7 +25,55 @@ from ragsift.errors import EXIT_OUTPUT, EXIT_USAGE, RagsiftError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-STATE = {"debug": bool(os.environ.get("RAGSIFT_DEBUG"))}
+STATE: dict[str, Any] = {"debug": bool(os.environ.get("RAGSIFT_DEBUG")), "project": None}
+
+# -- the project file ----------------------------------------------------------------------------
+# Commands that read ``ragsift.toml`` / ``[tool.ragsift]`` (``ragsift.project``): its settings
+# become the defaults of their options (click's ``default_map``), so a flag or RAGSIFT_INDEX
+# overrides the file and the file overrides the built-in default.
+PROJECT_COMMANDS = frozenset({"embed", "query", "explain", "tune", "ls", "rm", "info", "mcp"})
+_SAME_NAME = ("index", "paths", "include", "exclude", "mode", "k", "reject_window", "span",
+              "model", "pooling", "max_length", "query_prefix", "passage_prefix")
+
+
+def project_defaults(project: Any) -> dict[str, Any]:
+    """The option defaults a project file sets, by the commands' parameter names (a command
+    ignores what it has no option for)."""
+    s = project.settings
+    out = {k: s[k] for k in _SAME_NAME if k in s}
+    if s.get("threshold", "auto") != "auto":
+        out["threshold"] = str(s["threshold"])  # "none" or a number: the flag's own text
+    if s.get("normalize") is False:
+        out["no_normalize"] = True
+    return out
+
+
+def setting_sources(project: Any = None) -> dict[str, str]:
+    """Where each option of the running command got its value: ``--flag`` (the command line),
+    the environment variable, the project file, or ``default``."""
+    try:
+        from typer._click.core import ParameterSource
+        from typer._click.globals import get_current_context
+    except ImportError:  # pragma: no cover - an older typer: click itself
+        from click.core import ParameterSource
+        from click.globals import get_current_context
+    ctx = get_current_context(silent=True)
+    if ctx is None:
+        return {}
+    out = {}
+    for p in ctx.command.params:
+        if not p.name or p.name.startswith("_"):
+            continue
+        src = ctx.get_parameter_source(p.name)
+        if src is ParameterSource.COMMANDLINE:
+            out[p.name] = p.opts[0] if getattr(p, "opts", None) else "command line"
+        elif src is ParameterSource.ENVIRONMENT:
+            out[p.name] = str(getattr(p, "envvar", None) or "environment")
+        elif src is ParameterSource.DEFAULT_MAP:
+            out[p.name] = project.name if project is not None else "project file"
+        else:
+            out[p.name] = "default"
+    return out
 
 # -- terminal safety ----------------------------------------------------------------------------
 # C0 controls except tab and newline, DEL, and C1 controls: ESC starts colour, title, clear-screen
@@ -307,7 +356,7 @@ def stdout_console():
     return _safe_console()
 
 
-def run_app(app: Callable[[], Any], *, fast_exit: bool = False) -> None:
+def run_app(app: Callable[..., Any], *, fast_exit: bool = False, **extra: Any) -> None:
     """Run the typer app, then flush stdout ourselves so a late output failure is also one
     line and an exit code (not "Exception ignored ..." from the interpreter's last flush).
 
@@ -321,7 +370,7 @@ def run_app(app: Callable[[], Any], *, fast_exit: bool = False) -> None:
     code: Any = 0
     try:
         try:
-            app()
+            app(**extra)  # extra: click's ``main`` options (``default_map``)
         except SystemExit as exc:
             code = exc.code
         except BrokenPipeError:  # outside a command (help, --version)

@@ -128,6 +128,7 @@ def embed_command(
         follow_links=follow_links,
         engine=Engine(engine).value,
         ray_address=ray_address,
+        root=_project_root(),
         **options,
     )
     if index != "-" and "://" not in index and not os.path.exists(index):
@@ -147,6 +148,15 @@ def embed_command(
     if summary.skipped and not skips_ok:
         raise typer.Exit(EXIT_SKIPPED)
     raise typer.Exit(EXIT_NOTHING if not summary.index.get("chunks") else EXIT_OK)
+
+
+def _project_root() -> str | None:
+    """The project root when a project file governs this folder (``ragsift.toml``): document
+    paths are stored relative to it."""
+    from ragsift.cli._common import STATE
+
+    project = STATE.get("project")
+    return project.root if project is not None else None
 
 
 def _summary_line(s) -> str:

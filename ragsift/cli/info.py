@@ -31,8 +31,14 @@ def info_command(
     """Show what an index holds. Reading never blocks a running `ragsift embed`."""
     from ragsift.api import open_index
 
+    from ragsift.cli._common import STATE, setting_sources
+
     with open_index(index) as ix:
         info = ix.info(check=check)
+    project = STATE.get("project")
+    info["index_from"] = setting_sources(project).get("index", "default")
+    info["project"] = None if project is None else {
+        "file": project.file, "root": project.root, "settings": dict(project.settings)}
     problems = info.get("problems")
     if as_json:
         sys.stdout.write(json.dumps(info) + "\n")
@@ -79,6 +85,12 @@ def _print_table(info: dict) -> None:
         ("size on disk", _human(info["size_bytes"])),
         ("schema version", str(info["schema_version"])),
     ]
+    project = info.get("project")
+    rows.append(("index from", str(info.get("index_from") or "default")))
+    if project:
+        rows.append(("project file", project["file"]))
+        rows.extend((f"  {k}", json.dumps(v) if not isinstance(v, str) else v)
+                    for k, v in project["settings"].items())
     if info.get("writer_pid"):
         rows.append(("being written by", f"PID {info['writer_pid']}"))
     if info.get("problems") is not None:

@@ -23,7 +23,7 @@ from ragsift.cli.query import (
     open_index,
     threshold_arg,
 )
-from ragsift.errors import EXIT_USAGE
+from ragsift.errors import EXIT_NOTHING, EXIT_USAGE
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -48,6 +48,9 @@ Examples:
 
 Precision, recall and F1 are pooled over queries (micro averages) for the admitted sets at the
 chosen k; recall@k and nDCG@k rank the first k candidates regardless of the threshold.
+
+Exit status: 0 with a recommendation; 1 without one (no labelled item names an indexed
+document, no threshold admits a relevant hit, or none meets --optimize); 2 on errors.
 """
 
 
@@ -109,10 +112,12 @@ def tune_command(
         save_threshold(index, report, mode=mode)
     if as_json:
         sys.stdout.write(json.dumps(report.as_dict(), ensure_ascii=False) + "\n")
-        return
-    from ragsift.cli._common import stdout_console
+    else:
+        from ragsift.cli._common import stdout_console
 
-    render(stdout_console(), report, rows)
+        render(stdout_console(), report, rows)
+    if report.recommended is None:  # nothing measured or nothing met: no recommendation
+        raise typer.Exit(EXIT_NOTHING)
 
 
 def render(console: Console, report: TuneReport, max_rows: int) -> None:
@@ -148,7 +153,9 @@ def render(console: Console, report: TuneReport, max_rows: int) -> None:
                       f"{cur.precision:.3f} recall {cur.recall:.3f} F1 {cur.f1:.3f} nothing "
                       f"{cur.empty:.0%}", highlight=False)
     if rec is None:
-        console.print(f"[bold red]no threshold meets {report.objective}[/]")
+        console.print(f"[bold red]no threshold recommended: "
+                      f"{report.no_recommendation or 'no threshold meets ' + report.objective}[/]",
+                      highlight=False, soft_wrap=True)
     else:
         console.print(f"[bold green]recommended threshold {fmt_threshold(rec.threshold)}[/] "
                       f"({report.objective}): precision {rec.precision:.3f} recall "

@@ -34,7 +34,9 @@ class Run:
 
     def __init__(self, store: IndexWriter, summary: EmbedSummary, model: ModelSlot,
                  progress: EmbedProgress, on_skip: Callable[[Skipped], None] | None = None,
-                 on_warning: Callable[[str, str], None] | None = None) -> None:
+                 on_warning: Callable[[str, str], None] | None = None,
+                 root: str | None = None) -> None:
+        self.root = root  # the project root: document keys and paths relative to it
         self.store = store
         self.summary = summary
         self.model = model

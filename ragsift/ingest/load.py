@@ -19,11 +19,13 @@ PARSER_LIMITS = (RecursionError, ValueError, UnicodeError, OverflowError, Memory
 
 
 def walk(paths, include, exclude, follow_links: bool, skip: Callable[[Skipped], None],
-         on_warning: Callable[[str, str], None] | None, ignored: dict[str, int]) -> Walk:
+         on_warning: Callable[[str, str], None] | None, ignored: dict[str, int],
+         root: str | None = None) -> Walk:
     """Discovery, its skips and warnings reported, its ignored files counted by reason."""
     from ragsift.sources import walk as discover
 
-    found = discover(list(paths), include or [], exclude or [], follow_links=follow_links)
+    found = discover(list(paths), include or [], exclude or [], follow_links=follow_links,
+                     root=root)
     for s, warning in found.notes:  # in the order they happened
         if s is not None:
             skip(s)

@@ -22,8 +22,9 @@ def ingest_files(run: Run, paths: list[str], chunker: Any, include, exclude, pru
     """Files → the index; returns the run's change plan."""
     s = run.summary
     key_of_chunker = run.use_chunker(chunker)
-    found = walk(paths, include, exclude, follow_links, run.skip, run.on_warning, s.ignored)
-    plan = ChangePlan(run.store.documents_state(), key_of_chunker)
+    found = walk(paths, include, exclude, follow_links, run.skip, run.on_warning, s.ignored,
+                 run.root)
+    plan = ChangePlan(run.store.documents_state(), key_of_chunker, run.root)
     run.progress.start(len(found.files), sum(sf.size or 0 for sf in found.files))
     # (no token-id handover from the chunker: the embedder embeds each chunk's units, texts
     # the chunker never counted, ``embedders.evidence``)

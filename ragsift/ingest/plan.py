@@ -42,18 +42,23 @@ class ChangePlan:
     ``gone``; ``moved`` counts documents found again under another display path (the same file
     given by another spelling, e.g. absolute after relative), with ``moved_example``."""
 
-    def __init__(self, state: dict[str, DocState], key_of_chunker: str) -> None:
+    def __init__(self, state: dict[str, DocState], key_of_chunker: str,
+                 root: str | None = None) -> None:
         self.state = state
+        self.root = root
         self.key_of_chunker = key_of_chunker
         self.seen: set[str] = set()
         self.moved = 0
         self.moved_example: tuple[str, str] | None = None  # (was, now)
 
     def key(self, sf: SourceFile) -> str:
-        """The file's identity in the index (its absolute path), remembered as seen."""
-        from ragsift.sources import path_key
+        """The file's identity in the index (``path_key``: relative to the project root, or
+        absolute), remembered as seen. A document an index holds under its absolute key (from
+        before the project file) keeps that key: never a second copy of it."""
+        from ragsift.sources import path_keys
 
-        key = path_key(sf.path)
+        keys = path_keys(sf.path, self.root)
+        key = next((k for k in keys if k in self.state), keys[0])
         self.seen.add(key)
         return key
 
@@ -105,15 +110,17 @@ class ChangePlan:
     def gone(self, paths: list[str], found: Walk) -> list[str]:
         """Keys of documents certainly gone (or deliberately left out) from what this run
         listed: under a given path, not seen, in a folder the walk listed."""
-        from ragsift.sources import path_key
+        from ragsift.sources import path_keys
 
-        roots = [path_key(p) for p in paths]
+        roots = [k for p in paths for k in path_keys(p, self.root)]
         return [k for k, st in self.state.items()
                 if st.source and k not in self.seen and _under(k, roots) and found.may_prune(k)]
 
 
 def _under(path: str, roots: list[str]) -> bool:
     for root in roots:
+        if root == "." and not path.startswith("/"):  # the project root: every relative key
+            return True
         if path == root or path.startswith(root.rstrip(os.sep) + os.sep):
             return True
     return False

@@ -240,11 +240,12 @@ def ingest_files(run: Run, paths: list[str], chunker: Any, include: list[str] | 
 
     s = run.summary
     key_of_chunker = run.use_chunker(chunker)
-    found = walk(paths, include, exclude, follow_links, run.skip, run.on_warning, s.ignored)
+    found = walk(paths, include, exclude, follow_links, run.skip, run.on_warning, s.ignored,
+                 run.root)
     files = found.files
     cap = DEFAULT_MAX_FILE_SIZE if max_file_size is None else max_file_size
     # -- the change plan, on the driver, exactly as a local run ------------------------------
-    plan = ChangePlan(run.store.documents_state(), key_of_chunker)
+    plan = ChangePlan(run.store.documents_state(), key_of_chunker, run.root)
     changed: list[dict] = []
     run.progress.start(len(files))
     for sf in files:

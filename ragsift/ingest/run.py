@@ -47,6 +47,7 @@ def build_index(
     follow_links: bool = False,
     engine: str = "local",
     ray_address: str | None = None,
+    root: str | None = None,
 ) -> EmbedSummary:
     """Bring the index at ``index`` up to date with ``paths`` (see ``ingest.plan`` for what
     is unchanged, changed and gone).
@@ -60,6 +61,8 @@ def build_index(
     ``RagsiftError`` for a busy/foreign index or a model (or vector-changing option) mismatch,
     and (before the index is opened or created) for a path that does not exist or a bad glob.
     Pruning removes only documents whose absence is certain (``Walk.may_prune``).
+    ``root``: the project root (``ragsift.project``): files inside it are stored by their path
+    relative to it (keys and display paths); None: absolute keys, paths as typed.
     """
     import time
 
@@ -99,7 +102,8 @@ def build_index(
         else:  # an index from before unit evidence is rebuilt, never added to
             check_evidence(store.settings(), f"index {index}")
         slot = ModelSlot(store, embedder, model_dir, batch_size, embedder_options, early)
-        run = Run(store, summary, slot, progress, on_skip=on_skip, on_warning=on_warning)
+        run = Run(store, summary, slot, progress, on_skip=on_skip, on_warning=on_warning,
+                  root=root)
         slot.check_early()
         plan: ChangePlan
         if use_stdin:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         check_arguments,
         discover,
         path_key,
+        path_keys,
         printable,
         walk,
     )
@@ -39,7 +40,8 @@ if TYPE_CHECKING:
 # Names resolve on first use (PEP 562), so importing one small module of this package (e.g.
 # ``sources.formats`` for ``--help`` text) does not import the readers.
 _HOME = {
-    **dict.fromkeys(("Walk", "check_arguments", "discover", "path_key", "printable", "walk"),
+    **dict.fromkeys(("Walk", "check_arguments", "discover", "path_key", "path_keys",
+                     "printable", "walk"),
                     "discovery"),
     "Skipped": "sourcefile", "SourceFile": "sourcefile",
     "Document": "document", "OffsetMap": "document",
@@ -78,6 +80,7 @@ __all__ = [
     "load_document",
     "parse_size",
     "path_key",
+    "path_keys",
     "printable",
     "read_bytes",
     "render_markdown_tables",

@@ -89,7 +89,7 @@ class Walk:
         while True:
             if current in self.unsure:
                 return False
-            parent = os.path.dirname(current)
+            parent = os.path.dirname(current) or "."  # a relative key's top: the root "."
             if parent == current:
                 return listed
             if parent in self.listed:
@@ -107,9 +107,26 @@ def printable(path: str) -> str:
         return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-def path_key(path: str | os.PathLike) -> str:
-    """The identity of a file in the index: its absolute path, ``printable``."""
-    return printable(os.path.abspath(os.fspath(path)))
+def path_key(path: str | os.PathLike, root: str | None = None) -> str:
+    """The identity of a file in the index, ``printable``: its absolute path, or with a
+    project ``root`` (``ragsift.project``) its path relative to the root (``/`` separators;
+    the root itself is ``.``) when it lies inside it, so the same files give the same keys
+    wherever the folder lives."""
+    absolute = os.path.abspath(os.fspath(path))
+    if root is not None:
+        root = os.path.abspath(root)
+        if absolute == root:
+            return "."
+        if absolute.startswith(root.rstrip(os.sep) + os.sep):
+            return printable(os.path.relpath(absolute, root).replace(os.sep, "/"))
+    return printable(absolute)
+
+
+def path_keys(path: str | os.PathLike, root: str | None = None) -> tuple[str, ...]:
+    """Every key ``path`` may be stored under: relative to ``root`` and (from before the
+    project file) absolute."""
+    keys = (path_key(path, root), path_key(path))
+    return keys[:1] if keys[0] == keys[1] else keys
 
 
 def check_arguments(paths: list[str], include: list[str] = [],  # noqa: B006 - read only
@@ -137,17 +154,21 @@ def discover(
 
 
 def walk(paths: list[str], include: list[str] = [],  # noqa: B006 - read only
-         exclude: list[str] = [], *, follow_links: bool = False) -> Walk:  # noqa: B006
-    """``discover`` with everything it found out: ignored files, warnings, listed folders."""
+         exclude: list[str] = [], *, follow_links: bool = False,  # noqa: B006
+         root: str | None = None) -> Walk:
+    """``discover`` with everything it found out: ignored files, warnings, listed folders.
+    ``root``: a project root; files inside it are shown (``relpath``) relative to it."""
     check_arguments(paths, include, exclude)
-    walker = _Walker(list(include), list(exclude), follow_links)
+    walker = _Walker(list(include), list(exclude), follow_links, root)
     for arg in paths:
         walker.add_argument(arg)
     return walker.result
 
 
 class _Walker:
-    def __init__(self, include: list[str], exclude: list[str], follow_links: bool) -> None:
+    def __init__(self, include: list[str], exclude: list[str], follow_links: bool,
+                 root: str | None = None) -> None:
+        self.root = root
         self.include = [p for p in include if p.strip()]
         self.exclude = [p for p in exclude if p.strip()]
         self.follow_links = follow_links
@@ -162,7 +183,7 @@ class _Walker:
         self.result.skipped.append(s)
         self.result.notes.append((s, None))
         if fs_path is not None:
-            self.result.unsure.add(path_key(fs_path))
+            self.result.unsure.update(path_keys(fs_path, self.root))
 
     def warn(self, path: str, message: str) -> None:
         self.result.warnings.append((path, message))
@@ -217,6 +238,9 @@ class _Walker:
         if key in self.seen_files:
             return
         self.seen_files.add(key)
+        if self.root is not None and not stream:
+            rel = path_key(path, self.root)
+            display = display if rel.startswith("/") else rel  # outside the root: as typed
         (self.files if into is None else into).append(
             SourceFile(path, display, st.st_size, st.st_mtime, stream)
         )
@@ -257,7 +281,7 @@ class _Walker:
             except OSError as exc:
                 self.skip(shown, _os_reason(exc), folder)
                 continue
-            self.result.listed.add(path_key(folder))
+            self.result.listed.update(path_keys(folder, self.root))
             own = self._read_ignores(folder, f"{abs_root}/{rel_folder}" if rel_folder
                                      else abs_root, shown)
             if own is not None:
