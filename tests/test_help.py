@@ -45,7 +45,7 @@ def test_help_has_no_type_noise_or_brace_placeholders(name):
 def test_usage_reads_query_and_path():
     assert "Usage: ragsift query [OPTIONS] QUERY" in help_text("query")
     assert "Usage: ragsift explain [OPTIONS] QUERY" in help_text("explain")
-    assert "Usage: ragsift embed [OPTIONS] PATH..." in help_text("embed")
+    assert "Usage: ragsift embed [OPTIONS] [PATH]..." in help_text("embed")  # project paths
     assert "Usage: ragsift chunk [OPTIONS] PATH..." in help_text("chunk")
 
 

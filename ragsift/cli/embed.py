@@ -61,7 +61,7 @@ Exit codes: 0 ok, 1 nothing indexed, 2 usage error (e.g. a PATH that does not ex
 
 
 def embed_command(
-    paths: Annotated[list[str], typer.Argument(metavar="PATH...", help="Files, folders (walked recursively), or - for `ragsift chunk` JSON lines on stdin.")],
+    paths: Annotated[list[str] | None, typer.Argument(metavar="[PATH]...", show_default=False, help="Files, folders (walked recursively), or - for `ragsift chunk` JSON lines on stdin. Default: the `paths` of the project file (ragsift.toml).")] = None,
     index: Annotated[str, typer.Option("--index", "-i", envvar="RAGSIFT_INDEX", metavar="FILE", help="Index file (SQLite); created if missing.")] = DEFAULT_INDEX,
     strategy: Annotated[Strategy, typer.Option("--strategy", "-s", help="Chunking strategy.")] = Strategy.recursive,
     size: Annotated[int | None, typer.Option("--size", "-n", min=1, help="Chunk budget in --tokenizer units (default with --tokenizer model: the model's max length, 256 for the default model, so nothing is truncated).")] = None,
@@ -93,6 +93,10 @@ def embed_command(
     keeps everything committed and the next run finishes the rest.
     """
     from ragsift.api import build, embed_chunker
+
+    if not paths:
+        raise RagsiftError("give the files or folders to index (PATH...), or write a project "
+                           "file with `ragsift init` and embed its folders with no PATH")
 
     cap = max_file_size_bytes(max_file_size)
 
