@@ -176,3 +176,35 @@ def test_tune_without_a_matching_label_recommends_nothing_and_exits_1(tmp_path):
     proc = run_cli("tune", "--queries", str(labels), "--json", cwd=site)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["recommended"] is not None
+
+
+def _makefile(docs: str) -> str:
+    """The rule of docs/files.md ("Make and CI"), read from the doc itself."""
+    text = (REPO / "docs" / "files.md").read_text(encoding="utf-8")
+    block = text.split("```make\n", 1)[1].split("```", 1)[0]
+    import sys
+
+    ragsift = f"{sys.executable} -m ragsift"
+    return block.replace("ragsift embed", ragsift + " embed").replace("docs", docs) \
+        .replace(f"{docs}.db", "docs.db").replace(f"{docs}.list", "docs.list")
+
+
+def test_the_documented_make_rule_notices_a_deleted_document(tmp_path):
+    site = _site(tmp_path)
+    (site / "Makefile").write_text(_makefile("docs"))
+    env = {"PYTHONPATH": str(REPO)}
+
+    def make():
+        import subprocess
+
+        return subprocess.run(["make", "-s", "docs.db"], cwd=site, capture_output=True,
+                              text=True, env={**os.environ, **env}, timeout=300)
+
+    assert make().returncode == 0
+    listed = lambda: sorted(d["path"] for d in _ls(site, "-i", "docs.db"))  # noqa: E731
+    assert listed() == ["docs/guide/handbook.md", "docs/sourdough.rst"]
+    again = make()
+    assert again.returncode == 0 and "ragsift" not in again.stdout + again.stderr  # up to date
+    (site / "docs" / "sourdough.rst").unlink()
+    assert make().returncode == 0
+    assert listed() == ["docs/guide/handbook.md"]  # the deleted page is no longer served
