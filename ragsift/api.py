@@ -60,6 +60,7 @@ _EXPORTS = {
     "FORMATS": "ragsift.sources.formats", "parse_size": "ragsift.sources",
     "ChunkSummary": "ragsift.ingest", "EmbedProgress": "ragsift.ingest",
     "EmbedSummary": "ragsift.ingest",
+    "watch": "ragsift.ingest.watch",  # ``ragsift embed --watch``
     # the project file (``ragsift.toml``; ``ragsift init``)
     "find_project": "ragsift.project", "Project": "ragsift.project",
     "PROJECT_FILE": "ragsift.project", "starter": "ragsift.project",

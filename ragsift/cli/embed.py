@@ -76,6 +76,7 @@ def embed_command(
     max_file_size: Annotated[str | None, typer.Option("--max-file-size", metavar="SIZE", help="Skip input files larger than this (e.g. 64M, 1G) [64M].")] = None,
     skips_ok: Annotated[bool, typer.Option("--skips-ok", help="Exit 0 even if some files were skipped (each is still named on stderr); for Make/CI steps.")] = False,
     wait: Annotated[bool, typer.Option("--wait", help="If another process is writing the index, wait for it instead of failing.")] = False,
+    watch: Annotated[bool, typer.Option("--watch", help="After the run, keep watching the folders: each settled burst of changes is one incremental run (one stderr line each; the index is locked only while a run writes). Ctrl-C ends it (exit 130). pip install 'ragsift\\[watch]'.")] = False,
     pooling: Annotated[Pooling | None, typer.Option("--pooling", help="Pool token states by mean or the [CLS] token (default: the model folder's 1_Pooling/config.json, else mean).")] = None,
     no_normalize: Annotated[bool, typer.Option("--no-normalize", help="Keep vectors as pooled instead of L2-normalising them.")] = False,
     max_length: Annotated[int | None, typer.Option("--max-length", min=2, max=512, help="Model tokens per text; longer texts are truncated (default: the model's max_seq_length, at most 512).")] = None,
@@ -113,6 +114,8 @@ def embed_command(
                                         overlap=overlap, tokenizer=tokenizer.value,
                                         max_length=max_length, passage_prefix=passage_prefix)
     progress = _make_progress(quiet)
+    if watch:  # the same run, then one per settled burst of changes, until Ctrl-C (130)
+        build = _watching(index, quiet=quiet, as_json=as_json)
     summary = build(
         index,
         paths,
@@ -135,6 +138,15 @@ def embed_command(
         root=_project_root(),
         **options,
     )
+    if not watch:  # a watch reported each run as it went
+        _report(summary, index, quiet=quiet, as_json=as_json)
+    if summary.skipped and not skips_ok:
+        raise typer.Exit(EXIT_SKIPPED)
+    raise typer.Exit(EXIT_NOTHING if not summary.index.get("chunks") else EXIT_OK)
+
+
+def _report(summary, index: str, *, quiet: bool, as_json: bool) -> None:
+    """What a run says: the checks on the index, the JSON line or the summary line."""
     if index != "-" and "://" not in index and not os.path.exists(index):
         raise RagsiftError(f"index {index} was deleted while embed ran: what it wrote is gone; "
                            "run embed again", EXIT_OUTPUT)
@@ -149,9 +161,50 @@ def embed_command(
         sys.stdout.flush()
     elif not quiet:
         warn(_summary_line(summary))
-    if summary.skipped and not skips_ok:
-        raise typer.Exit(EXIT_SKIPPED)
-    raise typer.Exit(EXIT_NOTHING if not summary.index.get("chunks") else EXIT_OK)
+
+
+def _watching(index: str, *, quiet: bool, as_json: bool):
+    """``build`` for ``--watch``: ``api.watch`` with the same arguments. The initial run is
+    reported as a plain ``embed`` reports it; each later run as one stderr line (and with
+    --json one JSON line on stdout). A later run's error is one line and the watch goes on;
+    Ctrl-C ends it (``handle_errors``: exit 130)."""
+    import ragsift.api as api
+    from ragsift.cli._common import flag_name
+
+    last = []
+
+    def on_run(run) -> None:
+        last[:] = [run.summary]
+        if run.number == 0:
+            _report(run.summary, index, quiet=quiet, as_json=as_json)
+            return
+        if as_json:
+            import json
+
+            sys.stdout.write(json.dumps(run.summary.as_dict()) + "\n")
+            sys.stdout.flush()
+        if not quiet:
+            warn(_watch_line(run.summary))
+
+    def watching(index_, paths, **kwargs):
+        api.watch(index_, paths, on_run=on_run,
+                  on_error=lambda exc: warn(exc.worded(flag_name)), **kwargs)
+        return last[0]
+
+    return watching
+
+
+def _watch_line(s) -> str:
+    """One watch run: ``watch: 3 changed, 1 removed; index docs.db: 42 documents, 310 chunks;
+    0.8 s`` (changed: files read and indexed again, new ones included)."""
+    line = f"watch: {s.parsed} changed, {s.removed} removed"
+    if s.skipped:
+        line += f", {len(s.skipped)} skipped"
+    idx = s.index
+    if idx:
+        line += (f"; index {idx['path']}: {plural(idx['documents'], 'document')}, "
+                 f"{plural(idx['chunks'], 'chunk')}")
+    return line + f"; {s.seconds:.1f} s"
 
 
 def _project_root() -> str | None:

@@ -1,0 +1,240 @@
+"""``ragsift embed PATH... --watch``: keep an index up to date while its files change.
+
+The loop is the ordinary incremental run, repeated:
+
+1. take a *snapshot* of what discovery finds under the paths (``sources.walk`` with the run's
+   include/exclude/follow-links rules: each document's path, size and mtime, and what it could
+   not read), then run ``build_index`` once (the initial run);
+2. watch the folders with ``watchfiles`` (a folder argument is watched recursively, a file
+   argument through its folder) and wait for a *settled burst*: watchfiles yields the changes
+   once ``step_ms`` passed with no new event (or ``debounce_ms`` after the first one), and
+   events that arrive while a run is going are kept for the next burst;
+3. per burst, snapshot again: equal to the last one (only ignored files changed: the index's
+   own ``-wal``/``-lock`` files, editor temp files, hidden or non-document files) → no run;
+   different → one ``build_index`` over the same paths, which embeds new and changed files,
+   removes deleted ones and finds renamed ones by content hash (their vectors are reused).
+
+Why a snapshot rather than the events: discovery's rules (``.gitignore``, hidden entries,
+document types, globs, symlinks) are applied by the one walker that applies them, so the
+watch cannot disagree with what a plain ``embed`` would index; the events only say *when* to
+look. The snapshot is taken before each run, so a change made while a run reads files is seen
+at the next burst, never lost. The first burst after the watcher started (or a timeout, which
+proves it is live) is compared with the snapshot of the initial run, so nothing changed in the
+gap between that run and the watcher's start is missed either.
+
+Each run opens the index writer, commits per batch, and closes it: the writer lock is held only
+while a run writes, so readers (``query``, ``explain``, ``ragsift mcp``) keep answering and see
+the change at their next call. ``KeyboardInterrupt`` (Ctrl-C) propagates from the wait or from
+inside a run; what a run had committed is kept, a batch is never half-written (``ingest.batch``).
+
+Measured (2 cores, the bundled model; tests/test_watch.py and docs/cli.md): a run after one
+file changed in a folder of 300 small files costs about what ``ragsift embed`` costs for it:
+the walk, the stat-only check of the unchanged files, the model load when something needs
+embedding, and the commit.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ragsift.errors import EXIT_USAGE, RagsiftError
+
+if TYPE_CHECKING:
+    from ragsift.ingest.summary import EmbedSummary
+
+DEBOUNCE_MS = 3000  # the longest a burst is grouped before a run starts anyway
+STEP_MS = 300  # a burst is settled after this long without a new event
+READY_MS = 1000  # the watcher's first timeout: the catch-up check after the initial run
+# Files next to an index that its backend writes (SQLite's journal and WAL, the writer lock).
+INDEX_COMPANIONS = ("-wal", "-shm", "-journal", "-lock")
+INSTALL_HINT = "pip install 'ragsift[watch]'"
+
+
+@dataclass(frozen=True)
+class WatchRun:
+    """One run of a watch: ``number`` 0 is the initial run; ``events`` the file events of the
+    burst that started it (0 for the initial run)."""
+
+    number: int
+    summary: EmbedSummary
+    events: int = 0
+
+
+def watch(index: str | os.PathLike, paths: Iterable[str | os.PathLike], *,
+          stop: Any = None, on_run: Callable[[WatchRun], None] | None = None,
+          on_error: Callable[[RagsiftError], None] | None = None,
+          model: str | None = None, include: Sequence[str] | None = None,
+          exclude: Sequence[str] | None = None, rebuild: bool = False, wait: Any = False,
+          chunker: Any = None, prune: bool = True, batch_size: int | None = None,
+          stdin_lines: Any = None, on_skip: Any = None, on_warning: Any = None,
+          progress: Any = None, max_file_size: int | None = None, follow_links: bool = False,
+          engine: str = "local", ray_address: str | None = None, embedder: Any = None,
+          root: str | os.PathLike | None = None, debounce_ms: int = DEBOUNCE_MS,
+          step_ms: int = STEP_MS, **embedder_options: Any) -> int:
+    """``ragsift embed PATHS --index INDEX --watch``: the initial incremental run, then one
+    incremental run per settled burst of changes to the documents under ``paths``, until
+    ``stop`` (a ``threading.Event``, or a callable returning True) is set or
+    ``KeyboardInterrupt``. Takes ``api.build``'s arguments (``rebuild`` and ``progress``
+    apply to the initial run only; later runs wait for a busy writer lock). ``on_run(run)``:
+    after each run (a ``WatchRun``). ``on_error(exc)``: a ``RagsiftError`` of a later run (the
+    index could not be written, ...): the watch goes on and the next burst tries again; without
+    it the error is raised. Errors of the initial run are raised. Returns the number of runs
+    after the initial one. Needs ``watchfiles`` (``pip install 'ragsift[watch]'``)."""
+    from ragsift.embedders.binding import EMBEDDER_OPTIONS
+    from ragsift.ingest.run import build_index
+    from ragsift.ingest.summary import EmbedProgress
+
+    unknown = sorted(set(embedder_options) - set(EMBEDDER_OPTIONS))
+    if unknown:
+        raise TypeError(f"watch() got unknown option(s) {', '.join(map(repr, unknown))}; "
+                        f"embedder options are {', '.join(EMBEDDER_OPTIONS)}")
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    paths = [os.fspath(p) for p in paths]
+    if not paths:
+        raise RagsiftError("watch needs at least one path to index")
+    if "-" in paths or stdin_lines is not None:
+        raise RagsiftError("{watch} watches files and folders, not stdin (-)", param="watch")
+    watchfiles = _watchfiles()
+    index = os.fspath(index)
+    include, exclude = list(include or []), list(exclude or [])
+    options = {k: v for k, v in embedder_options.items() if v is not None} or None
+    root = None if root is None else os.path.abspath(os.fspath(root))
+    stopped = _Stop(stop)
+
+    def snapshot() -> tuple:
+        return _snapshot(paths, include, exclude, follow_links)
+
+    def run(first: bool) -> EmbedSummary:
+        return build_index(
+            paths, index, chunker, embedder, include=include, exclude=exclude, prune=prune,
+            rebuild=rebuild and first, wait=wait if first else (wait or True),
+            model_dir=model, batch_size=batch_size, embedder_options=options,
+            on_skip=on_skip, on_warning=on_warning,
+            progress=progress if first else EmbedProgress(), max_file_size=max_file_size,
+            follow_links=follow_links, engine=engine, ray_address=ray_address, root=root)
+
+    seen = snapshot()
+    summary = run(first=True)
+    if on_run is not None:
+        on_run(WatchRun(0, summary))
+    runs = 0
+    ready = False  # the watcher has started: the first yield compares with the initial run
+    keep = _event_filter(paths, index)
+    for changes in watchfiles.watch(*_watch_roots(paths), watch_filter=keep,
+                                    debounce=debounce_ms, step=step_ms, stop_event=stopped,
+                                    rust_timeout=READY_MS, yield_on_timeout=True,
+                                    raise_interrupt=True):
+        if stopped.is_set():
+            break
+        if not changes and ready:
+            continue  # a timeout: nothing happened
+        ready = True
+        now = snapshot()
+        if now == seen:
+            continue  # only files discovery ignores changed
+        try:
+            summary = run(first=False)
+        except RagsiftError as exc:
+            if on_error is None:
+                raise
+            on_error(exc)  # `seen` stays: the next burst tries again
+            continue
+        seen = now
+        runs += 1
+        if on_run is not None:
+            on_run(WatchRun(runs, summary, len(changes)))
+        if stopped.is_set():
+            break
+    return runs
+
+
+def _watchfiles() -> Any:
+    """The ``watchfiles`` module, imported only when a watch starts."""
+    try:
+        import watchfiles
+    except ImportError:
+        raise RagsiftError("{watch} needs the watchfiles package: " + INSTALL_HINT,
+                           EXIT_USAGE, param="watch") from None
+    return watchfiles
+
+
+class _Stop:
+    """``stop`` as watchfiles' ``stop_event`` (anything with ``is_set()``): an Event, a
+    callable, or None (never)."""
+
+    def __init__(self, stop: Any) -> None:
+        self._stop = stop
+
+    def is_set(self) -> bool:
+        if self._stop is None:
+            return False
+        if hasattr(self._stop, "is_set"):
+            return bool(self._stop.is_set())
+        return bool(self._stop())
+
+
+def _snapshot(paths: list[str], include: list[str], exclude: list[str],
+              follow_links: bool) -> tuple:
+    """What discovery finds now: each document's real path, size and mtime, and the entries it
+    could not read (so a file becoming unreadable, or readable again, counts as a change).
+    Equal snapshots: a run would have nothing to do."""
+    from ragsift.sources import walk
+
+    found = walk(paths, include, exclude, follow_links=follow_links)
+    files = sorted((os.path.realpath(f.path) if f.path is not None else f.relpath,
+                    f.size, f.mtime) for f in found.files)
+    skipped = sorted((s.path, s.reason) for s in found.skipped)
+    return tuple(files), tuple(skipped)
+
+
+def _watch_roots(paths: list[str]) -> list[str]:
+    """The folders to watch: a folder argument itself, a file argument's folder (an editor
+    that saves by renaming a temp file over it replaces the file, so the file itself cannot
+    be watched)."""
+    roots: list[str] = []
+    for p in paths:
+        folder = os.path.abspath(p if os.path.isdir(p) else os.path.dirname(p) or ".")
+        if folder not in roots:
+            roots.append(folder)
+    return roots
+
+
+def _event_filter(paths: list[str], index: str) -> Callable[[Any, str], bool]:
+    """watchfiles' ``watch_filter``: drop the events that cannot change what discovery finds,
+    so they do not even wake the loop: the index's own files (an index inside a watched
+    folder is written by every run), and entries below a watched folder inside a hidden
+    folder or one discovery never walks (``.git``, ``node_modules``, ...), and hidden files
+    (editor swap files) unless named as an argument. A ``.gitignore`` can change what is
+    found: kept. Everything else wakes the loop, and the snapshot decides."""
+    from ragsift.sources.discovery import SKIP_DIRS
+
+    own = set()
+    for spelling in {os.path.abspath(index), os.path.realpath(index)}:
+        own.add(spelling)
+        own.update(spelling + suffix for suffix in INDEX_COMPANIONS)
+    own_dirs = tuple(p.rstrip(os.sep) + os.sep for p in own)
+    roots = [r.rstrip(os.sep) + os.sep for r in _watch_roots(paths)]
+    named = {os.path.abspath(p) for p in paths if not os.path.isdir(p)}  # always read
+
+    def keep(_change: Any, path: str) -> bool:
+        if path in own or path.startswith(own_dirs):
+            return False
+        if path in named:
+            return True
+        for root in roots:
+            if not path.startswith(root):
+                continue
+            parts = path[len(root):].split(os.sep)
+            folders, name = parts[:-1], parts[-1]
+            if any(p.startswith(".") or p in SKIP_DIRS for p in folders):
+                continue
+            if name.startswith(".") and name != ".gitignore":
+                continue
+            return True
+        return not any(path.startswith(root) for root in roots)
+
+    return keep
