@@ -410,7 +410,9 @@ class Index:
                 "embedder_options": settings.get("embedder_options") or {},
                 "chunker": settings.get("chunker"),
                 "chunker_options": settings.get("chunker_options"),
-                "schema_version": settings.get("schema_version")}
+                "schema_version": settings.get("schema_version"),
+                "written_by": settings.get("written_by"),
+                "min_writer_version": settings.get("min_writer_version")}
         if check:
             info["problems"] = self.store.verify()
         return info

@@ -1,3 +1,19 @@
 """The package version (one place; ``pyproject.toml`` carries the same number)."""
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"
+
+# The oldest ragsift that may write an index this one has written (``min_writer_version`` in
+# the index's settings; ``index.opening.check_versions``). 0.4.0: documents keyed relative to
+# a project root and a pipeline fingerprint per document; an older writer would add a second
+# copy of each document under its absolute path. Raise it whenever an older writer would
+# misread what this one writes; readers are bound the same way by ``MIN_READER_VERSION``
+# (None: every version that reads the schema may read it).
+MIN_WRITER_VERSION = "0.4.0"
+MIN_READER_VERSION: str | None = None
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    """``"0.4.0"`` -> ``(0, 4, 0)`` (a pre-release suffix ignored: ``"1.0.0rc1"`` -> 1.0.0)."""
+    import re
+
+    return tuple(int(m) for m in re.findall(r"\d+", text.split("+")[0])[:3])

@@ -202,7 +202,7 @@ def test_an_index_from_schema_3_is_read_as_it_is_then_migrated_by_a_writer(
         prose = ix.lexical_candidates("the view function", 20)
         assert ix.verify() == []
     with open_index(str(path), "w") as ix:  # a writer migrates: the terms of every row
-        assert migrations.schema_version(ix.db) == migrations.LATEST == 4
+        assert migrations.schema_version(ix.db) == migrations.LATEST >= 4
         assert ix.db.execute("SELECT terms FROM chunks c JOIN documents d ON d.id = c.doc_id "
                              "WHERE d.path LIKE '%routing.md'").fetchone() == ("urlfor",)
         assert ix.verify() == []

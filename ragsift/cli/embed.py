@@ -150,6 +150,8 @@ def _report(summary, index: str, *, quiet: bool, as_json: bool) -> None:
     if index != "-" and "://" not in index and not os.path.exists(index):
         raise RagsiftError(f"index {index} was deleted while embed ran: what it wrote is gone; "
                            "run embed again", EXIT_OUTPUT)
+    if summary.rechunked_line():
+        warn(summary.rechunked_line())
     if summary.truncated:
         warn(f"warning: {summary.truncated} chunks were longer than the model's max length; "
              f"{summary.truncated_tokens} tokens were never embedded (use --tokenizer model "

@@ -33,6 +33,7 @@ in step by the same triggers; the postings count them (not in a row's length).
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable
 
@@ -194,9 +195,22 @@ def m004_identifier_terms(db: sqlite3.Connection) -> None:
     lexical.backfill(db)
 
 
+def m005_writer_versions(db: sqlite3.Connection) -> None:
+    """Schema 5 (ragsift 0.4.0): nothing in the tables changes; the number does, so that a
+    ragsift before 0.4.0 (which knows no ``min_writer_version`` setting) refuses the index
+    instead of writing documents under absolute keys beside its project-relative ones and
+    dropping their pipeline fingerprints. From 0.4.0 on the settings ``written_by`` and
+    ``min_writer_version`` bound the writers (``index.opening.check_versions``)."""
+    from ragsift.version import MIN_WRITER_VERSION
+
+    db.execute("INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)",
+               ("min_writer_version", json.dumps(MIN_WRITER_VERSION)))
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_initial, m002_lexical_postings,
                                                           m003_unit_evidence,
-                                                          m004_identifier_terms]
+                                                          m004_identifier_terms,
+                                                          m005_writer_versions]
 LATEST = len(MIGRATIONS)
 # Readers accept every schema from this one on: an index written before schema 2 is searched
 # with FTS5's own bm25() until a writer (``embed``, ``rm``) upgrades it; one from before

@@ -102,7 +102,7 @@ def file_events(files: list[SourceFile], plan: ChangePlan, chunker: Any,
         plan.note_written(key, doc.path)
         write = DocumentWrite(key=key, path=doc.path, sha256=shas.pop(key), records=records,
                               vectors=None, source=key, size=sf.size, mtime=sf.mtime,
-                              format=doc.format, chunker=plan.key_of_chunker)
+                              format=doc.format, chunker=plan.pipeline(sf))
         yield "doc", sf, (doc, write)
     yield from pending
 

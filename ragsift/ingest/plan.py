@@ -50,6 +50,20 @@ class ChangePlan:
         self.seen: set[str] = set()
         self.moved = 0
         self.moved_example: tuple[str, str] | None = None  # (was, now)
+        self._pipelines: dict[str, str] = {}  # format -> pipeline_key
+        self._why: dict[str, str] = {}  # key -> why its unchanged bytes are re-chunked
+        self.rechunked: dict[str, int] = {}  # why -> documents re-chunked for it
+
+    def pipeline(self, sf: SourceFile) -> str:
+        """What this run builds the file's rows with (``records.pipeline_key``): the same
+        chunker for every file, the reader of its format."""
+        from ragsift.ingest.records import pipeline_key
+        from ragsift.sources.formats import format_for
+
+        fmt = format_for(sf.relpath)
+        if fmt not in self._pipelines:
+            self._pipelines[fmt] = pipeline_key(self.key_of_chunker, fmt)
+        return self._pipelines[fmt]
 
     def key(self, sf: SourceFile) -> str:
         """The file's identity in the index (``path_key``: relative to the project root, or
@@ -62,25 +76,32 @@ class ChangePlan:
         self.seen.add(key)
         return key
 
-    def _same_chunker(self, key: str) -> DocState | None:
+    def _same_chunker(self, key: str, sf: SourceFile) -> DocState | None:
         old = self.state.get(key)
-        return old if old is not None and old.chunker == self.key_of_chunker else None
+        return old if old is not None and old.chunker == self.pipeline(sf) else None
 
     def by_stat(self, sf: SourceFile, key: str) -> Unchanged | None:
-        """Unchanged without reading: same chunker, size and mtime."""
-        old = self._same_chunker(key)
+        """Unchanged without reading: same pipeline, size and mtime."""
+        old = self._same_chunker(key, sf)
         if old is None or old.size != sf.size or old.mtime != sf.mtime:
             return None
         return Unchanged(key, self._moved(old, sf) and {"path": sf.relpath} or None)
 
-    def needs_bytes(self, key: str) -> bool:
-        """Whether ``by_bytes`` can say anything (the index holds this file, same chunker)."""
-        return self._same_chunker(key) is not None
+    def needs_bytes(self, key: str, sf: SourceFile) -> bool:
+        """Whether ``by_bytes`` can say anything: the index holds this file (with the same
+        pipeline, or another one that makes unchanged bytes worth counting as re-chunked)."""
+        return self.state.get(key) is not None
 
     def by_bytes(self, sf: SourceFile, key: str, sha256: str | None) -> Unchanged | None:
-        """Unchanged after reading: same chunker and bytes (size and mtime are refreshed)."""
-        old = self._same_chunker(key)
+        """Unchanged after reading: same pipeline and bytes (size and mtime are refreshed).
+        The same bytes under another pipeline are re-chunked, and why is remembered."""
+        old = self.state.get(key)
         if old is None or sha256 is None or old.sha256 != sha256:
+            return None
+        if old.chunker != self.pipeline(sf):
+            from ragsift.ingest.records import pipeline_change
+
+            self._why[key] = pipeline_change(old.chunker, self.pipeline(sf))
             return None
         self._moved(old, sf)
         return Unchanged(key, {"path": sf.relpath, "size": sf.size, "mtime": sf.mtime})
@@ -100,7 +121,11 @@ class ChangePlan:
         return True
 
     def note_written(self, key: str, path: str) -> None:
-        """A changed document written under display ``path``: moved if its path differs."""
+        """A changed document written under display ``path``: moved if its path differs;
+        re-chunked (counted by why) when only its pipeline changed."""
+        why = self._why.pop(key, None)
+        if why is not None:
+            self.rechunked[why] = self.rechunked.get(why, 0) + 1
         old = self.state.get(key)
         if old is not None and old.path != path:
             self.moved += 1

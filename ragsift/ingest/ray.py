@@ -252,7 +252,7 @@ def ingest_files(run: Run, paths: list[str], chunker: Any, include: list[str] | 
         s.discovered += 1
         key = plan.key(sf)
         u = plan.by_stat(sf, key)
-        if u is None and plan.needs_bytes(key):
+        if u is None and plan.needs_bytes(key, sf):
             try:
                 sha = hashlib.sha256(read_bytes(sf, cap)).hexdigest()
             except (OSError, SkipFile):
@@ -262,7 +262,8 @@ def ingest_files(run: Run, paths: list[str], chunker: Any, include: list[str] | 
             run.unchanged(u)
             continue
         changed.append({"file": str(sf.path), "relpath": sf.relpath, "size": sf.size,
-                        "mtime": sf.mtime, "key": key, "max_file_size": cap})
+                        "mtime": sf.mtime, "key": key, "max_file_size": cap,
+                        "pipeline": plan.pipeline(sf)})
     by_key = {c["key"]: c for c in changed}
     LAST_RUN.clear()
     LAST_RUN.update(vectors_to_driver=0, rows_written_by_workers=0, fragments=0)
@@ -273,7 +274,7 @@ def ingest_files(run: Run, paths: list[str], chunker: Any, include: list[str] | 
         return DocumentWrite(key=row["key"], path=row["path"], sha256=row["sha256"],
                              records=recs, vectors=None, source=row["key"], size=c["size"],
                              mtime=c["mtime"], format=row["format"] or None,
-                             chunker=key_of_chunker)
+                             chunker=c["pipeline"])
 
     if changed:
         import contextlib

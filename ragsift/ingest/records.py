@@ -50,6 +50,43 @@ def chunker_key(chunker: Chunker) -> str:
                       default=str)
 
 
+def pipeline_key(chunker_key_json: str, fmt: str) -> str:
+    """What built a document's rows, stored per document: the chunker and its options
+    (``chunker_key``), the reader of its format (``sources.formats.reader_fingerprint``) and
+    the unit rule of its evidence (``embedders.evidence.EVIDENCE_KIND``). The embedder is the
+    index's (a model change needs --rebuild)."""
+    import json
+
+    from ragsift.embedders.evidence import EVIDENCE_KIND
+    from ragsift.sources.formats import reader_fingerprint
+
+    return json.dumps({"chunker": json.loads(chunker_key_json),
+                       "reader": reader_fingerprint(fmt), "units": EVIDENCE_KIND},
+                      sort_keys=True)
+
+
+def pipeline_change(old: str | None, new: str) -> str:
+    """Why a document built by ``old`` is re-chunked under ``new`` (both ``pipeline_key``):
+    "the rst reader changed", "the chunker options changed", ..."""
+    import json
+
+    try:
+        was = json.loads(old or "")
+    except ValueError:
+        was = None
+    if not isinstance(was, dict) or "reader" not in was:
+        return "built before ragsift recorded its pipeline"
+    now = json.loads(new)
+    why = []
+    if was.get("reader") != now["reader"]:
+        why.append(f"the {now['reader'].split()[0]} reader changed")
+    if was.get("chunker") != now["chunker"]:
+        why.append("the chunker options changed")
+    if was.get("units") != now["units"]:
+        why.append("the unit rule changed")
+    return " and ".join(why) or "its pipeline changed"
+
+
 def prepared(chunker: Chunker, doc: Document) -> Document:
     """The document a chunker wants to chunk and have recorded (e.g. tables rendered)."""
     prepare = getattr(chunker, "prepare", None)

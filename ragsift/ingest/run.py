@@ -125,6 +125,7 @@ def build_index(
         summary.model_loaded = slot.loaded
         summary.index = {k: v for k, v in store.stats().items() if k != "writer_pid"}
         summary.rekeyed = plan.moved
+        summary.rechunked = dict(getattr(plan, "rechunked", {}))
         if plan.moved and on_warning is not None and plan.moved_example is not None:
             was, now = plan.moved_example
             n = plan.moved

@@ -59,6 +59,16 @@ class EmbedSummary:
     seconds: float = 0.0
     index: dict = field(default_factory=dict)
     rekeyed: int = 0  # documents found again under another spelling of their path (not JSON)
+    rechunked: dict[str, int] = field(default_factory=dict)  # why -> same bytes re-chunked
+
+    def rechunked_line(self) -> str | None:
+        """``12 documents re-chunked: the rst reader changed`` (None when none were)."""
+        n = sum(self.rechunked.values())
+        if not n:
+            return None
+        why = "; ".join(f"{w} ({c})" if len(self.rechunked) > 1 else w
+                        for w, c in sorted(self.rechunked.items(), key=lambda x: -x[1]))
+        return f"{n} document{'s' if n != 1 else ''} re-chunked: {why}"
 
     def as_dict(self) -> dict:
         return {
@@ -69,6 +79,8 @@ class EmbedSummary:
             "embedded": self.embedded,
             "reused": self.reused,
             "removed": self.removed,
+            "rechunked": sum(self.rechunked.values()),
+            "rechunked_because": dict(self.rechunked),
             "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
             "ignored": sum(self.ignored.values()),
             "truncated": self.truncated,
