@@ -58,6 +58,7 @@ class Project:
     root: str  # its folder (absolute): document paths are stored relative to it
     settings: dict[str, Any] = field(default_factory=dict)
     lines: dict[str, int] = field(default_factory=dict)  # key -> line in the file
+    written: dict[str, Any] = field(default_factory=dict)  # the values as the file writes them
 
     @property
     def name(self) -> str:
@@ -135,6 +136,7 @@ def load_project(path: str | os.PathLike) -> Project:
         if bad_type:
             raise RagsiftError(f"{at}: {key} must be {want}, not {value!r}")
         project.settings[key] = _checked(key, value, at)
+        project.written[key] = project.settings[key]
         if line:
             project.lines[key] = line
     for key in PATH_KEYS:

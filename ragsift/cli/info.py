@@ -38,7 +38,7 @@ def info_command(
     project = STATE.get("project")
     info["index_from"] = setting_sources(project).get("index", "default")
     info["project"] = None if project is None else {
-        "file": project.file, "root": project.root, "settings": dict(project.settings)}
+        "file": project.file, "root": project.root, "settings": dict(project.written)}
     problems = info.get("problems")
     if as_json:
         sys.stdout.write(json.dumps(info) + "\n")
