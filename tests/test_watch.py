@@ -263,6 +263,34 @@ def test_cli_watch_then_ctrl_c_is_130_and_the_index_verifies(tmp_path: Path, fol
     assert "wax.md" in query.stdout, query.stdout + query.stderr
 
 
+def test_ctrl_c_during_a_run_leaves_a_sound_index(tmp_path: Path, folder: Path):
+    """Ctrl-C as a run commits its batches (wherever it lands: during the run or after it):
+    130, the index verifies, no writer lock is left, and a plain embed finishes the rest."""
+    idx = tmp_path / "idx.db"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ragsift", "embed", str(folder), "-i", str(idx), "--watch", "-q"],
+        cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: set(documents(idx)) == {"bees.md", "honey.md"}, "the initial run")
+        for i in range(80):
+            (folder / f"n{i:02}.md").write_text(f"# Note {i}\n\nNote {i}.\n", encoding="utf-8")
+        wait_for(lambda: len(documents(idx)) > 2, "the first committed batch")
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=DEADLINE)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert err.splitlines()[-1] == "ragsift: interrupted", err
+    assert not Path(f"{idx}-lock").exists()
+    check = _cli("info", "--check", "-i", str(idx), cwd=tmp_path)
+    assert check.returncode == 0, check.stdout + check.stderr
+    again = _cli("embed", str(folder), "-i", str(idx), "-q", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert len(documents(idx)) == 82
+
+
 def _env(pythonpath: Path | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("RAGSIFT_DEBUG", "RAGSIFT_INDEX")}
     extra = [str(pythonpath)] if pythonpath else []
