@@ -150,6 +150,29 @@ def test_create_modify_delete_rename_and_an_editors_save(folder: Path, watching)
     assert w.errors == [] and w.skips == []
 
 
+def test_open_readers_keep_answering_and_see_each_change(folder: Path, watching):
+    """A reader opened before the change (an MCP server's service, an ``api.Index``) answers
+    between and during runs, and its next call sees what the run committed."""
+    import json
+
+    from ragsift.mcp_server import Service
+
+    w = watching()
+    service = Service(str(w.index), threshold=0.0)
+    reader = api.open_index(w.index)
+    try:
+        assert "wax.md" not in json.dumps(service.list_documents())
+        put(folder, "wax.md", "# Wax\n\nBees make wax from honey.\n")
+        wait_for(lambda: "wax.md" in json.dumps(service.list_documents()), "the MCP service")
+        found = service.search("what do bees make from honey")
+        assert "wax.md" in json.dumps(found)
+        reader.refresh()
+        assert str(folder / "wax.md") in reader.paths()
+    finally:
+        service.close()
+        reader.close()
+
+
 def test_ignored_files_never_start_a_run(tmp_path: Path, folder: Path, watching):
     idx = folder / "inside.db"  # the index lives in the watched folder: its writes are ignored
     w = watching(idx)
