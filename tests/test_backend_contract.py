@@ -506,3 +506,91 @@ def test_storage_errors_are_ragsift_errors(filled, open_backend):
                 pass  # the one-line error the CLI prints
             except Exception as exc:  # noqa: BLE001 - the assertion below says which
                 pytest.fail(f"{mode}: {type(exc).__module__}.{type(exc).__name__}: {exc}")
+
+
+# -- the same answers on every backend (issue 29) --------------------------------------------
+# Varied queries over fixtures/: questions, keywords, identifiers, numbers, single words,
+# stemming and accents, punctuation, and off-topic ones (weak or no lexical evidence).
+ANSWER_QUERIES = [
+    "What does a queen excluder do?", "How long does honey take to crystallise?",
+    "When should I add a super to the hive?", "How do I treat varroa mites?",
+    "swarm prevention in spring", "beeswax candles", "smoker fuel",
+    "How do I feed a sourdough starter?", "starter hydration ratio", "oven temperature for bread",
+    "proofing dough overnight in the fridge", "What lives in a tide pool?",
+    "sea anemones and crabs", "low tide safety", "How do I trim a lantern wick?",
+    "kerosene lantern chimney soot", "lamp oil", "field notes from the marsh",
+    "birds seen at dawn", "recipe with lentils", "kitchen notes about knives", "market prices",
+    "legacy notes", "bees", "honey", "tide", "wick", "flour", "salt", "water", "crystallised",
+    "crystallization", "Bienenkönigin", "café crème", "25", "1.5 kg", "350 °F", "2024",
+    "queen_excluder", "hiveTool", "starter.feed()", "tide-pool", "What is the capital of France?",
+    "quantum chromodynamics lattice", "How do I configure nginx as a reverse proxy?",
+    "the of and", "?!", "honey honey honey bees bees",
+    "a very long question about how to keep bees healthy through a cold and wet winter",
+    "HONEY Extraction",
+]
+ANSWER_MODES = ("dense", "lexical", "hybrid")
+
+
+def _answers(index: str) -> dict:
+    """Every query's admitted hits in every mode, through the Python API, with no threshold:
+    (id, score and its evidence) in order."""
+    from ragsift import api
+
+    ix = api.open_index(index)
+    out = {}
+    for mode in ANSWER_MODES:
+        for q in ANSWER_QUERIES:
+            r = ix.query(q, k=10, threshold=None, mode=mode)
+            out[mode, q] = [(c.id, c.score, c.dense_score, c.lexical_score, c.lexical_share,
+                             c.unit_score) for c in r.admitted]
+    return out
+
+
+@pytest.fixture(scope="module")
+def answer_indexes(tmp_path_factory):
+    """fixtures/ embedded by the real model into SQLite and Lance (local engine), and into
+    Lance by ``--engine ray`` (a local Ray of 2 CPUs) when Ray is installed."""
+    from pathlib import Path
+
+    from ragsift import api
+
+    pytest.importorskip("lance", reason="the Lance backend needs: pip install 'ragsift[lance]'")
+    root = tmp_path_factory.mktemp("answers")
+    corpus = str(Path(__file__).resolve().parent.parent / "fixtures")
+    out = {}
+    for name, index in (("sqlite", root / "i.db"), ("lance", root / "i.lance")):
+        api.build(index, [corpus])
+        out[name] = str(index)
+    try:
+        import ray
+    except ImportError:
+        return out
+    import os
+
+    os.environ.setdefault("RAY_worker_niceness", "0")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        api.build(root / "ray.lance", [corpus], engine="ray")
+    finally:
+        ray.shutdown()
+    out["lance-ray"] = str(root / "ray.lance")
+    return out
+
+
+@pytest.mark.parametrize("backend", ["lance", "lance-ray"])
+def test_every_backend_gives_the_same_answers(answer_indexes, backend):
+    """50 varied queries in each mode give the same ids, in the same order, with the same
+    scores (relevance score, cosine, BM25, its share of the ceiling, best unit) within 1e-6 on
+    Lance (built locally or by Ray) as on SQLite: one tokenizer, one BM25, one collection."""
+    if backend not in answer_indexes:
+        pytest.skip("--engine ray needs: pip install 'ragsift[ray]'")
+    want = _answers(answer_indexes["sqlite"])
+    got = _answers(answer_indexes[backend])
+    assert len(want) == 150 and sum(1 for hits in want.values() if hits) > 100
+    assert sum(1 for (m, _), hits in want.items() if m == "lexical" and hits) > 30
+    for key, hits in want.items():
+        assert [h[0] for h in got[key]] == [h[0] for h in hits], key
+        for a, b in zip(got[key], hits):
+            for x, y in zip(a[1:], b[1:]):
+                assert (x is None) == (y is None), (key, a, b)
+                assert x is None or abs(x - y) <= 1e-6, (key, a, b)

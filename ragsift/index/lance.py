@@ -81,17 +81,19 @@ from ragsift.index.lance_write import (  # noqa: F401 (the constants: re-export)
     LanceWriter,
 )
 from ragsift.index.locations import is_lance_location, is_remote  # noqa: F401 (re-export)
-from ragsift.index.terms import query_terms
+from ragsift.index.terms import query_terms, query_words
 
 if TYPE_CHECKING:
     import numpy as np
 
-SCHEMA_VERSION = 2  # 2: ``fts`` holds the identifier terms (``LanceWriter._upgrade``)
+    from ragsift.index.lance_lexical import LancePostings
+
+# 2: ``fts`` holds the identifier terms; 3: ragsift's own postings beside the chunks
+# (``lance_lexical``: the SQLite backend's BM25). ``LanceWriter._upgrade`` brings older ones up.
+SCHEMA_VERSION = 3
 IDENTIFIER_SCHEMA = 2
+POSTINGS_SCHEMA = 3
 FORMAT = "ragsift-lance"
-# Extra lexical hits fetched beyond ``n`` so that ties at the cut are broken by rowid.
-LEXICAL_SLACK = 32
-LANCE_K1 = 1.2  # Lance's BM25 constant (its inverted index's default)
 
 
 class LanceIndex(LanceWriter, FragmentCommits):
@@ -110,7 +112,7 @@ class LanceIndex(LanceWriter, FragmentCommits):
         self._dense: Any = None
         self._ann: Any = None
         self._touched: dict[str, dict] = {}  # writer: doc rows to rewrite at the next commit
-        self._df: dict[tuple[int, str], int] = {}  # (version, query word) -> chunks holding it
+        self._lex: LancePostings | None = None  # this version's postings (``lance_lexical``)
         self._next_rowid: int | None = None
         self._batch: list[DocumentWrite] | None = None  # inside ``transaction()``
         self._batch_removed: list[str] = []  # keys removed inside ``transaction()``
@@ -197,7 +199,7 @@ class LanceIndex(LanceWriter, FragmentCommits):
             if self.mode == "w" and self._touched:
                 self._commit([])
         finally:
-            self._ds = self._settings_ds = self._dense = self._ann = None
+            self._ds = self._settings_ds = self._dense = self._ann = self._lex = None
             if self._lock is not None:
                 self._lock.release()
                 self._lock = None
@@ -226,7 +228,7 @@ class LanceIndex(LanceWriter, FragmentCommits):
         self._ds = self._dataset(self._chunks_uri)
         self._schema_version = int(self._raw_settings().get("schema_version") or 0)
         self._docs = None
-        self._dense = self._ann = None
+        self._dense = self._ann = self._lex = None
 
     # -- settings --------------------------------------------------------------------------
     def _raw_settings(self) -> dict[str, Any]:
@@ -365,69 +367,55 @@ class LanceIndex(LanceWriter, FragmentCommits):
 
     def lexical_candidates(self, text: str, n: int, paths: Collection[str] | None = None
                            ) -> list[tuple[int, float]]:
-        if self._ds is None or n <= 0:
-            return []
-        terms = self._query_terms(text)
-        if not terms:
-            return []
-        where = "kind = 'chunk'"
+        """BM25 candidates, larger is better: the SQLite backend's scores from the postings
+        kept beside the chunks (``lance_lexical``); ``paths`` filters by document path."""
         if paths is not None:
-            keys = self._keys_of_paths(paths)
-            if not keys:
+            if not paths:
                 return []
-            where += f" AND doc_key IN ({_sql_str(keys)})"
-        self._ensure_fts()
-        from lance.query import MatchQuery
+            ids = self._rowids_of_paths(paths)
+            return [(r, -s) for r, s in self._lexical_search(text, n, ids)] if ids else []
+        return [(r, -s) for r, s in self._lexical_search(text, n)]
 
-        query = MatchQuery(" ".join(terms), "fts")
-        t = self._ds.to_table(columns=["rowid", "_score"], full_text_query=query,
-                              filter=where, prefilter=True, limit=n + LEXICAL_SLACK)
-        hits = sorted(zip(t.column("rowid").to_pylist(), t.column("_score").to_pylist()),
-                      key=lambda x: (-x[1], x[0]))
-        return [(int(r), float(s)) for r, s in hits[:n]]
+    def _lexical_search(self, text: str, limit: int,
+                        rowids_filter: Sequence[int] | None = None) -> list[tuple[int, float]]:
+        """[(rowid, -bm25)] best first (the SQLite backend's ``lexical_search``); remembers the
+        query's ceiling."""
+        terms = self._query_terms(text)
+        postings = self._lexical_postings()
+        if postings is None or not terms:
+            return []
+        out: dict = {}
+        hits = postings.search(terms, limit, rowids_filter, out)
+        postings.ceilings[text] = out.get("ceiling", 0.0)
+        if len(postings.ceilings) > 256:  # the ceilings of recent queries only
+            postings.ceilings.pop(next(iter(postings.ceilings)))
+        return hits
 
     def lexical_ceiling(self, text: str) -> float:
-        """The largest BM25 a chunk could score for ``text`` under Lance's inverted index:
-        ``Σ idf·(k1 + 1)`` over the query words, with Lance's BM25 (k1 1.2, idf
-        ``ln(1 + (N − n + 0.5)/(n + 0.5))``), ``n`` counted per word by a full-text query.
-        The relevance coefficients were fitted on the SQLite backend's BM25 (k1 0.9, b 0.4),
-        so on Lance the share is the same kind of number, not the same calibration."""
-        import math
-
-        terms = self._query_terms(text)
-        if self._ds is None or not terms:
+        """The largest BM25 any chunk could score for ``text`` (``lexical.ceiling``, from the
+        same postings and collection statistics as the scores, so the same number as on the
+        SQLite backend); 0.0 when the text has no query words."""
+        if not query_words(text) or self._lexical_postings() is None:
             return 0.0
-        self._ensure_fts()
-        from lance.query import MatchQuery
+        if text not in self._lex.ceilings:
+            self._lexical_search(text, 0)
+        return self._lex.ceilings[text]
 
-        rows = self.count()
-        version = self._ds.version
-        total = 0.0
-        for term in terms:
-            key = (version, term)
-            n = self._df.get(key)
-            if n is None:
-                n = self._ds.to_table(columns=["rowid", "_score"], filter="kind = 'chunk'",
-                                      full_text_query=MatchQuery(term, "fts"),
-                                      prefilter=True).num_rows
-                self._df[key] = n
-            total += math.log(1.0 + (rows - n + 0.5) / (n + 0.5))
-        return total * (LANCE_K1 + 1.0)
+    def _lexical_postings(self) -> LancePostings | None:
+        """This snapshot's postings (``lance_lexical``; read once per version), or None for an
+        index without chunks."""
+        if self._ds is None:
+            return None
+        if self._lex is None:
+            from ragsift.index.lance_lexical import LancePostings
+
+            self._lex = LancePostings.load(self._ds)
+        return self._lex
 
     def _query_terms(self, text: str) -> list[str]:
         """``terms.query_terms``: with identifier terms from schema 2 (an index written before
         holds none, so its queries ask for none)."""
         return query_terms(text, self._schema_version >= IDENTIFIER_SCHEMA)
-
-    def _ensure_fts(self) -> None:
-        """The inverted index must exist for a full-text query (built by the writer's
-        ``compact``; a reader of an index written by hand builds nothing and gets [])."""
-        if self._ds is not None and not self._has_index("fts"):
-            if self.mode == "w":
-                self._build_fts()
-            else:
-                raise RagsiftError(f"index {self.path} has no full-text index yet; run "
-                                   "`ragsift embed` once to build it")
 
     def _has_index(self, column: str) -> bool:
         return any(column in ix.field_names for ix in self._ds.describe_indices())

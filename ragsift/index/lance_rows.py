@@ -65,6 +65,7 @@ def _lance():
 def _schema(dim: int):
     import pyarrow as pa
 
+    LEX_FIELDS = _lex_fields()
     return pa.schema([
         ("uid", pa.string()), ("kind", pa.string()), ("doc_key", pa.string()),
         ("rowid", pa.int64()),
@@ -81,7 +82,16 @@ def _schema(dim: int):
         ("content_hash", pa.string()), ("truncated", pa.int64()), ("fts", pa.string()),
         ("units", pa.binary()),
         ("vector", pa.list_(pa.float32(), dim)),
+        # postings rows (``kind = "lex"``, schema 3: ``lexical_rows``)
+        *LEX_FIELDS,
     ])
+
+
+def _lex_fields():
+    import pyarrow as pa
+
+    return [pa.field("lex_term", pa.string()), pa.field("lex_rows", pa.binary()),
+            pa.field("lex_counts", pa.binary())]
 
 
 _DOC_FIELDS = ("path", "source", "size", "mtime", "sha256", "format", "chunker", "n_chunks",
@@ -114,12 +124,54 @@ def fts_text(context: str, text: str) -> str:
     return "\n".join(p for p in (context, text, terms_text(context, text)) if p)
 
 
+LENGTHS = ""  # the ``lex_term`` of a batch's row lengths (FTS5 never makes an empty token)
+
+
+def lexical_rows(chunks: list[dict]) -> list[dict]:
+    """The postings rows of a batch of chunk rows (``chunk_row``; other rows are skipped),
+    written in the same commit as the chunks: one row per term (``kind = "lex"``,
+    ``lex_term``), the chunk ids holding it (``lex_rows``, little-endian int64, ascending) and
+    how often (``lex_counts``, little-endian uint32), plus one row, ``lex_term = LENGTHS``,
+    with every chunk's length. The terms and lengths are the SQLite backend's own
+    (``ragsift.index.lexical.tokenize_rows``: FTS5's tokenizer over context, text and the
+    identifier terms, the terms not counted in the length), so both backends score one BM25
+    (``lexical.score_postings``) from the same postings. A chunk id is a row's ``rowid``;
+    the uid ``x:<first chunk id>:<term>`` is unique per batch."""
+    import numpy as np
+
+    from ragsift.index.lexical import tokenize_rows
+    from ragsift.index.terms import terms_text
+
+    chunks = [r for r in chunks if r.get("kind") == "chunk"]
+    if not chunks:
+        return []
+    ids = np.asarray([int(r["rowid"]) for r in chunks], np.int64)
+    order = np.argsort(ids, kind="stable")
+    texts = []
+    for i in order.tolist():
+        context, text = chunks[i].get("context") or "", chunks[i].get("text") or ""
+        texts.append((context, text, terms_text(context, text)))
+    ids = ids[order]
+    lengths, found = tokenize_rows(texts)
+    base = int(ids[0])
+    out = [{"uid": f"x:{base}:", "kind": "lex", "lex_term": LENGTHS,
+            "lex_rows": ids.astype("<i8").tobytes(),
+            "lex_counts": lengths.astype("<u4").tobytes()}]
+    out += [{"uid": f"x:{base}:{term}", "kind": "lex", "lex_term": term,
+             "lex_rows": ids[at].astype("<i8").tobytes(),
+             "lex_counts": tf.astype("<u4").tobytes()} for term, (at, tf) in found.items()]
+    return out
+
+
 def rows_table(rows: list[dict], vectors: list, dim: int):
     """An Arrow table of the chunks schema: ``rows`` (``chunk_row`` or document fields) and one
-    vector per row (None for a document row)."""
+    vector per row (None for a document row), then the postings rows of its chunk rows
+    (``lexical_rows``)."""
     import numpy as np
     import pyarrow as pa
 
+    lex = lexical_rows(rows)
+    rows, vectors = list(rows) + lex, list(vectors) + [None] * len(lex)
     schema = _schema(dim)
     matrix = np.stack([np.zeros(dim, np.float32) if v is None else np.asarray(v, np.float32)
                        for v in vectors]) if rows else np.zeros((0, dim), np.float32)

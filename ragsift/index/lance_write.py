@@ -23,8 +23,10 @@ from ragsift.index.dense import as_f32 as _as_f32
 from ragsift.index.lance_rows import (
     _DOC_FIELDS,
     _lance,
+    _lex_fields,
     _schema,
     chunk_row,
+    lexical_rows,
     rows_table,
     write_fragments,
 )
@@ -160,6 +162,7 @@ class LanceWriter:
 
         keep = {d.key: d for d in docs}  # the last write of a key wins, as in SQLite
         rowid = self._alloc_rowids(sum(len(d.records) for d in keep.values()))
+        written: list[dict] = []  # the chunk rows, for their postings
         for doc, vecs in zip(docs, vecs_of):
             if keep.get(doc.key) is not doc:
                 continue
@@ -171,9 +174,13 @@ class LanceWriter:
                 indexed_at=now)
             flat.append(np.zeros((1, dim), np.float32))
             for rec, vec in zip(doc.records, vecs):
-                add(**chunk_row(doc.key, rowid, rec))
+                written.append(chunk_row(doc.key, rowid, rec))
+                add(**written[-1])
                 flat.append(vec.reshape(1, -1))
                 rowid += 1
+        for row in lexical_rows(written):  # in the same commit as their chunks
+            add(**row)
+            flat.append(np.zeros((1, dim), np.float32))
         for key, row in self._touched.items():
             add(uid="d:" + key, kind="doc", doc_key=key, **{f: row[f] for f in _DOC_FIELDS})
             flat.append(np.zeros((1, dim), np.float32))
@@ -184,7 +191,7 @@ class LanceWriter:
                 self._reopen()
             return
         schema = _schema(dim)
-        is_doc = np.array([k == "doc" for k in rows["kind"]])
+        is_doc = np.array([k != "chunk" for k in rows["kind"]])
         matrix = np.concatenate(flat).astype(np.float32) if flat else np.zeros((0, dim), "f4")
         values = pa.array(matrix.reshape(-1), pa.float32())
         vector = pa.FixedSizeListArray.from_arrays(values, dim, mask=pa.array(is_doc))
@@ -194,7 +201,6 @@ class LanceWriter:
         if self._ds is None:
             self._ds = lance.write_dataset(table, self._chunks_uri, mode="create",
                                            storage_options=self._opts or None)
-            self._build_fts()  # rows written later are searched flat until ``compact``
         else:
             keys = [d.key for d in keep.values()]
             merge = (self._ds.merge_insert("uid").when_matched_update_all()
@@ -277,7 +283,6 @@ class LanceWriter:
             op = lance.LanceOperation.Overwrite(_schema(dim), new)
             self._ds = lance.LanceDataset.commit(self._chunks_uri, op,
                                                  storage_options=self._opts or None)
-            self._build_fts()
         else:
             removed, updated = [], []
             pred = f"doc_key IN ({_sql_str(replaced)})" if replaced else None
@@ -303,7 +308,6 @@ class LanceWriter:
         table = pa.table(cols, schema=_schema(dim))
         self._ds = _lance().write_dataset(table, self._chunks_uri, mode="overwrite",
                                           storage_options=self._opts or None)
-        self._build_fts()
 
     def _alloc_rowids(self, n: int) -> int:
         if self._next_rowid is None:
@@ -321,7 +325,7 @@ class LanceWriter:
     def _reopen(self) -> None:
         self._ds = self._dataset(self._chunks_uri)
         self._docs = None
-        self._dense = self._ann = None
+        self._dense = self._ann = self._lex = None
 
     def remove_documents(self, keys: Iterable[str]) -> int:
         self._require_writer()
@@ -369,17 +373,18 @@ class LanceWriter:
         if before > 1:
             self._ds.optimize.compact_files()
             self._reopen()
+        self._merge_postings()
         n = self._ds.count_rows("kind = 'chunk'")
         if n:
-            if n >= SCALAR_INDEX_MIN_ROWS:  # lookups by id and by text hash stop scanning
-                for column in ("rowid", "content_hash"):
+            if n >= SCALAR_INDEX_MIN_ROWS:  # lookups by id, by text hash and of a query's
+                # postings stop scanning
+                for column in ("rowid", "content_hash", "lex_term"):
                     if not self._has_index(column):
                         self._ds.create_scalar_index(column, index_type="BTREE")
                         self._reopen()
-            if self._has_index("fts"):
+            if self._ds.describe_indices():
                 self._ds.optimize.optimize_indices()
-            else:
-                self._build_fts()
+                self._reopen()
             from ragsift.index import ann
 
             ann.maintain(self)
@@ -389,13 +394,34 @@ class LanceWriter:
             self._settings_ds.cleanup_old_versions(older_than=KEEP_VERSIONS)
         return max(0, before - len(self._ds.get_fragments()))
 
+    def _merge_postings(self) -> None:
+        """Rewrite the postings (``lance_lexical``) as one batch without deleted chunks, and
+        write those of chunks that have none (an upgraded index), in ONE commit; nothing when
+        they are already so."""
+        from ragsift.index.lance_lexical import LancePostings
+
+        postings = LancePostings.load(self._ds)
+        if postings.complete():
+            return
+        if not postings.rows:  # no chunk left: no postings either
+            self._ds.delete("kind = 'lex'")
+        else:
+            rows = postings.merged_rows()
+            dim = int(self._ds.schema.field("vector").type.list_size)
+            (self._ds.merge_insert("uid").when_matched_update_all().when_not_matched_insert_all()
+             .when_not_matched_by_source_delete("kind = 'lex'")
+             .execute(rows_table(rows, [None] * len(rows), dim)))
+        self._reopen()
+
     # -- schema upgrades -------------------------------------------------------------------
     def _upgrade(self, version: int, target: int) -> None:
         """Bring an index of schema ``version`` to ``target`` (``lance.SCHEMA_VERSION``);
         opening it to write does this first: a writer never adds rows of one schema to another.
         Schema 2: every chunk's ``fts`` is recomputed from its context and text with the
-        identifier terms (``lance_rows.fts_text``; one commit), the inverted index rebuilt,
-        then the version recorded (a crash before that: the next writer does it again)."""
+        identifier terms (``lance_rows.fts_text``; one commit). Schema 3: the postings columns
+        are added (empty) and every chunk's postings written (``_merge_postings``; one
+        commit). Then the version is recorded (a crash before that: the next writer does it
+        again; a reader meanwhile builds the missing postings in memory)."""
         import pyarrow as pa
 
         from ragsift.index.lance_rows import fts_text
@@ -408,18 +434,15 @@ class LanceWriter:
                 table = pa.table({"uid": t.column("uid"), "fts": pa.array(fts, pa.string())})
                 self._ds.merge_insert("uid").when_matched_update_all().execute(table)
                 self._reopen()
-                self._build_fts()
+        if version < 3 and self._ds is not None:
+            if "lex_term" not in self._ds.schema.names:
+                self._ds.add_columns(_lex_fields())
+                self._reopen()
+            self._merge_postings()
         self.set_settings(schema_version=target)
         self._schema_version = target
 
     # -- indexes and checks ----------------------------------------------------------------
-    def _build_fts(self) -> None:
-        self._ds.create_scalar_index(
-            "fts", index_type="INVERTED", replace=True, base_tokenizer="simple",
-            language="English", lower_case=True, stem=True, remove_stop_words=False,
-            ascii_folding=True, with_position=False)
-        self._reopen()
-
     def verify(self) -> list[str]:
         import numpy as np
 

@@ -329,21 +329,38 @@ class Postings:
                 old = merged.get(term)
                 merged[term] = more if old is None else (np.concatenate((old[0], more[0])),
                                                          np.concatenate((old[1], more[1])))
-        score = np.zeros(self.rowids.shape[0], np.float64)
-        matched = np.zeros(self.rowids.shape[0], bool)
-        for term in phrases:  # FTS5 adds phrase after phrase, in query order
-            if term in merged:
-                s, f = merged[term]
-                _add_bm25(score, s, f, self.ntok[s], self.rows, self.tokens)
-                matched[s] = True
-        if out is not None:
-            out["ceiling"] = ceiling(self.rows, [merged[t][0].shape[0] if t in merged else 0
-                                                 for t in dict.fromkeys(phrases)])
-        cand = np.flatnonzero(matched)
-        if rowids_filter is not None:
-            wanted = np.fromiter((int(r) for r in rowids_filter), np.int64)
-            cand = cand[np.isin(self.rowids[cand], wanted)]
-        return _best(self.rowids[cand], score[cand], limit)
+        return score_postings(phrases, merged, self.rowids, self.ntok, self.rows, self.tokens,
+                              limit, rowids_filter, out)
+
+
+def score_postings(phrases: Sequence[str], merged: dict[str, tuple[np.ndarray, np.ndarray]],
+                   rowids: np.ndarray, ntok: np.ndarray, rows: int, tokens: int, limit: int,
+                   rowids_filter: Iterable[int] | None = None,
+                   out: dict | None = None) -> list[tuple[int, float]]:
+    """The one BM25 of every backend: [(rowid, -bm25)] best first, at most ``limit``, for the
+    OR query of ``phrases`` (one token each, in query order; a repeated token counts each
+    time, as in FTS5). ``merged``: term -> (slots, counts) of the live rows holding it;
+    ``rowids``/``ntok``: each slot's chunk id and length (float64); ``rows``/``tokens``: the
+    collection's totals (live rows, their summed lengths). ``out["ceiling"]``, when ``out``
+    is given: the query's BM25 ceiling (``ceiling``). ``Postings.search`` (SQLite) and the
+    Lance backend (``lance_lexical``) both call it, so equal postings give equal scores."""
+    import numpy as np
+
+    score = np.zeros(rowids.shape[0], np.float64)
+    matched = np.zeros(rowids.shape[0], bool)
+    for term in phrases:  # FTS5 adds phrase after phrase, in query order
+        if term in merged:
+            s, f = merged[term]
+            _add_bm25(score, s, f, ntok[s], rows, tokens)
+            matched[s] = True
+    if out is not None:
+        out["ceiling"] = ceiling(rows, [merged[t][0].shape[0] if t in merged else 0
+                                        for t in dict.fromkeys(phrases)])
+    cand = np.flatnonzero(matched)
+    if rowids_filter is not None:
+        wanted = np.fromiter((int(r) for r in rowids_filter), np.int64)
+        cand = cand[np.isin(rowids[cand], wanted)]
+    return _best(rowids[cand], score[cand], limit)
 
 
 def _add_bm25(score: np.ndarray, at: np.ndarray, tf: np.ndarray, length: np.ndarray,
@@ -402,20 +419,32 @@ def _memory_postings(db: sqlite3.Connection, rowids: np.ndarray, ntok: np.ndarra
     texts = {rid: (context, text, terms) for rid, context, text, terms in db.execute(
         f"SELECT c.id, c.context, c.text, {terms_column(db)} FROM chunks c "
         "WHERE c.id IN (SELECT value FROM json_each(?))", (json.dumps(ids),))}
+    counts, found = tokenize_rows([texts.get(rid, ("", "", "")) for rid in ids])
+    ntok[slots] = counts
+    return {term: (slots[rows_of], tf.astype(np.float64)) for term, (rows_of, tf) in found.items()}
+
+
+def tokenize_rows(texts: Sequence[tuple[str, str, str]]
+                  ) -> tuple[np.ndarray, dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """The postings of rows given as (context, text, terms), tokenized by FTS5 itself (the
+    index's tokenizer, ``FTS5_TOKENIZE``, in a private in-memory database): each row's length
+    (its tokens in ``context`` and ``text``; int64) and, for each term, the rows holding it
+    (indexes into ``texts``, ascending) and how often (int64). The one tokenization of every
+    backend: SQLite's blocks without postings and the Lance backend's postings
+    (``lance_rows.lexical_rows``) come from here."""
+    import numpy as np
+
     mem = _memory_db()
     try:
-        inst = _tokenize(mem, [(k, *texts.get(rid, ("", "", "")))
-                               for k, rid in enumerate(ids, 1)])
+        inst = _tokenize(mem, [(k, *t) for k, t in enumerate(texts, 1)])
     finally:
         mem.close()
     terms = [t for t, _, _ in inst]
     docs = np.fromiter((d - 1 for _, d, _ in inst), np.int64, len(inst))
     extra = np.fromiter((bool(e) for _, _, e in inst), bool, len(inst))
-    counts, rows_of, tf, ends, heads = _pairs(terms, docs, len(ids), extra)
-    ntok[slots] = counts
-    at = slots[rows_of]
-    return {terms[h]: (at[a:b], tf[a:b].astype(np.float64))
-            for h, a, b in zip(heads.tolist(), ends.tolist(), ends[1:].tolist())}
+    counts, rows_of, tf, ends, heads = _pairs(terms, docs, len(texts), extra)
+    return counts, {terms[h]: (rows_of[a:b], tf[a:b])
+                    for h, a, b in zip(heads.tolist(), ends.tolist(), ends[1:].tolist())}
 
 
 def scan(db: sqlite3.Connection, words: Sequence[str], limit: int,
