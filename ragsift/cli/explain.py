@@ -54,8 +54,7 @@ below that (COLUMNS=80 ragsift explain ... shows it on any terminal).
 Exit status: 0 when something was admitted, 1 when nothing cleared the threshold, 2 on errors.
 """
 
-PREVIEW = 80
-WINDOW = 600
+WINDOW = 600  # characters of a long chunk around its best unit that the display starts from
 
 
 def explain_command(
@@ -103,191 +102,261 @@ def explain_command(
 def render(console: Console, r: Retrieval, attributions: list[Attribution],
            hint_lines: list[str], model: str, origin: str, *,
            query_truncated: int = 0, max_length: int | None = None) -> None:
-    from rich.markup import escape
-    from rich.table import Table
+    """``explain`` for reading, at any width (80 and 120 columns are tested).
 
-    from ragsift.cli.render import NARROW, reason_label, render_narrow
+    A header (the query; model, mode, threshold, chunks searched; what the candidate counts
+    mean; the legend), then one block per candidate in rank order, admitted first: a line of
+    numbers (rank, score, margin over the threshold, a bar on the 0–1 score scale with the
+    threshold ``┃``, the evidence), ``path:line`` (never wrapped: cut in the middle when too
+    long), and for a hit a few lines of its text around its best unit (reverse video, or
+    ``»…«`` where the output has no styles) and its closest units; for a rejection a one-line
+    preview, under a heading that names the rule that turned it away. From ``NARROW`` columns
+    the numbers are labelled once, in a column header; below it each evidence number carries its
+    own label. Document text is shown literally (``Text``, never markup)."""
+    from rich.text import Text
 
-    note = f" ({origin})" if origin else ""
-    if console.width < NARROW:
-        render_narrow(console, r, attributions, hint_lines, model, note,
-                      query_truncated=query_truncated, max_length=max_length)
-        return
-    floor = fmt_threshold(r.threshold) + note
-    console.print(f"[bold]query[/]  {escape(r.query)}", highlight=False)
-    details = (f"model {model} · mode {r.mode} · k {r.k} · threshold {floor} · reject window "
-               f"{r.reject_window} · max chars {r.max_chars or '-'} · {r.searched} chunks "
-               "searched")
+    from ragsift.api import ATTRIBUTION_NOTE as NOTE
+    from ragsift.cli.render import (INDENT, MARKS, NARROW, colour, counts_line, flat,
+                                    group_label, rejected_title, shown)
+
+    width = console.width
+    wide = width >= NARROW
+    marks = console.color_system is None  # no styles reach the reader: mark the unit
+    out = console.print
+
+    def line(text: Text) -> None:  # one terminal line, cut rather than wrapped
+        out(text, no_wrap=True, overflow="ellipsis", crop=True)
+
+    out(Text.assemble(("query  ", "bold"), shown(r.query) if len(r.query) <= 3 * width else
+                      flat(r.query, 3 * width)))
+    details = f"model {model} · mode {r.mode} · threshold {fmt_threshold(r.threshold)}"
+    details += (f" ({origin})" if origin else "") + f" · {r.searched:,} chunks searched"
+    if r.max_chars is not None:
+        details += f" · max chars {r.max_chars}"
     if r.path_filter:
-        details += f" (--path {r.path_filter})"
-    console.print(f"[dim]{escape(details)}[/]", highlight=False)
+        details += f" · --path {r.path_filter}"
+    out(Text(shown(details), style="dim"))
+    out(Text(counts_line(r), style="dim"))
     if query_truncated:
-        console.print(f"[yellow]⚠ query truncated to {max_length} model tokens; "
-                      f"{query_truncated} tokens ignored[/]", highlight=False)
+        out(Text(f"⚠ query truncated to {max_length} model tokens; {query_truncated} tokens "
+                 "ignored", style="yellow"))
+    columns = _Columns(r, wide, width)
+    if r.candidates:
+        out(Text(_legend(r, width), style="dim"))
+        line(columns.header())
 
     by_id = {a.id: a for a in attributions}
     if r.admitted:
-        table = Table(title=f"admitted ({len(r.admitted)})", title_justify="left",
-                      show_lines=True, expand=False)
-        table.add_column("rank", justify="right", no_wrap=True, min_width=4)
-        table.add_column("score", justify="right", no_wrap=True, min_width=5)
-        table.add_column("margin", justify="right", no_wrap=True, min_width=6)
-        fused = _add_side_columns(table, r)
-        table.add_column("where", overflow="fold", min_width=16, max_width=40)
-        table.add_column("chunk (closest unit highlighted)", overflow="fold", ratio=1)
+        unit = f"best unit {MARKS[0]}marked{MARKS[1]}" if marks else "best unit highlighted"
+        out(Text.assemble((f"admitted ({len(r.admitted)})", "bold green"),
+                          (f" · each hit's {unit}", "dim")))
         for c in r.admitted:
-            where = escape(c.location)
-            if c.headings:
-                where += "\n[dim]" + escape(" › ".join(c.headings)) + "[/]"
-            if c.truncated:
-                where += f"\n[yellow]⚠ truncated: {c.truncated} tokens the model never saw[/]"
-            table.add_row(str(c.rank), f"{c.score:.3f}", _signed(c.margin(r.threshold)),
-                          *(_side_cells(c, r) if fused else ()), where,
-                          highlighted(c, by_id.get(c.id)))
-        console.print(table)
-        _print_units(console, r, by_id)
+            a = by_id.get(c.id)
+            for row in columns.head(c):
+                line(row)
+            for row in _where(c, width, INDENT):
+                line(row)
+            for row in _text(console, c, a, width - INDENT, marks):
+                line(Text(" " * INDENT).append_text(row))
+            for u in (a.units if a is not None else ()):
+                label = f"unit {u.score:.3f} share {u.share:.0%}  "
+                row = Text(" " * INDENT).append(label, style="magenta")
+                row.append(flat(u.text))
+                line(row)
+        if any(by_id.get(c.id) and by_id[c.id].units for c in r.admitted):
+            out(Text("closest units: " + NOTE, style="dim"))
     else:
-        console.print("[bold red]nothing admitted[/]")
+        out(Text("nothing admitted", style="bold red"))
 
     rejected = r.rejected
     if rejected:
-        table = Table(title=f"rejected ({len(rejected)})", title_justify="left")
-        table.add_column("rank", justify="right", no_wrap=True, min_width=4)
-        table.add_column("score", justify="right", no_wrap=True, min_width=5)
-        table.add_column("gap", justify="right", no_wrap=True, min_width=5)
-        table.add_column("reason", no_wrap=True, min_width=21)
-        fused = _add_side_columns(table, r)
-        table.add_column("where", overflow="fold", min_width=16, max_width=40)
-        # The numbers matter more than the preview: it gets what the other columns leave
-        # (bounded, so rich never squeezes rank/score/gap/where to nothing), or nothing.
-        room = console.width - (120 if r.mode == "hybrid" else 105)
-        preview = room >= 12
-        if preview:
-            table.add_column("preview", overflow="ellipsis", no_wrap=True, max_width=room)
+        out(Text(rejected_title(r), style="bold"))
+        group = None
         for c in rejected:
-            where = escape(c.location) + (f" [yellow]⚠{c.truncated}[/]" if c.truncated else "")
-            table.add_row(str(c.rank), f"{c.score:.3f}", _signed(c.margin(r.threshold)),
-                          escape(reason_label(c, r)), *(_side_cells(c, r) if fused else ()), where,
-                          *((escape(_preview(c.text)),) if preview else ()))
-        console.print(table)
-
-    if r.candidates:
-        console.print("[bold]score picture[/] [dim](candidates by rank; ┃ = threshold)[/]")
-        for line in score_picture(r):
-            console.print(line, highlight=False, soft_wrap=True)
+            if c.reason != group:
+                group = c.reason
+                out(Text("  " + group_label(c, r), style=colour(c)))
+            for row in columns.head(c):
+                line(row)
+            line(_where_preview(c, width, INDENT))
     for hint in hint_lines:
-        console.print(f"[bold yellow]hint:[/] {escape(hint)}", highlight=False)
+        out(Text.assemble(("hint: ", "bold yellow"), shown(hint)))
 
 
-def _print_units(console: Console, r: Retrieval, by_id: dict) -> None:
-    from rich.markup import escape
-    from rich.table import Table
+def _legend(r: Retrieval, width: int) -> str:
+    """What the bars and ``#n`` mean, in one line where the width allows."""
+    from rich.cells import cell_len
 
-    from ragsift.api import ATTRIBUTION_NOTE as NOTE
+    floor = "no threshold" if r.threshold is None else f"┃ = threshold {r.threshold:.2f}"
+    rank = "#n: rank in the dense or lexical list"
+    long = f"score picture: bars on the 0–1 scale, {floor} · {rank}"
+    return long if cell_len(long) <= width else f"bars: score 0–1, {floor} · {rank}"
 
-    rows = [(c, u) for c in r.admitted if c.id in by_id for u in by_id[c.id].units]
-    if not rows:
-        return
-    table = Table(title="closest units", title_justify="left", caption=NOTE,
-                  caption_justify="left")
-    table.add_column("hit", justify="right", no_wrap=True)
-    table.add_column("unit score", justify="right", no_wrap=True)
-    table.add_column("share", justify="right", no_wrap=True)
-    table.add_column("unit", overflow="fold", ratio=1)
-    for c, u in rows:
-        table.add_row(str(c.rank), f"{u.score:.3f}", f"{u.share:.0%}", escape(u.text))
-    console.print(table)
 
+class _Columns:
+    """The numbers of a candidate's first line, aligned under one header: rank, score, margin
+    (score − threshold), the bar; then the evidence: in columns of their own from ``NARROW``
+    columns (``unit · cos``, ``lexical``, ``via``), below it in words (``render.side_info``)."""
+
+    def __init__(self, r: Retrieval, wide: bool, width: int) -> None:
+        from ragsift.cli.render import evidence_cells
+
+        self.r, self.wide, self.width = r, wide, width
+        self.cells = 20 if wide else 10
+        self.rank_w = max([3, *(len(str(c.rank)) for c in r.candidates)])
+        self.sides: list[tuple[str, int]] = []
+        if wide:
+            names = ([] if r.mode == "lexical" else ["unit · cos"]) + (
+                [] if r.mode == "dense" else ["lexical"])
+            rows = [_side_cells(c, r, evidence_cells) for c in r.candidates]
+            for i, name in enumerate(names):
+                self.sides.append((name, max([len(name), *(len(row[i]) for row in rows)])))
+            if r.mode == "hybrid":
+                self.sides.append(("via", max([3, *(len(_via(c)) for c in r.candidates)])))
+
+    def header(self) -> Text:
+        from rich.text import Text
+
+        from ragsift.cli.render import axis
+
+        head = f"{'#':>{self.rank_w}} {'score':>5} {'margin':>6} {axis(self.cells)}"
+        if self.wide:
+            head += "".join(f"  {name:<{w}}" for name, w in self.sides).rstrip()
+        else:
+            head += "  evidence"
+        return Text(head, style="dim")
+
+    def head(self, c: Candidate) -> list[Text]:
+        from rich.text import Text
+
+        from ragsift.cli.render import (INDENT, _join_fitting, bar, colour, evidence_cells,
+                                        side_info, signed)
+
+        style = colour(c)
+        numbers = Text(f"{c.rank:>{self.rank_w}} ")
+        numbers.append(f"{c.score:.3f}", style="bold " + style if c.admitted else "")
+        numbers.append(f" {signed(c.margin(self.r.threshold)):>6} ")
+        numbers.append_text(bar(c.score, self.r.threshold, self.cells, style))
+        if self.wide:
+            values = list(_side_cells(c, self.r, evidence_cells))
+            if self.r.mode == "hybrid":
+                values.append(_via(c))
+            for (_, w), value in zip(self.sides, values):
+                numbers.append("  " + f"{value:<{w}}", style="dim" if value == "-" else "")
+            return [numbers.rstrip() or numbers]
+        return _join_fitting([numbers, Text(side_info(c, self.r))], self.width, INDENT)
+
+
+def _side_cells(c: Candidate, r: Retrieval, evidence_cells) -> tuple[str, ...]:
+    """The wide layout's evidence cells: ``render.evidence_cells`` without the words the
+    column header says (``0.61 · 0.58 #3`` under ``unit · cos``, ``0.70 #1`` under ``lexical``)."""
+    return tuple(x.replace("unit ", "").replace("cos ", "").replace("lex ", "")
+                 for x in evidence_cells(c, r))
+
+
+def _via(c: Candidate) -> str:
+    return {"lexical": "lexical only", "dense": "dense only"}.get(c.source or "", "both")
+
+
+def _where(c: Candidate, width: int, indent: int) -> list[Text]:
+    """A hit's ``path:line`` (whole, or cut in the middle; never wrapped) and its heading
+    trail (beside it when there is room, else on a line of its own, cut at the front)."""
+    from rich.cells import cell_len
+    from rich.text import Text
+
+    from ragsift.cli.render import cut_left, fit_location, shown
+
+    room = width - indent
+    where = fit_location(shown(c.location), room)
+    first = Text(" " * indent).append(where, style="cyan")
+    lines = [first]
+    if c.headings:
+        trail = shown(" › ".join(c.headings))
+        left = room - cell_len(where) - 2
+        if left >= min(cell_len(trail), 16):
+            first.append("  ").append(cut_left(trail, left), style="dim")
+        else:
+            lines.append(Text(" " * indent).append(cut_left(trail, room), style="dim"))
+    if c.truncated:
+        lines.append(Text(" " * indent).append(
+            f"⚠ truncated: {c.truncated} tokens the model never saw", style="yellow"))
+    return lines
+
+
+def _where_preview(c: Candidate, width: int, indent: int) -> Text:
+    """A rejected candidate's ``path:line`` and a one-line preview of its text; a long path is
+    cut in the middle so that the preview keeps ``PREVIEW_MIN`` cells."""
+    from rich.cells import cell_len
+    from rich.text import Text
+
+    from ragsift.cli.render import PREVIEW_MIN, fit_location, flat, one_line, shown
+
+    mark = f" ⚠{c.truncated}" if c.truncated else ""
+    room = width - indent - len(mark)
+    where = fit_location(shown(c.location), max(12, room - 2 - PREVIEW_MIN))
+    row = Text(" " * indent).append(where, style="cyan")
+    if mark:
+        row.append(mark, style="yellow")
+    left = room - cell_len(where) - 2
+    if left >= 8:
+        row.append("  ").append_text(one_line(flat(c.text), left, style="dim"))
+    return row
+
+
+def _text(console: Console, c: Candidate, a: Attribution | None, room: int,
+          marks: bool) -> list[Text]:
+    from ragsift.cli.render import TEXT_LINES, window
+
+    return window(console, highlighted(c, a), max(20, room), TEXT_LINES, marks=marks)
 
 
 def highlighted(c: Candidate, a: Attribution | None) -> Text:
-    """The chunk text (a window of it when long) with the closest unit in bold reverse and the
+    """The chunk text (a window of it when long) with its best unit in bold reverse (the
+    candidate's own ``unit_start``/``unit_end``, else its attribution's first unit) and the
     evidence span (``--span best``) underlined. Hard-wrapped prose lines are joined for
-    display, one character for one, so the unit's offsets still hold."""
+    display, one character for one, so the offsets still hold."""
     from rich.text import Text
 
+    from ragsift.cli._common import printable  # one for one: the unit offsets still hold
+    from ragsift.cli.render import UNIT_STYLE, best_unit
+
     text = _SOFT_BREAK.sub(" ", c.text)
-    best = a.best if a is not None else None
+    unit = best_unit(c, a)
     lo, hi = 0, len(text)
     if len(text) > WINDOW:
-        center = best.start if best is not None and best.start is not None else 0
+        center = unit[0] if unit is not None else 0
         if c.span_start is not None and c.start is not None:
             center = c.span_start - c.start
         lo = max(0, min(center - WINDOW // 4, len(text) - WINDOW))
         hi = lo + WINDOW
-    from ragsift.cli._common import printable  # one for one: the unit offsets still hold
-
     out = Text(printable(("…" if lo else "") + text[lo:hi] + ("…" if hi < len(text) else "")))
-    if best is not None and best.start is not None and best.end is not None:
-        s, e = max(best.start, lo), min(best.end, hi)
+    shift = 1 if lo else 0
+    if unit is not None:
+        s, e = max(unit[0], lo), min(unit[1], hi)
         if s < e:
-            shift = 1 if lo else 0
-            out.stylize("bold reverse", s - lo + shift, e - lo + shift)
+            out.stylize(UNIT_STYLE, s - lo + shift, e - lo + shift)
     if c.span_start is not None and c.span_end is not None and c.start is not None:
         s, e = max(c.span_start - c.start, lo), min(c.span_end - c.start, hi)
         if s < e:
-            shift = 1 if lo else 0
             out.stylize("underline", s - lo + shift, e - lo + shift)
     return out
 
 
 def score_picture(r: Retrieval, width: int = 40) -> list[str]:
-    """One bar per candidate, scaled between the lowest and highest of the scores and the
-    threshold, with the threshold column marked (rich markup)."""
-    scores = [c.score for c in r.candidates]
-    points = scores + ([r.threshold] if r.threshold is not None else [])
-    lo, hi = min(points), max(points)
-    pad = max((hi - lo) * 0.05, 0.01)
-    lo, hi = lo - pad, hi + pad
-    col = None if r.threshold is None else round((r.threshold - lo) / (hi - lo) * width)
+    """One bar per candidate on the score's 0–1 scale (the bars of ``explain``'s rows, drawn
+    wider), the threshold column marked (rich markup), then the axis."""
+    from ragsift.cli.render import axis, bar, colour
+
     lines = []
     for c in r.candidates:
-        filled = max(0, min(width, round((c.score - lo) / (hi - lo) * width)))
-        cells = ["█" if i < filled else " " for i in range(width + 1)]
-        if col is not None and 0 <= col <= width:
-            cells[col] = "┃"
-        colour = "green" if c.admitted else ("yellow" if c.reason != "below-threshold" else
-                                             "red")
         mark = "✓" if c.admitted else "·"
-        lines.append(f"{c.rank:>3} {c.score:6.3f} {mark} [{colour}]{''.join(cells)}[/]")
-    axis = f"           {lo:.2f}{' ' * max(1, width - 8)}{hi:.2f}"
-    lines.append(f"[dim]{axis}[/]")
+        cells = bar(c.score, r.threshold, width).plain
+        lines.append(f"{c.rank:>3} {c.score:6.3f} {mark} [{colour(c)}]{cells}[/]")
+    lines.append(f"[dim]{' ' * 13}{axis(width)}[/]")
     if r.threshold is not None:
-        lines.append(f"[dim]{' ' * (13 + (col or 0))}┃ threshold {r.threshold:.2f}[/]")
+        col = max(0, min(width - 1, int(r.threshold * width)))
+        lines.append(f"[dim]{' ' * (13 + col)}┃ threshold {r.threshold:.2f}[/]")
     return lines
-
-
-def _add_side_columns(table, r: Retrieval) -> bool:
-    """The evidence columns (``render.evidence_cells``): what the score was computed from."""
-    if r.mode != "lexical":
-        table.add_column("unit · cos", justify="right", no_wrap=True, min_width=7)
-    if r.mode != "dense":
-        table.add_column("lexical", justify="right", no_wrap=True, min_width=7)
-    if r.mode == "hybrid":
-        table.add_column("via", no_wrap=True, min_width=4)
-    return True
-
-
-def _side_cells(c: Candidate, r: Retrieval) -> tuple[str, ...]:
-    from ragsift.cli.render import evidence_cells
-
-    cells = tuple(x.replace("unit ", "").replace("cos ", "").replace("lex ", "")
-                  for x in evidence_cells(c, r))
-    if r.mode == "hybrid":
-        cells += ({"lexical": "[magenta]lexical only[/]", "dense": "dense only"}.get(
-            c.source or "", "both"),)
-    return cells
-
-
-def _signed(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"+{value:.2f}" if value >= 0 else f"−{abs(value):.2f}"
-
-
-def _preview(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat[:PREVIEW] + ("…" if len(flat) > PREVIEW else "")
 
 
 def register(app: typer.Typer) -> None:

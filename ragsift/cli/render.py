@@ -1,24 +1,15 @@
-"""How retrieval records read on a terminal: the narrow ``explain`` layout, the hint sentences,
-the rule behind a rejection, and the one-line-per-hit ``grep`` format.
+"""How retrieval records read on a terminal: the building blocks of ``explain``'s layout (its
+composition is ``cli/explain.py``), the hint sentences, the rule behind a rejection, and the
+one-line-per-hit ``grep`` format.
 
 Presentation only: every number here comes from a ``Retrieval`` record (or an attribution);
 nothing is ranked or decided again, except "what would another ``-k`` admit", which reruns the
 pure ``admission`` arithmetic of ``retrieval/topk.py`` over the candidates already in the record.
 
-Narrow layout (terminals under ``NARROW`` columns): one block per candidate instead of tables,
-so nothing is cut at the right edge and a ``k 3`` / reject-window-10 explanation fits in about
-60 lines at 80 columns::
-
-      1  0.509  +0.11  ████████┃███████     admitted · lexical 3.20 #1 · fused #1
-         fixtures/beekeeping/handbook.md:42-64 p.2  A Small Beekeeping Handbook › Inspections
-         …Swarming is how colonies reproduce: the old queen leaves with about half the bees.
-         To keep the bees, split the colony before it swarms. The simplest method is…
-         0.655 19%  Swarming is how colonies reproduce: the old queen leaves with about…
-      4  0.667  +0.27  ████████┃███████████ over-k (rank 4 > k 3) · lexical 0.61 #9 · fused #4
-         fixtures/beekeeping/handbook.md:1-22 p.1  # A Small Beekeeping Handbook This…
-
-The bar replaces the separate score picture of the wide layout: the same scale for every
-candidate, ``┃`` marks the threshold.
+Terminal rules every block keeps: nothing is wider than the console (a line that cannot fit
+is cut with "…", never left to wrap); a path is never wrapped: ``fit_location`` cuts its
+folders in the middle; a score bar is on the score's own 0–1 scale (``bar``, ``axis``), so bars
+of different queries compare.
 """
 
 from __future__ import annotations
@@ -37,10 +28,10 @@ if TYPE_CHECKING:
 # the source's hard wrap, joined for display so the terminal can wrap the text to its width.
 SOFT_BREAK = re.compile(r"(?<=[^\n\r])\n(?![\n\s]|[-*+>|#]|\d{1,3}[.)]\s)")
 
-NARROW = 100  # below this many columns explain uses one block per candidate
-BAR = 10  # cells of a score bar in the narrow layout
-INDENT = 6  # where a block's second and later lines start
-PREVIEW_LINES = 3  # lines of chunk text shown per admitted hit (narrow)
+NARROW = 100  # below this many columns explain labels each number in place, not in a header
+INDENT = 6  # where a candidate's second and later lines start
+TEXT_LINES = 3  # lines of chunk text shown per admitted hit
+PREVIEW_MIN = 20  # cells a rejected row's one-line preview keeps beside a long path
 GREP_PREVIEW = 160  # characters of text after ``path:line:`` in --format grep
 
 
@@ -99,36 +90,92 @@ def flat(text: str, limit: int | None = None) -> str:
     return out
 
 
-# -- narrow explain ---------------------------------------------------------------------------
+# -- explain's building blocks (the layout itself: cli/explain.py) -----------------------------
 
 def signed(value: float | None) -> str:
     if value is None:
         return "-"
-    return f"+{value:.2f}" if value >= 0 else f"−{abs(value):.2f}"
+    return f"+{value:.2f}" if value >= 0 else f"\u2212{abs(value):.2f}"
 
 
-class Scale:
-    """One score scale for every bar of an explanation (scores and threshold, padded)."""
+def _take(text: str, cells: int, *, from_end: bool = False) -> str:
+    """The longest start (or end) of ``text`` that fits in ``cells`` terminal cells."""
+    from rich.cells import get_character_cell_size
 
-    def __init__(self, r: Retrieval, width: int = BAR) -> None:
-        points = [c.score for c in r.candidates] + (
-            [r.threshold] if r.threshold is not None else [])
-        lo, hi = (min(points), max(points)) if points else (0.0, 1.0)
-        pad = max((hi - lo) * 0.05, 0.01)
-        self.lo, self.hi, self.width = lo - pad, hi + pad, width
-        self.col = (None if r.threshold is None else
-                    round((r.threshold - self.lo) / (self.hi - self.lo) * width))
-
-    def bar(self, score: float) -> str:
-        filled = max(0, min(self.width, round((score - self.lo) / (self.hi - self.lo) *
-                                              self.width)))
-        cells = ["█" if i < filled else " " for i in range(self.width + 1)]
-        if self.col is not None and 0 <= self.col <= self.width:
-            cells[self.col] = "┃"
-        return "".join(cells)
+    chars = reversed(text) if from_end else iter(text)
+    out, used = [], 0
+    for ch in chars:
+        size = get_character_cell_size(ch)
+        if used + size > cells:
+            break
+        out.append(ch)
+        used += size
+    return "".join(reversed(out) if from_end else out)
 
 
-def _colour(c: Candidate) -> str:
+def cut_middle(text: str, width: int) -> str:
+    """``text`` in at most ``width`` cells: whole, or its start and end around one "…" (the end
+    gets two thirds: it holds the file name and the line numbers)."""
+    from rich.cells import cell_len
+
+    if cell_len(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:width]
+    head = _take(text, (width - 1) // 3)
+    return head + "…" + _take(text, width - 1 - cell_len(head), from_end=True)
+
+
+def fit_location(location: str, width: int) -> str:
+    """``path:line`` in at most ``width`` cells, never wrapped: whole when it fits, else the
+    folders are cut in the middle ("docs/pat…/javascript.rst:12-40") so the file name and its
+    lines stay whole; a file name too long for that is itself cut in the middle."""
+    from rich.cells import cell_len
+
+    if cell_len(location) <= width:
+        return location
+    slash = location.rfind("/", 0, location.rfind(":") if ":" in location else len(location))
+    tail = location[slash:] if slash > 0 else ""
+    room = width - cell_len(tail) - 1
+    if tail and room >= 4:
+        return _take(location[:slash], room) + "…" + tail
+    return cut_middle(location, width)
+
+
+def cut_left(text: str, width: int) -> str:
+    """The end of ``text`` in at most ``width`` cells, "…" in front when its start is cut (a
+    heading trail keeps its innermost heading)."""
+    from rich.cells import cell_len
+
+    if cell_len(text) <= width:
+        return text
+    return "…" + _take(text, max(0, width - 1), from_end=True)
+
+
+EIGHTHS = " ▏▎▍▌▋▊▉"
+
+
+def bar(score: float, threshold: float | None, cells: int, style: str = "") -> Text:
+    """``score`` (0–1) as a bar of ``cells`` cells on the fixed 0–1 scale, in eighths of a
+    cell; ``┃`` marks the cell where the threshold lies."""
+    from rich.text import Text
+
+    eighths = max(0, min(cells * 8, round(score * cells * 8)))
+    chars = "█" * (eighths // 8) + (EIGHTHS[eighths % 8] if eighths % 8 else "")
+    chars += " " * (cells - len(chars))
+    text = "".join(chars)
+    if threshold is None:
+        return Text(text, style=style)
+    mark = max(0, min(cells - 1, int(threshold * cells)))
+    return Text.assemble((text[:mark], style), ("┃", "bold"), (text[mark + 1:], style))
+
+
+def axis(cells: int) -> str:
+    """The header over a bar column: the 0–1 scale, ``0`` and ``1`` at its ends."""
+    return "0" + "─" * (cells - 2) + "1" if cells >= 2 else "0"
+
+
+def colour(c: Candidate) -> str:
     from ragsift.api import BELOW_THRESHOLD
 
     if c.admitted:
@@ -176,7 +223,7 @@ def _join_fitting(parts: list[Text], width: int, indent: int) -> list[Text]:
         if not part.plain:
             continue
         gap = 2 if line.plain.strip() else 0
-        if line.plain.strip() and len(line.plain) + gap + len(part.plain) > width:
+        if line.plain.strip() and line.cell_len + gap + part.cell_len > width:
             lines.append(line)
             line = Text(" " * indent)
             gap = 0
@@ -187,141 +234,129 @@ def _join_fitting(parts: list[Text], width: int, indent: int) -> list[Text]:
     return lines
 
 
-def head_lines(c: Candidate, r: Retrieval, scale: Scale, width: int) -> list[Text]:
-    from rich.text import Text
-
-    numbers = Text(f"{c.rank:>3} {c.score:.3f} {signed(c.margin(r.threshold)):>6} ")
-    numbers.append(scale.bar(c.score), style=_colour(c))
-    label = Text(reason_label(c, r), style="bold green" if c.admitted else _colour(c))
-    side = side_info(c, r)
-    parts = [numbers, label] + ([Text(side, style="dim")] if side else [])
-    return _join_fitting(parts, width, INDENT)
-
-
-def where_lines(c: Candidate, width: int, with_headings: bool) -> list[Text]:
-    from rich.text import Text
-
-    parts = [Text(" " * INDENT), Text(shown(c.location), style="cyan")]
-    lines = [Text(" " * INDENT).append(shown(c.location), style="cyan")]
-    if with_headings and c.headings:
-        trail = " › ".join(c.headings)
-        lines = _join_fitting([*parts[1:], Text(shown(trail), style="dim")], width - INDENT, 0)
-        lines = [Text(" " * INDENT).append_text(line) for line in lines]
-    if c.truncated:
-        lines.append(Text(" " * INDENT).append(
-            f"⚠ truncated: {c.truncated} tokens the model never saw", style="yellow"))
-    return lines
+def counts_line(r: Retrieval) -> str:
+    """What the candidate counts mean, so the reject window and the rejected count agree:
+    ``13 candidates = k 3 + reject window 10 · 1 admitted · 12 rejected``."""
+    n, want = len(r.candidates), r.k + r.reject_window
+    shown = f"{n} candidates = k {r.k} + reject window {r.reject_window}"
+    if n < want:
+        shown = (f"{n} candidate{'s' * (n != 1)}: all there are (k {r.k} + reject window "
+                 f"{r.reject_window} allow {want})")
+    return f"{shown} · {len(r.admitted)} admitted · {len(r.rejected)} rejected"
 
 
-def preview_lines(console: Console, c: Candidate, a: Attribution | None, width: int,
-                  max_lines: int = PREVIEW_LINES) -> list[Text]:
-    """A few lines of the chunk around its closest unit (bold reverse), whitespace flattened,
-    wrapped to the width; "…" where text was left out."""
-    from rich.text import Text
+def rejected_title(r: Retrieval) -> str:
+    """``rejected (12) = 2 of the top 3 + 10 past k``: the rejected count split into the
+    first k (turned away by the threshold or the budget) and the reject window."""
+    rejected = r.rejected
+    top = sum(1 for c in rejected if c.rank <= r.k)
+    past = len(rejected) - top
+    parts = ([f"{top} of the top {r.k}"] if top else []) + ([f"{past} past k"] if past else [])
+    return f"rejected ({len(rejected)}) = " + " + ".join(parts)
 
-    room = max(20, width - INDENT)
-    budget = room * max_lines
-    text = c.text
+
+def group_label(c: Candidate, r: Retrieval) -> str:
+    """The heading over a run of rejected candidates with one reason: the reason as the JSON
+    names it and its rule in numbers (``over-k (rank > k 3)``)."""
+    from ragsift.api import BELOW_THRESHOLD, OVER_CHAR_BUDGET, OVER_K
+
+    rules = {BELOW_THRESHOLD: "" if r.threshold is None else f"score < {r.threshold:.2f}",
+             OVER_K: f"rank > k {r.k}",
+             OVER_CHAR_BUDGET: "" if r.max_chars is None else f"--max-chars {r.max_chars}"}
+    why = rules.get(c.reason or "", "")
+    return f"{c.reason} ({why})" if why else str(c.reason)
+
+
+def best_unit(c: Candidate, a: Attribution | None) -> tuple[int, int] | None:
+    """The best unit of ``c`` as offsets into its chunk text: the candidate's own
+    (``unit_start``/``unit_end`` are document offsets; the chunk's ``start`` is their base),
+    else the first unit of its attribution."""
+    if c.unit_start is not None and c.unit_end is not None:
+        base = c.start or 0
+        s, e = c.unit_start - base, c.unit_end - base
+        if 0 <= s < e <= len(c.text):
+            return s, e
     best = a.best if a is not None else None
-    s = best.start if best is not None and best.start is not None else None
-    e = best.end if best is not None and best.end is not None else None
-    if s is None or e is None or not 0 <= s < e <= len(text):
-        before, unit, after = "", "", text
-    else:
-        before, unit, after = text[:s], text[s:e], text[e:]
-    before, unit, after = flat(before), flat(unit), flat(after)
-    keep_before = min(len(before), max(0, (budget - len(unit)) // 4))
-    lead = before[len(before) - keep_before:] if keep_before else ""
-    out = Text("…" if len(lead) < len(before) else "")
-    out.append(lead + (" " if lead and unit else ""))
-    out.append(unit, style="bold reverse")
-    out.append((" " if unit and after else "") + after)
-    wrapped = out.wrap(console, room)
-    lines = list(wrapped)[:max_lines]
-    if len(wrapped) > max_lines and lines:
-        last = lines[-1].rstrip() or lines[-1]
-        lines[-1] = last
-        if len(last.plain) + 1 > room:
-            last.right_crop(len(last.plain) + 1 - room)
+    if best is not None and best.start is not None and best.end is not None:
+        if 0 <= best.start < best.end <= len(c.text):
+            return best.start, best.end
+    return None
+
+
+def flatten(text: Text) -> Text:
+    """``text`` on one line, each run of whitespace one space, its styles kept on the
+    characters they covered."""
+    from rich.text import Text
+
+    plain = text.plain
+    chars: list[str] = []
+    where = [0] * (len(plain) + 1)  # old offset -> new offset
+    for i, ch in enumerate(plain):
+        where[i] = len(chars)
+        if ch.isspace():
+            if chars and chars[-1] != " ":
+                chars.append(" ")
+        else:
+            chars.append(ch)
+    where[len(plain)] = len(chars)
+    out = Text("".join(chars))
+    for span in text.spans:
+        s, e = where[span.start], where[span.end]
+        if s < e:
+            out.stylize(span.style, s, e)
+    return out
+
+
+UNIT_STYLE = "bold reverse"
+MARKS = ("»", "«")  # around the best unit where the terminal shows no styles
+
+
+def window(console: Console, styled: Text, room: int, max_lines: int,
+           marks: bool = False) -> list[Text]:
+    """At most ``max_lines`` lines of ``room`` cells from ``styled`` (a chunk's text with its
+    best unit in ``UNIT_STYLE``), whitespace flattened, starting shortly before the best unit;
+    "…" where text was left out. ``marks``: the unit also between ``»`` and ``«`` (for output
+    without styles: a pipe, a file, ``NO_COLOR``)."""
+    from rich.text import Text
+
+    text = flatten(styled)
+    unit = next(((s.start, s.end) for s in text.spans if str(s.style) == UNIT_STYLE), None)
+    if marks and unit is not None:
+        s, e = unit
+        marked = text[:s]
+        marked.append(MARKS[0])
+        marked.append_text(text[s:e])
+        marked.append(MARKS[1])
+        marked.append_text(text[e:])
+        text, unit = marked, (s + 1, e + 1)
+    text.rstrip()
+    budget = room * max_lines
+    lo = 0
+    if unit is not None and unit[0] > 0:
+        lead = max(0, (budget - (unit[1] - unit[0])) // 4)
+        first = unit[0] - (1 if marks else 0)  # the unit, or its mark
+        if first > lead:
+            lo = first - lead
+            space = text.plain.find(" ", lo, first)  # start at a word
+            lo = space + 1 if space != -1 else lo
+    shown = Text("…" if lo else "").append_text(text[lo:lo + budget + room])
+    wrapped = list(shown.wrap(console, room))
+    lines = wrapped[:max_lines]
+    if lines and (len(wrapped) > max_lines or lo + budget + room < len(text)):
+        last = lines[-1]
+        last.rstrip()
+        if last.cell_len + 1 > room:
+            last.right_crop(last.cell_len + 1 - room)
         last.append("…")
-    return [Text(" " * INDENT).append_text(line.rstrip() or line) for line in lines]
+    return [line.rstrip() or line for line in lines]
 
 
 def one_line(text: str, width: int, style: str = "") -> Text:
     from rich.text import Text
 
     out = Text(text, style=style)
-    out.truncate(width, overflow="ellipsis")
+    out.truncate(max(0, width), overflow="ellipsis")
     return out
-
-
-def render_narrow(console: Console, r: Retrieval, attributions: list[Attribution],
-                  hint_lines: list[str], model: str, threshold_note: str,
-                  query_truncated: int = 0, max_length: int | None = None) -> None:
-    """``explain`` as one block per candidate (see the module docstring). Document text is
-    shown literally: it goes into ``Text`` objects, never through rich markup."""
-    from rich.text import Text
-
-    from ragsift.api import ATTRIBUTION_NOTE as NOTE
-
-    width = console.width
-    out = console.print
-    out(Text.assemble(("query  ", "bold"), shown(r.query) if len(r.query) <= 3 * width else
-                      flat(r.query, 3 * width)))
-    details = (f"model {model} · mode {r.mode} · k {r.k} · threshold "
-               f"{_fmt(r.threshold)}{threshold_note} · reject window {r.reject_window} · "
-               f"max chars {r.max_chars or '-'} · {r.searched} chunks searched")
-    if r.path_filter:
-        details += f" (--path {r.path_filter})"
-    out(Text(shown(details), style="dim"))
-    if query_truncated:
-        out(Text(f"⚠ query truncated to {max_length} model tokens; {query_truncated} tokens "
-                 "ignored", style="yellow"))
-    scale = Scale(r)
-    if r.candidates:
-        legend = f"bars: {scale.lo:.2f} to {scale.hi:.2f}"
-        legend += "" if r.threshold is None else f", ┃ = threshold {r.threshold:.2f}"
-        out(Text(legend, style="dim"))
-    by_id = {a.id: a for a in attributions}
-    if r.admitted:
-        out(Text(f"admitted ({len(r.admitted)})", style="bold"))
-        for c in r.admitted:
-            for line in head_lines(c, r, scale, width):
-                out(line)
-            for line in where_lines(c, width, with_headings=True):
-                out(line)
-            a = by_id.get(c.id)
-            for line in preview_lines(console, c, a, width):
-                out(line)
-            for u in (a.units if a is not None else ()):
-                line = Text(" " * INDENT)
-                line.append(f"{u.score:.3f} {u.share:>4.0%}  ", style="magenta")
-                line.append_text(one_line(flat(u.text), width - INDENT - 12))
-                out(line)
-        if any(by_id.get(c.id) and by_id[c.id].units for c in r.admitted):
-            out(Text("units: " + NOTE, style="dim"))
-    else:
-        out(Text("nothing admitted", style="bold red"))
-    rejected = r.rejected
-    if rejected:
-        out(Text(f"rejected ({len(rejected)})", style="bold"))
-        for c in rejected:
-            for line in head_lines(c, r, scale, width):
-                out(line)
-            room = width - INDENT - len(c.location) - 2
-            line = Text(" " * INDENT).append(shown(c.location), style="cyan")
-            if c.truncated:
-                line.append(f" ⚠{c.truncated}", style="yellow")
-                room -= len(f" ⚠{c.truncated}")
-            if room >= 12:
-                line.append("  ").append_text(one_line(flat(c.text), room, style="dim"))
-            out(line)
-    for hint in hint_lines:
-        out(Text.assemble(("hint: ", "bold yellow"), hint))
-
-
-def _fmt(value: float | None) -> str:
-    return "none" if value is None else f"{value:.2f}"
 
 
 def print_hit(console: Console, c: Candidate) -> None:
