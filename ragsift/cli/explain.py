@@ -48,8 +48,12 @@ Attribution ranks each hit's citable units (sentences, lines, JSON key: value un
 cosine of their own embedding to the query. That is an embedding-similarity proxy: it shows
 which unit lies closest to the query, not why the whole chunk scored what it did.
 
-The layout follows the terminal's width: tables from 100 columns, one block per candidate
-below that (COLUMNS=80 ragsift explain ... shows it on any terminal).
+One block per candidate: rank, score, margin over the threshold, a bar on the score's 0-1
+scale (┃ marks the threshold) and the evidence; path:line (a long path is cut in the middle
+with "…", never wrapped); for a hit, a few lines of its text with its best unit highlighted
+(»…« when the output has no colours) and its closest units; for a rejection, a one-line
+preview under the rule that turned it away. From 100 columns the numbers sit under a column
+header; below it they carry their labels (COLUMNS=80 ragsift explain ... shows it anywhere).
 
 Exit status: 0 when something was admitted, 1 when nothing cleared the threshold, 2 on errors.
 """
@@ -264,19 +268,19 @@ def _where(c: Candidate, width: int, indent: int) -> list[Text]:
     from rich.cells import cell_len
     from rich.text import Text
 
-    from ragsift.cli.render import cut_left, fit_location, shown
+    from ragsift.cli.render import fit_location, fit_trail, shown
 
     room = width - indent
     where = fit_location(shown(c.location), room)
     first = Text(" " * indent).append(where, style="cyan")
     lines = [first]
     if c.headings:
-        trail = shown(" › ".join(c.headings))
+        headings = [shown(h) for h in c.headings]
         left = room - cell_len(where) - 2
-        if left >= min(cell_len(trail), 16):
-            first.append("  ").append(cut_left(trail, left), style="dim")
+        if left >= min(cell_len(" › ".join(headings)), 16):
+            first.append("  ").append(fit_trail(headings, left), style="dim")
         else:
-            lines.append(Text(" " * indent).append(cut_left(trail, room), style="dim"))
+            lines.append(Text(" " * indent).append(fit_trail(headings, room), style="dim"))
     if c.truncated:
         lines.append(Text(" " * indent).append(
             f"⚠ truncated: {c.truncated} tokens the model never saw", style="yellow"))

@@ -60,44 +60,77 @@ def _human(n: int) -> str:
     return f"{n} B"
 
 
-def _print_table(info: dict) -> None:
-    from rich.markup import escape
-    from rich.table import Table
+CHUNKER_FIRST = ("size", "tokenizer", "overlap", "min_chars")  # the options people set
 
-    from ragsift.cli._common import stdout_console
 
-    table = Table(title=f"index {escape(info['path'])}", show_header=False)
-    table.add_column("field", style="bold")
-    table.add_column("value")
-    opts = info.get("chunker_options")
+def readable(value: object) -> str:
+    """A setting's value in words: ``-`` for none, yes/no, lists joined by commas, a rule set
+    by its name and size (``default (5 levels)``), other mappings as ``key value`` pairs."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, str):
+        return value if value else "(empty)"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(readable(v) for v in value) if value else "-"
+    if isinstance(value, dict):
+        if "name" in value and "levels" in value:
+            return f"{value['name']} ({len(value['levels'])} levels)"
+        return ", ".join(f"{k} {readable(v)}" for k, v in value.items()) if value else "-"
+    return str(value)
+
+
+def _rows(info: dict) -> list[tuple[str, str]]:
+    """What ``info`` prints, as (key, value) rows; sub-settings have indented keys."""
     rows = [
+        ("index", info["path"]),
         ("documents", f"{info['documents']:,}"),
         ("chunks", f"{info['chunks']:,} ({info['tokens']:,} chunker tokens)"),
         ("vectors", f"{info['vectors']:,} × {info.get('dimensions') or '?'} float32"),
         ("truncated chunks", f"{info['truncated']:,}"),
         ("model", str(info.get("model") or "-")),
         ("model fingerprint", str(info.get("model_fingerprint") or "-")),
-        ("embedder options", json.dumps(info.get("embedder_options") or {}, sort_keys=True)),
+        ("embedder options", readable(info.get("embedder_options") or None)),
         ("threshold", "-" if info.get("threshold") is None else
          f"{info['threshold']:.2f} ({info.get('threshold_origin')})"),
-        ("chunker", str(info.get("chunker") or "-")
-         + (f" {json.dumps(opts, sort_keys=True)}" if opts else "")),
+        ("chunker", str(info.get("chunker") or "-")),
+    ]
+    opts = dict(info.get("chunker_options") or {})
+    if opts.get("strategy") == info.get("chunker"):
+        opts.pop("strategy")
+    for key in [*(k for k in CHUNKER_FIRST if k in opts), *(k for k in opts
+                                                            if k not in CHUNKER_FIRST)]:
+        rows.append((f"  {key.replace('_', ' ')}", readable(opts[key])))
+    rows += [
         ("size on disk", _human(info["size_bytes"])),
         ("schema version", str(info["schema_version"])),
+        ("index from", str(info.get("index_from") or "default")),
     ]
     project = info.get("project")
-    rows.append(("index from", str(info.get("index_from") or "default")))
     if project:
         rows.append(("project file", project["file"]))
-        rows.extend((f"  {k}", json.dumps(v) if not isinstance(v, str) else v)
-                    for k, v in project["settings"].items())
+        rows.extend((f"  {k}", readable(v)) for k, v in project["settings"].items())
     if info.get("writer_pid"):
         rows.append(("being written by", f"PID {info['writer_pid']}"))
     if info.get("problems") is not None:
         rows.append(("check", "; ".join(info["problems"]) or "ok"))
-    for k, v in rows:
-        table.add_row(k, escape(v))  # paths, model names, options: literal text
-    stdout_console().print(table)
+    return rows
+
+
+def _print_table(info: dict) -> None:
+    """Aligned ``key  value`` lines (``--json`` has the same facts as one object). A long value
+    runs on rather than being cut: paths and fingerprints are there to be copied."""
+    from rich.text import Text
+
+    from ragsift.cli._common import printable, stdout_console
+
+    rows = _rows(info)
+    width = max(len(k) for k, _ in rows) + 2
+    console = stdout_console()
+    for key, value in rows:  # paths, model names, options: literal text
+        console.print(Text.assemble((key.ljust(width), "bold"), printable(value, one_line=True)),
+                      soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

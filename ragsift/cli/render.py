@@ -152,6 +152,18 @@ def cut_left(text: str, width: int) -> str:
     return "…" + _take(text, max(0, width - 1), from_end=True)
 
 
+def fit_trail(headings: tuple[str, ...] | list[str], width: int) -> str:
+    """A heading trail (``Guide › Setup › Proxies``) in at most ``width`` cells: whole, else
+    without its outer headings (``… › Proxies``), else its innermost heading cut at the front."""
+    from rich.cells import cell_len
+
+    for i in range(len(headings)):
+        trail = ("… › " if i else "") + " › ".join(headings[i:])
+        if cell_len(trail) <= width:
+            return trail
+    return cut_left(" › ".join(headings[-1:]), width)
+
+
 EIGHTHS = " ▏▎▍▌▋▊▉"
 
 
