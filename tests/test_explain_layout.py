@@ -86,8 +86,8 @@ def test_explain_fits_80_columns_and_names_every_candidate(index, mode):
         # one head line per candidate: rank, score, margin or gap, under its reason
         margin = c["score"] - rec["threshold"]
         sign = "+" if margin >= 0 else "−"
-        head = re.compile(rf"^\s*{c['rank']} {c['score']:.3f}\s+{re.escape(sign)}{abs(margin):.2f} ",
-                          re.MULTILINE)
+        head = re.compile(rf"^\s*{c['rank']} {c['score']:.3f}\s+{re.escape(sign)}"
+                          rf"{abs(margin):.2f} ", re.MULTILINE)
         assert head.search(proc.stdout), (c["rank"], proc.stdout)
         assert reasons[c["rank"]] == ("admitted" if c["admitted"] else c["reason"])
         location = f"{c['path']}:{c['line_start']}"

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from ragsift.cli._common import handle_errors, warn
+from ragsift.cli._common import handle_errors
 from ragsift.cli.query import (
     INDEX_OPTION,
     K_OPTION,
@@ -120,8 +120,17 @@ def render(console: Console, r: Retrieval, attributions: list[Attribution],
     from rich.text import Text
 
     from ragsift.api import ATTRIBUTION_NOTE as NOTE
-    from ragsift.cli.render import (INDENT, MARKS, NARROW, colour, counts_line, flat,
-                                    group_label, rejected_title, shown)
+    from ragsift.cli.render import (
+        INDENT,
+        MARKS,
+        NARROW,
+        colour,
+        counts_line,
+        flat,
+        group_label,
+        rejected_title,
+        shown,
+    )
 
     width = console.width
     wide = width >= NARROW
@@ -233,8 +242,15 @@ class _Columns:
     def head(self, c: Candidate) -> list[Text]:
         from rich.text import Text
 
-        from ragsift.cli.render import (INDENT, _join_fitting, bar, colour, evidence_cells,
-                                        side_info, signed)
+        from ragsift.cli.render import (
+            INDENT,
+            _join_fitting,
+            bar,
+            colour,
+            evidence_cells,
+            side_info,
+            signed,
+        )
 
         style = colour(c)
         numbers = Text(f"{c.rank:>{self.rank_w}} ")

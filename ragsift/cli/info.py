@@ -9,8 +9,8 @@ from typing import Annotated
 import typer
 
 from ragsift.cli._common import handle_errors, warn
-from ragsift.errors import EXIT_OK, EXIT_USAGE
 from ragsift.cli.query import DEFAULT_INDEX
+from ragsift.errors import EXIT_OK, EXIT_USAGE
 
 EPILOG = """
 Examples:
@@ -30,7 +30,6 @@ def info_command(
 ) -> None:
     """Show what an index holds. Reading never blocks a running `ragsift embed`."""
     from ragsift.api import open_index
-
     from ragsift.cli._common import STATE, setting_sources
 
     with open_index(index) as ix:

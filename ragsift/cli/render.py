@@ -15,8 +15,7 @@ of different queries compare.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
-
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -289,9 +288,9 @@ def best_unit(c: Candidate, a: Attribution | None) -> tuple[int, int] | None:
         if 0 <= s < e <= len(c.text):
             return s, e
     best = a.best if a is not None else None
-    if best is not None and best.start is not None and best.end is not None:
-        if 0 <= best.start < best.end <= len(c.text):
-            return best.start, best.end
+    if (best is not None and best.start is not None and best.end is not None
+            and 0 <= best.start < best.end <= len(c.text)):
+        return best.start, best.end
     return None
 
 
