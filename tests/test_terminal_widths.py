@@ -375,3 +375,20 @@ def test_a_heading_trail_loses_its_outer_headings_first():
     assert fit_trail(trail, 35) == "… › Inspections › Swarm control"
     assert fit_trail(trail, 20) == "… › Swarm control"
     assert fit_trail(trail, 8) == "…control"
+
+
+def test_the_best_unit_comes_from_the_candidates_own_offsets():
+    """``unit_start``/``unit_end`` are document offsets; the chunk's ``start`` is their base."""
+    from ragsift.cli.explain import highlighted
+    from ragsift.cli.render import UNIT_STYLE
+    from ragsift.retrieval.topk import Candidate
+
+    text = "Intro sentence here. Split the colony before it swarms. Closing words."
+    s = text.index("Split")
+    e = text.index("swarms.") + len("swarms.")
+    c = Candidate(id="h#1", rowid=1, score=0.5, rank=1, admitted=True, reason=None,
+                  path="h.md", start=1000, end=1000 + len(text), text=text, unit_score=0.6,
+                  unit_start=1000 + s, unit_end=1000 + e, unit_text=text[s:e])
+    out = highlighted(c, None)
+    [span] = [sp for sp in out.spans if str(sp.style) == UNIT_STYLE]
+    assert out.plain[span.start:span.end] == "Split the colony before it swarms."
