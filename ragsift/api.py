@@ -53,6 +53,7 @@ _EXPORTS = {
     "admitting_threshold": "ragsift.retrieval.topk",
     "Attribution": "ragsift.retrieval.attribution",
     "hints": "ragsift.retrieval.hints", "nothing_hint": "ragsift.retrieval.hints",
+    "path_hint": "ragsift.retrieval.hints",
     "TUNE_NOTE": "ragsift.retrieval.hints", "Fusion": "ragsift.retrieval.hybrid",
     "FUSIONS": "ragsift.retrieval.hybrid", "NORMS": "ragsift.retrieval.hybrid",
     "spans_of_ranked": "ragsift.retrieval.spans", "embed_size": "ragsift.ingest",

@@ -84,6 +84,9 @@ def test_an_index_with_absolute_keys_keeps_working_and_never_doubles(tmp_path):
     assert run_cli("embed", str(site / "docs"), "-i", "idx.db", cwd=site).returncode == 0
     before = _ls(site, "-i", "idx.db")
     assert all(d["path"].startswith("/") for d in before)  # no project file: as typed
+    proc = run_cli("ls", "guide/*", "-i", "idx.db", cwd=site)  # says what stored paths look like
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1
+    assert "stored paths look like /" in proc.stderr and "'*guide/*' matches 1" in proc.stderr
     (site / "ragsift.toml").write_text('index = "idx.db"\npaths = ["docs"]\n')
     proc = run_cli("embed", cwd=site)
     assert proc.returncode == 0, proc.stderr

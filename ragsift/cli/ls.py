@@ -43,6 +43,11 @@ def ls_command(
 
     with open_index(index) as idx:
         docs = idx.documents(patterns)
+        if patterns and not docs:  # say what the stored paths look like
+            from ragsift.api import path_hint
+            from ragsift.cli._common import warn
+
+            warn(path_hint(" ".join(patterns), idx.paths(), flag=""))
     if as_json:
         write_jsonl(document_row(d) for d in docs)
     else:

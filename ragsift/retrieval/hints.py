@@ -51,22 +51,23 @@ def under_floor(r: Retrieval) -> bool:
 TUNE_NOTE = "; or tune a threshold on your own questions and keep it: `ragsift tune --save`"
 
 
-def path_hint(pattern: str, paths: list[str], show: int = 3) -> str:
-    """``--path`` matched nothing: show the shape of the stored paths (a few, spread over the
-    sorted list) and a wider glob that would match, if there is one."""
+def path_hint(pattern: str, paths: list[str], show: int = 3, flag: str = "--path ") -> str:
+    """``--path`` (or ``ls``'s GLOB: ``flag=""``) matched nothing: show the shape of the
+    stored paths (a few, spread over the sorted list) and a wider glob that would match, if
+    there is one."""
     if not paths:
-        return f"no document path matches --path {pattern!r} (the index holds no documents)"
+        return f"no document path matches {flag}{pattern!r} (the index holds no documents)"
     ordered = sorted(paths)
     step = max(1, len(ordered) // show)
     sample = ordered[::step][:show]
-    text = (f"no document path matches --path {pattern!r}; stored paths look like "
+    text = (f"no document path matches {flag}{pattern!r}; stored paths look like "
             + ", ".join(sample) + (f", … ({len(ordered)} documents)" if len(ordered) > show
                                    else ""))
     wider = pattern if pattern.startswith("*") else "*" + pattern
     wider = wider if wider.endswith("*") else wider + "*"
     hits = [p for p in ordered if fnmatch.fnmatchcase(p, wider)]
     if wider != pattern and hits:
-        text += f"; --path {wider!r} matches {len(hits)}"
+        text += f"; {flag}{wider!r} matches {len(hits)}"
     return text
 
 
