@@ -104,6 +104,7 @@ def _rows(info: dict) -> list[tuple[str, str]]:
     rows += [
         ("size on disk", _human(info["size_bytes"])),
         ("schema version", str(info["schema_version"])),
+        ("written by", f"ragsift {info['written_by']}" if info.get("written_by") else "-"),
         ("index from", str(info.get("index_from") or "default")),
     ]
     project = info.get("project")

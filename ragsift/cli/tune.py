@@ -69,7 +69,7 @@ def tune_command(
     queries: str = typer.Option(..., "--queries", metavar="FILE",
                                 help="Labelled queries, JSON lines (see below)."),
     _q: bool = typer.Option(False, "-q", hidden=True, is_eager=True, callback=_no_short_q,
-                            help="Not an option of tune: see _no_short_q."),
+                            help="Not an option of tune (-q is --quiet elsewhere)."),
     k: int = K_OPTION,
     threshold: str | None = THRESHOLD_OPTION,
     reject_window: int = REJECT_WINDOW_OPTION,
