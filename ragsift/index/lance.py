@@ -3,10 +3,13 @@
 (``ragsift/index/backend.py``, docs/CONTRACTS.md), chosen by ``is_lance_location``.
 
 Layout (the LanceDB layout, so ``lancedb.connect(LOCATION).open_table("chunks")`` reads it):
-- ``chunks.lance``: one row per document (``kind = "doc"``: key, path, size, mtime, sha256, ...)
-  and one per chunk (``kind = "chunk"``: the ``ragsift chunk`` fields, ``content_hash``,
+- ``chunks.lance``: one row per document (``kind = "doc"``: key, path, size, mtime, sha256, ...),
+  one per chunk (``kind = "chunk"``: the ``ragsift chunk`` fields, ``content_hash``,
   ``truncated``, ``vector`` as fixed_size_list<float32, dim>, ``fts`` = context + text + the
-  identifier terms of both, ``ragsift.index.terms.terms_text``: schema 2).
+  identifier terms of both, ``ragsift.index.terms.terms_text``: schema 2, kept for LanceDB
+  users; ragsift builds no full-text index on it) and the postings (``kind = "lex"``: per batch
+  of chunks, one row per term with the chunk ids holding it and how often, and the chunks'
+  lengths: schema 3, ``lance_rows.lexical_rows``, ``lance_lexical``).
   Documents and their chunks live in ONE dataset so a write call is ONE Lance commit
   (``merge_insert`` keyed by ``uid``, deleting the replaced rows in the same commit): after a
   crash a call is either wholly visible or not at all, as on SQLite.
@@ -16,14 +19,15 @@ Search, so that a result means the same on both backends:
 - Dense candidates and ``cosines``: the vector column is read once per open index and scanned
   exactly with the SQLite backend's own kernel (``ragsift.index.dense``): same scores to the
   last bit, same total order.
-- Lexical candidates: Lance's native inverted (BM25) index on ``fts`` (offline; lives beside
-  the data, on object storage too), tokenised like the SQLite FTS5 table (lower case, ASCII
-  folding, English stemming); rows committed after the index was last optimised are searched
-  flat by Lance, so a fresh write is found at once. Query words: the same extraction and
-  stop-word rule as SQLite, with the same identifier terms (``terms.query_terms``), OR-ed.
-  BM25 values differ from FTS5's (another implementation of the same formula; the identifier
-  terms count in a row's length here, one tokenized column, and not on SQLite); only their
-  order is used by fusion.
+- Lexical candidates and ``lexical_ceiling``: the SQLite backend's BM25 (``lexical.py``: FTS5's
+  ``unicode61`` + ``porter`` tokenizer, ``K1`` 0.9 / ``B`` 0.4, the live chunks' count and
+  lengths as collection statistics), from the postings written with the chunks and scored by
+  the function SQLite scores with (``lexical.score_postings``; ``lance_lexical``): the same ids,
+  order, BM25 and ceiling, so the relevance score and its default threshold mean the same on
+  both backends (``tests/test_backend_contract.py``, the answers test). A fresh write is found
+  at once (its postings are in its commit). Query words: the same extraction and stop-word rule
+  as SQLite, with the same identifier terms (``terms.query_terms``), OR-ed.
+- Unit evidence: the same int8 blobs as SQLite (``units``), so the best unit scores the same.
 
 Snapshots and the writer lock:
 - A reader opens one dataset version and keeps it: every read of an open index agrees even

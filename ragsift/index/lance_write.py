@@ -2,8 +2,8 @@
 
 Settings, transactions (writes inside are ONE Lance commit), replacing, touching and removing
 documents, vector reuse by content hash, the ``FragmentCommits`` capability (rows written as
-fragments by other processes, committed here), ``clear``, ``compact`` (fragments, full-text,
-scalar and ANN indexes, old versions) and ``verify``. ``LanceIndex`` (``lance.py``) combines
+fragments by other processes, committed here), ``clear``, ``compact`` (fragments, the
+postings merged into one batch, scalar and ANN indexes, old versions) and ``verify``. ``LanceIndex`` (``lance.py``) combines
 this with opening and reading; the guarantees are in ``lance.py``'s docstring.
 """
 
@@ -362,8 +362,9 @@ class LanceWriter:
         self._next_rowid = None
 
     def compact(self) -> int:
-        """Merge small fragments, bring the full-text (and ANN) indexes up to date, drop
-        versions older than ``KEEP_VERSIONS``; returns the fragments removed."""
+        """Merge small fragments, the postings (``_merge_postings``), bring the scalar (and
+        ANN) indexes up to date, drop versions older than ``KEEP_VERSIONS``; returns the
+        fragments removed."""
         self._require_writer()
         if self._touched:
             self._commit([])
