@@ -73,11 +73,16 @@ def parse_rst(text: str, path: str, *, source: str = "", encoding: str = "utf-8"
     """The ``Document`` of an ``.rst`` file (see the module docstring). Raises ``ValueError``
     when docutils cannot make a doctree of it (the loader then reads it as text)."""
     from ragsift.sources.markdown import parse_markdown
+    from ragsift.sources.rst_pieces import pieces
 
-    tree = _doctree(text)
-    out = _Renderer(text)
-    out.children(tree, 0)
-    rendered, line_of = out.result()
+    rendered_lines: list[str] = []
+    line_of: list[int] = []
+    for piece in pieces(text):  # parsed one at a time: bounded work and memory each
+        out = _Renderer(piece.text)
+        out.children(_doctree(piece.text), piece.depth)
+        rendered_lines += out.lines
+        line_of += [n + piece.first_line for n in out.line_of]
+    rendered = _Renderer.joined(rendered_lines, line_of)
     # (the rendered text is what a reader reads already: a "<b>" in it is text, not HTML)
     doc = parse_markdown(rendered, path, source=source, encoding=encoding, warnings=warnings,
                          html=False)
@@ -246,11 +251,14 @@ class _Renderer:
         self.line_of: list[int] = []
         self.last = 1
 
-    def result(self) -> tuple[str, list[int]]:
-        while self.lines and not self.lines[-1].strip():
-            self.lines.pop()
-            self.line_of.pop()
-        return "\n".join(self.lines) + "\n", self.line_of
+    @staticmethod
+    def joined(lines: list[str], line_of: list[int]) -> str:
+        """The rendered text of ``lines`` without trailing blank lines (``line_of`` is
+        trimmed to match)."""
+        while lines and not lines[-1].strip():
+            lines.pop()
+            line_of.pop()
+        return "\n".join(lines) + "\n"
 
     # -- output ------------------------------------------------------------------------------
     def block(self, text: str, line: int | None, prefix: str = "", hang: str = "", *,

@@ -1,0 +1,210 @@
+"""A long ``.rst`` file cut into pieces that docutils parses one at a time (issue 30).
+
+Why: docutils' work is not linear in a document's size. Each section, list and explicit
+markup block hands its nested parser a copy of the rest of the document's lines (a
+``StringList`` slice), so time grows with (blocks × lines): ×2.1–2.4 per doubling, a 10 MB
+file 3.6× the time of the same bytes read as text. Its doctree costs ~300× the bytes of a
+table (a node per cell), and all of it is alive until the whole file is rendered.
+
+What: ``pieces(text)`` cuts the text at lines where the parser is back at the document's
+top level, so that parsing each piece alone renders what parsing the whole would:
+
+- a **cut point** is a line at column 0 after a blank line (or a section title there),
+  outside a simple table (which may hold blank lines) and not an enumerated list item (a
+  list cut in two would number its second half from 1);
+- a piece ends at the first cut point after ``PIECE_CHARS`` characters, and before any
+  section title shallower than the piece's first title. Title levels come from this file's
+  own scan, in order of first appearance (as docutils assigns them), and a piece is
+  rendered at its first title's depth, so headings keep their ``#`` count across pieces;
+- pieces are exact slices of the text, split on ``str.splitlines`` line ends (what docutils
+  and the renderer count), so the line map stays exact: a piece's line n is line
+  ``first_line + n`` of the file.
+
+Bound: a stretch between two cut points longer than ``MAX_BLOCK_LINES`` lines or
+``MAX_BLOCK_CHARS`` characters (one table of 100k rows, a 10 MB indented block) is not
+given to docutils: ``pieces`` raises ``ValueError`` naming it and the loader reads the file
+as plain text, with one warning. Measured (bench/RESULTS.md, "Bounded work per document"):
+a piece of 64 KiB parses at the rate of small files; a simple table takes ~7 KiB of memory
+per row in docutils, so 4,000 rows are ~30 MB at most.
+
+References across pieces: a piece that refers to a name defined in another piece (a
+section title, ``.. _target:``, a ``|substitution|``) gets, after its own lines, a stub
+target of that name or a copy of the substitution's definition, so the reference renders
+as it would in the whole document (targets and definitions render as nothing, and nothing
+before them moves). Not carried across: auto-numbered footnotes (``[#]_`` numbers restart
+in each piece) and anonymous targets. Documents shorter than ``PIECE_CHARS`` are one piece:
+parsed exactly as before.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+PIECE_CHARS = 64 * 1024  # a piece ends at the first cut point past this many characters
+MAX_BLOCK_LINES = 4_000  # an uncuttable stretch longer than this: the file is read as text
+MAX_BLOCK_CHARS = 1024 * 1024
+
+# a line of one repeated 7-bit punctuation character: a title's adornment (docutils' rule)
+_ADORNMENT = re.compile(r"([!-/:-@\[-`{-~])\1* *$")
+# a simple table's border: columns of "=" separated by spaces (two columns at least)
+_TABLE_BORDER = re.compile(r"=+( +=+)+ *$")
+# an enumerated list item: "1. ", "#) ", "(a) ", "iv. "
+_ENUMERATED = re.compile(r"(\(?([0-9]+|[a-zA-Z]|#|[ivxlcdmIVXLCDM]+)[.)])( |$)")
+
+
+@dataclass(frozen=True)
+class Piece:
+    """``text`` is lines ``first_line + 1 …`` of the file (1-based); ``depth``: the
+    nesting depth of its first section title (0 for the top level)."""
+
+    text: str
+    first_line: int
+    depth: int
+
+
+def pieces(text: str, piece_chars: int | None = None) -> list[Piece]:
+    """The pieces of ``text`` (see the module docstring); one piece when it is short.
+    ``piece_chars``: the target size (default ``PIECE_CHARS``)."""
+    piece_chars = PIECE_CHARS if piece_chars is None else piece_chars
+    if len(text) <= piece_chars:
+        return [Piece(text, 0, 0)]
+    lines = text.splitlines(keepends=True)
+    cuts, levels = _cut_points(lines)
+    _check_blocks(lines, cuts)
+    out: list[Piece] = []
+    start, size, first_level, prev = 0, 0, levels.get(0), 0
+    for cut in cuts:
+        size += sum(len(line) for line in lines[prev:cut])
+        prev = cut
+        level = levels.get(cut)
+        if cut > start and (size >= piece_chars
+                            or (level is not None and first_level is not None
+                                and level < first_level)):
+            out.append(_piece(lines, start, cut, first_level))
+            start, size, first_level = cut, 0, None
+        if level is not None and first_level is None:
+            first_level = level
+    out.append(_piece(lines, start, len(lines), first_level))
+    if len(out) > 1:
+        out = _with_references(out, lines, levels)
+    return out
+
+
+def _piece(lines: list[str], start: int, end: int, first_level: int | None) -> Piece:
+    return Piece("".join(lines[start:end]), start, (first_level or 1) - 1)
+
+
+# names a piece defines and names it refers to (docutils' reference-name syntax, simplified)
+_TARGET = re.compile(r"^\.\. _(`[^`]+`|[^:`\n][^:\n]*):|(?<![\w`])_`([^`\n]+)`", re.MULTILINE)
+_SUBSTITUTION = re.compile(r"^\.\. \|([^|\n]+)\|", re.MULTILINE)
+_PHRASE_REF = re.compile(r"`([^`<>]+)`__?(?![\w`])")
+_WORD_REF = re.compile(r"(?<![\w`|])([A-Za-z0-9]+(?:[-._+:][A-Za-z0-9]+)*)__?(?![\w`])")
+_SUBSTITUTION_REF = re.compile(r"\|([^|\s][^|\n]*)\|")
+
+
+def _name(text: str) -> str:
+    """docutils' ``fully_normalize_name``: lower case, whitespace runs as one space."""
+    return " ".join(text.strip("`").split()).lower()
+
+
+def _with_references(parts: list[Piece], lines: list[str],
+                     levels: dict[int, int]) -> list[Piece]:
+    """Each piece with stubs for the names it refers to that another piece defines."""
+    targets: set[str] = {_name(lines[i + 1] if _ADORNMENT.match(lines[i].rstrip()) else lines[i])
+                         for i in levels}
+    substitutions: dict[str, str] = {}
+    for part in parts:
+        targets.update(_name(m.group(1) or m.group(2)) for m in _TARGET.finditer(part.text))
+        for m in _SUBSTITUTION.finditer(part.text):
+            substitutions.setdefault(_name(m.group(1)), _definition(part.text, m.start()))
+    out: list[Piece] = []
+    for part in parts:
+        own = {_name(m.group(1) or m.group(2)) for m in _TARGET.finditer(part.text)}
+        own_subs = {_name(m.group(1)) for m in _SUBSTITUTION.finditer(part.text)}
+        wanted = {_name(m.group(1)) for rx in (_PHRASE_REF, _WORD_REF)
+                  for m in rx.finditer(part.text)}
+        stubs = [f".. _`{name}`: #" for name in sorted((wanted & targets) - own)
+                 if "`" not in name and "\\" not in name]
+        used = {_name(m.group(1)) for m in _SUBSTITUTION_REF.finditer(part.text)}
+        stubs += [substitutions[name] for name in sorted(used - own_subs)
+                  if name in substitutions]
+        if stubs:
+            part = Piece(part.text.rstrip("\n") + "\n\n" + "\n\n".join(stubs) + "\n",
+                         part.first_line, part.depth)
+        out.append(part)
+    return out
+
+
+def _definition(text: str, at: int) -> str:
+    """The substitution definition starting at ``at``: its line and the indented ones after."""
+    rows = text[at:].split("\n", 64)[:64]  # a definition is a few lines
+    block = [rows[0]]
+    for row in rows[1:]:
+        if row.strip() and not row[0].isspace():
+            break
+        block.append(row)
+    return "\n".join(block).rstrip()
+
+
+def _cut_points(lines: list[str]) -> tuple[list[int], dict[int, int]]:
+    """Line indexes where a piece may start (after the first line), and the title level of
+    every title at such a line (the first line included)."""
+    cuts: list[int] = []
+    levels: dict[int, int] = {}
+    styles: list[object] = []
+    in_table = False
+    n = len(lines)
+    for i in range(n):
+        line = lines[i].rstrip()
+        if in_table:
+            # a simple table ends at a border followed by a blank line or the end
+            if _TABLE_BORDER.match(line) and (i + 1 >= n or not lines[i + 1].strip()):
+                in_table = False
+            continue
+        if (i and lines[i - 1].strip()) or not line or line[0].isspace():
+            continue
+        if _TABLE_BORDER.match(line):  # a simple table starts: no cut until it ends
+            in_table = True
+            if i:
+                cuts.append(i)
+            continue
+        if _ENUMERATED.match(line):
+            continue
+        style = _title_style(lines, i)
+        if style is not None:
+            if style not in styles:
+                styles.append(style)
+            levels[i] = styles.index(style) + 1
+        if i:
+            cuts.append(i)
+    return cuts, levels
+
+
+def _title_style(lines: list[str], i: int) -> object | None:
+    """docutils' style of the section title starting at line ``i``: the underline character,
+    or (overline, underline) for a title with an overline; None when it is not a title."""
+    if i + 1 >= len(lines):
+        return None
+    first = lines[i].rstrip()
+    second = lines[i + 1].rstrip()
+    if _ADORNMENT.match(first):
+        third = lines[i + 2].rstrip() if i + 2 < len(lines) else ""
+        if second.strip() and third == first and not _ADORNMENT.match(second.strip()):
+            return (first[0], third[0])
+        return None
+    if _ADORNMENT.match(second) and (len(second) >= 4 or len(second) >= len(first)):
+        return second[0]
+    return None
+
+
+def _check_blocks(lines: list[str], cuts: list[int]) -> None:
+    """``ValueError`` naming the first stretch between cut points past the bound."""
+    bounds = [0, *cuts, len(lines)]
+    for a, b in zip(bounds, bounds[1:]):
+        chars = sum(len(x) for x in lines[a:b])
+        if b - a > MAX_BLOCK_LINES or chars > MAX_BLOCK_CHARS:
+            raise ValueError(
+                f"lines {a + 1}-{b} are one block of {b - a:,} lines ({chars:,} characters), "
+                f"past the reStructuredText reader's bound of {MAX_BLOCK_LINES:,} lines or "
+                f"{MAX_BLOCK_CHARS // 1024:,} KiB per block")
