@@ -1,13 +1,18 @@
-"""``ragsift mcp``: serve an index to AI agents over the Model Context Protocol (stdio)."""
+"""``ragsift mcp``: serve an index to AI agents over the Model Context Protocol (stdio).
+
+Its options are checked as every command checks them, before serving: an invalid ``--path``
+glob, ``--mode``, ``--span`` or ``--threshold``, an index that cannot be opened, or no floor
+known for the index's model exit 2 with one line.
+"""
 
 from __future__ import annotations
 
 import typer
 
-from ragsift.cli._common import handle_errors
-from ragsift.cli.query import INDEX_OPTION, MODEL_OPTION, PATH_OPTION
+from ragsift.cli._common import STATE, handle_errors
+from ragsift.cli.query import (DEFAULT_MODE, INDEX_OPTION, MODEL_OPTION, MODES, PATH_OPTION,
+                               threshold_arg)
 from ragsift.errors import RagsiftError
-from ragsift.retrieval.engine import DEFAULT_MODE, MODES
 
 EPILOG = """
 Examples:
@@ -26,10 +31,11 @@ def mcp_command(
     index: str = INDEX_OPTION,
     k: int = typer.Option(3, "-k", "--k", min=1,
                           help="Hits a search returns by default, and the most a call may ask."),
-    threshold: float | None = typer.Option(
-        None, "--threshold", "-t", metavar="FLOAT",
-        help="Floor on the relevance score (0-1) for every call; a call may only ask for a "
-        "stricter one. Default: the index's (tuned, else the model's measured default)."),
+    threshold: str | None = typer.Option(
+        None, "--threshold", "-t", metavar="FLOAT|none",
+        help="The floor on the relevance score (0-1) for every call: a call may raise it, "
+        "never lower it. Default: the index's threshold in force (tuned by `ragsift tune "
+        "--save`, else the model's measured default); 'none': no floor."),
     mode: str = typer.Option(DEFAULT_MODE, "--mode", metavar="|".join(MODES),
                              help="Evidence the relevance score is computed from."),
     span: str = typer.Option("chunk", "--span", metavar="chunk|best",
@@ -37,17 +43,20 @@ def mcp_command(
     path: str | None = PATH_OPTION,
     model: str | None = MODEL_OPTION,
 ) -> None:
-    """Serve the index to AI agents over MCP on stdio: tools search, explain and
-    list_documents, and each document's indexed text as a ragsift://document/ resource.
+    """Serve the index to AI agents over MCP on stdio: tools search, explain, list_documents
+    and read, and each document's indexed text as a ragsift://document/ resource.
     Read-only; needs the mcp extra (pip install 'ragsift\\[mcp]')."""
     try:
-        import mcp.server.mcpserver  # noqa: F401 (the optional extra)
+        import mcp.server.lowlevel  # noqa: F401 (the optional extra)
     except ImportError:
         raise RagsiftError("`ragsift mcp` needs the mcp extra: pip install 'ragsift[mcp]'") \
             from None
-    from ragsift.mcp_server import serve
+    from ragsift.mcp_server import Service, serve
 
-    serve(index, k=k, threshold=threshold, mode=mode, span=span, path=path, model=model)
+    # every option checked and the index opened before serving: a mistake is exit 2
+    service = Service(index, k=k, threshold=threshold_arg(threshold), mode=mode, span=span,
+                      path=path, model=model)
+    serve(service, debug=bool(STATE["debug"]))
 
 
 def register(app: typer.Typer) -> None:
