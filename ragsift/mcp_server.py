@@ -135,7 +135,12 @@ class Service:
             raise
 
     def close(self) -> None:
-        self.index.close()
+        """Close the index (read-only: nothing to lose; a damaged file may fail to close,
+        which is not worth a line at the end of a session)."""
+        try:
+            self.index.close()
+        except Exception:  # noqa: BLE001
+            pass
 
     def floor(self) -> Any:
         """The server's floor now (``api.ThresholdInForce``: ``.value`` None for no floor)."""
