@@ -102,8 +102,12 @@ _CHUNK_FIELDS = ("rowid", "doc_key", "idx", "text", "context", "start", "end", "
 
 
 def chunk_row(doc_key: str, rowid: int, rec: dict) -> dict:
-    """The chunks-dataset row (all but ``vector``) of chunk record ``rec``."""
+    """The chunks-dataset row (all but ``vector``) of chunk record ``rec``; ``terms`` (not a
+    column) carries its identifier terms to ``lexical_rows``, so they are computed once."""
+    from ragsift.index.terms import terms_text
+
     context = rec.get("context") or ""
+    terms = terms_text(context, rec["text"])
     return {"uid": f"c:{rowid}", "kind": "chunk", "doc_key": doc_key, "rowid": rowid,
             "idx": rec["index"], "text": rec["text"], "context": context,
             "start": rec.get("start"), "end": rec.get("end"), "tokens": rec.get("tokens"),
@@ -113,15 +117,20 @@ def chunk_row(doc_key: str, rowid: int, rec: dict) -> dict:
             "page": rec.get("page"), "level": rec.get("level") or 0,
             "content_hash": rec["content_hash"], "truncated": int(rec.get("truncated") or 0),
             "units": rec.get("units"),
-            "fts": fts_text(context, rec["text"])}
+            "fts": _fts(context, rec["text"], terms), "terms": terms}
+
+
+def _fts(context: str, text: str, terms: str) -> str:
+    return "\n".join(p for p in (context, text, terms) if p)
 
 
 def fts_text(context: str, text: str) -> str:
-    """What Lance's inverted index tokenizes for a chunk: its context, its text, and their
-    identifier terms (``ragsift.index.terms``: ``url_for`` whole, ``camelCase`` by parts)."""
+    """The ``fts`` column of a chunk (for LanceDB users' own full-text index; ragsift scores
+    its postings instead, ``lexical_rows``): its context, its text, and their identifier terms
+    (``ragsift.index.terms``: ``url_for`` whole, ``camelCase`` by parts)."""
     from ragsift.index.terms import terms_text
 
-    return "\n".join(p for p in (context, text, terms_text(context, text)) if p)
+    return _fts(context, text, terms_text(context, text))
 
 
 LENGTHS = ""  # the ``lex_term`` of a batch's row lengths (FTS5 never makes an empty token)
@@ -150,7 +159,8 @@ def lexical_rows(chunks: list[dict]) -> list[dict]:
     texts = []
     for i in order.tolist():
         context, text = chunks[i].get("context") or "", chunks[i].get("text") or ""
-        texts.append((context, text, terms_text(context, text)))
+        terms = chunks[i].get("terms")
+        texts.append((context, text, terms_text(context, text) if terms is None else terms))
     ids = ids[order]
     lengths, found = tokenize_rows(texts)
     base = int(ids[0])
