@@ -223,29 +223,40 @@ class Service:
             raise ArgumentError(f"{name}: {exc.message} (a glob: * ? [abc] [a-z])") from None
         return glob
 
-    def _search_args(self, tool: str, args: Any, floor: Any) -> dict[str, Any]:
-        args = self._known(tool, args, ("query", "k", "threshold", "path"))
-        return {"text": self._query(args.get("query")), "k": self._k(args.get("k")),
-                "threshold": self._threshold(args.get("threshold"), floor),
-                "path": self._glob("path", args.get("path")), "mode": self.mode,
+    def _search_args(self, query: Any, k: Any, threshold: Any, path: Any,
+                     floor: Any) -> dict[str, Any]:
+        return {"text": self._query(query), "k": self._k(k),
+                "threshold": self._threshold(threshold, floor),
+                "path": self._glob("path", path), "mode": self.mode,
                 "span": self.span, "within": self.path}
 
     # -- calls ----------------------------------------------------------------------------------
-    def search(self, args: Any) -> dict[str, Any]:
+    PARAMETERS = {"search": ("query", "k", "threshold", "path"),
+                  "explain": ("query", "k", "threshold", "path"),
+                  "list_documents": ("glob",), "read": ("path", "line_start", "line_end")}
+
+    def call(self, tool: str, args: Any) -> dict[str, Any]:
+        """Tool ``tool`` with a call's ``arguments`` as the client sent them (any JSON
+        value: checked here, unknown names refused)."""
+        return getattr(self, tool)(**self._known(tool, args, self.PARAMETERS[tool]))
+
+    def search(self, query: Any = None, k: Any = None, threshold: Any = None,
+               path: Any = None) -> dict[str, Any]:
         with self.lock:
             self.index.refresh()
             floor = self.floor()
-            call = self._search_args("search", args, floor)
+            call = self._search_args(query, k, threshold, path, floor)
             found = self.index.search(call["text"], **{k: v for k, v in call.items()
                                                         if k != "text"})
             record = api.search_record(found.results[0], found.threshold, found.paths)
         return self._keep_floor(record, floor, call)
 
-    def explain(self, args: Any) -> dict[str, Any]:
+    def explain(self, query: Any = None, k: Any = None, threshold: Any = None,
+                path: Any = None) -> dict[str, Any]:
         with self.lock:
             self.index.refresh()
             floor = self.floor()
-            call = self._search_args("explain", args, floor)
+            call = self._search_args(query, k, threshold, path, floor)
             record = self.index.explain(**call)
         return self._keep_floor(record, floor, call)
 
@@ -288,9 +299,8 @@ class Service:
             record["hint"] = sentence
         return record
 
-    def list_documents(self, args: Any) -> dict[str, Any]:
-        args = self._known("list_documents", args, ("glob",))
-        glob = self._glob("glob", args.get("glob"))
+    def list_documents(self, glob: Any = None) -> dict[str, Any]:
+        glob = self._glob("glob", glob)
         with self.lock:
             self.index.refresh()
             docs = [d for d in self.index.documents([glob] if glob else None)
@@ -298,15 +308,15 @@ class Service:
         return {"documents": [{**api.document_row(d), "uri": document_uri(d.path)}
                               for d in docs]}
 
-    def read(self, args: Any) -> dict[str, Any]:
+    def read(self, path: Any = None, line_start: Any = None,
+             line_end: Any = None) -> dict[str, Any]:
         """A document's indexed text, or lines ``line_start``-``line_end`` of it (1-based,
         inclusive; at most ``MAX_READ_LINES`` per call, ``next_line`` says where to go on)."""
-        args = self._known("read", args, ("path", "line_start", "line_end"))
-        if args.get("path") is None:
+        if path is None:
             raise ArgumentError("path is required: a document's path as search, explain and "
                                 "list_documents give it")
-        path = self._text("path", args["path"], limit=4096)
-        first, last = args.get("line_start"), args.get("line_end")
+        path = self._text("path", path, limit=4096)
+        first, last = line_start, line_end
         for name, value in (("line_start", first), ("line_end", last)):
             if value is not None and (_whole(value) is None or _whole(value) < 1):
                 raise ArgumentError(f"{name} must be a line number (1 or more), not "
@@ -743,7 +753,7 @@ def make_server(service: Service, *, debug: bool = False) -> Server:
 
     def run_call(method: str, args: Any, text_of: Any) -> t.CallToolResult:
         try:
-            record = getattr(service, method)(args)
+            record = service.call(method, args)
             return t.CallToolResult(content=[t.TextContent(type="text", text=text_of(record))],
                                     structured_content=record)
         except ArgumentError as exc:
