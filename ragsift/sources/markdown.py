@@ -64,6 +64,110 @@ def _block_tokens(text: str) -> tuple[list[Any], dict]:
     return _parser().parse(text, env), env
 
 
+# Bounded work per file (issue 30): markdown-it keeps ~400 bytes per token (a table cell is
+# three, a list item five), ~170x the bytes of a table, so a long text is parsed in pieces of
+# about PIECE_CHARS, cut where a block starts at the top level, and each piece's tokens are
+# dropped once read. A stretch with no such place longer than MAX_BLOCK_LINES lines or
+# MAX_BLOCK_CHARS characters (a 100k-row table, a tight list) is not parsed: BlockBound.
+PIECE_CHARS = 64 * 1024
+MAX_BLOCK_LINES = 4_000
+MAX_BLOCK_CHARS = 1024 * 1024
+_FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})")
+# HTML blocks that may hold blank lines (CommonMark types 1-5) and what ends each
+_HTML_OPEN = (
+    (re.compile(r" {0,3}<(script|pre|style|textarea)(\s|>|$)", re.IGNORECASE),
+     re.compile(r"</(script|pre|style|textarea)>", re.IGNORECASE)),
+    (re.compile(r" {0,3}<!--"), re.compile(r"-->")),
+    (re.compile(r" {0,3}<\?"), re.compile(r"\?>")),
+    (re.compile(r" {0,3}<![A-Za-z]"), re.compile(r">")),
+    (re.compile(r" {0,3}<!\[CDATA\["), re.compile(r"\]\]>")),
+)
+_REFERENCE_DEFINITION = re.compile(r"^ {0,3}\[[^\]\n]+\]:", re.MULTILINE)
+
+
+class BlockBound(ValueError):
+    """A stretch of a markdown text that cannot be cut is past the bound; ``str`` says where."""
+
+
+def _cut_lines(text: str, starts: tuple[int, ...]) -> list[int]:
+    """0-based lines where a piece may start: a line at column 0 after a blank line, outside
+    a fence or an HTML block that may hold blank lines, and not a fence's first line (an
+    HTML block before a fence is read with it: ``markdown_html``)."""
+    cuts: list[int] = []
+    fence: str | None = None
+    html_end: re.Pattern[str] | None = None
+    blank_before = False
+    n = len(starts)
+    for k in range(n):
+        line = text[starts[k]: starts[k + 1] if k + 1 < n else len(text)].rstrip("\r\n")
+        blank = not line.strip()
+        if fence is not None:
+            stripped = line.strip()
+            if (len(line) - len(line.lstrip(" ")) < 4 and stripped.startswith(fence)
+                    and not stripped.strip(fence[0])):
+                fence = None
+        elif html_end is not None:
+            if html_end.search(line):
+                html_end = None
+        else:
+            opened = _FENCE_OPEN.match(line)
+            if opened and opened.group(1)[0] == "`" and "`" in line[opened.end():]:
+                opened = None  # (a backtick fence's info string holds no backtick)
+            if (k and blank_before and not blank and not line[0].isspace() and not opened):
+                cuts.append(k)
+            if opened:
+                fence = opened.group(1)
+            else:
+                for start, end in _HTML_OPEN:
+                    m = start.match(line)
+                    if m and not end.search(line, m.end()):
+                        html_end = end
+                        break
+        blank_before = blank
+    return cuts
+
+
+def _token_pieces(text: str, starts: tuple[int, ...]) -> Any:
+    """``(tokens, env)`` of ``text`` piece by piece (see ``PIECE_CHARS``), each token's
+    ``map`` in lines of the whole text; ``env`` holds the whole text's link references.
+    One piece, as before, when the text is short. Raises ``BlockBound``."""
+    if len(text) <= PIECE_CHARS:
+        yield _block_tokens(text)
+        return
+    n = len(starts)
+    bounds = [0, *_cut_lines(text, starts), n]
+
+    def at(line: int) -> int:
+        return starts[line] if line < n else len(text)
+
+    for a, b in zip(bounds, bounds[1:]):
+        if b - a > MAX_BLOCK_LINES or at(b) - at(a) > MAX_BLOCK_CHARS:
+            raise BlockBound(
+                f"lines {a + 1}-{b} are one block of {b - a:,} lines ({at(b) - at(a):,} "
+                f"characters), past the markdown reader's bound of {MAX_BLOCK_LINES:,} lines "
+                f"or {MAX_BLOCK_CHARS // 1024:,} KiB per block")
+    pieces: list[tuple[int, int]] = []
+    first = 0
+    for line in bounds[1:]:
+        if at(line) - at(first) >= PIECE_CHARS or line == n:
+            pieces.append((first, line))
+            first = line
+    env: dict = {}
+    if len(pieces) > 1 and _REFERENCE_DEFINITION.search(text):
+        for a, b in pieces:  # a reference may be used before (or in another piece than) where
+            part: dict = {}  # it is defined: the whole text's, first definition first
+            _parser().parse(text[at(a):at(b)], part)
+            for key, value in part.get("references", {}).items():
+                env.setdefault("references", {}).setdefault(key, value)
+    for a, b in pieces:
+        part = {}
+        tokens = _parser().parse(text[at(a):at(b)], part)
+        for tok in tokens:
+            if tok.map is not None:
+                tok.map = [tok.map[0] + a, tok.map[1] + a]
+        yield tokens, (env if env else part)
+
+
 def _parse_inline(inline_tokens: list[Any], env: dict) -> None:
     """Fill ``children`` of the given inline tokens exactly as a full parse would (the core
     ``inline`` and ``text_join`` rules, with the document's link references in ``env``)."""
@@ -86,21 +190,29 @@ def parse_markdown(
     the text as it is (``sources.rst`` hands over text that is already what a reader reads)."""
     lines = OffsetMap.of_lines(text)
     html = html and _MAY_HAVE_HTML.search(text) is not None
-    env: dict = {}
-    if not html and not _may_have_headings(text):  # no heading, no HTML: nothing to parse
-        tokens, headings = [], []
-    else:
-        tokens, env = _block_tokens(text)
-        headings = [i for i, tok in enumerate(tokens)
-                    if tok.type == "heading_open" and tok.level == 0 and tok.map is not None]
-        _parse_inline([tokens[i + 1] for i in headings if i + 1 < len(tokens)], env)
+    heads: list[tuple[Any, str]] = []  # (heading_open, its title)
+    edits: list[tuple[int, int, str]] = []
+    if html or _may_have_headings(text):
+        try:
+            for tokens, env in _token_pieces(text, lines.starts or (0,)):
+                found = [(tok, tokens[i + 1] if i + 1 < len(tokens) else None)
+                         for i, tok in enumerate(tokens)
+                         if tok.type == "heading_open" and tok.level == 0
+                         and tok.map is not None]
+                _parse_inline([t for _, t in found if t is not None], env)
+                heads += [(tok, _inline_text(t) if t is not None else "") for tok, t in found]
+                if html:
+                    from ragsift.sources.markdown_html import reader_edits
+
+                    edits += reader_edits(text, lines, tokens, env)
+        except BlockBound as exc:  # read as text: no trail, no edit
+            heads, edits, html = [], [], False
+            warnings = (*warnings, f"{exc}; read as plain text")
     starts: list[int] = []
     trails: list[tuple[str, ...]] = []
     stack: list[tuple[int, str]] = []
-    for i in headings:
-        tok = tokens[i]
+    for tok, title in heads:
         level = int(tok.tag[1:])
-        title = _inline_text(tokens[i + 1]) if i + 1 < len(tokens) else ""
         while stack and stack[-1][0] >= level:
             stack.pop()
         stack.append((level, title))
@@ -122,12 +234,8 @@ def parse_markdown(
         headings=OffsetMap(tuple(starts), tuple(trails)) if starts else None,
         warnings=warnings,
     )
-    if html:
-        from ragsift.sources.markdown_html import reader_edits
-
-        edits = reader_edits(text, lines, tokens, env)
-        if edits:
-            return _edited(doc, edits)
+    if edits:
+        return _edited(doc, edits)
     return doc
 
 
@@ -231,26 +339,30 @@ def render_markdown_tables(doc: Document) -> Document:
     text = doc.text
     if "|" not in text:  # markdown-it's table rule needs a "|" in the header row
         return doc
-    tokens, env = _block_tokens(text)
     line_starts = OffsetMap.of_lines(text).starts
     # (orig_start, orig_end, replacement lines [(text, original line number)])
     tables: list[tuple[int, int, list[tuple[str, int]]]] = []
-    i = 0
-    while i < len(tokens):
-        tok = tokens[i]
-        if tok.type == "table_open" and tok.level == 0 and tok.map:
-            j = i
-            while tokens[j].type != "table_close":
-                j += 1
-            _parse_inline(_with_markup([t for t in tokens[i:j] if t.type == "inline"]), env)
-            rows = _table_rows(tokens[i : j + 1])
-            if rows:
-                start = _line_offset(OffsetMap(line_starts), tok.map[0])
-                end_line = tok.map[1]
-                end = line_starts[end_line] if end_line < len(line_starts) else len(text)
-                tables.append((start, end, rows))
-            i = j
-        i += 1
+    try:
+        for tokens, env in _token_pieces(text, line_starts or (0,)):
+            i = 0
+            while i < len(tokens):
+                tok = tokens[i]
+                if tok.type == "table_open" and tok.level == 0 and tok.map:
+                    j = i
+                    while tokens[j].type != "table_close":
+                        j += 1
+                    _parse_inline(_with_markup([t for t in tokens[i:j] if t.type == "inline"]),
+                                  env)
+                    rows = _table_rows(tokens[i : j + 1])
+                    if rows:
+                        start = _line_offset(OffsetMap(line_starts), tok.map[0])
+                        end_line = tok.map[1]
+                        end = line_starts[end_line] if end_line < len(line_starts) else len(text)
+                        tables.append((start, end, rows))
+                    i = j
+                i += 1
+    except BlockBound:  # parse_markdown said so already: the text stays as it is
+        return doc
     if not tables:
         return doc
 
