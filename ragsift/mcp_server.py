@@ -69,6 +69,7 @@ if TYPE_CHECKING:
 MAX_QUERY_CHARS = 10_000  # a longer query is refused (the model reads ~1,000 characters)
 MAX_GLOB_CHARS = 1_000
 MAX_LINE_BYTES = 8 << 20  # a longer JSON-RPC message is answered -32700 and skipped
+EOF_GRACE_S = 120  # at EOF, how long requests in flight may still take to be answered
 MAX_READ_LINES = 400  # ``read`` returns at most this many lines per call (``next_line``)
 URI_PREFIX = "ragsift://document/"
 
@@ -1065,9 +1066,10 @@ async def _serve(service: Service, debug: bool) -> None:
             while True:
                 raw = await anyio.to_thread.run_sync(wire.readline, abandon_on_cancel=True)
                 if not raw:
-                    while pending and not wire.gone:
-                        settled = anyio.Event()
-                        await settled.wait()
+                    with anyio.move_on_after(EOF_GRACE_S):  # a reply the SDK never sends
+                        while pending and not wire.gone:
+                            settled = anyio.Event()
+                            await settled.wait()
                     return
                 if raw == b"\x00too-long":
                     message, reply = None, error_reply(
@@ -1080,6 +1082,10 @@ async def _serve(service: Service, debug: bool) -> None:
                 if message is not None:
                     if isinstance(message, t.JSONRPCRequest):
                         pending.add((type(message.id), message.id))
+                    elif isinstance(message, t.JSONRPCNotification) \
+                            and message.method == "notifications/cancelled":
+                        rid = (message.params or {}).get("requestId")
+                        pending.discard((type(rid), rid))  # a cancelled request: no reply
                     await to_sdk_send.send(SessionMessage(message))
 
     async def writer() -> None:
