@@ -370,11 +370,12 @@ class LanceWriter:
             self._commit([])
         if self._ds is None:
             return 0
+        self._merge_postings()  # first: the batches it replaces are not rewritten by
+        # compaction, which drops their deleted rows
         before = len(self._ds.get_fragments())
         if before > 1:
             self._ds.optimize.compact_files()
             self._reopen()
-        self._merge_postings()
         n = self._ds.count_rows("kind = 'chunk'")
         if n:
             if n >= SCALAR_INDEX_MIN_ROWS:  # lookups by id, by text hash and of a query's
