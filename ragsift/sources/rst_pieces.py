@@ -20,12 +20,13 @@ top level, so that parsing each piece alone renders what parsing the whole would
   and the renderer count), so the line map stays exact: a piece's line n is line
   ``first_line + n`` of the file.
 
-Bound: a stretch between two cut points longer than ``MAX_BLOCK_LINES`` lines or
-``MAX_BLOCK_CHARS`` characters (one table of 100k rows, a 10 MB indented block) is not
-given to docutils: ``pieces`` raises ``ValueError`` naming it and the loader reads the file
-as plain text, with one warning. Measured (bench/RESULTS.md, "Bounded work per document"):
-a piece of 64 KiB parses at the rate of small files; a simple table takes ~7 KiB of memory
-per row in docutils, so 4,000 rows are ~30 MB at most.
+Bounds: a file whose lines nest deeper than ``MAX_DEPTH`` indentation levels, or with a
+stretch between two cut points longer than ``MAX_BLOCK_LINES`` lines or ``MAX_BLOCK_CHARS``
+characters (one table of 100k rows, a 10 MB indented block), is not given to docutils:
+``pieces`` raises ``ValueError`` naming the place and the loader reads the file as plain
+text, with one warning. Measured (bench/RESULTS.md, "Bounded work per document"): a piece
+of 64 KiB parses at the rate of small files; a simple table takes ~7 KiB of memory per row
+in docutils, so 4,000 rows are ~30 MB at most.
 
 References across pieces: a piece that refers to a name defined in another piece (a
 section title, ``.. _target:``, a ``|substitution|``) gets, after its own lines, a stub
@@ -44,6 +45,7 @@ from dataclasses import dataclass
 PIECE_CHARS = 64 * 1024  # a piece ends at the first cut point past this many characters
 MAX_BLOCK_LINES = 4_000  # an uncuttable stretch longer than this: the file is read as text
 MAX_BLOCK_CHARS = 1024 * 1024
+MAX_DEPTH = 32  # indentation levels: docutils recurses (and copies lines) once per level
 
 # a line of one repeated 7-bit punctuation character: a title's adornment (docutils' rule)
 _ADORNMENT = re.compile(r"([!-/:-@\[-`{-~])\1* *$")
@@ -67,6 +69,7 @@ def pieces(text: str, piece_chars: int | None = None) -> list[Piece]:
     """The pieces of ``text`` (see the module docstring); one piece when it is short.
     ``piece_chars``: the target size (default ``PIECE_CHARS``)."""
     piece_chars = PIECE_CHARS if piece_chars is None else piece_chars
+    _check_depth(text)
     if len(text) <= piece_chars:
         return [Piece(text, 0, 0)]
     lines = text.splitlines(keepends=True)
@@ -208,3 +211,23 @@ def _check_blocks(lines: list[str], cuts: list[int]) -> None:
                 f"lines {a + 1}-{b} are one block of {b - a:,} lines ({chars:,} characters), "
                 f"past the reStructuredText reader's bound of {MAX_BLOCK_LINES:,} lines or "
                 f"{MAX_BLOCK_CHARS // 1024:,} KiB per block")
+
+
+def _check_depth(text: str) -> None:
+    """``ValueError`` when lines nest deeper than ``MAX_DEPTH`` indentation levels (a list in
+    a list in ...): docutils holds a copy of the nested lines per level, and fails with a
+    ``RecursionError`` at about a hundred."""
+    stack: list[int] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        body = line.lstrip()
+        if not body:
+            continue
+        indent = len(line) - len(body)
+        while stack and stack[-1] > indent:
+            stack.pop()
+        if not stack or stack[-1] < indent:
+            stack.append(indent)
+            if len(stack) > MAX_DEPTH + 1:  # (column 0 is the top level, not a nesting)
+                raise ValueError(
+                    f"line {number} is nested more than {MAX_DEPTH} indentation levels deep, "
+                    f"past the reStructuredText reader's bound of {MAX_DEPTH}")
