@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from itertools import accumulate
 
 from ragsift.errors import SkipFile
 from ragsift.sources.document import Document, OffsetMap
@@ -23,18 +24,21 @@ def parse_json(
     text: str, path: str, *, lines_format: bool, source: str = "", encoding: str = "utf-8",
     warnings: tuple[str, ...] = (),
 ) -> Document:
-    units: list[tuple[str, int]] = []  # (unit, 1-based source line)
+    parts: list[str] = []  # the units, one per line of the text
+    values: list[int] = []  # each unit's 1-based source line (parallel lists: no tuple each)
     if lines_format:
         for line_no, raw in enumerate(text.splitlines(), 1):
             if not raw.strip():
                 continue
             value = _loads(raw, line_no)
-            units.extend((u, line_no) for u, _ in iter_json_units(value))
+            for unit, _ in iter_json_units(value, parsed=True):
+                parts.append(unit)
+                values.append(line_no)
     else:
         value = _loads(text, None)
         cursor, line, line_cursor = 0, 1, 0
         wide = _last_non_ascii(text)
-        for unit, anchor in iter_json_units(value):
+        for unit, anchor in iter_json_units(value, parsed=True):
             # an anchor with a non-ASCII character cannot occur after the text's last one (a
             # file written with ASCII escapes, json.dumps' default, has none): no search,
             # which would scan the rest of the file for each unit (quadratic in its size)
@@ -44,18 +48,12 @@ def parse_json(
                 line += text.count("\n", line_cursor, found)
                 line_cursor = found
                 cursor = found + len(anchor)
-            units.append((unit, line))
-    if not units:
+            parts.append(unit)
+            values.append(line)
+        del value  # (the tree is ~20x the file's bytes: gone before the text is built)
+    if not parts:
         raise SkipFile("empty (no text in JSON)")
-    parts: list[str] = []
-    starts: list[int] = []
-    values: list[int] = []
-    offset = 0
-    for unit, line_no in units:
-        starts.append(offset)
-        values.append(line_no)
-        parts.append(unit)
-        offset += len(unit) + 1
+    starts = list(accumulate((len(unit) + 1 for unit in parts[:-1]), initial=0))
     return Document(
         text="\n".join(parts) + "\n",
         path=path,
