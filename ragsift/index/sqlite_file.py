@@ -187,7 +187,8 @@ def _check_writable(path: str, state: str) -> None:
 def _corrupt(path: str, exc: Exception) -> RagsiftError:
     code = _result_code(exc) if isinstance(exc, sqlite3.Error) else None
     if code in (11, 26):  # SQLITE_CORRUPT, SQLITE_NOTADB: the file itself is damaged
-        return RagsiftError(f"index {path} is corrupt ({exc}); it was not modified")
+        return RagsiftError(f"index {path} is corrupt ({exc}); it was not modified; build it "
+                            "again with `ragsift embed PATH... --index INDEX --rebuild`")
     if code in _WRITE_FAILED:
         return write_error(path, exc)
     return RagsiftError(f"cannot use index {path}: {exc}; it was not modified")
