@@ -323,6 +323,21 @@ def _inline_text(tok: Any, html_as_text: bool = False) -> str:
     return " ".join(tok.content.split())
 
 
+def heading_titles(lines: list[str]) -> list[tuple[int, str]] | None:
+    """``(level, title)`` of each ATX heading line (``"## Usage *now*"`` -> ``(2, "Usage
+    now")``) as ``parse_markdown`` reads it, in one parse; None when the lines do not read as
+    as many headings (``sources.rst``, which knows where its headings are, asks only this)."""
+    if not lines:
+        return []
+    tokens, env = _block_tokens("\n\n".join(lines) + "\n")
+    found = [i for i, tok in enumerate(tokens)
+             if tok.type == "heading_open" and tok.level == 0 and i + 1 < len(tokens)]
+    if len(found) != len(lines):
+        return None
+    _parse_inline([tokens[i + 1] for i in found], env)
+    return [(int(tokens[i].tag[1:]), _inline_text(tokens[i + 1])) for i in found]
+
+
 def render_markdown_tables(doc: Document) -> Document:
     """Rewrite GFM tables in a markdown ``doc`` as numbered lists of ``header: value`` pairs.
 

@@ -1,8 +1,10 @@
 """reStructuredText (and Sphinx sources) parsed by docutils, the format's own parser.
 
-``parse_rst`` renders the doctree as the text a reader sees, laid out as markdown, and hands
-that to ``parse_markdown``, so an ``.rst`` file gets heading trails and heading-first
-chunking exactly as a markdown file does:
+``parse_rst`` renders the doctree as the text a reader sees, laid out as markdown, so an
+``.rst`` file gets heading trails and heading-first chunking exactly as a markdown file does
+(the trails are those ``parse_markdown`` gives the rendered text, built from the headings
+the renderer wrote, their titles read by ``markdown.heading_titles``). A long file is
+parsed in pieces (``rst_pieces``: bounded work and memory per piece, the same text):
 
 - section titles become ``#`` headings (one ``#`` per nesting level), without their
   adornment lines;
@@ -22,14 +24,17 @@ chunking exactly as a markdown file does:
 
 Offsets: ``Document.text`` is the rendered text (chunk offsets and the invariant
 ``document.text[start:end] == text`` hold in it); the line map points every rendered line at
-the ``.rst`` line it comes from. A file docutils cannot parse is read as plain text with one
-warning; without docutils installed, the same (``loader.py``).
+the ``.rst`` line it comes from. A file docutils cannot parse, or past ``rst_pieces``'
+bounds, is read as plain text with one warning; without docutils installed, the same
+(``loader.py``).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from functools import cache
+from itertools import accumulate
 from typing import Any
 
 from ragsift.sources.document import Document, OffsetMap
@@ -72,28 +77,45 @@ def parse_rst(text: str, path: str, *, source: str = "", encoding: str = "utf-8"
               warnings: tuple[str, ...] = ()) -> Document:
     """The ``Document`` of an ``.rst`` file (see the module docstring). Raises ``ValueError``
     when docutils cannot make a doctree of it (the loader then reads it as text)."""
-    from ragsift.sources.markdown import parse_markdown
+    from ragsift.sources.markdown import heading_titles, page_map, parse_markdown
     from ragsift.sources.rst_pieces import pieces
 
     rendered_lines: list[str] = []
     line_of: list[int] = []
+    heads: list[int] = []  # indexes of the heading lines in rendered_lines
     for piece in pieces(text):  # parsed one at a time: bounded work and memory each
         out = _Renderer(piece.text)
         out.children(_doctree(piece.text), piece.depth)
+        heads += [len(rendered_lines) + k for k in out.heads]
         rendered_lines += out.lines
         line_of += [n + piece.first_line for n in out.line_of]
     rendered = _Renderer.joined(rendered_lines, line_of)
-    # (the rendered text is what a reader reads already: a "<b>" in it is text, not HTML)
-    doc = parse_markdown(rendered, path, source=source, encoding=encoding, warnings=warnings,
-                         html=False)
-    starts = [0]
-    for i, ch in enumerate(rendered):
-        if ch == "\n" and i + 1 < len(rendered):
-            starts.append(i + 1)
+    starts = list(accumulate((len(line) + 1 for line in rendered_lines[:-1]), initial=0))
     lines = OffsetMap(tuple(starts), tuple(line_of[: len(starts)]))
-    from dataclasses import replace
-
-    return replace(doc, format="rst", lines=lines)
+    titles = heading_titles([rendered_lines[k] for k in heads])
+    if titles is None:  # (a title markdown does not read as one heading: as before)
+        doc = parse_markdown(rendered, path, source=source, encoding=encoding,
+                             warnings=warnings, html=False)
+        return replace(doc, format="rst", lines=lines)
+    # the heading trails as parse_markdown gives them for the rendered text, from the
+    # headings the renderer wrote (no markdown parse of the whole text)
+    trail_starts: list[int] = []
+    trails: list[tuple[str, ...]] = []
+    stack: list[tuple[int, str]] = []
+    for k, (level, title) in zip(heads, titles):
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, title))
+        trail = tuple(t for _, t in stack)
+        if trail_starts and trail_starts[-1] == starts[k]:
+            trails[-1] = trail
+        else:
+            trail_starts.append(starts[k])
+            trails.append(trail)
+    return Document(text=rendered, path=path, format="rst", source=source, encoding=encoding,
+                    lines=lines, pages=page_map(rendered),
+                    headings=OffsetMap(tuple(trail_starts), tuple(trails)) if trails else None,
+                    warnings=warnings)
 
 
 def _doctree(text: str) -> Any:
@@ -249,6 +271,7 @@ class _Renderer:
         self.plain = [_plain(line) for line in self.src]
         self.lines: list[str] = []
         self.line_of: list[int] = []
+        self.heads: list[int] = []  # indexes in ``lines`` of the section titles
         self.last = 1
 
     @staticmethod
@@ -306,6 +329,7 @@ class _Renderer:
         if tag == "section":
             title = n.next_node(nodes.title)
             if title is not None:
+                self.heads.append(len(self.lines))
                 self.block("#" * min(depth + 1, 6) + " " + _inline(title),
                            (title.line or 1) - 1 if title.line else None)
             for child in n.children:
