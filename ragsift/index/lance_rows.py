@@ -1,5 +1,7 @@
 """Module-level helpers of the Lance backend (``lance.py``, ``lance_write.py``): the chunks
-dataset's Arrow schema (``_schema``) and row shapes (``chunk_row``, ``rows_table``), writing
+dataset's Arrow schema (``_schema``) and row shapes (``chunk_row``, ``rows_table``), the
+postings rows written with every batch of chunks (``lexical_rows``: the SQLite backend's
+tokenization, scored by ``lance_lexical``; a Ray worker's fragment carries its own), writing
 uncommitted data files from any process (``write_fragments``, for ``embed --engine ray``),
 object-storage options from the environment (``storage_options``), and the guarded
 ``import lance`` (``_lance``). pyarrow and lance load inside the functions.
