@@ -1,5 +1,5 @@
 """The words a lexical query asks for, and the identifier terms indexed beside a chunk's words:
-one rule for every backend (SQLite's FTS5 scoring, Lance's inverted index) and for the
+one rule for every backend (both score ragsift's BM25 over FTS5's tokens) and for the
 relevance score's query-word count.
 
 Identifiers are terms (issue 28). Both tokenizers cut text at every character that is not a
@@ -37,7 +37,7 @@ import re
 from collections.abc import Iterator
 
 MAX_QUERY_TERMS = 64
-MAX_WHOLE = 40  # Lance's inverted index drops tokens longer than 40 characters
+MAX_WHOLE = 40  # a longer identifier is indexed by its parts only (kept from schema 4)
 
 TERM = re.compile(r"[^\W_]+", re.UNICODE)
 # letter/digit runs joined (no space) by `_`, `.`, `-`, `::` or `/`: one identifier
