@@ -12,7 +12,8 @@ top level, so that parsing each piece alone renders what parsing the whole would
 - a **cut point** is a line at column 0 after a blank line (or a section title there),
   outside a simple table (which may hold blank lines) and not an enumerated list item (a
   list cut in two would number its second half from 1);
-- a piece ends at the first cut point after ``PIECE_CHARS`` characters, and before any
+- a piece ends at the first cut point after ``PIECE_CHARS`` characters or ``PIECE_LINES``
+  lines (a table's rows are short and cost a node per cell), and before any
   section title shallower than the piece's first title. Title levels come from this file's
   own scan, in order of first appearance (as docutils assigns them), and a piece is
   rendered at its first title's depth, so headings keep their ``#`` count across pieces;
@@ -33,8 +34,8 @@ section title, ``.. _target:``, a ``|substitution|``) gets, after its own lines,
 target of that name or a copy of the substitution's definition, so the reference renders
 as it would in the whole document (targets and definitions render as nothing, and nothing
 before them moves). Not carried across: auto-numbered footnotes (``[#]_`` numbers restart
-in each piece) and anonymous targets. Documents shorter than ``PIECE_CHARS`` are one piece:
-parsed exactly as before.
+in each piece) and anonymous targets. A document within ``PIECE_CHARS`` and ``PIECE_LINES``
+is one piece: parsed exactly as before.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ import re
 from dataclasses import dataclass
 
 PIECE_CHARS = 64 * 1024  # a piece ends at the first cut point past this many characters
+PIECE_LINES = 500  # ... or lines (a table's short rows cost a node each: ~7 KiB per row)
 MAX_BLOCK_LINES = 4_000  # an uncuttable stretch longer than this: the file is read as text
 MAX_BLOCK_CHARS = 1024 * 1024
 MAX_DEPTH = 32  # indentation levels: docutils recurses (and copies lines) once per level
@@ -70,9 +72,9 @@ def pieces(text: str, piece_chars: int | None = None) -> list[Piece]:
     ``piece_chars``: the target size (default ``PIECE_CHARS``)."""
     piece_chars = PIECE_CHARS if piece_chars is None else piece_chars
     _check_depth(text)
-    if len(text) <= piece_chars:
-        return [Piece(text, 0, 0)]
     lines = text.splitlines(keepends=True)
+    if len(text) <= piece_chars and len(lines) <= PIECE_LINES:
+        return [Piece(text, 0, 0)]
     cuts, levels = _cut_points(lines)
     _check_blocks(lines, cuts)
     out: list[Piece] = []
@@ -81,7 +83,7 @@ def pieces(text: str, piece_chars: int | None = None) -> list[Piece]:
         size += sum(len(line) for line in lines[prev:cut])
         prev = cut
         level = levels.get(cut)
-        if cut > start and (size >= piece_chars
+        if cut > start and (size >= piece_chars or cut - start >= PIECE_LINES
                             or (level is not None and first_level is not None
                                 and level < first_level)):
             out.append(_piece(lines, start, cut, first_level))

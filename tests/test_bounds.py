@@ -1,0 +1,328 @@
+"""Bounded work per document (issue 30, item 5): no timing here (a busy machine must not fail
+them); what is pinned is how the work is divided and how much memory it allocates
+(``tracemalloc``: allocations, not time, so the same on any machine).
+
+- A long ``.rst`` is given to docutils in pieces (``sources.rst_pieces``) whose rendered
+  text, line map and heading trails are those of the whole parse, offsets exact.
+- A long markdown text is given to markdown-it in pieces; the same document as one parse.
+- Past a bound (a stretch that cannot be cut, nesting too deep) the file is read as plain
+  text with one warning line naming it.
+- Tables and deep nesting: peak memory under 20x the file's bytes for every format.
+"""
+
+from __future__ import annotations
+
+import random
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from ragsift.sources import markdown as md
+from ragsift.sources import rst_pieces
+from ragsift.sources.loader import load_document
+from ragsift.sources.sourcefile import SourceFile
+from tests.conftest import run_cli
+
+WORDS = ["the", "quick", "brown", "fox", "honey", "garden", "index", "query", "token",
+         "section", "vector", "model"]
+
+
+def _sentence(rng: random.Random) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 12))).capitalize() + "."
+
+
+def _sphinx_like(sections: int, seed: int = 30) -> str:
+    """A Sphinx-shaped page: a title, sections and subsections, lists, code, notes, roles,
+    references to titles of other sections and a substitution defined at the end."""
+    rng = random.Random(seed)
+    out = ["=========\nThe guide\n=========\n\n", "Intro |project| text.\n\n"]
+    for k in range(sections):
+        title = f"Section {k}"
+        out.append(f"{title}\n{'=' * len(title)}\n\n{_sentence(rng)} See `Section {max(k - 3, 0)}`_"
+                   f" and :func:`run_{k}`.\n\n")
+        for j in range(2):
+            sub = f"Part {k}.{j}"
+            out.append(f"{sub}\n{'-' * len(sub)}\n\n{_sentence(rng)} {_sentence(rng)}\n\n")
+            out.append(f"* {_sentence(rng)}\n* {_sentence(rng)}\n\n")
+            if j:
+                out.append(f".. code-block:: python\n\n   def f{k}():\n\n       return {k}\n\n")
+            else:
+                out.append(f".. note::\n\n   {_sentence(rng)}\n\n")
+            out.append(f"1. first\n2. second\n\n{_sentence(rng)} |project| again.\n\n")
+    out.append(".. |project| replace:: Ragsift\n")
+    return "".join(out)
+
+
+def _load(path: Path):
+    data = path.read_bytes()
+    return load_document(SourceFile(path=path, relpath=path.name, size=len(data), mtime=0.0),
+                         data)
+
+
+def _rst(tmp_path: Path, text: str, name: str = "doc.rst"):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return _load(path)
+
+
+def _peak(fn) -> int:
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+# -- reStructuredText ---------------------------------------------------------------------
+
+def test_a_long_rst_is_parsed_in_bounded_pieces_as_the_whole_would_be(tmp_path, monkeypatch):
+    from ragsift.sources import rst
+
+    text = _sphinx_like(60)
+    monkeypatch.setattr(rst_pieces, "PIECE_CHARS", 10**9)
+    monkeypatch.setattr(rst_pieces, "PIECE_LINES", 10**9)
+    whole = _rst(tmp_path, text)
+    given: list[int] = []
+    real = rst._doctree
+    monkeypatch.setattr(rst, "_doctree", lambda t: given.append(len(t)) or real(t))
+    monkeypatch.setattr(rst_pieces, "PIECE_CHARS", 2048)
+    cut = _rst(tmp_path, text)
+    assert len(given) >= 10 and max(given) < 2048 + 1500, given  # a piece and a stub list
+    assert not cut.warnings
+    assert cut.text == whole.text  # references across pieces render as in the whole parse
+    assert "Ragsift again" in cut.text and "`Section" not in cut.text
+    assert cut.lines == whole.lines and cut.headings == whole.headings
+    assert cut.headings.at(cut.text.index("Part 41.1")) == ("The guide", "Section 41",
+                                                             "Part 41.1")
+
+
+def test_pieces_slice_the_file_exactly_and_start_at_the_top_level():
+    text = _sphinx_like(40)
+    parts = rst_pieces.pieces(text, 1500)
+    assert len(parts) > 10
+    lines = text.splitlines(keepends=True)
+    bounds = [p.first_line for p in parts] + [len(lines)]
+    assert bounds[0] == 0 and bounds == sorted(set(bounds))
+    for p, end in zip(parts, bounds[1:]):
+        own = "".join(lines[p.first_line:end])
+        assert p.text.startswith(own)  # the file's lines, then any stub targets
+        assert not p.text[:1].isspace()  # never inside an indented block
+        stubs = p.text[len(own):]
+        assert all(s.startswith(".. ") for s in stubs.split("\n\n") if s.strip()), stubs
+
+
+def test_rst_chunks_slice_the_document_exactly(tmp_path, monkeypatch):
+    from ragsift.chunkers import make_chunker
+    from ragsift.ingest.records import prepared
+
+    monkeypatch.setattr(rst_pieces, "PIECE_CHARS", 2048)
+    doc = _rst(tmp_path, _sphinx_like(30))
+    chunker = make_chunker("recursive", tokenizer="chars", size=300)
+    chunks = chunker.chunk(prepared(chunker, doc))
+    assert len(chunks) > 20
+    for c in chunks:
+        assert doc.text[c.start:c.end] == c.text
+
+
+def _simple_table(rows: int) -> str:
+    out = ["Data\n====\n\nThe rows.\n\n", "=====  =======  =====\nid     name     value\n",
+           "=====  =======  =====\n"]
+    out += [f"{i:<5}  {WORDS[i % len(WORDS)]:<7}  {i * 7 % 1000}\n" for i in range(rows)]
+    out.append("=====  =======  =====\n\nAfter the table.\n")
+    return "".join(out)
+
+
+def test_past_the_block_bound_an_rst_is_read_as_text_with_one_warning(tmp_path, monkeypatch):
+    monkeypatch.setattr(rst_pieces, "MAX_BLOCK_LINES", 50)
+    monkeypatch.setattr(rst_pieces, "PIECE_LINES", 20)
+    text = _simple_table(80)
+    doc = _rst(tmp_path, text)
+    assert doc.text == text and doc.headings is None
+    assert len(doc.warnings) == 1
+    assert doc.warnings[0].startswith("lines 6-90 are one block of 85 lines")
+    assert doc.warnings[0].endswith("read as plain text")
+
+
+def test_a_table_within_the_bound_is_parsed(tmp_path, monkeypatch):
+    monkeypatch.setattr(rst_pieces, "PIECE_LINES", 20)
+    doc = _rst(tmp_path, _simple_table(40))
+    assert not doc.warnings
+    assert "39 | fox | 273" in doc.text and "=====" not in doc.text
+
+
+def test_nesting_past_the_depth_bound_is_read_as_text(tmp_path):
+    text = "".join("  " * i + f"- item {i}\n\n" for i in range(40))
+    doc = _rst(tmp_path, text)
+    assert doc.text == text
+    assert doc.warnings == (f"line {2 * rst_pieces.MAX_DEPTH + 3} is nested more than "
+                            f"{rst_pieces.MAX_DEPTH} indentation levels deep, past the "
+                            f"reStructuredText reader's bound of {rst_pieces.MAX_DEPTH}; "
+                            "read as plain text",)
+
+
+def test_the_cli_names_a_file_past_the_bound_in_one_line(tmp_path):
+    rows = rst_pieces.MAX_BLOCK_LINES + 1
+    (tmp_path / "big.rst").write_text(_simple_table(rows), encoding="utf-8")
+    (tmp_path / "small.rst").write_text(_simple_table(10), encoding="utf-8")
+    out = run_cli("chunk", "--tokenizer", "chars", str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    lines = out.stderr.strip().splitlines()
+    warned = [line for line in lines if "warning" in line]
+    assert len(warned) == 1, lines
+    assert "big.rst" in warned[0] and "read as plain text" in warned[0]
+    assert f"lines 6-{rows + 10} are one block of {rows + 5:,} lines" in warned[0]
+    assert "2 files, 2 parsed, 0 skipped" in lines[-1]
+
+
+def test_a_table_dense_rst_holds_one_bounded_doctree_at_a_time(tmp_path, monkeypatch):
+    """Tables of 60 rows (a whole parse: ~300x the bytes of a table, all alive at once):
+    each piece's doctree has at most a piece's nodes, whatever the file's size, and is freed
+    as soon as it is rendered, without waiting for the cyclic collector."""
+    import gc
+    import weakref
+
+    from ragsift.sources import rst
+
+    trees: list[tuple[list[weakref.ref], int]] = []  # (some of its nodes, its node count)
+    real = rst._doctree
+
+    def recording(text):
+        tree = real(text)
+        nodes = list(tree.findall())[1:]  # (the document's empty shell stays with its parser)
+        trees.append(([weakref.ref(n) for n in nodes[::20] if not isinstance(n, str)],
+                      len(nodes)))
+        return tree
+
+    monkeypatch.setattr(rst, "_doctree", recording)
+    most: list[int] = []
+    for tables in (20, 80):
+        text = "".join(f"Table {k}\n\n" + _simple_table(60).split("\n\n", 2)[2] + "\n"
+                       for k in range(tables))
+        trees.clear()
+        gc.disable()
+        try:
+            doc = _rst(tmp_path, text)
+            assert all(r() is None for refs, _ in trees for r in refs)  # freed at once
+        finally:
+            gc.enable()
+        assert not doc.warnings and len(trees) >= tables * 64 // rst_pieces.PIECE_LINES
+        most.append(max(n for _, n in trees))
+    assert most[1] <= most[0] * 1.1, most  # a piece's nodes, not the file's
+
+
+def test_a_giant_rst_table_stays_under_20x_its_bytes(tmp_path):
+    text = _simple_table(20_000)  # past the bound: read as text
+    path = tmp_path / "giant.rst"
+    path.write_text(text, encoding="utf-8")
+    peak = _peak(lambda: _load(path))
+    assert peak < 20 * len(text), (peak, len(text))
+
+
+# -- markdown -----------------------------------------------------------------------------
+
+def _markdown(sections: int, seed: int = 5) -> str:
+    rng = random.Random(seed)
+    out = ["# Guide [intro][ref]\n\nSome <b>bold</b> text &amp; more.\n\n"]
+    for k in range(sections):
+        out.append(f"## Part {k}\n\n{_sentence(rng)}\n\n| a | b |\n|---|---|\n"
+                   f"| {k} | x <i>y</i> |\n| {k + 1} | z |\n\n"
+                   f"```\n# not a heading {k}\n\n\nstill code\n```\n\n"
+                   f"- {_sentence(rng)}\n\n  {_sentence(rng)}\n- item\n\n<!-- a comment\n\n"
+                   f"# inside it -->\n\nSetext {k}\n---------\n\n")
+    out.append("[ref]: https://example.com\n")
+    return "".join(out)
+
+
+def test_a_long_markdown_is_parsed_in_pieces_as_the_whole_would_be(monkeypatch):
+    text = _markdown(80)
+    monkeypatch.setattr(md, "PIECE_CHARS", 10**9)
+    whole = md.parse_markdown(text, "a.md")
+    whole_tables = md.render_markdown_tables(whole)
+    parsed: list[int] = []
+    real = md._parser()
+    monkeypatch.setattr(md, "PIECE_CHARS", 2048)
+
+    class Counting:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def parse(self, src, env=None):
+            parsed.append(len(src))
+            return real.parse(src, env)
+
+    monkeypatch.setattr(md, "_parser", lambda: Counting())
+    cut = md.parse_markdown(text, "a.md")
+    cut_tables = md.render_markdown_tables(cut)
+    assert len(parsed) > 10 and max(parsed) < 4096
+    assert not cut.warnings
+    assert (cut.text, cut.lines, cut.headings) == (whole.text, whole.lines, whole.headings)
+    assert (cut_tables.text, cut_tables.lines, cut_tables.headings) == (
+        whole_tables.text, whole_tables.lines, whole_tables.headings)
+    assert cut.headings.at(cut.text.index("Setext 70")) == ("Guide intro", "Setext 70")
+    assert "<b>" not in cut.text and "not a heading 3" in cut.text
+
+
+def _md_table(rows: int) -> str:
+    return "# Data\n\nIntro.\n\n| id | name | value |\n|---|---|---|\n" + "".join(
+        f"| {i} | {WORDS[i % len(WORDS)]} | {i * 7} |\n" for i in range(rows))
+
+
+def test_past_the_block_bound_a_markdown_file_is_read_as_text(monkeypatch):
+    monkeypatch.setattr(md, "PIECE_CHARS", 1024)
+    text = _md_table(md.MAX_BLOCK_LINES + 1)
+    doc = md.parse_markdown(text, "t.md")
+    assert doc.text == text and doc.headings is None
+    assert len(doc.warnings) == 1 and doc.warnings[0].startswith(
+        f"lines 5-{md.MAX_BLOCK_LINES + 7} are one block of {md.MAX_BLOCK_LINES + 3:,} lines")
+    assert md.render_markdown_tables(doc) is doc
+
+
+@pytest.mark.parametrize("kind", ["table", "table rendered", "nested lists", "quotes"])
+def test_markdown_tables_and_nesting_stay_under_20x_their_bytes(kind):
+    if kind.startswith("table"):
+        text = _md_table(20_000)
+    elif kind == "nested lists":
+        text = "# Deep\n\n" + "".join("  " * i + f"- item {i}\n" for i in range(2_000))
+    else:
+        text = "# Deep\n\n" + ">" * 50_000 + " quoted\n"
+    md.parse_markdown("# warm\n", "w.md")
+
+    def run():
+        doc = md.parse_markdown(text, "t.md")
+        if kind == "table rendered":
+            md.render_markdown_tables(doc)
+
+    assert _peak(run) < 20 * len(text)
+
+
+# -- HTML and JSON ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["table", "nested", "unclosed"])
+def test_html_tables_and_nesting_stay_under_20x_their_bytes(kind):
+    from ragsift.sources.html import parse_html
+
+    if kind == "table":
+        text = "<h1>Data</h1><table>" + "".join(
+            f"<tr><td>{i}</td><td>{WORDS[i % 12]}</td></tr>\n" for i in range(20_000)) + "</table>"
+    elif kind == "nested":
+        text = "<body>" + "<div>" * 20_000 + "deep" + "</div>" * 20_000
+    else:
+        text = "<body>" + "<div><ul><li>x " * 20_000
+    assert _peak(lambda: parse_html(text, "t.html")) < 20 * len(text)
+
+
+@pytest.mark.parametrize("kind", ["objects", "lines"])
+def test_json_rows_stay_under_20x_their_bytes(kind):
+    import json
+
+    from ragsift.sources.json_reader import parse_json
+
+    rows = [{"id": i, "name": WORDS[i % 12], "value": i * 7} for i in range(20_000)]
+    if kind == "objects":
+        text = json.dumps(rows)
+    else:
+        text = "".join(json.dumps(r) + "\n" for r in rows)
+    peak = _peak(lambda: parse_json(text, "t.json", lines_format=kind == "lines"))
+    assert peak < 20 * len(text)
