@@ -18,6 +18,15 @@ both alike. Inputs are generated in a temporary folder:
   same size; with the default strategy and with ``--strategy markdown``.
 - ``json``: N MB of a one-line JSON list of strings written with ASCII escapes
   (``json.dumps``' default) beside N MB of prose.
+- ``rst`` (issue 30): N MB of reStructuredText (``--rst-mbs``, 1,4,10) beside the same bytes
+  as ``.txt``: a Sphinx-like page (sections and subsections every ~1 KB, lists, code blocks,
+  notes, roles) and the prose above (no markup).
+- ``bounds`` (issue 30): one table of N rows (``--table-rows``, 2k,4k,25k,100k) as an rst
+  simple table and as a markdown table (after a heading, so markdown-it runs), each beside
+  prose of the same size; and deep nesting (rst and markdown lists, HTML elements, JSON
+  arrays). Memory columns: the command's peak RSS, and the parse's own peak (a fresh
+  process that reads the file with ``load_document`` under ``tracemalloc``: the bytes
+  allocated at the peak, imports before), with its ratio to the file's bytes.
 
 The table gives seconds, MB/s (input bytes), the ratio to the prose twin's seconds, and the
 growth (seconds over the previous size's, next to the size ratio: linear is about equal).
@@ -87,11 +96,74 @@ def json_strings(n: int, rng: random.Random) -> str:
     return json.dumps(out)
 
 
+def sphinx_rst(n: int, rng: random.Random) -> str:
+    """A Sphinx-like page of about ``n`` characters: a section every ~1 KB with one to three
+    subsections, lists, code blocks, notes and roles."""
+    def paragraph() -> str:
+        words = " ".join(prose(rng.randint(200, 500), rng).split())
+        lines, line = [], ""
+        for w in words.split(" "):
+            if line and len(line) + len(w) > 88:
+                lines.append(line)
+                line = w
+            else:
+                line = f"{line} {w}".strip()
+        return "\n".join([*lines, line])
+
+    parts: list[str] = []
+    size = k = 0
+    while size < n:
+        k += 1
+        title = f"Section {k}: {rng.choice(WORDS)}"
+        block = [title, "=" * len(title), "", paragraph(), ""]
+        for j in range(rng.randint(1, 3)):
+            sub = f"Part {k}.{j} {rng.choice(WORDS)}"
+            block += [sub, "-" * len(sub), "", paragraph(), "",
+                      f"See :func:`{rng.choice(WORDS)}_{k}` and ``{rng.choice(WORDS)}``.", ""]
+            r = rng.random()
+            if r < 0.3:
+                block += [f"* {rng.choice(WORDS)} {rng.choice(WORDS)}" for _ in range(3)] + [""]
+            elif r < 0.5:
+                block += [".. code-block:: python", "", f"    def f{k}_{j}(x):",
+                          "        return x + 1", ""]
+            elif r < 0.6:
+                block += [".. note::", "", "   " + paragraph().replace("\n", "\n   "), ""]
+            block += [paragraph(), ""]
+        text = "\n".join(block) + "\n"
+        parts.append(text)
+        size += len(text)
+    return "".join(parts)[:n]
+
+
+def rst_table(rows: int, rng: random.Random) -> str:
+    lines = ["Data", "====", "", "=======  ==========  =======", "id       name        value",
+             "=======  ==========  ======="]
+    lines += [f"{i:<7}  {rng.choice(WORDS):<10}  {rng.randint(0, 99999)}" for i in range(rows)]
+    lines.append("=======  ==========  =======")
+    return "\n".join(lines) + "\n"
+
+
+NESTING_DEPTHS = {"rst": (30, 60, 120), "md": (250_000, 500_000, 1_000_000),
+                  "html": (100_000, 200_000, 400_000), "json": (250_000, 500_000, 1_000_000)}
+
+
+def nested(kind: str, depth: int) -> str:
+    """``depth`` levels of nesting: rst lists (indented: the bytes grow with the square of
+    the depth), markdown block quotes, HTML elements never closed, JSON arrays."""
+    if kind == "rst":
+        return "".join("  " * i + f"- item {i}\n\n" for i in range(depth))
+    if kind == "md":
+        return "# Deep\n\n" + "> " * depth + "quoted\n"
+    if kind == "html":
+        return "<body>" + "<div><p>text " * depth + "\n"
+    return "[" * depth + "1" + "]" * depth  # json
+
+
 def small_md(i: int) -> str:
     return f"# Level {i}\n\nSome text at this level of the tree.\n"
 
 
-def nested(root: Path, depth: int) -> int:
+def nested_folders(root: Path, depth: int) -> int:
     p = root
     size = 0
     for i in range(depth):
@@ -126,16 +198,57 @@ def flat(root: Path, count: int) -> int:
     return size
 
 
+PEAKS: dict[tuple[str, ...], int] = {}  # the last run's peak RSS (bytes) per argument list
+WARNINGS: dict[tuple[str, ...], str] = {}  # its warning lines
+
+
 def run_chunk(args: list[str], out: Path) -> float:
+    """Seconds of one ``ragsift chunk ARGS`` in a new process; its peak RSS and warnings are
+    kept in ``PEAKS`` and ``WARNINGS``."""
     cmd = [sys.executable, "-m", "ragsift", "chunk", *args]
-    with open(out, "wb") as sink:
+    with open(out, "wb") as sink, tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
-        proc = subprocess.run(cmd, stdout=sink, stderr=subprocess.PIPE, check=False)
+        proc = subprocess.Popen(cmd, stdout=sink, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
         elapsed = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)}: exit {proc.returncode}: "
-                         f"{proc.stderr.decode(errors='replace').strip()}")
+        err.seek(0)
+        stderr = err.read().decode(errors="replace")
+    code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 3):  # 3: a file was skipped (a bound's outcome for some cases)
+        raise SystemExit(f"{' '.join(cmd)}: exit {code}: {stderr.strip()}")
+    PEAKS[tuple(args)] = usage.ru_maxrss * 1024  # (KiB on Linux)
+    WARNINGS[tuple(args)] = " ".join(line for line in stderr.splitlines()
+                                     if "warning" in line or "skipped " in line)
     return elapsed
+
+
+_PARSE = """
+import sys, tracemalloc
+from pathlib import Path
+from ragsift.sources import SourceFile, load_document
+from ragsift.sources.reading import read_path
+import ragsift.sources.rst, ragsift.sources.markdown
+path = Path(sys.argv[1])
+data = read_path(path)
+ragsift.sources.rst.parse_rst("x\\n=\\n", "x")  # imports and set-up outside the measure
+ragsift.sources.markdown.parse_markdown("# x\\n", "x")
+tracemalloc.start()
+try:
+    load_document(SourceFile(path=path, relpath=path.name, size=len(data), mtime=0.0), data)
+except Exception:  # a skipped file (SkipFile): its peak still counts
+    pass
+print(tracemalloc.get_traced_memory()[1])
+"""
+
+
+def parse_peak(path: Path) -> int:
+    """Peak bytes allocated while ``load_document`` reads ``path`` (decoding and parsing; the
+    file's bytes and the imports before), by ``tracemalloc`` in a fresh process."""
+    proc = subprocess.run([sys.executable, "-c", _PARSE, str(path)], capture_output=True,
+                          text=True, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"parse of {path}: {proc.stderr.strip()}")
+    return int(proc.stdout.strip())
 
 
 def best_pair(case: list[str], twin: list[str], out: Path, repeats: int) -> tuple[float, float]:
@@ -163,8 +276,10 @@ def main() -> None:
     ap.add_argument("--depths", help="comma-separated folder depths [150,300,600,1500]")
     ap.add_argument("--mbs", help="comma-separated one-line sizes in MB [1,2,4]")
     ap.add_argument("--rows", help="comma-separated table rows [5000,10000,20000]")
-    ap.add_argument("--cases", default="nested,line,table,json",
-                    help="comma-separated subset of nested,line,table,json")
+    ap.add_argument("--rst-mbs", help="comma-separated rst sizes in MB [1,4,10]")
+    ap.add_argument("--table-rows", help="comma-separated rows [2000,4000,25000,100000]")
+    ap.add_argument("--cases", default="nested,line,table,json,rst,bounds",
+                    help="comma-separated subset of nested,line,table,json,rst,bounds")
     opts = ap.parse_args()
     rng = random.Random(23)
     # shutil.rmtree recurses once per folder level: the temporary folder holds 1,500 of them
@@ -178,15 +293,24 @@ def main() -> None:
     depths = sizes(opts.depths, [150, 300, 600, 1500])
     mbs = sizes(opts.mbs, [1, 2, 4])
     rows_list = sizes(opts.rows, [5000, 10000, 20000])
+    rst_mbs = sizes(opts.rst_mbs, [1, 4, 10])
+    table_rows = sizes(opts.table_rows, [2_000, 4_000, 25_000, 100_000])
     before = loadavg()
     rows: list[tuple[str, str, int, float, float]] = []  # case, size label, bytes, t, t_twin
+    # issue 30: case, size label, bytes, t, t_twin, peak RSS, twin's, parse peak, warning
+    bounded: list[tuple[str, str, int, float, float, int, int, int, str]] = []
+
+    def pair(case: str, label: str, path: Path, twin: Path, out: Path) -> None:
+        t, tw = best_pair([str(path)], [str(twin)], out, opts.repeats)
+        bounded.append((case, label, path.stat().st_size, t, tw, PEAKS[(str(path),)],
+                        PEAKS[(str(twin),)], parse_peak(path), WARNINGS[(str(path),)]))
 
     with tempfile.TemporaryDirectory(prefix="ragsift-patho-") as tmp:
         d = Path(tmp)
         out = d / "out.jsonl"
         cases = set(opts.cases.split(","))
         for depth in depths if "nested" in cases else []:
-            size = nested(d / f"nest{depth}", depth)
+            size = nested_folders(d / f"nest{depth}", depth)
             flat(d / f"flat{depth}", depth)
             t, tw = best_pair([str(d / f"nest{depth}")], [str(d / f"flat{depth}")], out,
                               opts.repeats)
@@ -222,6 +346,30 @@ def main() -> None:
                 t, tw = best_pair([*strategy, str(d / f"table{n_rows}.md")],
                                   [*strategy, str(d / f"tprose{n_rows}.md")], out, opts.repeats)
                 rows.append((f"one giant table ({label})", f"{n_rows} rows", size, t, tw))
+        for mb in rst_mbs if "rst" in cases else []:
+            for name, make in (("Sphinx-like", sphinx_rst), ("prose", prose)):
+                text = make(mb * MB, rng)
+                stem = f"{name[0]}{mb}"
+                (d / f"{stem}.rst").write_text(text, encoding="utf-8")
+                (d / f"{stem}.txt").write_text(text, encoding="utf-8")
+                pair(f"rst, {name} (vs the same bytes as .txt)", f"{mb} MB", d / f"{stem}.rst",
+                     d / f"{stem}.txt", out)
+        for n_rows in table_rows if "bounds" in cases else []:
+            for ext, make in (("rst", rst_table), ("md", None)):
+                text = rst_table(n_rows, rng) if make else "# Data\n\n" + table(n_rows, rng)
+                (d / f"bt{n_rows}.{ext}").write_text(text, encoding="utf-8")
+                (d / f"btp{n_rows}.{ext}.txt").write_text(prose(len(text), rng),
+                                                          encoding="utf-8")
+                pair(f"one table, .{ext} (vs prose .txt)", f"{n_rows:,} rows",
+                     d / f"bt{n_rows}.{ext}", d / f"btp{n_rows}.{ext}.txt", out)
+        for kind, depths in NESTING_DEPTHS.items() if "bounds" in cases else []:
+            for depth in depths[:2] if opts.quick else depths:
+                text = nested(kind, depth)
+                (d / f"deep{depth}.{kind}").write_text(text, encoding="utf-8")
+                (d / f"deepp{depth}.{kind}.txt").write_text(prose(len(text), rng),
+                                                            encoding="utf-8")
+                pair(f"deep nesting, .{kind} (vs prose .txt)", f"{depth:,} levels",
+                     d / f"deep{depth}.{kind}", d / f"deepp{depth}.{kind}.txt", out)
     after = loadavg()
 
     lines = [
@@ -241,6 +389,25 @@ def main() -> None:
         prev[case] = (size, t)
         lines.append(f"| {case} | {label} | {size / MB:.2f} | {t:.2f} | {size / MB / t:.2f} | "
                      f"{tw:.2f} | {t / tw:.2f} | {growth} |")
+    if bounded:
+        lines += [
+            "",
+            "| case | size | input MB | s | twin s | x twin | growth (size x) | peak RSS MB "
+            "| twin peak RSS MB | parse peak MB (tracemalloc) | parse x input | read as |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        ]
+        prev = {}
+        for case, label, size, t, tw, peak, tpeak, ppeak, warning in bounded:
+            growth = ""
+            if case in prev:
+                psize, pt = prev[case]
+                growth = f"{t / pt:.2f} ({size / psize:.2f})"
+            prev[case] = (size, t)
+            read_as = ("text (past the bound)" if "read as plain text" in warning
+                       else "skipped" if "skipped " in warning else "parsed")
+            lines.append(f"| {case} | {label} | {size / MB:.2f} | {t:.2f} | {tw:.2f} | "
+                         f"{t / tw:.2f} | {growth} | {peak / MB:.0f} | {tpeak / MB:.0f} | "
+                         f"{ppeak / MB:.1f} | {ppeak / size:.1f} | {read_as} |")
     report = "\n".join(lines) + "\n"
     sys.stdout.write(report)
     if opts.out:
