@@ -326,3 +326,13 @@ def test_json_rows_stay_under_20x_their_bytes(kind):
         text = "".join(json.dumps(r) + "\n" for r in rows)
     peak = _peak(lambda: parse_json(text, "t.json", lines_format=kind == "lines"))
     assert peak < 20 * len(text)
+
+
+def test_a_long_fence_does_not_count_towards_the_markdown_bound(monkeypatch):
+    """A fence is one token however long: 5,000 lines of code leave the file parsed."""
+    monkeypatch.setattr(md, "PIECE_CHARS", 1024)
+    text = ("# Title\n\n```python\n" + "x = 1\n" * (md.MAX_BLOCK_LINES + 1000) + "```\n\n"
+            "## After\n\ntext\n")
+    doc = md.parse_markdown(text, "t.md")
+    assert not doc.warnings
+    assert doc.headings.at(text.index("text")) == ("Title", "After")

@@ -68,7 +68,8 @@ def _block_tokens(text: str) -> tuple[list[Any], dict]:
 # three, a list item five), ~170x the bytes of a table, so a long text is parsed in pieces of
 # about PIECE_CHARS, cut where a block starts at the top level, and each piece's tokens are
 # dropped once read. A stretch with no such place longer than MAX_BLOCK_LINES lines or
-# MAX_BLOCK_CHARS characters (a 100k-row table, a tight list) is not parsed: BlockBound.
+# MAX_BLOCK_CHARS characters outside fences (a 100k-row table, a tight list; a fence is one
+# token however long) is not parsed: BlockBound.
 PIECE_CHARS = 64 * 1024
 MAX_BLOCK_LINES = 4_000
 MAX_BLOCK_CHARS = 1024 * 1024
@@ -89,11 +90,15 @@ class BlockBound(ValueError):
     """A stretch of a markdown text that cannot be cut is past the bound; ``str`` says where."""
 
 
-def _cut_lines(text: str, starts: tuple[int, ...]) -> list[int]:
+def _cut_lines(text: str,
+               starts: tuple[int, ...]) -> tuple[list[int], list[int], list[int]]:
     """0-based lines where a piece may start: a line at column 0 after a blank line, outside
     a fence or an HTML block that may hold blank lines, and not a fence's first line (an
-    HTML block before a fence is read with it: ``markdown_html``)."""
+    HTML block before a fence is read with it: ``markdown_html``). And, per line, how many
+    lines and characters before it are outside fences: a fence is one token however long,
+    so its lines do not count towards the bound."""
     cuts: list[int] = []
+    parsed, parsed_chars = [0], [0]
     fence: str | None = None
     html_end: re.Pattern[str] | None = None
     blank_before = False
@@ -101,6 +106,8 @@ def _cut_lines(text: str, starts: tuple[int, ...]) -> list[int]:
     for k in range(n):
         line = text[starts[k]: starts[k + 1] if k + 1 < n else len(text)].rstrip("\r\n")
         blank = not line.strip()
+        parsed.append(parsed[-1] + (fence is None))
+        parsed_chars.append(parsed_chars[-1] + (len(line) if fence is None else 0))
         if fence is not None:
             stripped = line.strip()
             if (len(line) - len(line.lstrip(" ")) < 4 and stripped.startswith(fence)
@@ -124,7 +131,7 @@ def _cut_lines(text: str, starts: tuple[int, ...]) -> list[int]:
                         html_end = end
                         break
         blank_before = blank
-    return cuts
+    return cuts, parsed, parsed_chars
 
 
 def _token_pieces(text: str, starts: tuple[int, ...]) -> Any:
@@ -135,13 +142,15 @@ def _token_pieces(text: str, starts: tuple[int, ...]) -> Any:
         yield _block_tokens(text)
         return
     n = len(starts)
-    bounds = [0, *_cut_lines(text, starts), n]
+    cuts, parsed, parsed_chars = _cut_lines(text, starts)
+    bounds = [0, *cuts, n]
 
     def at(line: int) -> int:
         return starts[line] if line < n else len(text)
 
     for a, b in zip(bounds, bounds[1:]):
-        if b - a > MAX_BLOCK_LINES or at(b) - at(a) > MAX_BLOCK_CHARS:
+        if (parsed[b] - parsed[a] > MAX_BLOCK_LINES
+                or parsed_chars[b] - parsed_chars[a] > MAX_BLOCK_CHARS):
             raise BlockBound(
                 f"lines {a + 1}-{b} are one block of {b - a:,} lines ({at(b) - at(a):,} "
                 f"characters), past the markdown reader's bound of {MAX_BLOCK_LINES:,} lines "
