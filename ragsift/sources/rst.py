@@ -280,7 +280,7 @@ class _Renderer:
 
     def __init__(self, source: str) -> None:
         self.src = source.splitlines()
-        self.plain = [_plain(line) for line in self.src]
+        self.plain: list[str | None] = [None] * len(self.src)  # _plain of a line, on demand
         self.lines: list[str] = []
         self.line_of: list[int] = []
         self.heads: list[int] = []  # indexes in ``lines`` of the section titles
@@ -320,12 +320,21 @@ class _Renderer:
         words = _plain(first)[:24]
         if not words:
             return max(1, hint)
+        if 1 <= hint <= len(self.src) and words in self._plain_line(hint):
+            return hint  # (the nearest there can be: most blocks)
         lo, hi = max(1, min(hint, self.last) - 60), min(len(self.src), hint + 60)
         best = None
         for n in range(lo, hi + 1):
-            if words in self.plain[n - 1] and (best is None or abs(n - hint) < abs(best - hint)):
+            if words in self._plain_line(n) and (best is None
+                                                 or abs(n - hint) < abs(best - hint)):
                 best = n
         return best or max(1, hint)
+
+    def _plain_line(self, n: int) -> str:
+        plain = self.plain[n - 1]
+        if plain is None:
+            plain = self.plain[n - 1] = _plain(self.src[n - 1])
+        return plain
 
     # -- nodes -------------------------------------------------------------------------------
     def children(self, node: Any, depth: int, prefix: str = "") -> None:

@@ -104,7 +104,19 @@ def _piece(lines: list[str], start: int, end: int, first_level: int | None) -> P
 _TARGET = re.compile(r"^\.\. _(`[^`]+`|[^:`\n][^:\n]*):|(?<![\w`])_`([^`\n]+)`", re.MULTILINE)
 _SUBSTITUTION = re.compile(r"^\.\. \|([^|\n]+)\|", re.MULTILINE)
 _PHRASE_REF = re.compile(r"`([^`<>]+)`__?(?![\w`])")
-_WORD_REF = re.compile(r"(?<![\w`|])([A-Za-z0-9]+(?:[-._+:][A-Za-z0-9]+)*)__?(?![\w`])")
+_WORD_REF = re.compile(r"(?<![\w`|])([A-Za-z0-9]+(?:[-._+:][A-Za-z0-9]+)*)__?$")
+_REF_END = re.compile(r"_(?![\w`])")  # where a word reference can end: found fast, then
+# the word before it is read (a scan for the word pattern at every position was most of
+# this module's time)
+
+
+def _word_refs(text: str) -> set[str]:
+    found: set[str] = set()
+    for m in _REF_END.finditer(text):
+        ref = _WORD_REF.search(text, max(0, m.start() - 200), m.end())
+        if ref is not None:
+            found.add(_name(ref.group(1)))
+    return found
 _SUBSTITUTION_REF = re.compile(r"\|([^|\s][^|\n]*)\|")
 
 
@@ -127,8 +139,8 @@ def _with_references(parts: list[Piece], lines: list[str],
     for part in parts:
         own = {_name(m.group(1) or m.group(2)) for m in _TARGET.finditer(part.text)}
         own_subs = {_name(m.group(1)) for m in _SUBSTITUTION.finditer(part.text)}
-        wanted = {_name(m.group(1)) for rx in (_PHRASE_REF, _WORD_REF)
-                  for m in rx.finditer(part.text)}
+        wanted = {_name(m.group(1)) for m in _PHRASE_REF.finditer(part.text)}
+        wanted |= _word_refs(part.text)
         stubs = [f".. _`{name}`: #" for name in sorted((wanted & targets) - own)
                  if "`" not in name and "\\" not in name]
         used = {_name(m.group(1)) for m in _SUBSTITUTION_REF.finditer(part.text)}
