@@ -28,8 +28,12 @@ FORMATS: dict[str, str] = {
 # fingerprint differs from what this ragsift produces ("3 documents re-chunked: the rst reader
 # changed"), with no --rebuild.
 READERS: dict[str, tuple[int, str | None]] = {
-    "markdown": (3, "markdown-it-py"),  # 3: raw HTML reduced to text (0.3.0)
-    "rst": (2, "docutils"),  # 2: Sphinx roles and directives as a reader sees them (0.2.0)
+    # markdown 3: raw HTML reduced to text (0.3.0); 4: long files in pieces, a block past the
+    # bound read as plain text (0.4.0)
+    "markdown": (4, "markdown-it-py"),
+    # rst 2: Sphinx roles and directives as a reader sees them (0.2.0); 3: long files in
+    # pieces (footnote numbers restart per piece), past the bounds plain text (0.4.0)
+    "rst": (3, "docutils"),
     "html": (1, None), "json": (1, None), "jsonl": (1, None), "pdf": (1, "pypdf"),
     "text": (1, None),
 }
