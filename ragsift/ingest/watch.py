@@ -36,6 +36,7 @@ embedding, and the commit.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -47,7 +48,11 @@ if TYPE_CHECKING:
 
 DEBOUNCE_MS = 3000  # the longest a burst is grouped before a run starts anyway
 STEP_MS = 300  # a burst is settled after this long without a new event
-READY_MS = 1000  # the watcher's first timeout: the catch-up check after the initial run
+READY_MS = 1000  # the watcher's timeout: the catch-up check after the initial run
+# With no event, the folders are listed again this often anyway: a run that failed is retried,
+# and an event the OS dropped (inotify's queue overflows; a watch set up after a write) is
+# caught. A listing costs ~5 ms per 300 files.
+RECHECK_S = 10.0
 # Files next to an index that its backend writes (SQLite's journal and WAL, the writer lock).
 INDEX_COMPANIONS = ("-wal", "-shm", "-journal", "-lock")
 INSTALL_HINT = "pip install 'ragsift[watch]'"
@@ -123,6 +128,8 @@ def watch(index: str | os.PathLike, paths: Iterable[str | os.PathLike], *,
         on_run(WatchRun(0, summary))
     runs = 0
     ready = False  # the watcher has started: the first yield compares with the initial run
+    retry = False  # the last run failed: try again at the next timeout
+    checked = time.monotonic()
     keep = _event_filter(paths, index)
     for changes in watchfiles.watch(*_watch_roots(paths), watch_filter=keep,
                                     debounce=debounce_ms, step=step_ms, stop_event=stopped,
@@ -130,9 +137,10 @@ def watch(index: str | os.PathLike, paths: Iterable[str | os.PathLike], *,
                                     raise_interrupt=True):
         if stopped.is_set():
             break
-        if not changes and ready:
+        if not changes and ready and not retry and time.monotonic() - checked < RECHECK_S:
             continue  # a timeout: nothing happened
         ready = True
+        checked = time.monotonic()
         now = snapshot()
         if now == seen:
             continue  # only files discovery ignores changed
@@ -141,9 +149,10 @@ def watch(index: str | os.PathLike, paths: Iterable[str | os.PathLike], *,
         except RagsiftError as exc:
             if on_error is None:
                 raise
-            on_error(exc)  # `seen` stays: the next burst tries again
+            on_error(exc)  # `seen` stays: the next timeout or burst tries again
+            retry = True
             continue
-        seen = now
+        seen, retry = now, False
         runs += 1
         if on_run is not None:
             on_run(WatchRun(runs, summary, len(changes)))
