@@ -319,8 +319,6 @@ class Index:
         (``admitted``, ``rejected`` with reasons, ``as_dict()``). ``span="best"``: each
         admitted hit also carries ``span_start``/``span_end``/``span_text``, its evidence.
         ``within``: a glob every searched document must also match (``path`` narrows it)."""
-        if not isinstance(text, str):
-            raise TypeError(f"a query is a str, not {type(text).__name__}")
         return self.query_many([text], k=k, threshold=threshold, reject_window=reject_window,
                                max_chars=max_chars, path=path, mode=mode, fusion=fusion,
                                span=span, within=within)[0]
@@ -345,8 +343,7 @@ class Index:
         """``ragsift explain QUERY --json``: the retrieval record with where its threshold came
         from, the hints, the query's truncation and the closest units of each admitted hit
         (``explain_record``)."""
-        if not isinstance(text, str):
-            raise TypeError(f"a query is a str, not {type(text).__name__}")
+        _check_query(text)  # one query: a str (a list would be a batch)
         found = self.search(text, k=k, threshold=threshold, reject_window=reject_window,
                             max_chars=max_chars, path=path, mode=mode, span=span,
                             within=within, units=units)
