@@ -14,7 +14,6 @@ import functools
 import json
 import os
 import re
-from typing import Any
 import sys
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar

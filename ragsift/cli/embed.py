@@ -110,9 +110,9 @@ def embed_command(
     }
     chunker = None
     if paths != ["-"]:
-        chunker = embed_chunker(model, strategy=strategy.value, size=size,
-                                        overlap=overlap, tokenizer=tokenizer.value,
-                                        max_length=max_length, passage_prefix=passage_prefix)
+        chunker = embed_chunker(model, strategy=strategy.value, size=size, overlap=overlap,
+                                tokenizer=tokenizer.value, max_length=max_length,
+                                passage_prefix=passage_prefix)
     progress = _make_progress(quiet)
     if watch:  # the same run, then one per settled burst of changes, until Ctrl-C (130)
         build = _watching(index, quiet=quiet, as_json=as_json)
