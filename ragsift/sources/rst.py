@@ -78,19 +78,19 @@ def parse_rst(text: str, path: str, *, source: str = "", encoding: str = "utf-8"
     """The ``Document`` of an ``.rst`` file (see the module docstring). Raises ``ValueError``
     when docutils cannot make a doctree of it (the loader then reads it as text)."""
     from ragsift.sources.markdown import heading_titles, page_map, parse_markdown
+    from ragsift.sources.rst_parallel import rendered as rendered_pieces
     from ragsift.sources.rst_pieces import pieces
 
     rendered_lines: list[str] = []
     line_of: list[int] = []
     heads: list[int] = []  # indexes of the heading lines in rendered_lines
-    for piece in pieces(text):  # parsed one at a time: bounded work and memory each
-        out = _Renderer(piece.text)
-        tree = _doctree(piece.text)
-        out.children(tree, piece.depth)
-        _release(tree)
-        heads += [len(rendered_lines) + k for k in out.heads]
-        rendered_lines += out.lines
-        line_of += [n + piece.first_line for n in out.line_of]
+    parts = pieces(text)  # parsed one at a time: bounded work and memory each
+    for piece, (p_lines, p_line_of, p_heads) in zip(
+            parts, rendered_pieces([(p.text, p.depth) for p in parts], render_piece,
+                                   len(text))):
+        heads += [len(rendered_lines) + k for k in p_heads]
+        rendered_lines += p_lines
+        line_of += [n + piece.first_line for n in p_line_of]
     rendered = _Renderer.joined(rendered_lines, line_of)
     starts = list(accumulate((len(line) + 1 for line in rendered_lines[:-1]), initial=0))
     lines = OffsetMap(tuple(starts), tuple(line_of[: len(starts)]))
@@ -120,21 +120,55 @@ def parse_rst(text: str, path: str, *, source: str = "", encoding: str = "utf-8"
                     warnings=warnings)
 
 
-def _doctree(text: str) -> Any:
-    import io
+def render_piece(text: str, depth: int) -> tuple[list[str], list[int], list[int]]:
+    """One piece's rendered lines, the piece's line each comes from, and which lines are
+    section titles (``depth``: the nesting depth of its first title). A pure function of
+    its arguments: ``rst_parallel`` runs it in either of two processes."""
+    out = _Renderer(text)
+    tree = _doctree(text)
+    out.children(tree, depth)
+    _release(tree)
+    return out.lines, out.line_of, out.heads
 
+
+def _doctree(text: str) -> Any:
     from docutils.core import publish_doctree
 
-    _register()
-    settings = {"report_level": 5, "halt_level": 5, "warning_stream": io.StringIO(),
-                "file_insertion_enabled": False, "raw_enabled": False,
-                "doctitle_xform": False, "sectsubtitle_xform": False, "input_encoding":
-                "unicode", "syntax_highlight": "none", "traceback": True}
     try:
-        return publish_doctree(text, settings_overrides=settings)
+        return publish_doctree(text, settings=_settings())
     except Exception as exc:  # noqa: BLE001 (any docutils failure: the file is read as text)
         raise ValueError(f"docutils could not parse it ({type(exc).__name__}: "
                          f"{str(exc).splitlines()[0] if str(exc) else ''})") from None
+
+
+def _settings() -> Any:
+    """docutils' settings for one piece: a copy of ``_base_settings`` with its own warning
+    stream. Building them is docutils' option parser (a tenth of a piece's parse when done
+    per call); no configuration file (``docutils.conf``) is read, so the text renders the
+    same in every folder."""
+    import copy
+    import io
+
+    settings = copy.copy(_base_settings())
+    settings.warning_stream = io.StringIO()
+    return settings
+
+
+@cache
+def _base_settings() -> Any:
+    from docutils.frontend import get_default_settings
+    from docutils.parsers.rst import Parser
+    from docutils.readers.standalone import Reader
+    from docutils.writers.null import Writer
+
+    _register()
+    settings = get_default_settings(Reader, Parser, Writer)
+    for key, value in {"report_level": 5, "halt_level": 5, "file_insertion_enabled": False,
+                       "raw_enabled": False, "doctitle_xform": False,
+                       "sectsubtitle_xform": False, "input_encoding": "unicode",
+                       "syntax_highlight": "none", "traceback": True}.items():
+        setattr(settings, key, value)
+    return settings
 
 
 def _release(tree: Any) -> None:
