@@ -33,8 +33,8 @@ def test_two_processes_render_the_document_one_process_renders(small_pieces, mon
     monkeypatch.setattr(rst_parallel, "PARALLEL_CHARS", 0)
     real_rendered = rst_parallel.rendered
     monkeypatch.setattr(rst_parallel, "rendered",
-                        lambda parts, render, size: real_rendered(parts, render, size,
-                                                                  helper_first=True))
+                        lambda parts, render, size, module: real_rendered(
+                            parts, render, size, module, helper_first=True))
     both = rst.parse_rst(text, "guide.rst")
     count = len(rst_pieces.pieces(text))
     assert count >= 10
@@ -59,8 +59,8 @@ def test_the_helper_is_stopped_when_the_parent_stops_early(small_pieces, monkeyp
     started: list[rst_parallel._Helper] = []
     real_start = rst_parallel._Helper.start
     monkeypatch.setattr(rst_parallel._Helper, "start",
-                        classmethod(lambda cls, p: started.append(real_start(p)) or started[-1]))
-    it = rst_parallel.rendered(parts, rst.render_piece, 10**9)
+                        classmethod(lambda cls, p, m: started.append(real_start(p, m)) or started[-1]))
+    it = rst_parallel.rendered(parts, rst.render_piece, 10**9, "ragsift.sources.rst")
     next(it)
     it.close()  # (an exception in the consumer, a KeyboardInterrupt: the same finally)
     assert started and started[0].proc.returncode is not None

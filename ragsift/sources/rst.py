@@ -87,7 +87,7 @@ def parse_rst(text: str, path: str, *, source: str = "", encoding: str = "utf-8"
     parts = pieces(text)  # parsed one at a time: bounded work and memory each
     for piece, (p_lines, p_line_of, p_heads) in zip(
             parts, rendered_pieces([(p.text, p.depth) for p in parts], render_piece,
-                                   len(text))):
+                                   len(text), __name__)):
         heads += [len(rendered_lines) + k for k in p_heads]
         rendered_lines += p_lines
         line_of += [n + piece.first_line for n in p_line_of]
@@ -531,3 +531,9 @@ def _plain(line: str) -> str:
     """A line without markup or punctuation, lower-cased: to find a rendered block's source."""
     line = _ROLE_MARKUP.sub(lambda m: role_text(m.group(1)), line)
     return _NON_WORD.sub(" ", line).strip().lower()
+
+
+if __name__ == "__main__":  # the helper process of a long file (rst_parallel.serve)
+    from ragsift.sources.rst_parallel import serve
+
+    serve(render_piece)

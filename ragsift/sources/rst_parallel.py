@@ -5,7 +5,8 @@ core's; read as plain text the same bytes cost the tokenizer's rate, which alrea
 every core. A file of ``PARALLEL_CHARS`` or more with pieces to share, on a machine with a
 second CPU, is rendered from both ends at once:
 
-- a helper process (``python -m ragsift.sources.rst_parallel``; ~0.1 s to start) is given
+- a helper process (``python -m ragsift.sources.rst``, which calls ``serve``; ~0.1 s to
+  start) is given
   the pieces last first; it says which piece it takes before rendering it, then sends its
   ``(lines, line_of, heads)``;
 - this process renders from the first piece on, and stops at the first piece the helper has
@@ -42,16 +43,17 @@ def cpus() -> int:
 
 
 def rendered(parts: Sequence[tuple[str, int]], render: Callable[[str, int], Rendered],
-             size: int, *, helper_first: bool = False) -> Iterator[Rendered]:
+             size: int, module: str, *, helper_first: bool = False) -> Iterator[Rendered]:
     """``render(text, depth)`` of every part, in order; with a helper process when ``size``
-    (the file's characters) is at least ``PARALLEL_CHARS`` and a second CPU is there.
+    (the file's characters) is at least ``PARALLEL_CHARS`` and a second CPU is there. The
+    helper is ``python -m module``, which calls ``serve`` with the same render function.
     ``helper_first`` (for tests): wait until the helper has taken a piece (or failed)
     before rendering any here, so that both processes surely take part."""
     if size < PARALLEL_CHARS or len(parts) < 3 or cpus() < 2:
         for text, depth in parts:
             yield render(text, depth)
         return
-    helper = _Helper.start(parts)
+    helper = _Helper.start(parts, module)
     if helper is not None and helper_first:
         helper.wait_taken()
     try:
@@ -75,10 +77,12 @@ class _Helper:
         self.cond = threading.Condition()
 
     @classmethod
-    def start(cls, parts: Sequence[tuple[str, int]]) -> _Helper | None:
+    def start(cls, parts: Sequence[tuple[str, int]], module: str) -> _Helper | None:
+        """The helper: ``python -m module``, a module that calls ``serve`` with its render
+        function when run as a program."""
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "ragsift.sources.rst_parallel"],
+                [sys.executable, "-m", module],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         except OSError:
             return None
@@ -134,29 +138,24 @@ class _Helper:
         self.proc.wait()
 
 
-def _serve() -> None:
-    """The helper: render pieces as they come (last first), saying which before each."""
-    from ragsift.sources.rst import render_piece
-
+def serve(render: Callable[[str, int], Rendered]) -> None:
+    """The helper's loop: render pieces as they come (last first), saying which before each;
+    the parent renders one that fails here (and reports its error)."""
     out = sys.stdout.buffer
     stdin = sys.stdin.buffer
-    while True:
-        try:
-            k, text, depth = pickle.load(stdin)
-        except EOFError:
-            return
-        pickle.dump(("take", k, None), out, pickle.HIGHEST_PROTOCOL)
-        out.flush()
-        try:
-            payload: Any = render_piece(text, depth)
-        except Exception:  # noqa: BLE001 (the parent renders it and reports the error)
-            payload = None
-        pickle.dump(("done", k, payload), out, pickle.HIGHEST_PROTOCOL)
-        out.flush()
-
-
-if __name__ == "__main__":
     try:
-        _serve()
-    except (KeyboardInterrupt, BrokenPipeError):
+        while True:
+            try:
+                k, text, depth = pickle.load(stdin)
+            except EOFError:
+                return
+            pickle.dump(("take", k, None), out, pickle.HIGHEST_PROTOCOL)
+            out.flush()
+            try:
+                payload: Any = render(text, depth)
+            except Exception:  # noqa: BLE001 (the parent renders it and reports the error)
+                payload = None
+            pickle.dump(("done", k, payload), out, pickle.HIGHEST_PROTOCOL)
+            out.flush()
+    except (KeyboardInterrupt, BrokenPipeError):  # the parent stopped it
         pass
