@@ -208,6 +208,21 @@ class Search:
     paths: list[str] | None = None  # the stored paths, when a query searched no document
 
 
+def _reads(method: Any) -> Any:
+    """A public read of ``Index``: the index must be open, and a backend error while reading
+    (a file damaged under an open index) is the backend's one line (``store.reading()``),
+    as opening the damaged file would give."""
+    import functools
+
+    @functools.wraps(method)
+    def call(self: Index, *args: Any, **kwargs: Any) -> Any:
+        self._check_open()
+        with self.store.reading():
+            return method(self, *args, **kwargs)
+
+    return call
+
+
 class Index:
     """An open index and the model that embeds its queries (loaded on the first query)."""
 
@@ -233,31 +248,31 @@ class Index:
             raise RagsiftError("the index is closed; open it again with ragsift.api.open_index")
 
     @property
+    @_reads
     def settings(self) -> dict[str, Any]:
         """Model, fingerprint, dimensions, chunker, embedder options, tuned threshold."""
-        self._check_open()
         return self.store.settings()
 
+    @_reads
     def documents(self, patterns: Sequence[str] | None = None) -> list[DocumentInfo]:
         """What ``ragsift ls`` lists (only paths matching one of ``patterns`` if given)."""
         from ragsift.retrieval.engine import check_globs, path_matches
 
-        self._check_open()
         if isinstance(patterns, str):
             patterns = [patterns]  # one glob, not its characters
         check_globs(patterns)
         return [d for d in self.store.documents() if path_matches(d.path, patterns)]
 
+    @_reads
     def paths(self) -> list[str]:
         """Every stored document path, sorted."""
-        self._check_open()
         return sorted(self.store.paths())
 
+    @_reads
     def document_chunks(self, path: str) -> list[Any]:
         """The chunk records of the document stored as ``path``, in document order (``start``,
         ``end``, ``text``, ``line_start``, ``line_end``, ``page``, ...); ``[]`` if the index
         holds no such document."""
-        self._check_open()
         rowids = self.store.rowids_of_paths([path])
         return sorted(self.store.chunk_records(rowids), key=lambda r: (r.start, r.end))
 
@@ -274,6 +289,7 @@ class Index:
         return resolve_threshold(threshold, self.settings, mode=check_mode(mode),
                                  required=required)
 
+    @_reads
     def search(self, texts: str | Sequence[str], *, k: int = 3,
                threshold: float | str | None = AUTO, reject_window: int = 10,
                max_chars: int | None = None, path: str | None = None,
@@ -351,6 +367,7 @@ class Index:
                               attributions=found.attributions[0],
                               query_truncated=found.truncated[0], paths=found.paths)
 
+    @_reads
     def tune(self, queries: str | os.PathLike | Sequence[Any], *, objective: Any = "f1",
              step: float = 0.01, k: int = 3, threshold: float | str | None = AUTO,
              reject_window: int = 10, max_chars: int | None = None, path: str | None = None,
@@ -373,6 +390,7 @@ class Index:
         return tune(searcher, list(queries), strategy, objective=objective, path_glob=path,
                     step=step)
 
+    @_reads
     def rank(self, queries: Sequence[str], *, depth: int, mode: str = DEFAULT_MODE,
              fusion: Fusion | None = None) -> list[list[Any]]:
         """Each query's best ``depth`` candidates in ``mode``, best first (``Ranked``: rowid,
@@ -380,24 +398,23 @@ class Index:
         (``ragsift eval`` ranks thousands of queries at BEIR depth)."""
         from ragsift.retrieval.engine import rank
 
-        self._check_open()
         searcher = self._searcher(check_mode(mode), fusion)
         return rank(self.store, list(queries), searcher.embed_queries(list(queries)),
                     mode=searcher.mode, n=depth, fusion=searcher.fusion)
 
+    @_reads
     def records(self, rowids: Sequence[int] | None = None) -> list[Any]:
         """Chunk records (``rowid``, ``path``, ``start``, ``end``, ``text``, ...): of
         ``rowids``, or every chunk in the backend's row order."""
-        self._check_open()
         if rowids is None:
             rowids = self.store.load_matrix()[0].tolist()
         return self.store.chunk_records(list(rowids))
 
+    @_reads
     def info(self, *, check: bool = False) -> dict[str, Any]:
         """What ``ragsift info --json`` prints: counts, size, model, chunker, the threshold in
         force and where it came from; with ``check``, ``problems`` (a list; empty when
         vectors, chunks and documents agree)."""
-        self._check_open()
         settings = self.settings
         floor = self.threshold(AUTO, required=False)
         info = {**self.store.stats(),
@@ -415,11 +432,11 @@ class Index:
             info["problems"] = self.store.verify()
         return info
 
+    @_reads
     def refresh(self) -> bool:
         """See what writers committed since this index was opened (a reader keeps one
         snapshot otherwise). Only when the index changed (``store.stale()``); returns whether
         it did."""
-        self._check_open()
         if not self.store.stale():
             return False
         self.store.refresh()

@@ -55,3 +55,26 @@ def test_a_truncated_lance_data_file(tmp_path):
     _check_commands(idx)
     assert run_cli("embed", "fixtures", "--index", idx, "--rebuild").returncode == 3
     assert run_cli("info", "--check", "--index", idx).returncode == 0
+
+
+def test_sqlite_pages_damaged_under_an_open_index(tmp_path):
+    """The file opens (its header, schema and settings are sound) but the chunk pages a
+    query reads are garbage: each command says so in the one line opening it would give,
+    and closing the damaged file does not replace that line with an internal error."""
+    idx = str(tmp_path / "idx.db")
+    assert run_cli("embed", "fixtures", "--index", idx).returncode == 3
+    db = sqlite3.connect(idx)
+    size = db.execute("PRAGMA page_size").fetchone()[0]
+    pages = [n for (n,) in db.execute("SELECT pageno FROM dbstat WHERE name = 'chunks'")]
+    db.close()
+    assert pages
+    with open(idx, "r+b") as fh:
+        for n in pages:
+            fh.seek((n - 1) * size)
+            fh.write(b"\xa5" * size)
+    for args in (["query", "when do honey bees swarm"], ["explain", "bees"], ["ls"]):
+        proc = run_cli(*args, "--index", idx)
+        assert proc.returncode == 2, (args, proc.stderr)
+        lines = proc.stderr.splitlines()
+        assert len(lines) == 1 and "is corrupt" in lines[0] and "--rebuild" in lines[0], (
+            args, proc.stderr)

@@ -160,6 +160,10 @@ class IndexReader(Protocol):
     def close(self) -> None: ...
     def __enter__(self) -> IndexReader: ...  # noqa: PYI034
     def __exit__(self, *exc: object) -> None: ...
+    def reading(self) -> AbstractContextManager[None]:
+        """A context in which the backend's own read errors (a file damaged while open)
+        become its one ``RagsiftError`` line."""
+        ...
 
     # -- settings ------------------------------------------------------------------------
     def settings(self) -> dict[str, Any]:

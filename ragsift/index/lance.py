@@ -195,6 +195,10 @@ class LanceIndex(LanceWriter, FragmentCommits):
         self._settings_ds = lance.write_dataset(table, self._settings_uri, mode="create",
                                                 storage_options=self._opts or None)
 
+    def reading(self) -> contextlib.AbstractContextManager[None]:
+        """Reads' errors as they are (``IndexStore.reading`` maps SQLite's)."""
+        return contextlib.nullcontext()
+
     def close(self) -> None:
         if self._closed:
             return

@@ -181,16 +181,28 @@ class IndexStore(StoreWriter):
         if self.db is None:
             return
         try:
-            if self.db.in_transaction:
-                self.db.execute("ROLLBACK" if self.mode == "w" else "COMMIT")
-            if self.mode == "w":
-                with contextlib.suppress(sqlite3.DatabaseError):
+            # a reader's snapshot ends, a writer's uncommitted batch is dropped; on a file
+            # damaged while open this fails too, and must not hide the error that got here
+            with contextlib.suppress(sqlite3.DatabaseError):
+                if self.db.in_transaction:
+                    self.db.execute("ROLLBACK" if self.mode == "w" else "COMMIT")
+                if self.mode == "w":
                     self.db.execute("PRAGMA wal_checkpoint(PASSIVE)")
         finally:
             self.db.close()
             self.db = None  # type: ignore[assignment]
             if self._lock is not None:
                 self._lock.release()
+
+    @contextlib.contextmanager
+    def reading(self):
+        """A read's SQLite error (a file damaged or cut while it is open) as the one line
+        opening it would give ("index ... is corrupt ...; --rebuild"): what ``api.Index``
+        wraps every read in."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            raise _corrupt(self.path, exc) from None
 
     def __enter__(self) -> IndexStore:  # noqa: PYI034
         return self
