@@ -100,9 +100,18 @@ def _piece(lines: list[str], start: int, end: int, first_level: int | None) -> P
     return Piece("".join(lines[start:end]), start, (first_level or 1) - 1)
 
 
-# names a piece defines and names it refers to (docutils' reference-name syntax, simplified)
-_TARGET = re.compile(r"^\.\. _(`[^`]+`|[^:`\n][^:\n]*):|(?<![\w`])_`([^`\n]+)`", re.MULTILINE)
-_SUBSTITUTION = re.compile(r"^\.\. \|([^|\n]+)\|", re.MULTILINE)
+# names a piece defines and names it refers to (docutils' reference-name syntax, simplified):
+# a target is ``.. _name:`` at a line's start, or an inline ``_`name``` not after a word
+# character or a backtick; a substitution is defined by ``.. |name|`` at a line's start. (One
+# pattern, r"^\.\. _(`[^`]+`|[^:`\n][^:\n]*):|(?<![\w`])_`([^`\n]+)`" in MULTILINE mode, is
+# what ``_targets`` finds; it was tried at every position of the text, twice per piece: most
+# of this function's time. Patterns that start with a literal are searched for fast.)
+_TARGET_LINE = re.compile(r"\.\. _(`[^`]+`|[^:`\n][^:\n]*):")  # at the text's start,
+_TARGET_AFTER_LINE = re.compile(r"\n\.\. _(`[^`]+`|[^:`\n][^:\n]*):")  # or after a "\n"
+_INLINE_TARGET = re.compile(r"_`([^`\n]+)`")
+_WORD_OR_TICK = re.compile(r"[\w`]")
+_SUBSTITUTION = re.compile(r"\.\. \|([^|\n]+)\|")
+_SUBSTITUTION_AFTER_LINE = re.compile(r"\n\.\. \|([^|\n]+)\|")
 _PHRASE_REF = re.compile(r"`([^`<>]+)`__?(?![\w`])")
 _WORD_REF = re.compile(r"(?<![\w`|])([A-Za-z0-9]+(?:[-._+:][A-Za-z0-9]+)*)__?$")
 _REF_END = re.compile(r"_(?![\w`])")  # where a word reference can end: found fast, then
@@ -120,6 +129,42 @@ def _word_refs(text: str) -> set[str]:
 _SUBSTITUTION_REF = re.compile(r"\|([^|\s][^|\n]*)\|")
 
 
+def _at_line_starts(first: re.Pattern[str], after_line: re.Pattern[str],
+                    text: str) -> list[re.Match[str]]:
+    """The matches of ``first`` at the start of a line of ``text`` (``after_line`` is the
+    same pattern after a "\n"), left to right, none inside another: those of ``^first`` in
+    MULTILINE mode."""
+    found: list[re.Match[str]] = []
+    m = first.match(text)
+    if m is not None:
+        found.append(m)
+    found += after_line.finditer(text, m.end() if m is not None else 0)
+    return found
+
+
+def _targets(text: str) -> set[str]:
+    """The names of the targets ``text`` defines (see ``_TARGET_LINE``): the line targets,
+    then the inline ones outside them, found as one left-to-right scan would."""
+    names: set[str] = set()
+    spans: list[tuple[int, int]] = []
+    for m in _at_line_starts(_TARGET_LINE, _TARGET_AFTER_LINE, text):
+        names.add(_name(m.group(1)))
+        spans.append((m.start(1) - 4, m.end()))  # (from the line's "..")
+    k, pos = 0, 0
+    while (m := _INLINE_TARGET.search(text, pos)) is not None:
+        at = m.start()
+        while k < len(spans) and spans[k][1] <= at:
+            k += 1
+        if k < len(spans) and spans[k][0] <= at:  # inside a line target: the scan goes on
+            pos = spans[k][1]  # after it
+        elif at and _WORD_OR_TICK.match(text, at - 1):
+            pos = at + 1
+        else:
+            names.add(_name(m.group(1)))
+            pos = m.end()
+    return names
+
+
 def _name(text: str) -> str:
     """docutils' ``fully_normalize_name``: lower case, whitespace runs as one space."""
     return " ".join(text.strip("`").split()).lower()
@@ -127,18 +172,23 @@ def _name(text: str) -> str:
 
 def _with_references(parts: list[Piece], lines: list[str],
                      levels: dict[int, int]) -> list[Piece]:
-    """Each piece with stubs for the names it refers to that another piece defines."""
+    """Each piece with stubs for the names it refers to that another piece defines. Each
+    piece's text is scanned once for each kind of name."""
     targets: set[str] = {_name(lines[i + 1] if _ADORNMENT.match(lines[i].rstrip()) else lines[i])
                          for i in levels}
     substitutions: dict[str, str] = {}
+    defined: list[tuple[set[str], set[str]]] = []  # each piece's targets and substitutions
     for part in parts:
-        targets.update(_name(m.group(1) or m.group(2)) for m in _TARGET.finditer(part.text))
-        for m in _SUBSTITUTION.finditer(part.text):
-            substitutions.setdefault(_name(m.group(1)), _definition(part.text, m.start()))
+        own = _targets(part.text)
+        targets |= own
+        own_subs: set[str] = set()
+        for m in _at_line_starts(_SUBSTITUTION, _SUBSTITUTION_AFTER_LINE, part.text):
+            name = _name(m.group(1))
+            own_subs.add(name)
+            substitutions.setdefault(name, _definition(part.text, m.start(1) - 4))
+        defined.append((own, own_subs))
     out: list[Piece] = []
-    for part in parts:
-        own = {_name(m.group(1) or m.group(2)) for m in _TARGET.finditer(part.text)}
-        own_subs = {_name(m.group(1)) for m in _SUBSTITUTION.finditer(part.text)}
+    for part, (own, own_subs) in zip(parts, defined):
         wanted = {_name(m.group(1)) for m in _PHRASE_REF.finditer(part.text)}
         wanted |= _word_refs(part.text)
         stubs = [f".. _`{name}`: #" for name in sorted((wanted & targets) - own)
