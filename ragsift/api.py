@@ -509,21 +509,24 @@ def _iso(t: float | None) -> str | None:
 
 
 def explain_record(r: Retrieval, floor: ThresholdInForce, *, attributions: Sequence[Any] = (),
-                   query_truncated: int = 0, paths: list[str] | None = None) -> dict[str, Any]:
+                   query_truncated: int = 0, paths: list[str] | None = None,
+                   setting: Any = None) -> dict[str, Any]:
     """The record ``explain --json`` prints: ``r.as_dict()`` plus ``threshold_source``,
     ``threshold_origin``, ``hint`` (the retrieval's own), ``hints`` (every hint line),
     ``query_truncated``, ``attribution_note`` and ``attributions``. ``paths``: the stored
-    document paths, for the hint when ``--path`` matched nothing."""
+    document paths, for the hint when ``--path`` matched nothing. ``setting(name, value)``:
+    the reader's words for an argument in hints (default: the CLI's, ``-k 13``)."""
     from ragsift.retrieval.attribution import NOTE
     from ragsift.retrieval.hints import hints
-    from ragsift.retrieval.topk import outcome_hint
+    from ragsift.retrieval.topk import cli_setting, outcome_hint
 
-    hint = outcome_hint(r)
+    setting = setting or cli_setting
+    hint = outcome_hint(r, setting)
     record = r.as_dict()
     record["threshold_source"] = floor.source
     record["threshold_origin"] = floor.label
     record["hint"] = hint
-    record["hints"] = hints(r, hint, paths)
+    record["hints"] = hints(r, hint, paths, setting)
     record["query_truncated"] = query_truncated
     record["attribution_note"] = NOTE
     record["attributions"] = [a.as_dict() for a in attributions]
@@ -531,13 +534,16 @@ def explain_record(r: Retrieval, floor: ThresholdInForce, *, attributions: Seque
 
 
 def search_record(r: Retrieval, floor: ThresholdInForce,
-                  paths: list[str] | None = None) -> dict[str, Any]:
+                  paths: list[str] | None = None, setting: Any = None) -> dict[str, Any]:
     """What an agent needs from one search: the admitted hits exactly as ``query --json``
     prints them (``hit_row``), and when nothing was admitted, the best candidate that was not
     (``near_miss``, the same row with ``admitted: false`` and its reason) with the threshold
-    that would admit it (``admit_at``); ``hints`` as ``explain`` gives them."""
+    that would admit it (``admit_at``); ``hints`` as ``explain`` gives them (``setting``: as
+    there)."""
     from ragsift.retrieval.hints import hints
-    from ragsift.retrieval.topk import admitting_threshold, outcome_hint
+    from ragsift.retrieval.topk import admitting_threshold, cli_setting, outcome_hint
+
+    setting = setting or cli_setting
 
     best = None if r.admitted else r.best
     return {
@@ -552,5 +558,5 @@ def search_record(r: Retrieval, floor: ThresholdInForce,
         "near_miss": None if best is None else hit_row(best, r),
         "admit_at": (admitting_threshold(best.score) if best is not None
                      and r.threshold is not None and best.score < r.threshold else None),
-        "hints": hints(r, outcome_hint(r), paths),
+        "hints": hints(r, outcome_hint(r, setting), paths, setting),
     }

@@ -249,7 +249,8 @@ class Service:
             call = self._search_args(query, k, threshold, path, floor)
             found = self.index.search(call["text"], **{k: v for k, v in call.items()
                                                         if k != "text"})
-            record = api.search_record(found.results[0], found.threshold, found.paths)
+            record = api.search_record(found.results[0], found.threshold, found.paths,
+                                       setting=argument_words)
         return self._keep_floor(record, floor, call)
 
     def explain(self, query: Any = None, k: Any = None, threshold: Any = None,
@@ -258,7 +259,12 @@ class Service:
             self.index.refresh()
             floor = self.floor()
             call = self._search_args(query, k, threshold, path, floor)
-            record = self.index.explain(**call)
+            found = self.index.search(call["text"], units=3,
+                                      **{k: v for k, v in call.items() if k != "text"})
+            record = api.explain_record(found.results[0], found.threshold,
+                                        attributions=found.attributions[0],
+                                        query_truncated=found.truncated[0],
+                                        paths=found.paths, setting=argument_words)
         return self._keep_floor(record, floor, call)
 
     def _keep_floor(self, record: dict[str, Any], floor: Any,
@@ -390,6 +396,12 @@ class Service:
             pass
         return (f"internal error: {type(exc).__name__}: {_one_line(str(exc))} (the index "
                 f"{self.index_path} was opened again; retry the call)")
+
+
+def argument_words(name: str, value: object = None) -> str:
+    """A hint's words for a tool argument (``k=13``, ``threshold=0.35``): the tools' own
+    names, not the CLI's flags."""
+    return name if value is None else f"{name}={value}"
 
 
 def _admit_at(score: float, floor: float | None) -> float | None:

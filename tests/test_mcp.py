@@ -396,3 +396,21 @@ def test_without_the_extra_it_says_which_to_install(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip() == (
         "ragsift: `ragsift mcp` needs the mcp extra: pip install 'ragsift[mcp]'")
+
+
+def test_hints_name_the_tools_arguments_not_the_cli_flags(index):
+    """A hint says what to change in the tool's own words (`k=5`, `path`), never `-k 5`
+    or `--path`, which an agent cannot pass."""
+    async def body(client):
+        narrow = await client.call_tool("search", {"query": BEES, "k": 1, "threshold": 0.0})
+        explained = await client.call_tool("explain", {"query": BEES, "k": 1, "threshold": 0.0})
+        nowhere = await client.call_tool("search", {"query": BEES, "path": "nothing/*.md"})
+        return narrow, explained, nowhere
+
+    narrow, explained, nowhere = with_server(index, body, "--threshold", "none")
+    for rec in (narrow.structured_content, explained.structured_content):
+        more = [h for h in rec["hints"] if "would admit" in h and "more" in h]
+        assert more and "`k=" in more[0], rec["hints"]
+        assert not any("-k " in h or "--" in h for h in rec["hints"]), rec["hints"]
+    hints = nowhere.structured_content["hints"]
+    assert hints and "matches path 'nothing/*.md'" in hints[0] and "--path" not in hints[0]

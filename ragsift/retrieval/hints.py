@@ -6,6 +6,10 @@ ranked or decided again except "what would another ``-k`` admit", which reruns t
 ``admission`` arithmetic of ``retrieval/topk.py`` over the candidates already in the record.
 ``explain`` prints them, ``query`` prints the first on stderr, and the MCP server returns them
 in its records (``ragsift.api.explain_record``).
+
+A hint names the arguments to change in its reader's words: ``setting(name, value)`` writes
+the API parameter ``name`` set to ``value`` (``cli_setting``, the default: ``-k 13``,
+``--threshold 0.35``; the MCP server: ``k=13``, ``threshold=0.35``).
 """
 
 from __future__ import annotations
@@ -13,11 +17,12 @@ from __future__ import annotations
 import fnmatch
 from typing import TYPE_CHECKING
 
+from ragsift.retrieval.topk import Setting, cli_setting
+
 if TYPE_CHECKING:
     from ragsift.retrieval.topk import Retrieval
 
-
-def k_hint(r: Retrieval) -> str | None:
+def k_hint(r: Retrieval, setting: Setting = cli_setting) -> str | None:
     """What a larger ``-k`` would admit among the candidates shown, when some of them clear
     the floor and were turned away only by their rank."""
     from ragsift.retrieval.topk import OVER_K, admission
@@ -33,7 +38,7 @@ def k_hint(r: Retrieval) -> str | None:
         return None
     floor = "above the threshold" if r.threshold is not None else "with no floor"
     text = (f"{len(over)} candidate{'s' if len(over) != 1 else ''} past rank {r.k} clear the "
-            f"floor; `-k {k}` would admit {more} more {floor}")
+            f"floor; `{setting('k', k)}` would admit {more} more {floor}")
     top = max(over, key=lambda c: c.score)
     admitted = [c.score for c in r.admitted]
     if admitted and top.score > min(admitted):
@@ -71,25 +76,28 @@ def path_hint(pattern: str, paths: list[str], show: int = 3, flag: str = "--path
     return text
 
 
-def hints(r: Retrieval, base: str | None, paths: list[str] | None = None) -> list[str]:
+def hints(r: Retrieval, base: str | None, paths: list[str] | None = None,
+          setting: Setting = cli_setting) -> list[str]:
     """Every hint for one retrieval, most important first. ``base`` is the retrieval layer's
-    own ``outcome_hint``; ``paths`` the stored document paths (for an empty ``--path``)."""
+    own ``outcome_hint`` (in the same words); ``paths`` the stored document paths (for an
+    empty ``--path``)."""
     out: list[str] = []
-    first = nothing_hint(r, base, paths)
+    first = nothing_hint(r, base, paths, setting)
     if first:
         out.append(first)
-    extra = k_hint(r)
+    extra = k_hint(r, setting)
     if extra:
         out.append(extra)
     return out
 
 
-def nothing_hint(r: Retrieval, base: str | None, paths: list[str] | None) -> str | None:
+def nothing_hint(r: Retrieval, base: str | None, paths: list[str] | None,
+                 setting: Setting = cli_setting) -> str | None:
     """The retrieval layer's ``outcome_hint`` (``base``) with what only the CLI can add: the
     shape of the stored paths for an empty ``--path``, and for a best candidate under the
     floor (``base`` names it and its score) the lasting fix, ``tune --save``."""
     if r.searched == 0 and r.path_filter and not r.corpus_empty and paths is not None:
-        return path_hint(r.path_filter, paths)
-    if base and under_floor(r):
+        return path_hint(r.path_filter, paths, flag=setting("path") + " ")
+    if base and under_floor(r) and setting is cli_setting:  # (a CLI command's lasting fix)
         return base + TUNE_NOTE
     return base

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -378,30 +378,43 @@ def admitting_threshold(score: float) -> float:
     return math.floor(score * 100) / 100
 
 
-def outcome_hint(r: Retrieval) -> str | None:
+Setting = Callable[..., str]  # (name, value=None) -> a reader's words that set it
+
+
+def cli_setting(name: str, value: object = None) -> str:
+    """The CLI's words for the parameter ``name`` (set to ``value``): ``-k 13``,
+    ``--threshold 0.35``, ``--reject-window``. What hints say by default."""
+    flag = "-k" if name == "k" else "--" + name.replace("_", "-")
+    return flag if value is None else f"{flag} {value}"
+
+
+def outcome_hint(r: Retrieval, setting: Setting = cli_setting) -> str | None:
     """One sentence when the outcome is extreme (nothing admitted, or nothing in the window
     below the floor), else None. Plain text; ``query`` prints it on stderr when nothing was
-    admitted, ``explain`` as its hint (one function for both)."""
+    admitted, ``explain`` as its hint (one function for both). ``setting(name, value)``: the
+    reader's words for an argument (``cli_setting``, the default)."""
     if r.corpus_empty:
         return "the index holds no chunks"
     if r.searched == 0:
-        return f"no document path matches --path {r.path_filter!r}"
+        return f"no document path matches {setting('path')} {r.path_filter!r}"
     best = r.best
     if best is None:
         return None
     if not r.admitted:
         if best.reason == OVER_CHAR_BUDGET:
             return (f"the best hit ({best.chars} chars, {best.location}) does not fit "
-                    f"--max-chars {r.max_chars}; `--max-chars {best.chars}` would admit it")
+                    f"{setting('max_chars', r.max_chars)}; "
+                    f"`{setting('max_chars', best.chars)}` would admit it")
         if r.threshold is not None and best.score < r.threshold:
             suggestion = admitting_threshold(best.score)
             n = admitted_at(r, suggestion)
             return (f"nothing cleared the threshold {r.threshold:.2f}: best candidate "
-                    f"{best.score:.3f} at {best.location}; `--threshold {suggestion:.2f}` "
-                    f"would admit {n}")
+                    f"{best.score:.3f} at {best.location}; "
+                    f"`{setting('threshold', f'{suggestion:.2f}')}` would admit {n}")
         return None
     if r.threshold is None:
-        return "no floor (--threshold none): the top k are admitted whatever their score"
+        return (f"no floor ({setting('threshold', 'none')}): the top k are admitted whatever "
+                "their score")
     if any(c.reason == BELOW_THRESHOLD for c in r.candidates):
         return None
     lowest = min(c.score for c in r.candidates)
@@ -411,5 +424,6 @@ def outcome_hint(r: Retrieval) -> str | None:
     if r.reject_window > 0:
         return (f"every candidate in the window clears the floor (lowest {lowest:.2f} >= "
                 f"{r.threshold:.2f}): more chunks this similar may lie beyond it; "
-                "raise --reject-window to see them or --threshold to be stricter")
+                f"raise {setting('reject_window')} to see them or {setting('threshold')} to be "
+                "stricter")
     return None
