@@ -17,17 +17,25 @@ top level, so that parsing each piece alone renders what parsing the whole would
   section title shallower than the piece's first title. Title levels come from this file's
   own scan, in order of first appearance (as docutils assigns them), and a piece is
   rendered at its first title's depth, so headings keep their ``#`` count across pieces;
+- a table longer than ``PIECE_ROWS`` lines (docutils keeps ~7 KiB per row of it) is cut
+  between rows too: a piece ends at its first row past ``PIECE_ROWS`` lines, closed by the
+  table's border (a simple table) or the row separator there (a grid table), and the next
+  piece starts with that border (a line that is not the file's: ``Piece.lead``) or at that
+  separator; each row renders as in the whole table, the header rows once. Only a table
+  whose rows the renderer finds at their own lines is cut (see "long tables" below);
 - pieces are exact slices of the text, split on ``str.splitlines`` line ends (what docutils
   and the renderer count), so the line map stays exact: a piece's line n is line
-  ``first_line + n`` of the file.
+  ``first_line + n`` of the file (after its ``lead`` lines; a piece cut in a table ends with
+  the border, and lines holding a space, that are not the file's).
 
 Bounds: a file whose lines nest deeper than ``MAX_DEPTH`` indentation levels, or with a
 stretch between two cut points longer than ``MAX_BLOCK_LINES`` lines or ``MAX_BLOCK_CHARS``
 characters (one table of 100k rows, a 10 MB indented block), is not given to docutils:
 ``pieces`` raises ``ValueError`` naming the place and the loader reads the file as plain
-text, with one warning. Measured (bench/RESULTS.md, "Bounded work per document"): a piece
-of 64 KiB parses at the rate of small files; a simple table takes ~7 KiB of memory per row
-in docutils, so 4,000 rows are ~30 MB at most.
+text, with one warning (a long table counts as one stretch there, cut or not). Measured
+(bench/RESULTS.md, "Bounded work per document"): a piece of 64 KiB parses at the rate of
+small files; a simple table takes ~7 KiB of memory per row in docutils, so a piece of a long
+table ~350 KiB, and a table that is not cut up to ~30 MB (4,000 rows).
 
 References across pieces: a piece that refers to a name defined in another piece (a
 section title, ``.. _target:``, a ``|substitution|``) gets, after its own lines, a stub
@@ -35,16 +43,18 @@ target of that name or a copy of the substitution's definition, so the reference
 as it would in the whole document (targets and definitions render as nothing, and nothing
 before them moves). Not carried across: auto-numbered footnotes (``[#]_`` numbers restart
 in each piece) and anonymous targets. A document within ``PIECE_CHARS`` and ``PIECE_LINES``
-is one piece: parsed exactly as before.
+and without a table longer than ``PIECE_ROWS`` lines is one piece: parsed exactly as before.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 PIECE_CHARS = 64 * 1024  # a piece ends at the first cut point past this many characters
 PIECE_LINES = 500  # ... or lines (a table's short rows cost a node each: ~7 KiB per row)
+PIECE_ROWS = 50  # ... or, inside a long table, at the first row past this many lines
 MAX_BLOCK_LINES = 4_000  # an uncuttable stretch longer than this: the file is read as text
 MAX_BLOCK_CHARS = 1024 * 1024
 MAX_DEPTH = 32  # indentation levels: docutils recurses (and copies lines) once per level
@@ -60,11 +70,14 @@ _ENUMERATED = re.compile(r"(\(?([0-9]+|[a-zA-Z]|#|[ivxlcdmIVXLCDM]+)[.)])( |$)")
 @dataclass(frozen=True)
 class Piece:
     """``text`` is lines ``first_line + 1 …`` of the file (1-based); ``depth``: the
-    nesting depth of its first section title (0 for the top level)."""
+    nesting depth of its first section title (0 for the top level). ``lead``: how many of
+    its first lines are not the file's (a long table's border before its next rows: line
+    ``n`` of ``text`` is still line ``first_line + n`` of the file for ``n > lead``)."""
 
     text: str
     first_line: int
     depth: int
+    lead: int = 0
 
 
 def pieces(text: str, piece_chars: int | None = None) -> list[Piece]:
@@ -73,10 +86,13 @@ def pieces(text: str, piece_chars: int | None = None) -> list[Piece]:
     piece_chars = PIECE_CHARS if piece_chars is None else piece_chars
     _check_depth(text)
     lines = text.splitlines(keepends=True)
-    if len(text) <= piece_chars and len(lines) <= PIECE_LINES:
+    if len(text) <= piece_chars and len(lines) <= PIECE_ROWS:  # (no long table either)
         return [Piece(text, 0, 0)]
     cuts, levels = _cut_points(lines)
     _check_blocks(lines, cuts)
+    rows = _table_rows(lines, cuts)
+    if rows:
+        cuts = sorted({*cuts, *rows})
     out: list[Piece] = []
     start, size, first_level, prev = 0, 0, levels.get(0), 0
     for cut in cuts:
@@ -84,20 +100,36 @@ def pieces(text: str, piece_chars: int | None = None) -> list[Piece]:
         prev = cut
         level = levels.get(cut)
         if cut > start and (size >= piece_chars or cut - start >= PIECE_LINES
+                            or (cut in rows and cut - start >= PIECE_ROWS)
                             or (level is not None and first_level is not None
                                 and level < first_level)):
-            out.append(_piece(lines, start, cut, first_level))
+            out.append(_piece(lines, start, cut, first_level, rows))
             start, size, first_level = cut, 0, None
         if level is not None and first_level is None:
             first_level = level
-    out.append(_piece(lines, start, len(lines), first_level))
+    out.append(_piece(lines, start, len(lines), first_level, rows))
     if len(out) > 1:
         out = _with_references(out, lines, levels)
     return out
 
 
-def _piece(lines: list[str], start: int, end: int, first_level: int | None) -> Piece:
-    return Piece("".join(lines[start:end]), start, (first_level or 1) - 1)
+def _piece(lines: list[str], start: int, end: int, first_level: int | None,
+           rows: dict[int, tuple[str | None, int]]) -> Piece:
+    """Lines ``start`` to ``end``; where either is a row of a long table, with the border
+    that makes the rows there a table of their own (``_table_rows``)."""
+    text = "".join(lines[start:end])
+    lead = 0
+    if end in rows:  # (a simple table's border after its rows; a grid table's separator)
+        border, pad = rows[end]
+        # then lines holding a space: the renderer numbers a row's rendered lines on from
+        # its first (``start + i``) up to the last line of its text, so the piece has as
+        # many as the row renders, as the whole table has after it (kept by
+        # _with_references, which takes off line breaks only)
+        text += (border or lines[end]) + " \n" * pad
+    border = rows[start][0] if start in rows else None
+    if border:  # a simple table's border before its rows: a line that is not the file's
+        text, lead = border + text, 1
+    return Piece(text, start - lead, (first_level or 1) - 1, lead)
 
 
 # names a piece defines and names it refers to (docutils' reference-name syntax, simplified):
@@ -198,7 +230,7 @@ def _with_references(parts: list[Piece], lines: list[str],
                   if name in substitutions]
         if stubs:
             part = Piece(part.text.rstrip("\n") + "\n\n" + "\n\n".join(stubs) + "\n",
-                         part.first_line, part.depth)
+                         part.first_line, part.depth, part.lead)
         out.append(part)
     return out
 
@@ -263,6 +295,291 @@ def _title_style(lines: list[str], i: int) -> object | None:
     if _ADORNMENT.match(second) and (len(second) >= 4 or len(second) >= len(first)):
         return second[0]
     return None
+
+
+# -- long tables ---------------------------------------------------------------------------
+# A table is one block however long, and docutils keeps ~7 KiB per row of it: a table longer
+# than PIECE_ROWS lines is cut between rows, and each piece's rows made a table of their own
+# (a simple table gets its top border before its next rows and after the rows before them; a
+# grid table is cut at a row separator, which ends one piece and starts the next). Every row
+# renders as it would in the whole table (the header rows once, in the first piece).
+#
+# Where a row's rendered line is said to come from: docutils gives table rows no line, so
+# the renderer (rst._Renderer._locate) takes the nearest line, to the previous block's, that
+# holds the row's first words. Cut, the first row of a piece can no longer see the lines
+# before its border. So a table is cut only where that search finds every row at its own
+# line whatever it could see of the table (simulated here: ``_rows_found_home``), and only
+# when every row's words are known before docutils runs (its cells plain text or markup that
+# keeps its words: ``_cell_text``); any other table is parsed whole, as before.
+
+_GRID_TOP = re.compile(r"\+-[-+]+-\+ *$")  # docutils' grid_table_top_pat
+_SIMPLE_BORDER = re.compile(r"=+[ =]*$")  # docutils' simple_table_border_pat
+_SPAN_LINE = re.compile(r"-[ -]*$")  # a simple table's column span underline
+# what a cell's line may not hold to be read as words: line blocks and substitutions (|),
+# links with a target (<>), footnotes ([]), escapes, literal blocks (::), explicit markup,
+# bullets and options, field lists, auto-enumerators
+_NOT_PLAIN = re.compile(r"[|<>\[\]\\\t\v\f]|::|^\.\.|^[-+*/•]|^:[^:`]*:(?: |$)|^#")
+# inline literals and roles, where docutils sees them (after a space or an opening bracket,
+# before a space or punctuation): the only inline markup of a cell read as words
+_KEPT_MARKUP = re.compile(r"(?:(?<=[\s(\"'])|^)(?:``[^`\s](?:[^`]*[^`\s])?``|"
+                          r":((?:[\w.+-]+:)?[\w.+-]+):`[^`\s](?:[^`]*[^`\s])?`)"
+                          r"(?=[\s)\"'.,;:!?-]|$)")
+# roles that render as their text: Sphinx's cross-references that rst registers (some of
+# rst._ROLES) and docutils' own
+_CELL_ROLES = ("func", "meth", "class", "mod", "attr", "data", "exc", "obj", "ref", "doc",
+               "term", "envvar", "option", "command", "file", "program", "kbd", "any",
+               "code", "literal", "emphasis", "strong", "math", "sub", "sup", "subscript",
+               "superscript", "title-reference", "title", "t")
+_CELL_DOMAINS = ("py", "c", "cpp", "js", "std")  # (some of rst._DOMAINS)
+_WORDS_SEEN = 24  # the renderer matches a block's first 24 characters of words
+_SEARCH = 60  # ... on the lines this far from the previous block's line
+
+
+def _table_rows(lines: list[str], cuts: list[int]) -> dict[int, tuple[str | None, int]]:
+    """The rows where a long table may be cut: line index -> the border line that starts
+    the piece there (a simple table) or None (a grid table, cut at a row separator), and
+    how many lines the row before it renders."""
+    found: dict[int, tuple[str | None, int]] = {}
+    before = 0  # where the last top-level block that may render something starts
+    for top in [0, *cuts]:
+        line = lines[top].rstrip()
+        if line.startswith("+") and _GRID_TOP.match(line):
+            table = _grid_rows(lines, top)
+        elif line.startswith("=") and _TABLE_BORDER.match(line):
+            table = _simple_rows(lines, top)
+        else:
+            table = None
+        if table is not None:
+            rows, cut_at, border = table  # (first line, words, rendered lines) of every
+            # row; where it may be cut
+            if (len(rows) > 1 and rows[-1][0] - top > PIECE_ROWS
+                    and _rows_found_home(lines, rows, before, top)):
+                k = 0
+                for cut in cut_at:  # (the row before a cut: the last one that starts before)
+                    while k + 1 < len(rows) and rows[k + 1][0] < cut:
+                        k += 1
+                    found[cut] = (border, rows[k][2])
+        if not line.startswith(".."):  # (a target, a comment: nothing rendered)
+            before = top
+    return found
+
+
+def _simple_rows(lines: list[str], top: int):
+    """A simple table at ``top`` as ``(rows, cut points, border)``, or None when it is not
+    one that is cut: not closed by a border and a blank line, a border or header rule not
+    the top border's, a column span, text in a column margin, a line that is not part of a
+    row, or a row whose words are not known (``_cell_text``)."""
+    border = lines[top].rstrip()
+    n = len(lines)
+    seps: list[int] = []
+    end = None
+    for i in range(top + 1, n):
+        line = lines[i].rstrip()
+        if _SIMPLE_BORDER.match(line):
+            if line != border:
+                return None
+            seps.append(i)
+            if len(seps) == 2 or i + 1 >= n or not lines[i + 1].strip():
+                end = i
+                break
+    if end is None or (end + 1 < n and lines[end + 1].strip()):
+        return None
+    columns = [(m.start(), m.end()) for m in re.finditer(r"=+", border)]
+    first = columns[0]
+    starts: list[int] = []  # each row's first line
+    for i in range(top + 1, end):
+        line = lines[i].rstrip()
+        if i in seps:
+            continue
+        if _SPAN_LINE.match(line) or not _fixed_width(line):
+            return None
+        if any(line[a:b].strip() for (_, a), (b, _) in zip(columns, columns[1:])):
+            return None  # text in a column margin: docutils rejects the table
+        if line[first[0]:first[1]].strip():
+            starts.append(i)
+        elif line and (not starts or any(s > starts[-1] for s in seps if s < i)):
+            return None  # text outside every row (docutils drops it)
+    rows: list[tuple[int, str, int]] = []
+    for k, a in enumerate(starts):
+        b = starts[k + 1] if k + 1 < len(starts) else end
+        b = min([b, *(s for s in seps if a < s < b)])
+        cells = [[lines[i].rstrip()[x:y if c + 1 < len(columns) else None]
+                  for i in range(a, b)] for c, (x, y) in enumerate(columns)]
+        words = _row_words(cells)
+        if words is None:
+            return None
+        rows.append((a, *words))
+    body = seps[0] if len(seps) == 2 else top  # (rows after the header rule)
+    cut_at = [a for a in starts if a > body][1:]
+    return rows, cut_at, lines[top]
+
+
+def _grid_rows(lines: list[str], top: int):
+    """A grid table at ``top`` as ``(rows, cut points, None)``, or None when it is not one
+    that is cut: every line must be a row separator with the top border's corners, or a
+    row line with a ``|`` at each of them (no cell spans rows or columns), the last one a
+    separator followed by a blank line, and every row's words known (``_cell_text``)."""
+    border = lines[top].rstrip()
+    corners = [k for k, ch in enumerate(border) if ch == "+"]
+    width = len(border)
+    n = len(lines)
+    seps: list[int] = [top]
+    head = None
+    i = top + 1
+    while i < n and lines[i].strip():
+        line = lines[i].rstrip()
+        if len(line) != width or not _fixed_width(line):
+            return None
+        if line[0] == "+":
+            fill = line[1]
+            if fill not in "-=" or line != "".join(
+                    "+" if k in corners else fill for k in range(width)):
+                return None
+            if fill == "=":
+                if head is not None:
+                    return None
+                head = i
+            seps.append(i)
+        elif any(line[k] != "|" for k in corners):
+            return None
+        i += 1
+    if seps[-1] != i - 1 or head == i - 1 or len(seps) < 3:
+        return None
+    rows: list[tuple[int, str, int]] = []
+    for a, b in zip(seps, seps[1:]):
+        if b == a + 1:
+            return None
+        cells = [[lines[j].rstrip()[x + 1:y] for j in range(a + 1, b)]
+                 for x, y in zip(corners, corners[1:])]
+        words = _row_words(cells)
+        if words is None:
+            return None
+        rows.append((a + 1, *words))
+    cut_at = [s for s in seps[1:-1] if s > (head or top)][1:]
+    return rows, cut_at, None
+
+
+def _fixed_width(line: str) -> bool:
+    """No character docutils widens or narrows when it lines columns up (tabs are expanded,
+    East Asian wide characters padded, combining characters not counted)."""
+    if line.isascii():
+        return "\t" not in line
+    import unicodedata
+
+    return "\t" not in line and not any(
+        unicodedata.combining(ch) or unicodedata.east_asian_width(ch) in "WF"
+        for ch in line if ord(ch) > 127)
+
+
+def _row_words(cells: list[list[str]]) -> tuple[str, int] | None:
+    """The words the renderer looks for of a row with these cells (each cell's lines): the
+    first ``_WORDS_SEEN`` characters of its rendered first line, made plain; and how many
+    lines it renders. None when a cell is not text whose words the renderer keeps
+    (``_cell_text``)."""
+    texts: list[str] = []
+    for cell in cells:
+        text = _cell_text(cell)
+        if text is None:
+            return None
+        texts.append(text)
+    rendered = " | ".join(texts)
+    return (_plain(rendered.split("\n", 1)[0].rstrip())[:_WORDS_SEEN],
+            rendered.count("\n") + 1)
+
+
+def _cell_text(cell: list[str]) -> str | None:
+    """The text a table cell renders as (its paragraphs, lines joined by line breaks and
+    paragraphs by a space), with its inline markup: the renderer's words of it are those of
+    this text (roles, literals, emphasis and references keep their words). None when the
+    cell could be anything but paragraphs, or markup that changes its words (a
+    substitution, a link with a target, an auto-numbered footnote)."""
+    rows = [line.rstrip() for line in cell]
+    indent = min((len(r) - len(r.lstrip()) for r in rows if r), default=0)
+    paragraphs: list[list[str]] = [[]]
+    for row in rows:
+        row = row[indent:]
+        if not row:
+            if paragraphs[-1]:
+                paragraphs.append([])
+            continue
+        if (row[0].isspace() or _NOT_PLAIN.search(row) or _ENUMERATED.match(row)
+                or _ADORNMENT.match(row)):
+            return None
+        paragraphs[-1].append(row)
+    texts = ["\n".join(p) for p in paragraphs if p]
+    for t in texts:  # (a warning of docutils, say markup left open, would join the words)
+        rest = _KEPT_MARKUP.sub(lambda m: "" if _known_role(m.group(1)) else "`", t)
+        if "`" in rest or "*" in rest:
+            return None
+    return " ".join(texts)
+
+
+def _known_role(name: str | None) -> bool:
+    """Whether a role surely renders as its text (``_CELL_ROLES``, in a domain or not);
+    None (an inline literal) does."""
+    if name is None:
+        return True
+    domain, _, role = name.rpartition(":")
+    return role in _CELL_ROLES and (not domain or domain in _CELL_DOMAINS)
+
+
+# rst._plain and rst.role_text, as the renderer reads a line to find a block's source (rst
+# imports this module, so this one does not import rst; a test checks they agree)
+_ROLE_MARKUP = re.compile(r":(?:[\w.+-]+:)?[\w.+-]+:`([^`]*)`")
+_NON_WORD = re.compile(r"[\W_]+")
+_TITLED = re.compile(r"^(.*?)\s*<[^<>]*>$", re.DOTALL)
+
+
+def _plain(line: str) -> str:
+    line = _ROLE_MARKUP.sub(lambda m: _role_text(m.group(1)), line)
+    return _NON_WORD.sub(" ", line).strip().lower()
+
+
+def _role_text(text: str) -> str:
+    from docutils.utils import unescape
+
+    text = unescape(text)
+    m = _TITLED.match(text)
+    if m and m.group(1):
+        return m.group(1)
+    text = text.lstrip("!")
+    if text.startswith("~"):
+        return text[1:].rpartition(".")[2]
+    return text
+
+
+def _rows_found_home(lines: list[str], rows: list[tuple[int, str, int]], before: int,
+                     top: int) -> bool:
+    """Whether the renderer's search (``rst._Renderer._locate``) finds every row of a table
+    at its own first line, in the whole table, from wherever the block before it was
+    found: ``before`` (the start of the top-level block before it) to ``top`` (the table's
+    border). Then it does so in any piece of the table too (a piece sees fewer lines, and
+    its first row's search starts at the border before it), so cut or whole, every row
+    says the same line."""
+    @lru_cache(maxsize=4 * _SEARCH)  # (the search stays near the rows: no copy of them all)
+    def plain(i: int) -> str:
+        return _plain(lines[i].rstrip("\r\n"))
+
+    def holds(words: str, i: int) -> bool:
+        return words in plain(i)
+
+    def found(words: str, hint: int) -> int:
+        if holds(words, hint):
+            return hint
+        for d in range(1, _SEARCH + 1):
+            for i in (hint - d, hint + d):
+                if 0 <= i < len(lines) and holds(words, i):
+                    return i
+        return hint
+
+    if rows[0][0] - before > _SEARCH:  # the block before may be too far for the first row
+        return False
+    for hint in {before, top}:
+        for line, words, _ in rows:
+            if not words or found(words, hint) != line:
+                return False
+            hint = line
+    return True
 
 
 def _check_blocks(lines: list[str], cuts: list[int]) -> None:
