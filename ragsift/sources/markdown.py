@@ -19,10 +19,12 @@ and whose heading and page maps are moved to the converted offsets.
 
 from __future__ import annotations
 
+import heapq
 import re
 from bisect import bisect_right
 from dataclasses import replace
 from functools import cache
+from importlib import import_module
 from typing import Any
 
 from ragsift.sources.document import Document, OffsetMap
@@ -70,7 +72,15 @@ def _block_tokens(text: str) -> tuple[list[Any], dict]:
 # dropped once read. A stretch with no such place longer than MAX_BLOCK_LINES lines or
 # MAX_BLOCK_CHARS characters outside fences (a 100k-row table, a tight list; a fence is one
 # token however long) is not parsed: BlockBound.
+#
+# A table is such a stretch however long, so a table of more than PIECE_ROWS lines is cut
+# between rows as well (``_table_cuts``): a piece ends at its first row past PIECE_ROWS lines,
+# and the next piece is parsed with the table's header and delimiter rows before its rows
+# (those two lines are not the file's: their tokens have no ``map`` and their table_open has
+# ``meta["continues"]``). Every row's tokens are those of the whole table's; a reader of the
+# pieces takes the header once (``render_markdown_tables`` joins the parts of a table).
 PIECE_CHARS = 64 * 1024
+PIECE_ROWS = 50  # ~14 tokens a row of four cells, ~400 bytes each: ~300 KiB of tokens a piece
 MAX_BLOCK_LINES = 4_000
 MAX_BLOCK_CHARS = 1024 * 1024
 _FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})")
@@ -137,44 +147,135 @@ def _cut_lines(text: str,
 def _token_pieces(text: str, starts: tuple[int, ...]) -> Any:
     """``(tokens, env)`` of ``text`` piece by piece (see ``PIECE_CHARS``), each token's
     ``map`` in lines of the whole text; ``env`` holds the whole text's link references.
-    One piece, as before, when the text is short. Raises ``BlockBound``."""
-    if len(text) <= PIECE_CHARS:
+    One piece, as before, when the text is short and holds no long table. Raises
+    ``BlockBound``."""
+    n = len(starts)
+    if len(text) <= PIECE_CHARS and (n <= PIECE_ROWS or _TABLE_HEAD.search(text) is None):
         yield _block_tokens(text)
         return
-    n = len(starts)
     cuts, parsed, parsed_chars = _cut_lines(text, starts)
     bounds = [0, *cuts, n]
 
     def at(line: int) -> int:
         return starts[line] if line < n else len(text)
 
-    for a, b in zip(bounds, bounds[1:]):
+    for a, b in zip(bounds, bounds[1:]) if len(text) > PIECE_CHARS else ():
         if (parsed[b] - parsed[a] > MAX_BLOCK_LINES
                 or parsed_chars[b] - parsed_chars[a] > MAX_BLOCK_CHARS):
             raise BlockBound(
                 f"lines {a + 1}-{b} are one block of {b - a:,} lines ({at(b) - at(a):,} "
                 f"characters), past the markdown reader's bound of {MAX_BLOCK_LINES:,} lines "
                 f"or {MAX_BLOCK_CHARS // 1024:,} KiB per block")
+    tables = _table_cuts(text, starts, cuts) if "|" in text else []  # (first row, last
+    # row, header line) of each table that may be cut
+    firsts = [lo for lo, _, _ in tables]
+
+    def table_head(line: int) -> int | None:
+        """The header line of the table ``line`` may cut, if it is one of its rows."""
+        k = bisect_right(firsts, line) - 1
+        return tables[k][2] if k >= 0 and line <= tables[k][1] else None
+
     pieces: list[tuple[int, int]] = []
     first = 0
-    for line in bounds[1:]:
-        if at(line) - at(first) >= PIECE_CHARS or line == n:
+    for line in heapq.merge(bounds[1:], *(range(lo, hi + 1) for lo, hi, _ in tables)):
+        if line > first and (at(line) - at(first) >= PIECE_CHARS or line == n
+                             or (line - first >= PIECE_ROWS
+                                 and table_head(line) is not None)):
             pieces.append((first, line))
             first = line
+
+    def source(a: int, b: int) -> tuple[str, int]:
+        """The text of lines a to b to parse, and the line of the file its line 0 is: a
+        piece that starts in a table starts with its header and delimiter rows."""
+        head = table_head(a) if a else None
+        if head is None:
+            return text[at(a):at(b)], a
+        return text[at(head):at(head + 2)] + text[at(a):at(b)], a - 2
+
     env: dict = {}
     if len(pieces) > 1 and _REFERENCE_DEFINITION.search(text):
         for a, b in pieces:  # a reference may be used before (or in another piece than) where
             part: dict = {}  # it is defined: the whole text's, first definition first
-            _parser().parse(text[at(a):at(b)], part)
+            _parser().parse(source(a, b)[0], part)
             for key, value in part.get("references", {}).items():
                 env.setdefault("references", {}).setdefault(key, value)
     for a, b in pieces:
         part = {}
-        tokens = _parser().parse(text[at(a):at(b)], part)
+        src, shift = source(a, b)
+        tokens = _parser().parse(src, part)
+        del src
+        if shift != a:  # the header's tokens are not the file's: no map (the table's rows
+            tokens[0].meta["continues"] = True  # and cells are, and the table goes on)
+            for tok in tokens[1:]:
+                tok.map = None
+                if tok.type == "thead_close":
+                    break
+            tokens[0].map = [a - shift, tokens[0].map[1]]
         for tok in tokens:
             if tok.map is not None:
-                tok.map = [tok.map[0] + a, tok.map[1] + a]
+                tok.map = [tok.map[0] + shift, tok.map[1] + shift]
         yield tokens, (env if env else part)
+
+
+# a table's header line followed by its delimiter row (markdown-it's test, loosely): a text
+# without one has no table
+_TABLE_HEAD = re.compile(r"\|[^\n]*\n {0,3}[-:|][-:| \t]*\r?(?:\n|$)")
+# a row that surely goes on its table: at column 0, and not the start of a block that ends
+# a table (a fence, quote, rule, list, HTML block or heading: markdown-it's terminators)
+_TABLE_ROW = re.compile(r"[|A-Za-z]")
+
+
+def _table_cuts(text: str, starts: tuple[int, ...],
+                cuts: list[int]) -> list[tuple[int, int, int]]:
+    """The lines where a table longer than ``PIECE_ROWS`` lines may be cut, as ``(first,
+    last, header line)`` (each row after its first body row, while every row so far starts
+    with ``|`` or a letter at column 0). Only a table whose header starts a block at the top
+    level (a cut point, or the first line), as markdown-it reads it, and whose rows leave
+    markdown-it's count of cells it fills in far from its bound (a cut starts the count
+    again)."""
+    from markdown_it.common.utils import mdTrim
+    from markdown_it.rules_block.table import escapedSplit
+
+    limit = getattr(import_module("markdown_it.rules_block.table"),
+                    "MAX_AUTOCOMPLETED_CELLS", None)
+    n = len(starts)
+
+    def line(k: int) -> str:
+        return text[starts[k]: starts[k + 1] if k + 1 < n else len(text)].rstrip("\r\n")
+
+    def columns(k: int) -> int:
+        found = escapedSplit(mdTrim(line(k)))
+        if found and found[0] == "":
+            found.pop(0)
+        if found and found[-1] == "":
+            found.pop()
+        return len(found)
+
+    found: list[tuple[int, int, int]] = []
+    for head in [0, *cuts]:
+        if head + 2 >= n or "|" not in line(head):
+            continue
+        end = head + 2
+        while end < n and mdTrim(line(end)):  # (the table ends at or before a blank line)
+            end += 1
+        if end - head <= PIECE_ROWS:
+            continue
+        tokens = _parser().parse(text[starts[head]: starts[head + 3]], {})
+        if not tokens or tokens[0].type != "table_open" or tokens[0].map != [0, 3]:
+            continue  # (not a table, or its first row is not one of its rows)
+        width = sum(1 for tok in tokens if tok.type == "th_open")
+        filled, last = 0, head + 2
+        for k in range(head + 2, end):
+            if limit is not None:
+                filled += width - columns(k)
+                if abs(filled) > limit // 2:  # (past half the bound: the table is not cut)
+                    break
+            if last == k - 1 and _TABLE_ROW.match(line(k)):
+                last = k
+        else:
+            if last > head + 2:
+                found.append((head + 3, last, head))
+    return found
 
 
 def _parse_inline(inline_tokens: list[Any], env: dict) -> None:
@@ -378,15 +479,20 @@ def render_markdown_tables(doc: Document) -> Document:
                     _parse_inline(_with_markup([t for t in tokens[i:j] if t.type == "inline"]),
                                   env)
                     rows = _table_rows(tokens[i : j + 1])
-                    if rows:
+                    end_line = tok.map[1]
+                    end = line_starts[end_line] if end_line < len(line_starts) else len(text)
+                    if tok.meta.get("continues") and tables:  # (the rest of the previous
+                        start, _, before = tables.pop()  # piece's last table: _token_pieces)
+                        before.extend(rows)
+                        rows = before
+                    else:
                         start = _line_offset(OffsetMap(line_starts), tok.map[0])
-                        end_line = tok.map[1]
-                        end = line_starts[end_line] if end_line < len(line_starts) else len(text)
-                        tables.append((start, end, rows))
+                    tables.append((start, end, rows))
                     i = j
                 i += 1
     except BlockBound:  # parse_markdown said so already: the text stays as it is
         return doc
+    tables = [table for table in tables if table[2]]  # (a table without body rows stays)
     if not tables:
         return doc
 
