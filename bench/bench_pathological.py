@@ -21,12 +21,16 @@ both alike. Inputs are generated in a temporary folder:
 - ``rst`` (issue 30): N MB of reStructuredText (``--rst-mbs``, 1,4,10) beside the same bytes
   as ``.txt``: a Sphinx-like page (sections and subsections every ~1 KB, lists, code blocks,
   notes, roles) and the prose above (no markup).
-- ``bounds`` (issue 30): one table of N rows (``--table-rows``, 2k,4k,25k,100k) as an rst
-  simple table and as a markdown table (after a heading, so markdown-it runs), each beside
-  prose of the same size; and deep nesting (rst and markdown lists, HTML elements, JSON
-  arrays). Memory columns: the command's peak RSS, and the parse's own peak (a fresh
+- ``bounds`` (issue 30): one table of N rows (``--table-rows``, 2k,3.9k,4k,25k,100k) as an
+  rst simple table and as a markdown table (after a heading, so markdown-it runs), each
+  beside prose of the same size; and deep nesting (rst and markdown lists, HTML elements,
+  JSON arrays). Memory columns: the command's peak RSS, and the parse's own peak (a fresh
   process that reads the file with ``load_document`` under ``tracemalloc``: the bytes
-  allocated at the peak, imports before), with its ratio to the file's bytes.
+  allocated at the peak, imports before), with its ratio to the file's bytes. A third table
+  gives, for each of these files, the parse peak of its floor: prose of the same size in the
+  same format (a JSON string for ``.json``), read the same way, and the peak's excess over
+  it against the file's bytes: what grows with the rows or the levels, not what any file of
+  that format costs (docutils' ~70 KB for any ``.rst``: a 1 KB file is ~70x that alone).
 
 The table gives seconds, MB/s (input bytes), the ratio to the prose twin's seconds, and the
 growth (seconds over the previous size's, next to the size ratio: linear is about equal).
@@ -143,7 +147,7 @@ def rst_table(rows: int, rng: random.Random) -> str:
     return "\n".join(lines) + "\n"
 
 
-NESTING_DEPTHS = {"rst": (30, 60, 120), "md": (250_000, 500_000, 1_000_000),
+NESTING_DEPTHS = {"rst": (10, 20, 30, 60, 120), "md": (250_000, 500_000, 1_000_000),
                   "html": (100_000, 200_000, 400_000), "json": (250_000, 500_000, 1_000_000)}
 
 
@@ -277,7 +281,7 @@ def main() -> None:
     ap.add_argument("--mbs", help="comma-separated one-line sizes in MB [1,2,4]")
     ap.add_argument("--rows", help="comma-separated table rows [5000,10000,20000]")
     ap.add_argument("--rst-mbs", help="comma-separated rst sizes in MB [1,4,10]")
-    ap.add_argument("--table-rows", help="comma-separated rows [2000,4000,25000,100000]")
+    ap.add_argument("--table-rows", help="comma-separated rows [2000,3900,4000,25000,100000]")
     ap.add_argument("--cases", default="nested,line,table,json,rst,bounds",
                     help="comma-separated subset of nested,line,table,json,rst,bounds")
     opts = ap.parse_args()
@@ -294,16 +298,32 @@ def main() -> None:
     mbs = sizes(opts.mbs, [1, 2, 4])
     rows_list = sizes(opts.rows, [5000, 10000, 20000])
     rst_mbs = sizes(opts.rst_mbs, [1, 4, 10])
-    table_rows = sizes(opts.table_rows, [2_000, 4_000, 25_000, 100_000])
+    table_rows = sizes(opts.table_rows, [2_000, 3_900, 4_000, 25_000, 100_000])
     before = loadavg()
     rows: list[tuple[str, str, int, float, float]] = []  # case, size label, bytes, t, t_twin
     # issue 30: case, size label, bytes, t, t_twin, peak RSS, twin's, parse peak, warning
     bounded: list[tuple[str, str, int, float, float, int, int, int, str]] = []
+    floors: list[tuple[str, str, int, int, int]] = []  # case, size, bytes, peak, floor's
 
     def pair(case: str, label: str, path: Path, twin: Path, out: Path) -> None:
         t, tw = best_pair([str(path)], [str(twin)], out, opts.repeats)
         bounded.append((case, label, path.stat().st_size, t, tw, PEAKS[(str(path),)],
                         PEAKS[(str(twin),)], parse_peak(path), WARNINGS[(str(path),)]))
+
+    floor_rng = random.Random(30)  # (its own: the cases' files stay those of before)
+
+    def floor(path: Path) -> None:
+        """The parse peak of prose of ``path``'s size and format beside ``path``'s own."""
+        size = path.stat().st_size
+        text = prose(size, floor_rng)
+        if path.suffix == ".json":
+            import json
+
+            text = json.dumps(prose(max(size - 2, 0), floor_rng))
+        flat = path.with_name(f"floor-{path.name}")
+        flat.write_text(text, encoding="utf-8")
+        case, label = bounded[-1][:2]
+        floors.append((case, label, size, bounded[-1][7], parse_peak(flat)))
 
     with tempfile.TemporaryDirectory(prefix="ragsift-patho-") as tmp:
         d = Path(tmp)
@@ -362,6 +382,7 @@ def main() -> None:
                                                           encoding="utf-8")
                 pair(f"one table, .{ext} (vs prose .txt)", f"{n_rows:,} rows",
                      d / f"bt{n_rows}.{ext}", d / f"btp{n_rows}.{ext}.txt", out)
+                floor(d / f"bt{n_rows}.{ext}")
         for kind, depths in NESTING_DEPTHS.items() if "bounds" in cases else []:
             for depth in depths[:2] if opts.quick else depths:
                 text = nested(kind, depth)
@@ -370,6 +391,7 @@ def main() -> None:
                                                             encoding="utf-8")
                 pair(f"deep nesting, .{kind} (vs prose .txt)", f"{depth:,} levels",
                      d / f"deep{depth}.{kind}", d / f"deepp{depth}.{kind}.txt", out)
+                floor(d / f"deep{depth}.{kind}")
     after = loadavg()
 
     lines = [
@@ -408,6 +430,17 @@ def main() -> None:
             lines.append(f"| {case} | {label} | {size / MB:.2f} | {t:.2f} | {tw:.2f} | "
                          f"{t / tw:.2f} | {growth} | {peak / MB:.0f} | {tpeak / MB:.0f} | "
                          f"{ppeak / MB:.1f} | {ppeak / size:.1f} | {read_as} |")
+    if floors:
+        lines += [
+            "",
+            "| case | size | input bytes | parse peak KB | floor: same-size prose, same "
+            "format, KB | excess KB | excess x input |",
+            "|---|---|---:|---:|---:|---:|---:|",
+        ]
+        for case, label, size, ppeak, fpeak in floors:
+            lines.append(f"| {case} | {label} | {size:,} | {ppeak / 1024:,.0f} | "
+                         f"{fpeak / 1024:,.0f} | {(ppeak - fpeak) / 1024:,.0f} | "
+                         f"{(ppeak - fpeak) / size:.1f} |")
     report = "\n".join(lines) + "\n"
     sys.stdout.write(report)
     if opts.out:
