@@ -309,12 +309,16 @@ def test_a_table_whose_rows_the_renderer_finds_elsewhere_is_parsed_whole(tmp_pat
                                                                          monkeypatch):
     """Rows that repeat: the renderer says each comes from the first row with its words
     (no line for a row from docutils), which a piece could not see: not cut, the same
-    document. So is a table after a long block (the search does not reach its rows)."""
+    document. So is a table after a long block (the search does not reach its rows), and
+    any table of a document with footnotes."""
     repeated = ("=====  =====\na      b\n=====  =====\n" + "yes    no\n" * 200
                 + "=====  =====\n")
     after_code = ("Code::\n\n" + "".join(f"    line {i}\n" for i in range(100)) + "\n"
                   + _long_simple_table(200).split("\n\n", 2)[2])
-    for text in (repeated, after_code):
+    # (and footnotes: pieces would number them each from 1)
+    footnotes = ("Before [#]_.\n\n" + _long_simple_table(200)
+                 + "\nAfter [#]_.\n\n.. [#] A.\n.. [#] B.\n")
+    for text in (repeated, after_code, footnotes):
         assert len(rst_pieces.pieces(text)) == 1
         whole, cut = _whole_and_cut(tmp_path, monkeypatch, text)
         assert (cut.text, cut.lines) == (whole.text, whole.lines)

@@ -22,7 +22,9 @@ top level, so that parsing each piece alone renders what parsing the whole would
   table's border (a simple table) or the row separator there (a grid table), and the next
   piece starts with that border (a line that is not the file's: ``Piece.lead``) or at that
   separator; each row renders as in the whole table, the header rows once. Only a table
-  whose rows the renderer finds at their own lines is cut (see "long tables" below);
+  whose rows the renderer finds at their own lines is cut (see "long tables" below), and
+  none in a document with footnotes, citations or anonymous targets (which pieces would
+  number or match on their own);
 - pieces are exact slices of the text, split on ``str.splitlines`` line ends (what docutils
   and the renderer count), so the line map stays exact: a piece's line n is line
   ``first_line + n`` of the file (after its ``lead`` lines; a piece cut in a table ends with
@@ -90,7 +92,7 @@ def pieces(text: str, piece_chars: int | None = None) -> list[Piece]:
         return [Piece(text, 0, 0)]
     cuts, levels = _cut_points(lines)
     _check_blocks(lines, cuts)
-    rows = _table_rows(lines, cuts)
+    rows = _table_rows(text, lines, cuts)
     if rows:
         cuts = sorted({*cuts, *rows})
     out: list[Piece] = []
@@ -312,6 +314,10 @@ def _title_style(lines: list[str], i: int) -> object | None:
 # when every row's words are known before docutils runs (its cells plain text or markup that
 # keeps its words: ``_cell_text``); any other table is parsed whole, as before.
 
+# footnotes and citations (numbered per document, and found by name across it) and anonymous
+# targets (matched by their order): pieces would number and match them each on its own, so
+# a document with any of them keeps its tables whole, its pieces those it had before
+_NUMBERED = ("\n.. [", "\n.. __:", "\n__ ")
 _GRID_TOP = re.compile(r"\+-[-+]+-\+ *$")  # docutils' grid_table_top_pat
 _SIMPLE_BORDER = re.compile(r"=+[ =]*$")  # docutils' simple_table_border_pat
 _SPAN_LINE = re.compile(r"-[ -]*$")  # a simple table's column span underline
@@ -335,11 +341,13 @@ _WORDS_SEEN = 24  # the renderer matches a block's first 24 characters of words
 _SEARCH = 60  # ... on the lines this far from the previous block's line
 
 
-def _table_rows(lines: list[str], cuts: list[int]) -> dict[int, tuple[str | None, int]]:
+def _table_rows(text: str, lines: list[str],
+                cuts: list[int]) -> dict[int, tuple[str | None, int]]:
     """The rows where a long table may be cut: line index -> the border line that starts
     the piece there (a simple table) or None (a grid table, cut at a row separator), and
     how many lines the row before it renders."""
     found: dict[int, tuple[str | None, int]] = {}
+    numbered = None
     before = 0  # where the last top-level block that may render something starts
     for top in [0, *cuts]:
         line = lines[top].rstrip()
@@ -352,6 +360,10 @@ def _table_rows(lines: list[str], cuts: list[int]) -> dict[int, tuple[str | None
         if table is not None:
             rows, cut_at, border = table  # (first line, words, rendered lines) of every
             # row; where it may be cut
+            if numbered is None:
+                numbered = any(mark in text or text.startswith(mark[1:]) for mark in _NUMBERED)
+            if numbered:
+                return {}
             if (len(rows) > 1 and rows[-1][0] - top > PIECE_ROWS
                     and _rows_found_home(lines, rows, before, top)):
                 k = 0
