@@ -373,10 +373,9 @@ def test_an_rst_table_within_the_bound_is_parsed_in_bounded_pieces(tmp_path, row
     assert _peak_collected(lambda: _load(path)) < 40 * len(text)
 
 
-@pytest.mark.xfail(strict=True, reason="docutils' state machine and states are reference "
-                   "cycles the collector frees late, ~15 KB per piece: rst._doctree would "
-                   "have to break them (bench/RESULTS.md, Bounded work per document)")
 def test_an_rst_table_within_the_bound_stays_under_20x_its_bytes(tmp_path):
+    """Cut between rows, and each piece's parser freed at once (``rst._release_parser``:
+    docutils' state machine and states are cycles the collector would free late)."""
     text = _long_simple_table(2_000, continued=False)
     path = tmp_path / "t.rst"
     path.write_text(text, encoding="utf-8")
