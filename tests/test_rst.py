@@ -137,3 +137,70 @@ def test_a_code_block_that_fits_is_never_cut(size):
         assert len(holders) == 1, (size, doc.text[a:b][:60], [(c.start, c.end) for c in holders])
         assert holders[0].start <= a and b <= holders[0].end
 
+
+
+def _rendered_lines(text: str) -> list[tuple[str, int]]:
+    """Each rendered line of ``text`` with the source line it says it comes from."""
+    from ragsift.sources.rst import parse_rst
+
+    doc = parse_rst(text, "t.rst")
+    return list(zip(doc.text.split("\n"), doc.lines.values))
+
+
+def test_repeated_table_rows_each_map_to_their_own_line():
+    """docutils gives a row no line; its cells' paragraphs have theirs: identical rows (which
+    a search for the row's words put at the first of them) each say their own line, after a
+    long block too (which such a search did not reach past)."""
+    rows = "".join("yes    no\n" + ("\n" if k % 3 == 2 else "") for k in range(12))
+    text = ("Intro::\n\n" + "".join(f"    code {i}\n" for i in range(80)) + "\n"
+            + "=====  =====\na      b\n=====  =====\n" + rows + "=====  =====\n\nAfter.\n")
+    source = text.splitlines()
+    said = [line for rendered, line in _rendered_lines(text) if rendered == "yes | no"]
+    expected = [n for n, line in enumerate(source, start=1) if line.startswith("yes")]
+    assert len(expected) == 12 and said == expected
+    assert ("a | b", source.index("a      b") + 1) in _rendered_lines(text)
+
+
+def test_a_grid_table_with_rows_of_several_lines_maps_each_line():
+    """A row of several lines starts at its first (an empty first cell there too), its
+    rendered lines say the lines after it and none past the row's last: never the next
+    row's or the separator's."""
+    text = """Grid
+====
+
++------+-------------+-------+
+| id   | text        | more  |
++======+=============+=======+
+| r1   | one         | x     |
+|      | two         |       |
+|      | three       |       |
++------+-------------+-------+
+|      | empty first | y     |
+| r2   | four        |       |
++------+-------------+-------+
+| r1   | one         | x     |
+|      | two         |       |
+|      | three       |       |
++------+-------------+-------+
+| r3   | a           | b     |
+|      |             | c     |
+|      |             | d     |
++------+-------------+-------+
+
+After.
+"""
+    got = [(r, n) for r, n in _rendered_lines(text) if r]
+    assert got == [("# Grid", 1), ("id | text | more", 5),
+                   ("r1 | one", 7), ("two", 8), ("three | x", 9),
+                   ("r2 | empty first", 11), ("four | y", 12),
+                   ("r1 | one", 14), ("two", 15), ("three | x", 16),
+                   ("r3 | a | b", 18), ("c", 19), ("d", 20), ("After.", 23)]
+
+
+def test_a_csv_table_rows_are_found_by_their_words():
+    """docutils numbers a ``csv-table``'s cells from 1 whatever its line: its rows are
+    found by their words, as any block whose line is not known."""
+    text = ('Intro.\n\n.. csv-table:: Data\n   :header: "h1", "h2"\n\n'
+            '   "c1", "c2"\n   "c3", "c4"\n')
+    got = dict(_rendered_lines(text))
+    assert (got["h1 | h2"], got["c1 | c2"], got["c3 | c4"]) == (4, 6, 7)

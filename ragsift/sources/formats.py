@@ -32,8 +32,10 @@ READERS: dict[str, tuple[int, str | None]] = {
     # bound read as plain text (0.4.0)
     "markdown": (4, "markdown-it-py"),
     # rst 2: Sphinx roles and directives as a reader sees them (0.2.0); 3: long files in
-    # pieces (footnote numbers restart per piece), past the bounds plain text (0.4.0)
-    "rst": (3, "docutils"),
+    # pieces (footnote numbers restart per piece), past the bounds plain text (0.4.0); 4: a
+    # table row's lines are those docutils numbers its cells with (rows that repeat, or
+    # after a long block, were mapped to another row's line)
+    "rst": (4, "docutils"),
     "html": (1, None), "json": (1, None), "jsonl": (1, None), "pdf": (1, "pypdf"),
     "text": (1, None),
 }

@@ -349,18 +349,24 @@ class _Renderer:
 
     # -- output ------------------------------------------------------------------------------
     def block(self, text: str, line: int | None, prefix: str = "", hang: str = "", *,
-              exact: bool = False) -> None:
+              exact: bool = False, span: tuple[int, int] | None = None) -> None:
         """Append a block (its lines from ``line`` on), then a blank line. ``exact``: ``line``
-        is known (code), else it is a hint that ``_locate`` checks against the source."""
+        is known (code), else it is a hint that ``_locate`` checks against the source.
+        ``span``: the block's first and last source lines are known (a table row's:
+        ``_row_spans``), its lines say the lines from the first on, none past the last."""
         rows = text.split("\n") if exact else [r.rstrip() for r in text.split("\n")]
         while rows and not rows[-1].strip():
             rows.pop()
         if not rows:
             return
-        start = max(1, line or self.last) if exact else self._locate(rows[0], line)
+        if span is not None:
+            start, end = span
+        else:
+            start = max(1, line or self.last) if exact else self._locate(rows[0], line)
+            end = max(len(self.src), 1)
         for i, row in enumerate(rows):
             self.lines.append((prefix if i == 0 else hang) + row)
-            self.line_of.append(min(start + i, max(len(self.src), 1)))
+            self.line_of.append(min(start + i, end))
         self.lines.append("")
         self.line_of.append(self.line_of[-1])
         self.last = start
@@ -464,9 +470,10 @@ class _Renderer:
                 self.block(word + ".", n.line, prefix, prefix)
             return
         if isinstance(n, nodes.table):
-            for row in n.findall(nodes.row):
+            rows = list(n.findall(nodes.row))
+            for row, span in zip(rows, self._row_spans(rows)):
                 cells = [" ".join(_inline(p) for p in entry.children) for entry in row.children]
-                self.block(" | ".join(cells), row.line, prefix, prefix)
+                self.block(" | ".join(cells), None, prefix, prefix, span=span)
             return
         if isinstance(n, (nodes.footnote, nodes.citation)):
             label = n.next_node(nodes.label)
@@ -503,6 +510,57 @@ class _Renderer:
             else:
                 self.node(child, depth, prefix + " " * len(mark))
             first = False
+
+    def _row_spans(self, rows: list[Any]) -> list[tuple[int, int] | None]:
+        """Each table row's first and last source lines, or None where they are not known
+        (then ``_locate`` searches for the row's words near the block before, as for any
+        block). docutils gives a row no line, but numbers what its cells hold: a paragraph
+        says its first line (in a row of several lines too), and its text how many lines it
+        has. Not trusted for a table whose rows do not say lines one after the other, after
+        the table's own (a ``csv-table``: docutils numbers each cell from 1): none of its
+        rows has one then."""
+        from docutils import nodes
+
+        spans = [self._span(row) for row in rows]
+        by_table: dict[int, list[int]] = {}  # (a table in a cell: its rows on their own)
+        tables: dict[int, Any] = {}
+        for k, row in enumerate(rows):
+            table = row.parent
+            while table is not None and not isinstance(table, nodes.table):
+                table = table.parent
+            by_table.setdefault(id(table), []).append(k)
+            tables[id(table)] = table
+        for key, ks in by_table.items():
+            known = [spans[k] for k in ks if spans[k] is not None]
+            after = getattr(tables[key], "line", None) or 0
+            if known and (known[0][0] <= after or known[-1][1] > len(self.src)
+                          or any(a[1] >= b[0] for a, b in zip(known, known[1:]))):
+                for k in ks:
+                    spans[k] = None
+        return spans
+
+    @staticmethod
+    def _span(node: Any) -> tuple[int, int] | None:
+        """The first and last source lines of what ``node`` holds that docutils numbers (its
+        own line left out: a table row has none), system messages left out; None when it
+        holds nothing numbered."""
+        from docutils import nodes
+
+        first = last = None
+        for child in node.children:
+            if isinstance(child, nodes.system_message) or not isinstance(child, nodes.Element):
+                continue
+            inner = _Renderer._span(child)
+            if child.line:
+                end = child.line
+                if isinstance(child, nodes.paragraph):  # (its text: its lines, joined)
+                    end += child.rawsource.count("\n")
+                inner = (min(child.line, inner[0]), max(end, inner[1])) if inner else (
+                    child.line, end)
+            if inner:
+                first = inner[0] if first is None else min(first, inner[0])
+                last = inner[1] if last is None else max(last, inner[1])
+        return None if first is None else (first, last)
 
     def _code_start(self, n: Any, code: str) -> int | None:
         """docutils gives a directive's code block the line after it: count back."""
