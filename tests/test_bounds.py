@@ -284,7 +284,7 @@ def test_a_long_rst_table_is_cut_between_rows_as_the_whole_would_be(tmp_path, mo
 def test_table_pieces_slice_the_file_exactly():
     """Each piece is the file's lines from ``first_line + lead`` on; its ``lead`` lines (a
     simple table's border) and what ends a piece cut in a table (the border, or the grid's
-    row separator, then lines holding a space) are what make its rows a table."""
+    row separator) are what make its rows a table."""
     for text in (_long_simple_table(300), _long_grid_table(300)):
         lines = text.splitlines(keepends=True)
         parts = rst_pieces.pieces(text)
@@ -297,44 +297,98 @@ def test_table_pieces_slice_the_file_exactly():
             own = "".join(lines[p.first_line + p.lead:end])
             rest = p.text[len("".join(head)):]
             assert rest.startswith(own)
-            closing, *padding = rest[len(own):].split("\n")
+            closing = rest[len(own):]
             if closing:  # (a piece cut in a table; the last piece ends as the file does)
-                assert closing in (lines[5].rstrip("\n"), "+--------+----------------+")
-                assert padding[-1] == "" and set(padding[:-1]) == {" "}
+                assert closing in (lines[5], "+--------+----------------+\n")
             else:
-                assert p is parts[-1] and not padding
+                assert p is parts[-1]
 
 
-def test_a_table_whose_rows_the_renderer_finds_elsewhere_is_parsed_whole(tmp_path,
-                                                                         monkeypatch):
-    """Rows that repeat: the renderer says each comes from the first row with its words
-    (no line for a row from docutils), which a piece could not see: not cut, the same
-    document. So is a table after a long block (the search does not reach its rows), and
-    any table of a document with footnotes."""
+def test_rows_that_repeat_or_follow_a_long_block_are_cut_as_the_whole_would_be(
+        tmp_path, monkeypatch):
+    """Each row says the lines docutils numbers its cells with, cut or whole: rows that
+    repeat (which a search for a row's words found at the first of them) and a table after
+    a long block are cut, and give the whole table's document."""
     repeated = ("=====  =====\na      b\n=====  =====\n" + "yes    no\n" * 200
                 + "=====  =====\n")
     after_code = ("Code::\n\n" + "".join(f"    line {i}\n" for i in range(100)) + "\n"
                   + _long_simple_table(200).split("\n\n", 2)[2])
-    # (and footnotes: pieces would number them each from 1)
+    grid = _long_grid_table(200).replace("g0", "gg").replace("| gg", "| g0", 1)
+    for text in (repeated, after_code, grid):
+        assert len(rst_pieces.pieces(text)) > 3
+        whole, cut = _whole_and_cut(tmp_path, monkeypatch, text)
+        assert (cut.text, cut.lines, cut.headings) == (whole.text, whole.lines, whole.headings)
+    source = text.splitlines()
+    rendered = cut.text.split("\n")
+    for k, line in enumerate(rendered[:len(cut.lines.values)]):  # (rows of 1 to 3 lines)
+        if line.startswith(("gg", "line ")):
+            assert line.split(" | ")[-1] in source[cut.lines.values[k] - 1], line
+
+
+def test_a_table_docutils_may_number_nothing_in_a_row_of_is_parsed_whole(tmp_path,
+                                                                        monkeypatch):
+    """A row whose only cell is a comment, or a grid row with no words: docutils numbers
+    nothing in it, and the renderer searches for it near the block before, which a piece
+    does not see: not cut, the same document. So is any table of a document with
+    footnotes (pieces would number them each from 1)."""
+    import re
+
+    # (rows that would start a piece: r0032, g0015)
+    comment = re.sub(r"(?m)^r0032 .*$", ".. c", _long_simple_table(200))
+    blank_row = re.sub(r"(?m)^\| g0015 .*$", "|        |                |",
+                       _long_grid_table(200))
     footnotes = ("Before [#]_.\n\n" + _long_simple_table(200)
                  + "\nAfter [#]_.\n\n.. [#] A.\n.. [#] B.\n")
-    for text in (repeated, after_code, footnotes):
-        assert len(rst_pieces.pieces(text)) == 1
+    for text in (comment, blank_row, footnotes):
+        assert max(p.text.count("\n") for p in rst_pieces.pieces(text)) > 250  # (whole)
         whole, cut = _whole_and_cut(tmp_path, monkeypatch, text)
         assert (cut.text, cut.lines) == (whole.text, whole.lines)
 
 
-def test_what_the_cut_reads_of_a_line_is_what_the_renderer_does():
-    """``rst_pieces`` cannot import ``rst`` (it imports ``rst_pieces``): its copy of the
-    renderer's line reading, and the roles it takes for text, are checked here."""
-    from ragsift.sources import rst
-
-    for line in ["r0003 | index :func:`~a.b.c` and :py:class:`T <x.T>` \\*x\\*",
-                 ":ref:`routing <url-routing>`, ``code``, *em*, :kbd:`!Ctrl`", "é_ü ..."]:
-        assert rst_pieces._plain(line) == rst._plain(line)
-    roles = set(rst._ROLES) | set(rst_pieces._CELL_ROLES[rst_pieces._CELL_ROLES.index("code"):])
-    assert set(rst_pieces._CELL_ROLES) <= roles
-    assert set(rst_pieces._CELL_DOMAINS) <= set(rst._DOMAINS)
+def test_long_tables_of_random_cells_are_cut_as_the_whole_would_be(tmp_path, monkeypatch):
+    """Simple and grid tables of random cells (words, literals, roles, emphasis, references,
+    substitutions, empty cells, rows of several lines, repeated rows), cut every few rows:
+    the whole table's document."""
+    rng = random.Random(30)
+    cells = ["", "", "x", "``lit``", ":func:`f`", "*em*", "**st** x", "`ref`_", "|s|", "\\",
+             "a `ref`_ b", "word, (x)", *WORDS]
+    cut_tables = 0
+    for _ in range(12):
+        rows = []
+        for i in range(rng.randint(20, 60)):
+            block = [[rng.choice(cells) for _ in range(3)] for _ in range(rng.randint(1, 3))]
+            if rows and rng.random() < 0.3:
+                block = rows[-1]
+            rows.append(block)
+        if rng.random() < 0.5:
+            border = "  ".join(["=" * 12] * 3) + "\n"
+            table = [border, "a             b             c\n", border]
+            for block in rows:
+                block[0][0] = block[0][0].strip() or "z"
+                for k, row in enumerate(block):
+                    table.append("  ".join(f"{c if k == 0 or j else '':<12}"
+                                           for j, c in enumerate(row)).rstrip() + "\n")
+            table.append(border)
+        else:
+            sep = "+" + "+".join(["-" * 14] * 3) + "+\n"
+            table = [sep, "| a            | b            | c            |\n",
+                     sep.replace("-", "=")]
+            for block in rows:
+                table += ["|" + "|".join(f" {c:<12} " for c in row) + "|\n" for row in block]
+                table.append(sep)
+        text = ("Title\n=====\n\nIntro |s|.\n\n" + "".join(table)
+                + "\nAfter.\n\n.. _ref: https://example.com\n.. |s| replace:: Ragsift\n")
+        monkeypatch.setattr(rst_pieces, "PIECE_ROWS", 8)
+        cut_tables += len(rst_pieces.pieces(text)) > 1
+        monkeypatch.undo()
+        monkeypatch.setattr(rst_pieces, "PIECE_ROWS", 10**9)
+        whole = _rst(tmp_path, text)
+        monkeypatch.setattr(rst_pieces, "PIECE_ROWS", 8)
+        cut = _rst(tmp_path, text)
+        monkeypatch.undo()
+        assert (cut.text, cut.lines, cut.headings) == (whole.text, whole.lines, whole.headings)
+        assert not cut.warnings
+    assert cut_tables >= 10
 
 
 def test_the_target_scan_finds_what_one_pattern_did():

@@ -21,14 +21,14 @@ top level, so that parsing each piece alone renders what parsing the whole would
   between rows too: a piece ends at its first row past ``PIECE_ROWS`` lines, closed by the
   table's border (a simple table) or the row separator there (a grid table), and the next
   piece starts with that border (a line that is not the file's: ``Piece.lead``) or at that
-  separator; each row renders as in the whole table, the header rows once. Only a table
-  whose rows the renderer finds at their own lines is cut (see "long tables" below), and
-  none in a document with footnotes, citations or anonymous targets (which pieces would
-  number or match on their own);
+  separator; each row renders as in the whole table, the header rows once, at the lines
+  docutils numbers its cells with (see "long tables" below). Only a well-formed table is
+  cut, and none in a document with footnotes, citations or anonymous targets (which pieces
+  would number or match on their own);
 - pieces are exact slices of the text, split on ``str.splitlines`` line ends (what docutils
   and the renderer count), so the line map stays exact: a piece's line n is line
-  ``first_line + n`` of the file (after its ``lead`` lines; a piece cut in a table ends with
-  the border, and lines holding a space, that are not the file's).
+  ``first_line + n`` of the file (after its ``lead`` lines; a piece cut in a simple table
+  ends with the border, a line that is not the file's).
 
 Bounds: a file whose lines nest deeper than ``MAX_DEPTH`` indentation levels, or with a
 stretch between two cut points longer than ``MAX_BLOCK_LINES`` lines or ``MAX_BLOCK_CHARS``
@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 
 PIECE_CHARS = 64 * 1024  # a piece ends at the first cut point past this many characters
 PIECE_LINES = 500  # ... or lines (a table's short rows cost a node each: ~7 KiB per row)
@@ -116,19 +115,14 @@ def pieces(text: str, piece_chars: int | None = None) -> list[Piece]:
 
 
 def _piece(lines: list[str], start: int, end: int, first_level: int | None,
-           rows: dict[int, tuple[str | None, int]]) -> Piece:
+           rows: dict[int, str | None]) -> Piece:
     """Lines ``start`` to ``end``; where either is a row of a long table, with the border
     that makes the rows there a table of their own (``_table_rows``)."""
     text = "".join(lines[start:end])
     lead = 0
     if end in rows:  # (a simple table's border after its rows; a grid table's separator)
-        border, pad = rows[end]
-        # then lines holding a space: the renderer numbers a row's rendered lines on from
-        # its first (``start + i``) up to the last line of its text, so the piece has as
-        # many as the row renders, as the whole table has after it (kept by
-        # _with_references, which takes off line breaks only)
-        text += (border or lines[end]) + " \n" * pad
-    border = rows[start][0] if start in rows else None
+        text += rows[end] or lines[end]
+    border = rows.get(start)
     if border:  # a simple table's border before its rows: a line that is not the file's
         text, lead = border + text, 1
     return Piece(text, start - lead, (first_level or 1) - 1, lead)
@@ -306,13 +300,16 @@ def _title_style(lines: list[str], i: int) -> object | None:
 # grid table is cut at a row separator, which ends one piece and starts the next). Every row
 # renders as it would in the whole table (the header rows once, in the first piece).
 #
-# Where a row's rendered line is said to come from: docutils gives table rows no line, so
-# the renderer (rst._Renderer._locate) takes the nearest line, to the previous block's, that
-# holds the row's first words. Cut, the first row of a piece can no longer see the lines
-# before its border. So a table is cut only where that search finds every row at its own
-# line whatever it could see of the table (simulated here: ``_rows_found_home``), and only
-# when every row's words are known before docutils runs (its cells plain text or markup that
-# keeps its words: ``_cell_text``); any other table is parsed whole, as before.
+# Where a row's rendered lines are said to come from: docutils numbers what a table's cells
+# hold (a paragraph: its first line), and the renderer (rst._Renderer._row_spans) gives a
+# row the lines from the first to the last its cells' text is on. Those numbers are the same
+# whether the row is parsed in the whole table or in a piece of it (a piece is the file's
+# lines, its first line's number known), so a cut table says the same lines, as long as
+# docutils numbers something in every row: a table is cut only when every row has a cell
+# with words in it, and no cell line is explicit markup (``..``: a comment is not numbered)
+# or a line without a word (``::``, a title's adornment, a border: what a cell may not hold
+# or holds unnumbered); any other table is parsed whole, as before. (No row says a line past
+# its own last, so a piece cut in a table ends with its border and needs no line after it.)
 
 # footnotes and citations (numbered per document, and found by name across it) and anonymous
 # targets (matched by their order): pieces would number and match them each on its own, so
@@ -321,34 +318,14 @@ _NUMBERED = ("\n.. [", "\n.. __:", "\n__ ")
 _GRID_TOP = re.compile(r"\+-[-+]+-\+ *$")  # docutils' grid_table_top_pat
 _SIMPLE_BORDER = re.compile(r"=+[ =]*$")  # docutils' simple_table_border_pat
 _SPAN_LINE = re.compile(r"-[ -]*$")  # a simple table's column span underline
-# what a cell's line may not hold to be read as words: line blocks and substitutions (|),
-# links with a target (<>), footnotes ([]), escapes, literal blocks (::), explicit markup,
-# bullets and options, field lists, auto-enumerators
-_NOT_PLAIN = re.compile(r"[|<>\[\]\\\t\v\f]|::|^\.\.|^[-+*/•]|^:[^:`]*:(?: |$)|^#")
-# inline literals and roles, where docutils sees them (after a space or an opening bracket,
-# before a space or punctuation): the only inline markup of a cell read as words
-_KEPT_MARKUP = re.compile(r"(?:(?<=[\s(\"'])|^)(?:``[^`\s](?:[^`]*[^`\s])?``|"
-                          r":((?:[\w.+-]+:)?[\w.+-]+):`[^`\s](?:[^`]*[^`\s])?`)"
-                          r"(?=[\s)\"'.,;:!?-]|$)")
-# roles that render as their text: Sphinx's cross-references that rst registers (some of
-# rst._ROLES) and docutils' own
-_CELL_ROLES = ("func", "meth", "class", "mod", "attr", "data", "exc", "obj", "ref", "doc",
-               "term", "envvar", "option", "command", "file", "program", "kbd", "any",
-               "code", "literal", "emphasis", "strong", "math", "sub", "sup", "subscript",
-               "superscript", "title-reference", "title", "t")
-_CELL_DOMAINS = ("py", "c", "cpp", "js", "std")  # (some of rst._DOMAINS)
-_WORDS_SEEN = 24  # the renderer matches a block's first 24 characters of words
-_SEARCH = 60  # ... on the lines this far from the previous block's line
+_WORD = re.compile(r"\w")
 
 
-def _table_rows(text: str, lines: list[str],
-                cuts: list[int]) -> dict[int, tuple[str | None, int]]:
+def _table_rows(text: str, lines: list[str], cuts: list[int]) -> dict[int, str | None]:
     """The rows where a long table may be cut: line index -> the border line that starts
-    the piece there (a simple table) or None (a grid table, cut at a row separator), and
-    how many lines the row before it renders."""
-    found: dict[int, tuple[str | None, int]] = {}
+    the piece there (a simple table) or None (a grid table, cut at a row separator)."""
+    found: dict[int, str | None] = {}
     numbered = None
-    before = 0  # where the last top-level block that may render something starts
     for top in [0, *cuts]:
         line = lines[top].rstrip()
         if line.startswith("+") and _GRID_TOP.match(line):
@@ -358,29 +335,21 @@ def _table_rows(text: str, lines: list[str],
         else:
             table = None
         if table is not None:
-            rows, cut_at, border = table  # (first line, words, rendered lines) of every
-            # row; where it may be cut
+            starts, cut_at, border = table  # every row's first line; where it may be cut
             if numbered is None:
                 numbered = any(mark in text or text.startswith(mark[1:]) for mark in _NUMBERED)
             if numbered:
                 return {}
-            if (len(rows) > 1 and rows[-1][0] - top > PIECE_ROWS
-                    and _rows_found_home(lines, rows, before, top)):
-                k = 0
-                for cut in cut_at:  # (the row before a cut: the last one that starts before)
-                    while k + 1 < len(rows) and rows[k + 1][0] < cut:
-                        k += 1
-                    found[cut] = (border, rows[k][2])
-        if not line.startswith(".."):  # (a target, a comment: nothing rendered)
-            before = top
+            if len(starts) > 1 and starts[-1] - top > PIECE_ROWS:
+                found.update(dict.fromkeys(cut_at, border))
     return found
 
 
 def _simple_rows(lines: list[str], top: int):
-    """A simple table at ``top`` as ``(rows, cut points, border)``, or None when it is not
-    one that is cut: not closed by a border and a blank line, a border or header rule not
-    the top border's, a column span, text in a column margin, a line that is not part of a
-    row, or a row whose words are not known (``_cell_text``)."""
+    """A simple table at ``top`` as ``(row starts, cut points, border)``, or None when it is
+    not one that is cut: not closed by a border and a blank line, a border or header rule
+    not the top border's, a column span, text in a column margin, a line that is not part
+    of a row, or a row whose cells docutils may number nothing in (``_numbered``)."""
     border = lines[top].rstrip()
     n = len(lines)
     seps: list[int] = []
@@ -411,26 +380,23 @@ def _simple_rows(lines: list[str], top: int):
             starts.append(i)
         elif line and (not starts or any(s > starts[-1] for s in seps if s < i)):
             return None  # text outside every row (docutils drops it)
-    rows: list[tuple[int, str, int]] = []
     for k, a in enumerate(starts):
         b = starts[k + 1] if k + 1 < len(starts) else end
         b = min([b, *(s for s in seps if a < s < b)])
-        cells = [[lines[i].rstrip()[x:y if c + 1 < len(columns) else None]
-                  for i in range(a, b)] for c, (x, y) in enumerate(columns)]
-        words = _row_words(cells)
-        if words is None:
+        if not _numbered([lines[i].rstrip()[x:y if c + 1 < len(columns) else None]
+                          for i in range(a, b) for c, (x, y) in enumerate(columns)]):
             return None
-        rows.append((a, *words))
     body = seps[0] if len(seps) == 2 else top  # (rows after the header rule)
     cut_at = [a for a in starts if a > body][1:]
-    return rows, cut_at, lines[top]
+    return starts, cut_at, lines[top]
 
 
 def _grid_rows(lines: list[str], top: int):
-    """A grid table at ``top`` as ``(rows, cut points, None)``, or None when it is not one
-    that is cut: every line must be a row separator with the top border's corners, or a
+    """A grid table at ``top`` as ``(row starts, cut points, None)``, or None when it is not
+    one that is cut: every line must be a row separator with the top border's corners, or a
     row line with a ``|`` at each of them (no cell spans rows or columns), the last one a
-    separator followed by a blank line, and every row's words known (``_cell_text``)."""
+    separator followed by a blank line, and docutils must number something in every row
+    (``_numbered``)."""
     border = lines[top].rstrip()
     corners = [k for k, ch in enumerate(border) if ch == "+"]
     width = len(border)
@@ -457,18 +423,12 @@ def _grid_rows(lines: list[str], top: int):
         i += 1
     if seps[-1] != i - 1 or head == i - 1 or len(seps) < 3:
         return None
-    rows: list[tuple[int, str, int]] = []
     for a, b in zip(seps, seps[1:]):
-        if b == a + 1:
+        if not _numbered([lines[j].rstrip()[x + 1:y] for j in range(a + 1, b)
+                          for x, y in zip(corners, corners[1:])]):
             return None
-        cells = [[lines[j].rstrip()[x + 1:y] for j in range(a + 1, b)]
-                 for x, y in zip(corners, corners[1:])]
-        words = _row_words(cells)
-        if words is None:
-            return None
-        rows.append((a + 1, *words))
     cut_at = [s for s in seps[1:-1] if s > (head or top)][1:]
-    return rows, cut_at, None
+    return [a + 1 for a in seps[:-1]], cut_at, None
 
 
 def _fixed_width(line: str) -> bool:
@@ -483,115 +443,21 @@ def _fixed_width(line: str) -> bool:
         for ch in line if ord(ch) > 127)
 
 
-def _row_words(cells: list[list[str]]) -> tuple[str, int] | None:
-    """The words the renderer looks for of a row with these cells (each cell's lines): the
-    first ``_WORDS_SEEN`` characters of its rendered first line, made plain; and how many
-    lines it renders. None when a cell is not text whose words the renderer keeps
-    (``_cell_text``)."""
-    texts: list[str] = []
+def _numbered(cells: list[str]) -> bool:
+    """Whether docutils surely numbers something in a row whose cells' lines are these:
+    one holds words, and none is explicit markup (a comment is not numbered, a directive's
+    lines are its own) or a line without a word but an escaped blank (``::``, a title's
+    adornment, a border, a bare bullet: markup that may leave a cell without a numbered
+    paragraph). (A conservative test, checked on random tables of such lines.)"""
+    words = False
     for cell in cells:
-        text = _cell_text(cell)
-        if text is None:
-            return None
-        texts.append(text)
-    rendered = " | ".join(texts)
-    return (_plain(rendered.split("\n", 1)[0].rstrip())[:_WORDS_SEEN],
-            rendered.count("\n") + 1)
-
-
-def _cell_text(cell: list[str]) -> str | None:
-    """The text a table cell renders as (its paragraphs, lines joined by line breaks and
-    paragraphs by a space), with its inline markup: the renderer's words of it are those of
-    this text (roles, literals, emphasis and references keep their words). None when the
-    cell could be anything but paragraphs, or markup that changes its words (a
-    substitution, a link with a target, an auto-numbered footnote)."""
-    rows = [line.rstrip() for line in cell]
-    indent = min((len(r) - len(r.lstrip()) for r in rows if r), default=0)
-    paragraphs: list[list[str]] = [[]]
-    for row in rows:
-        row = row[indent:]
-        if not row:
-            if paragraphs[-1]:
-                paragraphs.append([])
+        text = cell.strip()
+        if not text:
             continue
-        if (row[0].isspace() or _NOT_PLAIN.search(row) or _ENUMERATED.match(row)
-                or _ADORNMENT.match(row)):
-            return None
-        paragraphs[-1].append(row)
-    texts = ["\n".join(p) for p in paragraphs if p]
-    for t in texts:  # (a warning of docutils, say markup left open, would join the words)
-        rest = _KEPT_MARKUP.sub(lambda m: "" if _known_role(m.group(1)) else "`", t)
-        if "`" in rest or "*" in rest:
-            return None
-    return " ".join(texts)
-
-
-def _known_role(name: str | None) -> bool:
-    """Whether a role surely renders as its text (``_CELL_ROLES``, in a domain or not);
-    None (an inline literal) does."""
-    if name is None:
-        return True
-    domain, _, role = name.rpartition(":")
-    return role in _CELL_ROLES and (not domain or domain in _CELL_DOMAINS)
-
-
-# rst._plain and rst.role_text, as the renderer reads a line to find a block's source (rst
-# imports this module, so this one does not import rst; a test checks they agree)
-_ROLE_MARKUP = re.compile(r":(?:[\w.+-]+:)?[\w.+-]+:`([^`]*)`")
-_NON_WORD = re.compile(r"[\W_]+")
-_TITLED = re.compile(r"^(.*?)\s*<[^<>]*>$", re.DOTALL)
-
-
-def _plain(line: str) -> str:
-    line = _ROLE_MARKUP.sub(lambda m: _role_text(m.group(1)), line)
-    return _NON_WORD.sub(" ", line).strip().lower()
-
-
-def _role_text(text: str) -> str:
-    from docutils.utils import unescape
-
-    text = unescape(text)
-    m = _TITLED.match(text)
-    if m and m.group(1):
-        return m.group(1)
-    text = text.lstrip("!")
-    if text.startswith("~"):
-        return text[1:].rpartition(".")[2]
-    return text
-
-
-def _rows_found_home(lines: list[str], rows: list[tuple[int, str, int]], before: int,
-                     top: int) -> bool:
-    """Whether the renderer's search (``rst._Renderer._locate``) finds every row of a table
-    at its own first line, in the whole table, from wherever the block before it was
-    found: ``before`` (the start of the top-level block before it) to ``top`` (the table's
-    border). Then it does so in any piece of the table too (a piece sees fewer lines, and
-    its first row's search starts at the border before it), so cut or whole, every row
-    says the same line."""
-    @lru_cache(maxsize=4 * _SEARCH)  # (the search stays near the rows: no copy of them all)
-    def plain(i: int) -> str:
-        return _plain(lines[i].rstrip("\r\n"))
-
-    def holds(words: str, i: int) -> bool:
-        return words in plain(i)
-
-    def found(words: str, hint: int) -> int:
-        if holds(words, hint):
-            return hint
-        for d in range(1, _SEARCH + 1):
-            for i in (hint - d, hint + d):
-                if 0 <= i < len(lines) and holds(words, i):
-                    return i
-        return hint
-
-    if rows[0][0] - before > _SEARCH:  # the block before may be too far for the first row
-        return False
-    for hint in {before, top}:
-        for line, words, _ in rows:
-            if not words or found(words, hint) != line:
-                return False
-            hint = line
-    return True
+        if text.startswith("..") or (text != "\\" and not _WORD.search(text)):
+            return False
+        words = words or text != "\\"
+    return words
 
 
 def _check_blocks(lines: list[str], cuts: list[int]) -> None:
