@@ -204,3 +204,43 @@ def test_a_csv_table_rows_are_found_by_their_words():
             '   "c1", "c2"\n   "c3", "c4"\n')
     got = dict(_rendered_lines(text))
     assert (got["h1 | h2"], got["c1 | c2"], got["c3 | c4"]) == (4, 6, 7)
+
+
+def test_what_docutils_cannot_parse_keeps_its_words_on_their_lines():
+    """A malformed table, an unknown directive and a code block with Sphinx's options
+    (`:caption:`) were dropped with docutils' error message: every word a reader reads was
+    lost without a warning. Their text is kept, each line mapped to its own source line."""
+    text = ("Title\n=====\n\nBefore.\n\n"
+            "+-------+--------+\n| a     | b      |\n+-------+--------+\n"
+            "| honey | bees  swarm |\n+-------+--------+\n\n"
+            ".. unknowndirective:: arg\n   :opt: 1\n\n   Important words inside.\n\n"
+            "   .. nested-unknown::\n\n      Deeper words.\n\n"
+            ".. code-block:: python\n   :caption: ``app.py``\n   :emphasize-lines: 2\n\n"
+            "   app = Flask(__name__)\n   app.run()\n\nAfter.\n")
+    rows = _rendered_lines(text)
+    src = text.splitlines()
+    for row, line in rows:
+        if row.strip() and not row.startswith(("#", "```")):
+            assert row.strip() in src[line - 1], (row, line)
+    rendered = "\n".join(r for r, _ in rows)
+    assert "| honey | bees  swarm |" in rendered
+    assert "Important words inside." in rendered and "Deeper words." in rendered
+    assert "```python\napp = Flask(__name__)\napp.run()\n```" in rendered
+    assert ":opt:" not in rendered and "unknowndirective" not in rendered
+    assert ":caption:" not in rendered
+
+
+def test_a_line_past_docutils_limit_is_read_as_text_with_one_warning(tmp_path):
+    """docutils parses nothing of a file with a line over 10,000 characters (the document
+    came out empty, no warning): it is read as plain text, with one line saying why."""
+    from ragsift.sources.discovery import SourceFile
+    from ragsift.sources.loader import load_document
+
+    path = tmp_path / "long.rst"
+    path.write_text("Title\n=====\n\nA paragraph.\n\n" + "word " * 2_500 + "\n\nAfter.\n",
+                    encoding="utf-8")
+    st = path.stat()
+    doc = load_document(SourceFile(path, "long.rst", st.st_size, st.st_mtime))
+    assert "After." in doc.text and doc.text.count("word") == 2_500
+    assert len(doc.warnings) == 1 and "10,000" in doc.warnings[0]
+    assert "read as plain text" in doc.warnings[0]

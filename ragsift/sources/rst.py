@@ -32,6 +32,7 @@ bounds, is read as plain text with one warning; without docutils installed, the 
 from __future__ import annotations
 
 import re
+import textwrap
 from dataclasses import replace
 from functools import cache
 from itertools import accumulate
@@ -65,12 +66,16 @@ _DROP = ("toctree", "index", "currentmodule", "module", "highlight", "tabularcol
          "tab-set-code", "jinja", "ifconfig")
 _CONTENT = ("only", "glossary", "hlist", "tab", "tabs", "tab-item", "tab-set", "card",
             "grid", "grid-item", "grid-item-card", "dropdown", "centered", "container",
+            "group-tab", "code-tab",
             "cssclass", "rst-class", "list-table-ish")
+# (``code-block``/``code`` too: docutils' own refuses Sphinx's options, ``:caption:``,
+# ``:emphasize-lines:``, ``:linenos:``, and the block was lost with the error)
 _CODE = ("sourcecode", "testcode", "testoutput", "doctest", "ipython", "jupyter-execute",
-         "code-cell", "prompt", "console")
+         "code-cell", "prompt", "console", "code-block", "code")
 _ADMONITION_WORDS = {"seealso": "See also", "todo": "To do", "admonition": ""}
 _ROLE_MARKUP = re.compile(r":(?:[\w.+-]+:)?[\w.+-]+:`([^`]*)`")
 _DIRECTIVE_MARKUP = re.compile(r"^\.\. [\w:.+-]+::.*$", re.MULTILINE)
+_OPTION_LINE = re.compile(r"\s*:[\w.+-]+:( |$)")  # a directive's option, under its line
 
 
 def parse_rst(text: str, path: str, *, source: str = "", encoding: str = "utf-8",
@@ -92,8 +97,11 @@ def parse_rst(text: str, path: str, *, source: str = "", encoding: str = "utf-8"
         rendered_lines += p_lines
         line_of += [n + piece.first_line for n in p_line_of]
     rendered = _Renderer.joined(rendered_lines, line_of)
-    starts = list(accumulate((len(line) + 1 for line in rendered_lines[:-1]), initial=0))
-    lines = OffsetMap(tuple(starts), tuple(line_of[: len(starts)]))
+    starts = tuple(accumulate((len(rendered_lines[i]) + 1
+                               for i in range(len(rendered_lines) - 1)), initial=0))
+    del line_of[len(starts):]
+    lines = OffsetMap(starts, tuple(line_of))
+    del line_of  # (the map's tuple holds them: the list would double a long file's peak)
     titles = heading_titles([rendered_lines[k] for k in heads])
     if titles is None:  # (a title markdown does not read as one heading: as before)
         doc = parse_markdown(rendered, path, source=source, encoding=encoding,
@@ -179,12 +187,15 @@ def _base_settings() -> Any:
     from docutils.readers.standalone import Reader
     from docutils.writers.null import Writer
 
+    from ragsift.sources.rst_pieces import MAX_LINE_CHARS
+
     _register()
     settings = get_default_settings(Reader, Parser, Writer)
     for key, value in {"report_level": 5, "halt_level": 5, "file_insertion_enabled": False,
                        "raw_enabled": False, "doctitle_xform": False,
                        "sectsubtitle_xform": False, "input_encoding": "unicode",
-                       "syntax_highlight": "none", "traceback": True}.items():
+                       "syntax_highlight": "none", "traceback": True,
+                       "line_length_limit": MAX_LINE_CHARS}.items():
         setattr(settings, key, value)
     return settings
 
@@ -270,6 +281,7 @@ def _register() -> None:
     class _Code(_Base):
         def run(self) -> list:
             node = nodes.literal_block("\n".join(self.content), "\n".join(self.content))
+            node["classes"] = ["code", *self.arguments[:1]]  # (the fence's language)
             node.line = self.content_offset + 1
             node["ragsift_start"] = self.content_offset + 1
             return [node]
@@ -403,7 +415,10 @@ class _Renderer:
         from docutils import nodes
 
         tag = n.tagname
-        if isinstance(n, (nodes.comment, nodes.target, nodes.substitution_definition, nodes.system_message, nodes.pending, nodes.raw, nodes.image, nodes.transition, nodes.decoration, nodes.Invisible)):
+        if tag == "system_message":
+            self._failed_source(n, prefix)
+            return
+        if isinstance(n, (nodes.comment, nodes.target, nodes.substitution_definition, nodes.pending, nodes.raw, nodes.image, nodes.transition, nodes.decoration, nodes.Invisible)):
             return
         if tag == "section":
             title = n.next_node(nodes.title)
@@ -499,6 +514,41 @@ class _Renderer:
         text = n.astext().strip()  # loose text
         if text:
             self.block(_strip_markup(text), self.last, prefix, prefix)
+
+    def _failed_source(self, message: Any, prefix: str) -> None:
+        """What docutils could not parse keeps its words: an error's source block (a
+        malformed table, an unknown directive) is rendered as text, not dropped with the
+        message: its lines as they are, less directive lines (``.. name::``) and their
+        options, each run of lines between blank ones dedented and mapped to its own source
+        lines. Messages with no source (warnings, info) render as nothing."""
+        from docutils import nodes
+
+        block = message.next_node(nodes.literal_block)
+        if message.get("level", 0) < 3 or block is None:
+            return
+        rows = block.astext().split("\n")
+        first = next((i for i, row in enumerate(rows) if _plain(row)), None)
+        if first is None:
+            return
+        start = self._locate(rows[first], message.get("line")) - first
+        kept: list[tuple[int, str]] = []  # (source line, row) of the rows a reader reads
+        markup = False
+        for i, row in enumerate(rows):
+            if _DIRECTIVE_MARKUP.match(row.strip()) or (markup and _OPTION_LINE.match(row)):
+                markup = True
+                continue
+            markup = False
+            kept.append((start + i, row.rstrip()))
+        group: list[tuple[int, str]] = []
+        for line, row in [*kept, (0, "")]:
+            if row.strip() and (not group or line == group[-1][0] + 1):
+                group.append((line, row))
+                continue
+            if group:
+                text = textwrap.dedent("\n".join(r for _, r in group))
+                self.block(_strip_markup(text), max(1, group[0][0]), prefix, prefix,
+                           exact=True)
+            group = [(line, row)] if row.strip() else []
 
     def _item(self, item: Any, depth: int, prefix: str, mark: str) -> None:
         from docutils import nodes

@@ -51,6 +51,7 @@ and without a table longer than ``PIECE_ROWS`` lines is one piece: parsed exactl
 from __future__ import annotations
 
 import re
+from functools import cache
 from dataclasses import dataclass
 
 PIECE_CHARS = 64 * 1024  # a piece ends at the first cut point past this many characters
@@ -59,6 +60,10 @@ PIECE_ROWS = 50  # ... or, inside a long table, at the first row past this many 
 MAX_BLOCK_LINES = 4_000  # an uncuttable stretch longer than this: the file is read as text
 MAX_BLOCK_CHARS = 1024 * 1024
 MAX_DEPTH = 32  # indentation levels: docutils recurses (and copies lines) once per level
+# docutils' line_length_limit (rst._base_settings passes it): past it docutils parses nothing
+# and says so only in the doctree (the file rendered empty); its inline parser is quadratic
+# in a line's length, which is why the limit exists
+MAX_LINE_CHARS = 10_000
 
 # a line of one repeated 7-bit punctuation character: a title's adornment (docutils' rule)
 _ADORNMENT = re.compile(r"([!-/:-@\[-`{-~])\1* *$")
@@ -87,6 +92,7 @@ def pieces(text: str, piece_chars: int | None = None) -> list[Piece]:
     piece_chars = PIECE_CHARS if piece_chars is None else piece_chars
     _check_depth(text)
     lines = text.splitlines(keepends=True)
+    _check_lines(lines)
     if len(text) <= piece_chars and len(lines) <= PIECE_ROWS:  # (no long table either)
         return [Piece(text, 0, 0)]
     cuts, levels = _cut_points(lines)
@@ -137,7 +143,6 @@ def _piece(lines: list[str], start: int, end: int, first_level: int | None,
 _TARGET_LINE = re.compile(r"\.\. _(`[^`]+`|[^:`\n][^:\n]*):")  # at the text's start,
 _TARGET_AFTER_LINE = re.compile(r"\n\.\. _(`[^`]+`|[^:`\n][^:\n]*):")  # or after a "\n"
 _INLINE_TARGET = re.compile(r"_`([^`\n]+)`")
-_WORD_OR_TICK = re.compile(r"[\w`]")
 _SUBSTITUTION = re.compile(r"\.\. \|([^|\n]+)\|")
 _SUBSTITUTION_AFTER_LINE = re.compile(r"\n\.\. \|([^|\n]+)\|")
 _PHRASE_REF = re.compile(r"`([^`<>]+)`__?(?![\w`])")
@@ -185,12 +190,25 @@ def _targets(text: str) -> set[str]:
             k += 1
         if k < len(spans) and spans[k][0] <= at:  # inside a line target: the scan goes on
             pos = spans[k][1]  # after it
-        elif at and _WORD_OR_TICK.match(text, at - 1):
+        elif at and not _starts_inline(text, at):
             pos = at + 1
         else:
             names.add(_name(m.group(1)))
             pos = m.end()
     return names
+
+
+def _starts_inline(text: str, at: int) -> bool:
+    """Whether inline markup may start at ``at`` (docutils' rule: after whitespace, an
+    opening bracket or quote, or a delimiter such as ``-``, ``/``, ``:``)."""
+    return bool(_inline_start().match(text, at - 1))
+
+
+@cache
+def _inline_start() -> re.Pattern[str]:
+    from docutils.utils import punctuation_chars
+
+    return re.compile(r"\s|[%s%s]" % (punctuation_chars.openers, punctuation_chars.delimiters))
 
 
 def _name(text: str) -> str:
@@ -470,6 +488,17 @@ def _check_blocks(lines: list[str], cuts: list[int]) -> None:
                 f"lines {a + 1}-{b} are one block of {b - a:,} lines ({chars:,} characters), "
                 f"past the reStructuredText reader's bound of {MAX_BLOCK_LINES:,} lines or "
                 f"{MAX_BLOCK_CHARS // 1024:,} KiB per block")
+
+
+def _check_lines(lines: list[str]) -> None:
+    """``ValueError`` naming the first line longer than ``MAX_LINE_CHARS`` (tabs expanded,
+    as docutils counts)."""
+    for n, line in enumerate(lines, start=1):
+        if len(line) > MAX_LINE_CHARS // 8 and len(
+                line.rstrip("\r\n").expandtabs(8)) > MAX_LINE_CHARS:
+            raise ValueError(
+                f"line {n:,} is {len(line.rstrip()):,} characters long, past the "
+                f"reStructuredText reader's bound of {MAX_LINE_CHARS:,} per line (docutils')")
 
 
 def _check_depth(text: str) -> None:
