@@ -156,6 +156,10 @@ def test_create_modify_delete_rename_and_an_editors_save(folder: Path, watching)
         assert best.path == str(folder / "bees.md")
     assert all(w.lock_free), "the writer lock was still held after a run"
     assert w.errors == [] and w.skips == []
+    # the model is loaded once, by the initial run, and kept for the runs that embed after
+    embedding = [r for r in w.runs if r.number and r.summary.embedded]
+    assert embedding and not any(r.summary.model_loaded for r in embedding), [
+        (r.summary.embedded, r.summary.model_loaded) for r in w.runs]
 
 
 def test_open_readers_keep_answering_and_see_each_change(folder: Path, watching):

@@ -52,6 +52,28 @@ class ModelLoad:
         self._thread.join()
 
 
+class KeptModels:
+    """Embedders kept for the runs of one process (``watch``: a run per burst of changes).
+    The first run that needs a model loads it; later runs with the same model and options
+    take it (their summary's ``model_loaded`` is then false)."""
+
+    def __init__(self) -> None:
+        self._kept: dict[str, Any] = {}
+
+    @staticmethod
+    def key(model_dir: str | None, options: dict) -> str:
+        import json
+
+        source = "default" if model_dir is None else os.path.abspath(model_dir)
+        return json.dumps([source, options], sort_keys=True, default=str)
+
+    def get(self, key: str) -> Any:
+        return self._kept.get(key)
+
+    def keep(self, key: str, embedder: Any) -> None:
+        self._kept[key] = embedder
+
+
 class ModelSlot:
     """The embedder of one ``embed`` run, loaded on first need (or taken from a ``ModelLoad``
     started ahead), bound to the index before its first vector is written.
@@ -62,8 +84,9 @@ class ModelSlot:
 
     def __init__(self, store: Any, embedder: Any, model_dir: str | None,
                  batch_size: int | None, options: dict | None,
-                 early: ModelLoad | None = None) -> None:
+                 early: ModelLoad | None = None, kept: KeptModels | None = None) -> None:
         self.store = store
+        self.kept = kept
         self._embedder = embedder
         self.model_dir = model_dir
         self.batch_size = batch_size
@@ -110,14 +133,19 @@ class ModelSlot:
         """The bound embedder (loaded now if needed); raises ``RagsiftError`` when the index
         holds another model's vectors."""
         if self._embedder is None:
-            if self.early is not None:
-                self._embedder, self.early = self.early.result(), None
-            else:
-                from ragsift.embedders import load_embedder
+            key = KeptModels.key(self.model_dir, load_options(self.options, self.batch_size))
+            self._embedder = self.kept.get(key) if self.kept is not None else None
+            if self._embedder is None:
+                if self.early is not None:
+                    self._embedder, self.early = self.early.result(), None
+                else:
+                    from ragsift.embedders import load_embedder
 
-                self._embedder = load_embedder(self.model_dir,
-                                               **load_options(self.options, self.batch_size))
-            self.loaded = True
+                    self._embedder = load_embedder(
+                        self.model_dir, **load_options(self.options, self.batch_size))
+                self.loaded = True
+                if self.kept is not None:
+                    self.kept.keep(key, self._embedder)
         emb = self._embedder
         if self._token_counter is not None:
             _link_token_ids(emb, self._token_counter)

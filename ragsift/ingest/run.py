@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from ragsift.embedders.binding import check_evidence, clean_embedder_options, load_options
 from ragsift.ingest.batch import Run
-from ragsift.ingest.model import ModelLoad, ModelSlot
+from ragsift.ingest.model import KeptModels, ModelLoad, ModelSlot
 from ragsift.ingest.sizing import default_embed_chunker
 from ragsift.ingest.summary import EmbedProgress, EmbedSummary
 
@@ -48,6 +48,7 @@ def build_index(
     engine: str = "local",
     ray_address: str | None = None,
     root: str | None = None,
+    kept: KeptModels | None = None,
 ) -> EmbedSummary:
     """Bring the index at ``index`` up to date with ``paths`` (see ``ingest.plan`` for what
     is unchanged, changed and gone).
@@ -63,6 +64,7 @@ def build_index(
     Pruning removes only documents whose absence is certain (``Walk.may_prune``).
     ``root``: the project root (``ragsift.project``): files inside it are stored by their path
     relative to it (keys and display paths); None: absolute keys, paths as typed.
+    ``kept``: embedders kept across the runs of one process (``watch``), loaded once.
     """
     import time
 
@@ -89,7 +91,7 @@ def build_index(
             chunker = default_embed_chunker(model_dir, max_length=opts.get("max_length"),
                                             passage_prefix=opts.get("passage_prefix"))
         early = _load_ahead(index, embedder, rebuild, engine, model_dir, batch_size,
-                            embedder_options)
+                            embedder_options, kept)
         store = open_index(index, "w", wait=wait)
     except BaseException:
         if early is not None:
@@ -101,7 +103,7 @@ def build_index(
             store.clear()
         else:  # an index from before unit evidence is rebuilt, never added to
             check_evidence(store.settings(), f"index {index}")
-        slot = ModelSlot(store, embedder, model_dir, batch_size, embedder_options, early)
+        slot = ModelSlot(store, embedder, model_dir, batch_size, embedder_options, early, kept)
         run = Run(store, summary, slot, progress, on_skip=on_skip, on_warning=on_warning,
                   root=root)
         slot.check_early()
@@ -144,7 +146,8 @@ def build_index(
 
 
 def _load_ahead(index, embedder, rebuild: bool, engine: str, model_dir: str | None,
-                batch_size: int | None, embedder_options: dict | None) -> ModelLoad | None:
+                batch_size: int | None, embedder_options: dict | None,
+                kept: KeptModels | None = None) -> ModelLoad | None:
     """Start loading the model now when the run will certainly need it: a new index (no
     file, or a 0-byte one) or a rebuilt one embeds everything it indexes (an index with
     documents loads the model only once something needs embedding, so an unchanged re-run
@@ -152,7 +155,9 @@ def _load_ahead(index, embedder, rebuild: bool, engine: str, model_dir: str | No
     from ragsift.errors import RagsiftError
     from ragsift.index import inspect_index
 
-    if embedder is not None or engine != "local":
+    options = load_options(clean_embedder_options(embedder_options), batch_size)
+    if embedder is not None or engine != "local" or (
+            kept is not None and kept.get(KeptModels.key(model_dir, options)) is not None):
         return None
     if not rebuild:
         try:
@@ -160,5 +165,4 @@ def _load_ahead(index, embedder, rebuild: bool, engine: str, model_dir: str | No
                 return None
         except RagsiftError:
             return None  # open_index says what is wrong with it
-    return ModelLoad(model_dir, load_options(clean_embedder_options(embedder_options),
-                                             batch_size))
+    return ModelLoad(model_dir, options)
