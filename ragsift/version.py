@@ -1,14 +1,16 @@
 """The package version (one place; ``pyproject.toml`` carries the same number)."""
 
-__version__ = "0.4.0"
+__version__ = "0.5.0"
 
 # The oldest ragsift that may write an index this one has written (``min_writer_version`` in
 # the index's settings; ``index.opening.check_versions``). 0.4.0: documents keyed relative to
 # a project root and a pipeline fingerprint per document; an older writer would add a second
-# copy of each document under its absolute path. Raise it whenever an older writer would
+# copy of each document under its absolute path. 0.5.0: the rst reader 4 (sources/formats.py);
+# a 0.4.0 writer would re-chunk every .rst document with its reader 3, and this one back
+# again at its next run. Raise it whenever an older writer would
 # misread what this one writes; readers are bound the same way by ``MIN_READER_VERSION``
 # (None: every version that reads the schema may read it).
-MIN_WRITER_VERSION = "0.4.0"
+MIN_WRITER_VERSION = "0.5.0"
 MIN_READER_VERSION: str | None = None
 
 

@@ -34,7 +34,9 @@ READERS: dict[str, tuple[int, str | None]] = {
     # rst 2: Sphinx roles and directives as a reader sees them (0.2.0); 3: long files in
     # pieces (footnote numbers restart per piece), past the bounds plain text (0.4.0); 4: a
     # table row's lines are those docutils numbers its cells with (rows that repeat, or
-    # after a long block, were mapped to another row's line)
+    # after a long block, were mapped to another row's line), and what docutils could not
+    # parse (a malformed table, an unknown directive, a code-block with Sphinx's options)
+    # keeps its text (0.5.0)
     "rst": (4, "docutils"),
     "html": (1, None), "json": (1, None), "jsonl": (1, None), "pdf": (1, "pypdf"),
     "text": (1, None),
