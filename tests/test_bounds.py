@@ -164,6 +164,17 @@ def test_nesting_past_the_depth_bound_is_read_as_text(tmp_path):
                             "read as plain text",)
 
 
+def test_list_markers_on_one_line_count_as_nesting(tmp_path):
+    """``- - - … x``: each marker opens a list inside the last, as indentation would (100 of
+    them parsed at 4.3 MB for 202 bytes, past MAX_DEPTH); a table row of list-table
+    (``* - cell``) and a few markers stay parsed."""
+    deep = _rst(tmp_path, "- " * (rst_pieces.MAX_DEPTH + 2) + "x\n")
+    assert deep.text.startswith("- - -") and len(deep.warnings) == 1
+    assert "nested more than" in deep.warnings[0]
+    shallow = _rst(tmp_path, "Title\n=====\n\n- - - x\n\n* - cell\n  - other\n", "s.rst")
+    assert not shallow.warnings and "x" in shallow.text and "# Title" in shallow.text
+
+
 def test_the_cli_names_a_file_past_the_bound_in_one_line(tmp_path):
     rows = rst_pieces.MAX_BLOCK_LINES + 1
     (tmp_path / "big.rst").write_text(_simple_table(rows), encoding="utf-8")

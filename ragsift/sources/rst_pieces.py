@@ -515,7 +515,20 @@ def _check_depth(text: str) -> None:
             stack.pop()
         if not stack or stack[-1] < indent:
             stack.append(indent)
-            if len(stack) > MAX_DEPTH + 1:  # (column 0 is the top level, not a nesting)
-                raise ValueError(
-                    f"line {number} is nested more than {MAX_DEPTH} indentation levels deep, "
-                    f"past the reStructuredText reader's bound of {MAX_DEPTH}")
+        # list markers on one line (``- - - x``) open a list each, as deeper lines would
+        inline = _inline_markers(body)
+        if len(stack) + inline > MAX_DEPTH + 1:  # (column 0 is the top level, not a nesting)
+            raise ValueError(
+                f"line {number} is nested more than {MAX_DEPTH} indentation levels deep, "
+                f"past the reStructuredText reader's bound of {MAX_DEPTH}")
+
+
+_MARKER = re.compile(r"(?:[-*+\u2022\u2023\u2043]|\(?(?:\d+|#|[A-Za-z])[.)]) +")
+
+
+def _inline_markers(body: str) -> int:
+    """How many lists a line's leading markers open after its first (``- - x``: 1)."""
+    count, pos = 0, 0
+    while (m := _MARKER.match(body, pos)) is not None:
+        count, pos = count + 1, m.end()
+    return max(0, count - 1)
