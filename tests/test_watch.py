@@ -90,7 +90,15 @@ class Watcher:
             return wait_for(condition, what)
         except AssertionError:
             raise AssertionError(f"gave up waiting for {what}: runs {[r.events for r in self.runs]}, "
-                                 f"errors {self.errors}, failure {self.failure!r}") from None
+                                 f"errors {self.errors}, failure {self.failure!r}; the watch "
+                                 f"thread is at:\n{self.where()}") from None
+
+    def where(self) -> str:
+        """The watch thread's stack now (where a watch that never runs again is stuck)."""
+        import traceback
+
+        frame = sys._current_frames().get(self.thread.ident)
+        return "".join(traceback.format_stack(frame)) if frame else "(not running)"
 
     def close(self) -> None:
         self.stop.set()
