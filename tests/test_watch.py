@@ -347,3 +347,47 @@ def _cli(*args: str, cwd: Path, pythonpath: Path | None = None) -> subprocess.Co
     return subprocess.run([sys.executable, "-m", "ragsift", *args], cwd=cwd,
                           env=_env(pythonpath), capture_output=True, text=True,
                           timeout=DEADLINE, check=False)
+
+
+def test_a_stream_of_ignored_events_cannot_hold_off_the_look_at_the_folders(tmp_path: Path,
+                                                                         folder: Path,
+                                                                         monkeypatch):
+    """Readers of an index inside the watched folder create and delete its -wal and -shm
+    files at every open: a steady stream of events the filter drops, during which watchfiles
+    never reaches its timeout. The look at the folders (which catches a change whose event
+    the OS never delivered) must still come. watchfiles is replaced by a stand-in that
+    behaves as it does under such a stream (only events the filter keeps are yielded, no
+    timeout ever): no real file events can be made to go missing on purpose."""
+    from ragsift.ingest import watch as watch_module
+
+    idx = folder / "inside.db"
+    wal = str(idx) + "-wal"
+
+    class SteadyStream:
+        @staticmethod
+        def watch(*roots, watch_filter, stop_event, **options):
+            while not stop_event.is_set():
+                changes = {(2, wal)} if watch_filter(2, wal) else set()
+                if changes:
+                    yield changes
+                time.sleep(0.01)  # (pacing only: the outcome waits on the index)
+
+    monkeypatch.setattr(watch_module, "_watchfiles", lambda: SteadyStream)
+    monkeypatch.setattr(watch_module, "RECHECK_S", 0.0)
+    stop = threading.Event()
+    runs: list = []
+
+    def on_run(run) -> None:
+        runs.append(run)
+        if run.number == 0:  # written with no event: only a look at the folder finds it
+            (folder / "late.md").write_text("# Late\n\nNo event announced me.\n", "utf-8")
+
+    thread = threading.Thread(target=api.watch, args=(idx, [folder]),
+                              kwargs={"stop": stop, "on_run": on_run}, daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: "late.md" in documents(idx), "the file no event announced")
+    finally:
+        stop.set()
+        thread.join(DEADLINE)
+    assert [r.number for r in runs] == [0, 1] and runs[1].summary.parsed == 1

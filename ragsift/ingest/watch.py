@@ -135,7 +135,17 @@ def watch(index: str | os.PathLike, paths: Iterable[str | os.PathLike], *,
     ready = False  # the watcher has started: the first yield compares with the initial run
     retry = False  # the last run failed: try again at the next timeout
     checked = time.monotonic()
-    keep = _event_filter(paths, index)
+    ignore = _event_filter(paths, index)
+
+    def keep(change: Any, path: str) -> bool:
+        # an event the filter drops still wakes the loop when a look at the folders is due
+        # (the first after the watcher started, a failed run's retry, RECHECK_S without one):
+        # a steady stream of them (each reader that opens an index inside the folder creates
+        # and deletes its -wal and -shm files) holds off watchfiles' timeout for as long as
+        # it lasts, and with it the look that catches an event the OS never delivered
+        return ignore(change, path) or not ready or retry or (
+            time.monotonic() - checked >= RECHECK_S)
+
     for changes in watchfiles.watch(*_watch_roots(paths), watch_filter=keep,
                                     debounce=debounce_ms, step=step_ms, stop_event=stopped,
                                     rust_timeout=READY_MS, yield_on_timeout=True,
