@@ -77,7 +77,10 @@ def connect(address: str | None) -> Any:
             # local cluster of one `embed` run does that command's work, so it runs at the
             # command's priority: on a busy machine niced workers starved for minutes
             os.environ.setdefault("RAY_worker_niceness", "0")
-            ray.init(include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+            # "local": a new cluster even when /tmp/ray names another one; a cluster that
+            # died left that file behind, and joining it hung (`--ray-address auto` joins)
+            ray.init(address="local", include_dashboard=False, log_to_driver=False,
+                     logging_level="ERROR")
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise RagsiftError(f"cannot connect to the Ray cluster at {address or 'local'}: "
                            f"{str(exc).splitlines()[0]}") from None
