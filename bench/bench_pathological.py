@@ -374,24 +374,25 @@ def main() -> None:
                 (d / f"{stem}.txt").write_text(text, encoding="utf-8")
                 pair(f"rst, {name} (vs the same bytes as .txt)", f"{mb} MB", d / f"{stem}.rst",
                      d / f"{stem}.txt", out)
+
+        def against_prose(case: str, label: str, path: Path, text: str) -> None:
+            """``text`` as ``path`` beside prose ``.txt`` of the same size: a pair row and
+            its floor row."""
+            twin = path.with_name(path.name + ".prose.txt")
+            path.write_text(text, encoding="utf-8")
+            twin.write_text(prose(len(text), rng), encoding="utf-8")
+            pair(f"{case} (vs prose .txt)", label, path, twin, out)
+            floor(path)
+
         for n_rows in table_rows if "bounds" in cases else []:
             for ext, make in (("rst", rst_table), ("md", None)):
                 text = rst_table(n_rows, rng) if make else "# Data\n\n" + table(n_rows, rng)
-                (d / f"bt{n_rows}.{ext}").write_text(text, encoding="utf-8")
-                (d / f"btp{n_rows}.{ext}.txt").write_text(prose(len(text), rng),
-                                                          encoding="utf-8")
-                pair(f"one table, .{ext} (vs prose .txt)", f"{n_rows:,} rows",
-                     d / f"bt{n_rows}.{ext}", d / f"btp{n_rows}.{ext}.txt", out)
-                floor(d / f"bt{n_rows}.{ext}")
+                against_prose(f"one table, .{ext}", f"{n_rows:,} rows", d / f"bt{n_rows}.{ext}",
+                              text)
         for kind, depths in NESTING_DEPTHS.items() if "bounds" in cases else []:
             for depth in depths[:2] if opts.quick else depths:
-                text = nested(kind, depth)
-                (d / f"deep{depth}.{kind}").write_text(text, encoding="utf-8")
-                (d / f"deepp{depth}.{kind}.txt").write_text(prose(len(text), rng),
-                                                            encoding="utf-8")
-                pair(f"deep nesting, .{kind} (vs prose .txt)", f"{depth:,} levels",
-                     d / f"deep{depth}.{kind}", d / f"deepp{depth}.{kind}.txt", out)
-                floor(d / f"deep{depth}.{kind}")
+                against_prose(f"deep nesting, .{kind}", f"{depth:,} levels",
+                              d / f"deep{depth}.{kind}", nested(kind, depth))
     after = loadavg()
 
     lines = [
