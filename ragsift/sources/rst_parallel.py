@@ -126,7 +126,7 @@ class _Helper:
         with self.cond:
             while k not in self.results and not self.ended:
                 self.cond.wait()
-            return self.results.get(k)
+            return self.results.pop(k, None)  # (the caller keeps it: not held twice)
 
     def stop(self) -> None:
         self.proc.kill()
