@@ -104,14 +104,14 @@ def build(path: Path, n: int) -> None:
                      "content_hash": f"{s + i:016x}", "truncated": 0}
                     for i, t in enumerate(part)]
             # unit evidence as embed stores it: the text's own units, synthetic unit vectors,
-            # the chunk's vector their normalised mean
+            # the chunk's vector their length-weighted mean
             vecs = np.zeros((len(part), DIM), np.float32)
             for i, (rec, t) in enumerate(zip(recs, part)):
                 bounds = evidence.unit_bounds(t) or [(0, len(t))]
                 uv = rng.standard_normal((len(bounds), DIM), dtype=np.float32)
                 uv /= np.linalg.norm(uv, axis=1, keepdims=True)
                 rec["units"] = evidence.encode(bounds, uv)
-                vecs[i] = evidence.aggregate(uv)
+                vecs[i] = evidence.aggregate(uv, evidence.weights(bounds))
             batch.append(DocumentWrite(key=f"doc{d:04d}.txt", path=f"doc{d:04d}.txt",
                                        sha256="0" * 64, records=recs, vectors=vecs))
             if len(batch) == 20:

@@ -1,6 +1,6 @@
 """The package version (one place; ``pyproject.toml`` carries the same number)."""
 
-__version__ = "0.5.0"
+__version__ = "0.6.0"
 
 # The oldest ragsift that may write an index this one has written (``min_writer_version`` in
 # the index's settings; ``index.opening.check_versions``). 0.4.0: documents keyed relative to

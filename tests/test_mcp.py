@@ -11,8 +11,11 @@ import sys
 
 import pytest
 
+from ragsift.retrieval.relevance import DEFAULT_THRESHOLDS
 from tests.conftest import REPO, run_cli
 from tests.test_query_cli import fixture_index
+
+FLOOR = DEFAULT_THRESHOLDS["hybrid"]  # the measured default: the server's floor here
 
 pytest.importorskip("mcp", reason="the mcp extra is part of [test]")
 
@@ -78,7 +81,7 @@ def test_tools_are_listed_with_schemas_and_descriptions_that_say_what_the_thresh
         assert "threshold" in text and "empty result is a real answer" in text
         assert set(tools[name].input_schema["properties"]) == {"query", "k", "threshold", "path"}
         assert tools[name].input_schema["required"] == ["query"]
-        assert tools[name].input_schema["properties"]["threshold"]["minimum"] == 0.16
+        assert tools[name].input_schema["properties"]["threshold"]["minimum"] == FLOOR
     for tool in tools.values():
         assert tool.input_schema["type"] == "object"
         assert tool.output_schema and tool.output_schema["type"] == "object"
@@ -113,7 +116,7 @@ def test_search_and_explain_return_the_cli_records(index):
     assert approx_equal(search.structured_content["admitted"], cli_json_lines(
         "query", BEES, "-i", index, "--json"))
     assert search.structured_content["near_miss"] is None
-    assert search.structured_content["floor"] == 0.16
+    assert search.structured_content["floor"] == FLOOR
     assert approx_equal(mcp_only(explain.structured_content), json.loads(run_cli(
         "explain", BEES, "-i", index, "--json").stdout))
     assert approx_equal(narrowed.structured_content["admitted"], cli_json_lines(
@@ -150,16 +153,16 @@ def test_a_call_may_raise_the_floor_never_lower_it(index):
 
     lowered, lowered_explain, plain, explained, raised, again = with_server(index, body)
     for r in (lowered, lowered_explain):
-        assert r.is_error and "below this server's floor 0.16" in r.content[0].text
+        assert r.is_error and f"below this server's floor {FLOOR}" in r.content[0].text
     rec = plain.structured_content
-    assert rec["admitted"] == [] and rec["floor"] == 0.16
-    assert rec["near_miss"]["score"] < 0.16 and rec["admit_at"] is None
+    assert rec["admitted"] == [] and rec["floor"] == FLOOR
+    assert rec["near_miss"]["score"] < FLOOR and rec["admit_at"] is None
     assert "no threshold this server accepts admits it" in rec["hints"][0]
     assert not any("--threshold" in h for h in rec["hints"])
     assert "no threshold this server accepts" in explained.structured_content["hint"]
     # a call that raised the threshold hears which value (at least the floor) admits it
     rec = raised.structured_content
-    assert rec["admitted"] == [] and 0.16 <= rec["admit_at"] <= rec["near_miss"]["score"]
+    assert rec["admitted"] == [] and FLOOR <= rec["admit_at"] <= rec["near_miss"]["score"]
     assert rec["threshold_origin"] == "given by the call"
     assert again.structured_content["admitted"][0]["id"] == rec["near_miss"]["id"]
 

@@ -162,6 +162,14 @@ def test_threshold_saved_by_an_older_release_is_ignored_with_one_warning(index, 
     assert record["threshold"] == DEFAULT_THRESHOLDS["hybrid"]
     assert record["threshold_source"] == "model default"
 
+    # one tuned on an earlier relevance score (ragsift 0.3-0.5: relevance-2) is ignored too
+    with open_index(str(copy), "w") as store:
+        store.set_settings(tuned_threshold={**old, "score": "relevance-2"})
+    proc = run_cli("explain", "when do honey bees swarm", "-i", str(copy), "--json")
+    warnings = [line for line in proc.stderr.splitlines() if "re-run" in line]
+    assert len(warnings) == 1 and "relevance-2" in warnings[0], proc.stderr
+    assert json.loads(proc.stdout)["threshold"] == DEFAULT_THRESHOLDS["hybrid"]
+
     with open_index(str(copy), "w") as store:
         store.set_settings(tuned_threshold={**old, "value": 0.05, "score": SCORE_KIND})
     proc = run_cli("explain", "when do honey bees swarm", "-i", str(copy), "--json")

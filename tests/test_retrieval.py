@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ragsift.embedders.evidence import EVIDENCE_KIND
 from ragsift.errors import RagsiftError
 from ragsift.retrieval import attribution as attr
 from records import retrieval as build_retrieval
@@ -365,12 +366,12 @@ def test_model_mismatch_is_refused_and_preload_raises_on_use(monkeypatch):
     monkeypatch.setattr(ragsift.embedders, "load_embedder", lambda model_dir=None: Other())
     with pytest.raises(RagsiftError, match="--model"):
         search.embedder_for({"model": "minilm", "model_fingerprint": "minilm/384/def",
-                             "evidence": "units-1"})
+                             "evidence": EVIDENCE_KIND})
     assert search.embedder_for({"model_fingerprint": "other/384/abc",
-                                "evidence": "units-1"}).name == "other"
+                                "evidence": EVIDENCE_KIND}).name == "other"
 
     store = FakeStore(np.eye(3, dtype=np.float32), ["a.md"] * 3)
-    store.settings = lambda: {"model_fingerprint": "minilm/384/def", "evidence": "units-1"}
+    store.settings = lambda: {"model_fingerprint": "minilm/384/def", "evidence": EVIDENCE_KIND}
     s = Searcher(store, preload_embedder=True)  # the failure surfaces when the model is used
     with pytest.raises(RagsiftError, match="was built with model"):
         s.embed_queries(["q"])

@@ -126,11 +126,12 @@ def test_embed_hands_over_no_ids_and_stores_what_each_unit_gets_alone(
         rowids, _ = st.load_matrix()
         recs = st.chunks([int(r) for r in rowids])
     for r in recs:
-        parts = [embedder.embed([r["text"][a:z]]).vectors[0]
-                 for a, z in evidence.unit_bounds(r["text"]) or [(0, len(r["text"]))]]
+        bounds = evidence.unit_bounds(r["text"]) or [(0, len(r["text"]))]
+        parts = [embedder.embed([r["text"][a:z]]).vectors[0] for a, z in bounds]
         if r["context"].strip():
             parts.append(embedder.embed([r["context"].strip()]).vectors[0])
-        assert stored[r["context"] + r["text"]] == evidence.aggregate(np.stack(parts)).tobytes()
+        want = evidence.aggregate(np.stack(parts), evidence.weights(bounds, r["context"]))
+        assert stored[r["context"] + r["text"]] == want.tobytes()
 
 
 def test_the_chunk_command_keeps_no_ids():

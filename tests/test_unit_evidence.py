@@ -5,6 +5,7 @@ Everything here runs the real model on the bundled fixtures."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 import numpy as np
@@ -107,7 +108,7 @@ def test_every_units_offsets_slice_the_document(index):
             (evidence.unit_bounds(text) or [(0, len(text))])
 
 
-def test_a_chunks_vector_is_the_normalised_mean_of_its_units(index):
+def test_a_chunks_vector_is_the_length_weighted_mean_of_its_units(index):
     from ragsift.embedders import load_embedder
 
     emb = load_embedder()
@@ -118,14 +119,33 @@ def test_a_chunks_vector_is_the_normalised_mean_of_its_units(index):
         m = np.frombuffer(data, "<f4").reshape(len(ids), dim)
         matrix_rows.update({int(r): m[i] for i, r in enumerate(ids) if r >= 0})
     db.close()
+    checked = 0
     for _, _, text, context, blob, rowid in _stored(index):
         units = evidence.unit_vectors(blob)
+        starts, ends, _, _ = evidence.decode(blob)
+        bounds = list(zip(starts.tolist(), ends.tolist()))
         parts = [units]
         if context.strip():
             parts.append(np.asarray(emb.embed([context.strip()]).vectors, np.float32))
-        want = evidence.aggregate(np.vstack(parts))
+        lengths = evidence.weights(bounds, context)
+        assert lengths[:len(bounds)] == [max(z - a, 1) for a, z in bounds]
+        want = evidence.aggregate(np.vstack(parts), lengths)
         # the stored units are int8: their mean is within a rounding of the float32 one
         assert float(want @ matrix_rows[rowid]) > 0.999
+        if len(bounds) > 1 and len(set(lengths)) > 1:  # the weights are not a plain mean
+            plain = evidence.aggregate(np.vstack(parts))
+            assert float(plain @ matrix_rows[rowid]) < float(want @ matrix_rows[rowid])
+            checked += 1
+    assert checked  # some chunk has units of different lengths
+
+
+def test_aggregate_weighs_each_vector_by_its_weight():
+    a, b = np.array([1.0, 0.0], np.float32), np.array([0.0, 1.0], np.float32)
+    assert evidence.aggregate(np.stack([a, b])) == pytest.approx([2 ** -0.5, 2 ** -0.5])
+    v = evidence.aggregate(np.stack([a, b]), [3, 1])
+    assert v == pytest.approx(np.array([3.0, 1.0]) / 10 ** 0.5)
+    assert evidence.weights([(0, 10), (10, 12)], "  Title ") == [10, 2, 5]
+    assert evidence.weights([(4, 4)], " ") == [1]
 
 
 def test_the_engine_scores_a_chunk_by_its_best_unit(index):
@@ -181,6 +201,28 @@ def test_an_index_without_unit_evidence_gets_one_line_and_rebuild(tmp_path):
         assert proc.returncode == 2, (args, proc.stderr)
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and "--rebuild" in lines[0] and "Traceback" not in proc.stderr
+    proc = run_cli("embed", str(FIXTURES / "lantern"), "--index", str(path), "--rebuild")
+    assert proc.returncode == 0, proc.stderr
+    assert run_cli("query", "password", "--index", str(path)).returncode == 0
+
+
+def test_an_index_of_the_first_unit_layout_gets_one_line_and_rebuild(tmp_path):
+    """units-1 (ragsift 0.3-0.5): chunk vectors the plain mean of their units; mixing them
+    with length-weighted ones would rank two kinds of vector as one."""
+    path = tmp_path / "units1.db"
+    proc = run_cli("embed", str(FIXTURES / "lantern"), "--index", str(path))
+    assert proc.returncode == 0, proc.stderr
+    db = sqlite3.connect(path)
+    with db:
+        db.execute("UPDATE settings SET value = ? WHERE key = 'evidence'",
+                   (json.dumps("units-1"),))
+    db.close()
+    for args in (("query", "password"), ("embed", str(FIXTURES / "lantern"))):
+        proc = run_cli(*args, "--index", str(path))
+        assert proc.returncode == 2, (args, proc.stderr)
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and "plain mean of their units" in lines[0]
+        assert "--rebuild" in lines[0]
     proc = run_cli("embed", str(FIXTURES / "lantern"), "--index", str(path), "--rebuild")
     assert proc.returncode == 0, proc.stderr
     assert run_cli("query", "password", "--index", str(path)).returncode == 0

@@ -21,8 +21,38 @@ FILES = {"sourdough.rst": "fixtures/sourdough.rst", "field-notes.txt": "fixtures
          "handbook.md": "fixtures/beekeeping/handbook.md"}
 
 
-@pytest.fixture
-def old_index(tmp_path):
+def _reweigh(index) -> None:
+    """Give the 0.3.0 index the evidence layout of this ragsift, as a --rebuild would: each
+    chunk's vector the length-weighted mean of its stored units (0.3.0 stored their plain
+    mean, ``units-1``; its chunks have no context). What an index of another layout gets is
+    tested below (one line, --rebuild); the tests here are about pipeline fingerprints."""
+    import numpy as np
+
+    from ragsift.embedders import evidence
+
+    db = sqlite3.connect(index)
+    units = {}
+    for rowid, blob, context in db.execute("SELECT id, units, context FROM chunks"):
+        assert not context.strip()
+        starts, ends, _, _ = evidence.decode(blob)
+        units[rowid] = evidence.aggregate(evidence.unit_vectors(blob),
+                                          evidence.weights(list(zip(starts, ends))))
+    for block, rowids, data, dim in db.execute(
+            "SELECT id, rowids, data, dim FROM vec_blocks").fetchall():
+        ids = np.frombuffer(rowids, "<i8")
+        m = np.frombuffer(data, "<f4").reshape(len(ids), dim).copy()
+        for i, r in enumerate(ids.tolist()):
+            if r >= 0:
+                m[i] = units[r]
+        db.execute("UPDATE vec_blocks SET data = ? WHERE id = ?",
+                   (m.astype("<f4").tobytes(), block))
+    db.execute("UPDATE settings SET value = ? WHERE key = 'evidence'",
+               (json.dumps(evidence.EVIDENCE_KIND),))
+    db.commit()
+    db.close()
+
+
+def _old_index(tmp_path):
     """The 0.3.0 index, its documents at this test's ``docs/`` (keys re-pointed there, as if
     it had been built in this folder), mtimes as 0.3.0 recorded them."""
     docs = tmp_path / "docs"
@@ -38,6 +68,28 @@ def old_index(tmp_path):
     db.commit()
     db.close()
     return index, docs
+
+
+@pytest.fixture
+def old_index(tmp_path):
+    """The 0.3.0 index with this ragsift's evidence layout (``_reweigh``)."""
+    index, docs = _old_index(tmp_path)
+    _reweigh(index)
+    return index, docs
+
+
+def test_an_index_of_the_first_unit_layout_is_refused_with_one_line(tmp_path):
+    """0.3.0 as it is (``units-1``): reading and writing stop with one line and --rebuild;
+    --rebuild makes it this version's."""
+    index, docs = _old_index(tmp_path)
+    for args in (("query", "When do honey bees swarm?"), ("embed", str(docs))):
+        proc = run_cli(*args, "-i", str(index))
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert proc.stderr.count("\n") == 1 and "plain mean of their units" in proc.stderr
+        assert "--rebuild" in proc.stderr
+    proc = run_cli("embed", str(docs), "-i", str(index), "--rebuild", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert run_cli("query", "When do honey bees swarm?", "-i", str(index)).returncode == 0
 
 
 def _embed(docs, index):

@@ -32,7 +32,7 @@ THRESHOLD_OPTION = typer.Option(
     help="Floor on the relevance score (0-1, an estimate of the probability that a hit is "
     "relevant): nothing below it is admitted, even if that leaves no hit. Default: the "
     "threshold stored by `ragsift tune --save`, else the model's measured default (only the "
-    "bundled all-MiniLM-L6-v2 has one: 0.16 hybrid, 0.20 dense, 0.21 lexical); 'none' "
+    "bundled all-MiniLM-L6-v2 has one: 0.17 hybrid, 0.17 dense, 0.21 lexical); 'none' "
     "disables the floor.")
 REJECT_WINDOW_OPTION = typer.Option(
     10, "--reject-window", min=0,

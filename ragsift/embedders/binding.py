@@ -59,14 +59,25 @@ def check_model(settings: dict, fingerprint: str, name: str = "", *,
 
 
 def check_evidence(settings: dict, subject: str = "the index") -> None:
-    """Refuse an index whose vectors were made before unit evidence (ragsift < 0.3: one vector
-    per chunk, no units): one clear line and the way out, never a silent mix of the two."""
+    """Refuse an index whose vectors were made under another evidence layout: before unit
+    evidence (ragsift < 0.3: one vector per chunk, no units), or with units but chunk vectors
+    their unweighted mean (``units-1``, ragsift 0.3-0.5): one clear line and the way out,
+    never a silent mix of the two."""
     from ragsift.embedders.evidence import EVIDENCE_KIND
 
-    if settings.get("model_fingerprint") and settings.get("evidence") != EVIDENCE_KIND:
+    found = settings.get("evidence")
+    if settings.get("model_fingerprint") and found != EVIDENCE_KIND:
+        if found == "units-1":
+            why = ("an older ragsift (chunk vectors the plain mean of their units); ragsift "
+                   f"{_version()} weighs each unit by its length")
+        elif found:
+            why = (f"another ragsift (evidence layout {found!r}; ragsift {_version()} reads "
+                   f"{EVIDENCE_KIND!r})")
+        else:
+            why = (f"an older ragsift (one vector per chunk, no unit evidence); ragsift "
+                   f"{_version()} ranks chunks by their units")
         raise RagsiftError(
-            f"{subject} was built by an older ragsift (one vector per chunk, no unit "
-            f"evidence); ragsift {_version()} ranks chunks by their units: re-embed it with "
+            f"{subject} was built by {why}: re-embed it with "
             "`ragsift embed PATH... --index INDEX --rebuild`")
 
 

@@ -97,9 +97,15 @@ def resolve_threshold(threshold: float | str | None, settings: dict[str, Any], *
         if tuned.get("score") == SCORE_KIND:
             return ThresholdInForce(None if v is None else float(v), TUNED,
                                     int(tuned.get("queries") or 0))
-        warning = (f"the threshold saved in this index ({v}) is a cosine from ragsift < 0.2 "
-                   "and is ignored: scores are now relevance scores; re-run "
-                   "`ragsift tune --queries FILE --save`")
+        was = tuned.get("score")
+        if isinstance(was, str) and was.startswith("relevance-"):
+            warning = (f"the threshold saved in this index ({v}) was tuned on an earlier "
+                       f"relevance score ({was}; this ragsift scores {SCORE_KIND}) and is "
+                       "ignored; re-run `ragsift tune --queries FILE --save`")
+        else:
+            warning = (f"the threshold saved in this index ({v}) is a cosine from ragsift "
+                       "< 0.2 and is ignored: scores are now relevance scores; re-run "
+                       "`ragsift tune --queries FILE --save`")
     fingerprint = settings.get("model_fingerprint")
     measured = measured_thresholds(mode).get(fingerprint or "")
     if measured is not None:
@@ -107,7 +113,8 @@ def resolve_threshold(threshold: float | str | None, settings: dict[str, Any], *
     if not required:
         return ThresholdInForce(None, None, warning=warning)
     model = settings.get("model") or fingerprint or "of this index"
-    ignored = " (its saved cosine threshold from ragsift < 0.2 is ignored)" if warning else ""
+    ignored = " (the threshold saved in it is ignored: it was tuned on another score)" \
+        if warning else ""
     raise RagsiftError(
         f"model {model} has no measured threshold{ignored}; pass --threshold VALUE (or --threshold "
         "none), or store one in the index with `ragsift tune --queries FILE --save`")

@@ -1,8 +1,8 @@
 """The best unit of each candidate: the unit-level side of the dense evidence (issue 28).
 
 ``embed`` stores, for every chunk, its units' offsets and int8 vectors
-(``ragsift.embedders.evidence``) and, as the chunk's vector, their normalised mean (the
-*aggregate*). The dense scan ranks every chunk by the aggregate's cosine (exact, float32);
+(``ragsift.embedders.evidence``) and, as the chunk's vector, their mean weighted by each
+unit's length (the *aggregate*). The dense scan ranks every chunk by the aggregate's cosine (exact, float32);
 the engine then reads the units of the candidates that can reach the top (the first
 ``UNIT_DEPTH`` of each side's list) and takes, per chunk, its best unit's cosine and where
 that unit lies. That cosine is evidence of the relevance score (``relevance.FEATURES``:
