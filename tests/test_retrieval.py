@@ -392,8 +392,8 @@ def test_threshold_argument_is_typed():
 def test_threshold_flag_parsing():
     from ragsift.cli.query import threshold_arg
 
-    assert threshold_arg(None) == "auto"
+    assert threshold_arg(None) == threshold_arg("auto") == threshold_arg(" AUTO ") == "auto"
     assert threshold_arg("none") is threshold_arg("OFF") is None
     assert threshold_arg("0.42") == 0.42
-    with pytest.raises(RagsiftError, match="--threshold must be a number"):
+    with pytest.raises(RagsiftError, match="--threshold must be a number, 'none' or 'auto'"):
         threshold_arg("high")

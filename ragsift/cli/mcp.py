@@ -32,10 +32,10 @@ def mcp_command(
     k: int = typer.Option(3, "-k", "--k", min=1,
                           help="Hits a search returns by default, and the most a call may ask."),
     threshold: str | None = typer.Option(
-        None, "--threshold", "-t", metavar="FLOAT|none",
+        None, "--threshold", "-t", metavar="FLOAT|none|auto",
         help="The floor on the relevance score (0-1) for every call: a call may raise it, "
-        "never lower it. Default: the index's threshold in force (tuned by `ragsift tune "
-        "--save`, else the model's measured default); 'none': no floor."),
+        "never lower it. Default ('auto'): the index's threshold in force (tuned by `ragsift "
+        "tune --save`, else the model's measured default); 'none': no floor."),
     mode: str = typer.Option(DEFAULT_MODE, "--mode", metavar="|".join(MODES),
                              help="Evidence the relevance score is computed from."),
     span: str = typer.Option("chunk", "--span", metavar="chunk|best",

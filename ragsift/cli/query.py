@@ -28,11 +28,11 @@ INDEX_OPTION = typer.Option(DEFAULT_INDEX, "--index", "-i", envvar="RAGSIFT_INDE
                             metavar="FILE", help="Index file built by `ragsift embed`.")
 K_OPTION = typer.Option(3, "-k", "--k", min=1, help="Admit at most K hits.")
 THRESHOLD_OPTION = typer.Option(
-    None, "--threshold", "-t", metavar="FLOAT|none",
+    None, "--threshold", "-t", metavar="FLOAT|none|auto",
     help="Floor on the relevance score (0-1, an estimate of the probability that a hit is "
-    "relevant): nothing below it is admitted, even if that leaves no hit. Default: the "
-    "threshold stored by `ragsift tune --save`, else the model's measured default (only the "
-    "bundled all-MiniLM-L6-v2 has one: 0.17 hybrid, 0.17 dense, 0.21 lexical); 'none' "
+    "relevant): nothing below it is admitted, even if that leaves no hit. Default ('auto'): "
+    "the threshold stored by `ragsift tune --save`, else the model's measured default (only "
+    "the bundled all-MiniLM-L6-v2 has one: 0.17 hybrid, 0.17 dense, 0.21 lexical); 'none' "
     "disables the floor.")
 REJECT_WINDOW_OPTION = typer.Option(
     10, "--reject-window", min=0,
@@ -64,17 +64,21 @@ def open_index(index: str, model: str | None) -> api.Index:
 
 
 def threshold_arg(text: str | None) -> float | str | None:
-    """``--threshold``'s text as the API's threshold: absent -> ``"auto"``; ``none`` (``off``,
-    ``no``) -> None; else a number (the API checks its range)."""
+    """``--threshold``'s text as the API's threshold: absent or ``auto`` -> ``"auto"`` (as the
+    project file's ``threshold = "auto"``); ``none`` (``off``, ``no``) -> None; else a number
+    (the API checks its range)."""
     if text is None:
         return "auto"
     word = text.strip().lower()
+    if word == "auto":
+        return "auto"
     if word in ("none", "off", "no"):
         return None
     try:
         return float(word)
     except ValueError:
-        raise RagsiftError(f"--threshold must be a number or 'none', not {text!r}") from None
+        raise RagsiftError(
+            f"--threshold must be a number, 'none' or 'auto', not {text!r}") from None
 
 
 def fmt_threshold(value: float | None) -> str:
