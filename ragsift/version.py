@@ -7,10 +7,12 @@ __version__ = "0.6.0"
 # a project root and a pipeline fingerprint per document; an older writer would add a second
 # copy of each document under its absolute path. 0.5.0: the rst reader 4 (sources/formats.py);
 # a 0.4.0 writer would re-chunk every .rst document with its reader 3, and this one back
-# again at its next run. Raise it whenever an older writer would
+# again at its next run. 0.6.0: the rst reader 5 likewise, and the evidence layout units-2
+# (chunk vectors weighted by unit length), which 0.5.0 would refuse as "one vector per
+# chunk". Raise it whenever an older writer would
 # misread what this one writes; readers are bound the same way by ``MIN_READER_VERSION``
 # (None: every version that reads the schema may read it).
-MIN_WRITER_VERSION = "0.5.0"
+MIN_WRITER_VERSION = "0.6.0"
 MIN_READER_VERSION: str | None = None
 
 

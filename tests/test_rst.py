@@ -161,6 +161,21 @@ def test_repeated_table_rows_each_map_to_their_own_line():
     assert ("a | b", source.index("a      b") + 1) in _rendered_lines(text)
 
 
+def test_a_code_block_whose_first_row_repeats_above_it_maps_to_its_own_lines():
+    """``make`` in one ``::`` block and ``make`` / ``make install`` in the next, two lines
+    apart: the second block's rows point at their own lines, not at the first block's (every
+    row of a block is matched, not only its first); doctest and nested blocks too."""
+    text = ("Run this::\n\n    make\n\nand then this::\n\n    make\n    make install\n"
+            "    echo done\n\n>>> make\n1\n\n- item::\n\n      make\n      make install\n")
+    source = text.splitlines()
+    said = _rendered_lines(text)
+    for row in ("make install", "echo done", ">>> make"):
+        want = [n for n, line in enumerate(source, start=1) if line.strip() == row]
+        assert [line for rendered, line in said if rendered.strip() == row] == want, row
+    makes = [line for rendered, line in said if rendered.strip() == "make"]
+    assert makes == [n for n, line in enumerate(source, start=1) if line.strip() == "make"]
+
+
 def test_a_grid_table_with_rows_of_several_lines_maps_each_line():
     """A row of several lines starts at its first (an empty first cell there too), its
     rendered lines say the lines after it and none past the row's last: never the next

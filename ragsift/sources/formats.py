@@ -36,8 +36,9 @@ READERS: dict[str, tuple[int, str | None]] = {
     # table row's lines are those docutils numbers its cells with (rows that repeat, or
     # after a long block, were mapped to another row's line), and what docutils could not
     # parse (a malformed table, an unknown directive, a code-block with Sphinx's options)
-    # keeps its text (0.5.0)
-    "rst": (4, "docutils"),
+    # keeps its text (0.5.0); 5: a ``::`` block whose first row repeats just above it points
+    # at its own lines, not the earlier ones (0.6.0)
+    "rst": (5, "docutils"),
     "html": (1, None), "json": (1, None), "jsonl": (1, None), "pdf": (1, "pypdf"),
     "text": (1, None),
 }

@@ -613,16 +613,29 @@ class _Renderer:
         return None if first is None else (first, last)
 
     def _code_start(self, n: Any, code: str) -> int | None:
-        """docutils gives a directive's code block the line after it: count back."""
+        """The source line a code block starts on. docutils numbers an indented (``::``) or
+        doctest block by its first line and a directive's block by the line after it, so the
+        start is looked for near both: first where every row of the block matches the source
+        (stripped), else where its first row does (the nearest; a block whose first row
+        repeats just above it, ``make`` then ``make`` / ``make install``, no longer lands on
+        the earlier one)."""
         line = n.line
         if not line:
             return None
-        rows = code.split("\n")
-        first = rows[0].strip() if rows else ""
+        rows = [row.strip() for row in code.split("\n")]
         guess = line - len(rows)
-        found = [n for n in range(max(1, guess - 3), min(len(self.src), line + 1) + 1)
-                 if first and self.src[n - 1].strip() == first]
-        return min(found, key=lambda n: (abs(n - guess), n)) if found else max(1, guess)
+        span = range(max(1, guess - 3), min(len(self.src), line + 1) + 1)
+
+        def near(at: int) -> tuple[int, int]:
+            return min(abs(at - line), abs(at - guess)), at
+
+        whole = [at for at in span if at + len(rows) - 1 <= len(self.src)
+                 and all(self.src[at + i - 1].strip() == row for i, row in enumerate(rows))]
+        if whole:
+            return min(whole, key=near)
+        first = rows[0]
+        found = [at for at in span if first and self.src[at - 1].strip() == first]
+        return min(found, key=near) if found else max(1, guess)
 
 
 def _inline(node: Any) -> str:
