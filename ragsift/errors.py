@@ -6,12 +6,23 @@ Raised anywhere below ``cli``; caught once in ``ragsift.cli.main``, which prints
 
 from __future__ import annotations
 
+import os
+import sys
+
 # Exit codes are an API: documented in the README, stable across releases.
 EXIT_OK = 0  # success
 EXIT_NOTHING = 1  # nothing matched / nothing produced
 EXIT_USAGE = 2  # usage error (bad flag, bad value, unusable index, ...)
 EXIT_SKIPPED = 3  # completed, but some input files were skipped
 EXIT_OUTPUT = 4  # stdout or the index could not be written (disk full, I/O error)
+
+
+def debug_requested() -> bool:
+    """Whether the user asked for ``--debug`` (or set ``RAGSIFT_DEBUG``): then the libraries
+    under ragsift (onnxruntime, Lance, Ray) may write their own lines to stderr; otherwise
+    only ragsift's lines reach it. Read without importing the CLI."""
+    cli = sys.modules.get("ragsift.cli._common")
+    return bool(os.environ.get("RAGSIFT_DEBUG") or (cli is not None and cli.STATE.get("debug")))
 
 
 class RagsiftError(Exception):

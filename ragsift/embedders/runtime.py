@@ -19,16 +19,11 @@ ORT_QUIET = 3  # onnxruntime severities: 0 verbose, 1 info, 2 warning, 3 error, 
 ORT_DEFAULT = 2
 
 
-def _debug() -> bool:
-    import sys
-
-    cli = sys.modules.get("ragsift.cli._common")  # --debug, when the CLI runs (no import)
-    return bool(os.environ.get("RAGSIFT_DEBUG") or (cli is not None and cli.STATE.get("debug")))
-
-
 def log_severity() -> int:
     """The ``log_severity_level`` of every onnxruntime session: errors only unless --debug."""
-    return ORT_DEFAULT if _debug() else ORT_QUIET
+    from ragsift.errors import debug_requested
+
+    return ORT_DEFAULT if debug_requested() else ORT_QUIET
 
 
 def onnxruntime() -> Any:

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from dataclasses import dataclass
 from typing import Any
 
-from ragsift.errors import RagsiftError
+from ragsift.errors import RagsiftError, debug_requested
 from ragsift.index.locations import is_remote
 
 
@@ -51,9 +50,7 @@ def _lance():
     warnings.filterwarnings("ignore", message="lance is not fork-safe")
     # Only ragsift's own lines reach stderr: Lance's Rust log (``WARN lance::…``) is kept to
     # errors unless the user asked for more (``LANCE_LOG`` set) or runs with --debug.
-    cli = sys.modules.get("ragsift.cli._common")  # --debug, when the CLI runs (no import)
-    debug = os.environ.get("RAGSIFT_DEBUG") or (cli is not None and cli.STATE.get("debug"))
-    if "LANCE_LOG" not in os.environ and not debug:
+    if "LANCE_LOG" not in os.environ and not debug_requested():
         os.environ["LANCE_LOG"] = "error"
     try:
         import lance
