@@ -19,7 +19,7 @@ EXIT_OUTPUT = 4  # stdout or the index could not be written (disk full, I/O erro
 
 def debug_requested() -> bool:
     """Whether the user asked for ``--debug`` (or set ``RAGSIFT_DEBUG``): then the libraries
-    under ragsift (onnxruntime, Lance, Ray) may write their own lines to stderr; otherwise
+    under ragsift (onnxruntime, Lance) may write their own lines to stderr; otherwise
     only ragsift's lines reach it. Read without importing the CLI."""
     cli = sys.modules.get("ragsift.cli._common")
     return bool(os.environ.get("RAGSIFT_DEBUG") or (cli is not None and cli.STATE.get("debug")))

@@ -24,7 +24,7 @@ that answers is diluted (issue 28). Here:
 Why length-weighted: the model pools a text by the mean of its token outputs, so a chunk read
 whole weighs each sentence by its length; a plain mean of unit vectors gave a 6-word heading
 as much say as a 90-word paragraph. Weighted by characters, dense recall@5 on chroma-dev rose
-93.22 → 94.89 and SciFact's dense nDCG@10 67.75 → 68.04; weights by words or model tokens
+93.22 → 94.89 and SciFact's dense nDCG@10 67.75 → 68.03; weights by words or model tokens
 also beat the plain mean on every fold, and leave-one-corpus-out chose characters on three
 of four folds (``bench/RESULTS.md``, "Unit evidence": the aggregate's weights).
 
