@@ -466,27 +466,35 @@ def _markdown(sections: int, seed: int = 5) -> str:
     return "".join(out)
 
 
+def _parsed_sources(monkeypatch) -> list[str]:
+    """Every text the markdown reader's parser parses from now on (the real parser parses
+    it), in order."""
+    seen: list[str] = []
+    real = md._parser()
+
+    class Recording:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def parse(self, src, env=None):
+            seen.append(src)
+            return real.parse(src, env)
+
+    monkeypatch.setattr(md, "_parser", lambda: Recording())
+    return seen
+
+
 def test_a_long_markdown_is_parsed_in_pieces_as_the_whole_would_be(monkeypatch):
     text = _markdown(80)
     monkeypatch.setattr(md, "PIECE_CHARS", 10**9)
     whole = md.parse_markdown(text, "a.md")
     whole_tables = md.render_markdown_tables(whole)
-    parsed: list[int] = []
-    real = md._parser()
     monkeypatch.setattr(md, "PIECE_CHARS", 2048)
-
-    class Counting:
-        def __getattr__(self, name):
-            return getattr(real, name)
-
-        def parse(self, src, env=None):
-            parsed.append(len(src))
-            return real.parse(src, env)
-
-    monkeypatch.setattr(md, "_parser", lambda: Counting())
+    parsed = _parsed_sources(monkeypatch)
     cut = md.parse_markdown(text, "a.md")
     cut_tables = md.render_markdown_tables(cut)
-    assert len(parsed) > 10 and max(parsed) < 4096
+    sizes = [len(src) for src in parsed]
+    assert len(sizes) > 10 and max(sizes) < 4096
     assert not cut.warnings
     assert (cut.text, cut.lines, cut.headings) == (whole.text, whole.lines, whole.headings)
     assert (cut_tables.text, cut_tables.lines, cut_tables.headings) == (
@@ -547,18 +555,7 @@ def test_a_long_markdown_table_is_cut_between_rows_as_the_whole_would_be(monkeyp
     whole = md.parse_markdown(text, "t.md")
     whole_tables = md.render_markdown_tables(whole)
     monkeypatch.undo()
-    parsed: list[str] = []
-    real = md._parser()
-
-    class Counting:
-        def __getattr__(self, name):
-            return getattr(real, name)
-
-        def parse(self, src, env=None):
-            parsed.append(src)
-            return real.parse(src, env)
-
-    monkeypatch.setattr(md, "_parser", lambda: Counting())
+    parsed = _parsed_sources(monkeypatch)
     cut = md.parse_markdown(text, "t.md")
     cut_tables = md.render_markdown_tables(cut)
     assert sum(src.startswith("| id | name") for src in parsed) >= 500 // md.PIECE_ROWS
