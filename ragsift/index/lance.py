@@ -6,8 +6,9 @@ Layout (the LanceDB layout, so ``lancedb.connect(LOCATION).open_table("chunks")`
 - ``chunks.lance``: one row per document (``kind = "doc"``: key, path, size, mtime, sha256, ...),
   one per chunk (``kind = "chunk"``: the ``ragsift chunk`` fields, ``content_hash``,
   ``truncated``, ``vector`` as fixed_size_list<float32, dim>, ``fts`` = context + text + the
-  identifier terms of both, ``ragsift.index.terms.terms_text``: schema 2, kept for LanceDB
-  users; ragsift builds no full-text index on it) and the postings (``kind = "lex"``: per batch
+  identifier terms of both, ``ragsift.index.terms.terms_text``: schema 2, and their CJK
+  bigrams and unigrams: schema 4; kept for LanceDB users; ragsift builds no full-text index
+  on it) and the postings (``kind = "lex"``: per batch
   of chunks, one row per term with the chunk ids holding it and how often, and the chunks'
   lengths: schema 3, ``lance_rows.lexical_rows``, ``lance_lexical``).
   Documents and their chunks live in ONE dataset so a write call is ONE Lance commit
@@ -26,7 +27,7 @@ Search, so that a result means the same on both backends:
   order, BM25 and ceiling, so the relevance score and its default threshold mean the same on
   both backends (``tests/test_backend_contract.py``, the answers test). A fresh write is found
   at once (its postings are in its commit). Query words: the same extraction and stop-word rule
-  as SQLite, with the same identifier terms (``terms.query_terms``), OR-ed.
+  as SQLite, with the same identifier and CJK terms (``terms.query_terms``), OR-ed.
 - Unit evidence: the same int8 blobs as SQLite (``units``), so the best unit scores the same.
 
 Snapshots and the writer lock:
@@ -93,10 +94,12 @@ if TYPE_CHECKING:
     from ragsift.index.lance_lexical import LancePostings
 
 # 2: ``fts`` holds the identifier terms; 3: ragsift's own postings beside the chunks
-# (``lance_lexical``: the SQLite backend's BM25). ``LanceWriter._upgrade`` brings older ones up.
-SCHEMA_VERSION = 3
+# (``lance_lexical``: the SQLite backend's BM25); 4: the terms (``fts`` and postings) hold CJK
+# bigrams and unigrams (issue 37). ``LanceWriter._upgrade`` brings older ones up.
+SCHEMA_VERSION = 4
 IDENTIFIER_SCHEMA = 2
 POSTINGS_SCHEMA = 3
+CJK_SCHEMA = 4
 FORMAT = "ragsift-lance"
 
 
@@ -417,13 +420,15 @@ class LanceIndex(LanceWriter, FragmentCommits):
         if self._lex is None:
             from ragsift.index.lance_lexical import LancePostings
 
-            self._lex = LancePostings.load(self._ds)
+            self._lex = LancePostings.load(self._ds, cjk=self._schema_version >= CJK_SCHEMA)
         return self._lex
 
     def _query_terms(self, text: str) -> list[str]:
         """``terms.query_terms``: with identifier terms from schema 2 (an index written before
-        holds none, so its queries ask for none)."""
-        return query_terms(text, self._schema_version >= IDENTIFIER_SCHEMA)
+        holds none, so its queries ask for none), CJK runs by their bigrams from schema 4 (an
+        index written before is searched for whole runs, as it was indexed)."""
+        return query_terms(text, self._schema_version >= IDENTIFIER_SCHEMA,
+                           self._schema_version >= CJK_SCHEMA)
 
     def _has_index(self, column: str) -> bool:
         return any(column in ix.field_names for ix in self._ds.describe_indices())

@@ -71,7 +71,9 @@ class LancePostings:
         self.ceilings: dict[str, float] = {}  # query text -> BM25 ceiling (this snapshot)
 
     @classmethod
-    def load(cls, ds: Any) -> LancePostings:
+    def load(cls, ds: Any, cjk: bool = True) -> LancePostings:
+        """The postings of dataset version ``ds``; chunks without stored postings get them in
+        memory, with the CJK terms where ``cjk`` (the index's rule: ``terms.text_terms``)."""
         import numpy as np
 
         t = ds.to_table(columns=["rowid"], filter="kind = 'chunk'")
@@ -91,7 +93,7 @@ class LancePostings:
             covered[slots[keep]] = True
         extra: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         if not covered.all():
-            extra = _memory_postings(ds, rowids, ntok, np.flatnonzero(~covered))
+            extra = _memory_postings(ds, rowids, ntok, np.flatnonzero(~covered), cjk)
         return cls(ds, rowids, ntok, extra, batches, dead)
 
     def complete(self) -> bool:
@@ -187,10 +189,11 @@ def _slots(rowids: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return slots, keep
 
 
-def _memory_postings(ds: Any, rowids: np.ndarray, ntok: np.ndarray, slots: np.ndarray
-                     ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def _memory_postings(ds: Any, rowids: np.ndarray, ntok: np.ndarray, slots: np.ndarray,
+                     cjk: bool = True) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Postings, in memory, of the chunks at ``slots`` (none stored: an index from before
-    schema 3); sets their lengths in ``ntok``. Tokenized as every posting is."""
+    schema 3); sets their lengths in ``ntok``. Tokenized as every posting is, with the CJK
+    terms where ``cjk``."""
     import numpy as np
 
     from ragsift.index.lexical import tokenize_rows
@@ -205,6 +208,6 @@ def _memory_postings(ds: Any, rowids: np.ndarray, ntok: np.ndarray, slots: np.nd
         t.column("rowid").to_pylist(), t.column("context").to_pylist(),
         t.column("text").to_pylist())}
     texts = [found.get(int(r), ("", "")) for r in wanted.tolist()]
-    counts, postings = tokenize_rows([(c, x, terms_text(c, x)) for c, x in texts])
+    counts, postings = tokenize_rows([(c, x, terms_text(c, x, cjk=cjk)) for c, x in texts])
     ntok[slots] = counts
     return {term: (slots[at], tf.astype(np.float64)) for term, (at, tf) in postings.items()}

@@ -419,30 +419,67 @@ class LanceWriter:
     def _upgrade(self, version: int, target: int) -> None:
         """Bring an index of schema ``version`` to ``target`` (``lance.SCHEMA_VERSION``);
         opening it to write does this first: a writer never adds rows of one schema to another.
-        Schema 2: every chunk's ``fts`` is recomputed from its context and text with the
-        identifier terms (``lance_rows.fts_text``; one commit). Schema 3: the postings columns
-        are added (empty) and every chunk's postings written (``_merge_postings``; one
-        commit). Then the version is recorded (a crash before that: the next writer does it
-        again; a reader meanwhile builds the missing postings in memory)."""
-        import pyarrow as pa
-
-        from ragsift.index.lance_rows import fts_text
-
-        if version < 2 and self._ds is not None:
-            t = self._ds.to_table(columns=["uid", "context", "text"], filter="kind = 'chunk'")
-            if t.num_rows:
-                fts = [fts_text(c or "", x or "") for c, x in
-                       zip(t.column("context").to_pylist(), t.column("text").to_pylist())]
-                table = pa.table({"uid": t.column("uid"), "fts": pa.array(fts, pa.string())})
-                self._ds.merge_insert("uid").when_matched_update_all().execute(table)
-                self._reopen()
+        Schemas 2 and 4: every chunk's ``fts`` is recomputed from its context and text with the
+        identifier terms (2) and the CJK terms (4) (``lance_rows.fts_text``; the rows it
+        changes, one commit). Schema 3: the postings columns are added (empty) and every
+        chunk's postings written (``_merge_postings``; one commit); schema 4 from 3: where a
+        chunk's terms changed, every postings batch is written again from the chunks' text
+        (``_rebuild_postings``; one commit). Then the version is recorded (a crash before
+        that: the next writer does it again; a reader meanwhile reads the old schema's rule,
+        with the missing postings built in memory)."""
+        changed = False
+        if version < 4 and self._ds is not None:
+            changed = self._recompute_fts()
         if version < 3 and self._ds is not None:
             if "lex_term" not in self._ds.schema.names:
                 self._ds.add_columns(_lex_fields())
                 self._reopen()
             self._merge_postings()
+        elif version < 4 and changed:
+            self._rebuild_postings()
         self.set_settings(schema_version=target)
         self._schema_version = target
+
+    def _recompute_fts(self) -> bool:
+        """Every chunk's ``fts`` with this version's terms (``lance_rows.fts_text``), the rows
+        it changes in one commit; whether some changed."""
+        import pyarrow as pa
+
+        from ragsift.index.lance_rows import fts_text
+
+        t = self._ds.to_table(columns=["uid", "context", "text", "fts"], filter="kind = 'chunk'")
+        uids: list[str] = []
+        fts: list[str] = []
+        for uid, c, x, old in zip(t.column("uid").to_pylist(), t.column("context").to_pylist(),
+                                  t.column("text").to_pylist(), t.column("fts").to_pylist()):
+            new = fts_text(c or "", x or "")
+            if new != old:
+                uids.append(uid)
+                fts.append(new)
+        if uids:
+            table = pa.table({"uid": pa.array(uids, pa.string()),
+                              "fts": pa.array(fts, pa.string())})
+            self._ds.merge_insert("uid").when_matched_update_all().execute(table)
+            self._reopen()
+        return bool(uids)
+
+    def _rebuild_postings(self) -> None:
+        """Every live chunk's postings computed again from its context and text
+        (``lance_rows.lexical_rows``: this version's terms), written as one batch in place of
+        every stored one, in ONE commit."""
+        t = self._ds.to_table(columns=["rowid", "context", "text"], filter="kind = 'chunk'")
+        rows = lexical_rows([{"kind": "chunk", "rowid": r, "context": c, "text": x} for r, c, x
+                             in zip(t.column("rowid").to_pylist(),
+                                    t.column("context").to_pylist(),
+                                    t.column("text").to_pylist())])
+        if not rows:
+            self._ds.delete("kind = 'lex'")
+        else:
+            dim = int(self._ds.schema.field("vector").type.list_size)
+            (self._ds.merge_insert("uid").when_matched_update_all().when_not_matched_insert_all()
+             .when_not_matched_by_source_delete("kind = 'lex'")
+             .execute(rows_table(rows, [None] * len(rows), dim)))
+        self._reopen()
 
     # -- indexes and checks ----------------------------------------------------------------
     def verify(self) -> list[str]:

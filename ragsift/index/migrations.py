@@ -29,6 +29,11 @@ Schema 4 (identifiers are terms, issue 28) adds ``chunks.terms``: the identifier
 chunk's ``context`` and ``text`` (``ragsift.index.terms.terms_text``: ``url_for`` whole as
 ``urlfor``, ``camelCase`` by its parts ``camel case``), a third column of ``chunks_fts`` kept
 in step by the same triggers; the postings count them (not in a row's length).
+
+Schema 6 (CJK text searchable by its words, issue 37): ``chunks.terms`` also holds each
+chunk's CJK bigrams and unigrams (``ragsift.index.terms.cjk_terms``), and its identifier terms
+are read with CJK characters as separators. Nothing else changes; an index of schema 4-5 is
+read with the rule it was written with (its queries ask for whole CJK runs).
 """
 
 from __future__ import annotations
@@ -207,14 +212,39 @@ def m005_writer_versions(db: sqlite3.Connection) -> None:
                ("min_writer_version", json.dumps(MIN_WRITER_VERSION)))
 
 
+def m006_cjk_terms(db: sqlite3.Connection) -> None:
+    """Schema 6 (issue 37): ``chunks.terms`` recomputed from every row's ``context`` and
+    ``text`` with the CJK terms (``ragsift.index.terms.terms_text``; no model needed). Only
+    rows whose terms change are updated (rows without CJK keep theirs: the triggers keep
+    ``chunks_fts`` in step) and only their blocks' postings are written again. One
+    transaction: an index is either wholly migrated or not at all."""
+    from ragsift.index import lexical
+    from ragsift.index.terms import terms_text
+
+    changed = [(new, rowid) for rowid, new, old in
+               ((rowid, terms_text(context, text), old) for rowid, context, text, old in
+                db.execute("SELECT id, context, text, terms FROM chunks")) if new != old]
+    if not changed:
+        return
+    db.executemany("UPDATE chunks SET terms = ? WHERE id = ?", changed)
+    ids = json.dumps([rowid for _, rowid in changed])
+    blocks = ("(SELECT DISTINCT block_id FROM chunks WHERE id IN "
+              "(SELECT value FROM json_each(?)) AND block_id IS NOT NULL)")
+    db.execute(f"DELETE FROM lex_postings WHERE block_id IN {blocks}", (ids,))
+    db.execute(f"DELETE FROM lex_blocks WHERE block_id IN {blocks}", (ids,))
+    lexical.backfill(db)
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_initial, m002_lexical_postings,
                                                           m003_unit_evidence,
                                                           m004_identifier_terms,
-                                                          m005_writer_versions]
+                                                          m005_writer_versions,
+                                                          m006_cjk_terms]
 LATEST = len(MIGRATIONS)
 # Readers accept every schema from this one on: an index written before schema 2 is searched
 # with FTS5's own bm25() until a writer (``embed``, ``rm``) upgrades it; one from before
-# schema 4 without identifier terms (its queries ask for none: ``terms.query_terms``).
+# schema 4 without identifier terms (its queries ask for none: ``terms.query_terms``); one
+# from before schema 6 without CJK terms (its queries ask for whole CJK runs).
 OLDEST_READABLE = 1
 
 

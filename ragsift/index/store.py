@@ -64,6 +64,7 @@ if TYPE_CHECKING:
 SMALL_BLOCK = 256  # blocks with fewer live vectors are merged by ``compact``
 MMAP_SIZE = 1 << 30  # readers map up to 1 GiB of the index file
 IDENTIFIER_SCHEMA = 4  # from this schema chunks_fts holds identifier terms (migrations.m004)
+CJK_SCHEMA = 6  # from this schema it holds CJK bigrams and unigrams (migrations.m006)
 
 _CHUNK_COLUMNS = (
     "c.id, d.path, c.idx, c.text, c.start, c.\"end\", c.context, c.tokens, c.chars, "
@@ -381,10 +382,12 @@ class IndexStore(StoreWriter):
         The score has the sign of FTS5's ``bm25()``: negative, more negative is better; its
         constants are ``lexical.K1``/``lexical.B`` on every path. The query is never passed
         as FTS5 syntax: its words (letters/digits runs) and, from schema 4, its identifiers'
-        terms (``terms.query_terms``: ``url_for`` also as the whole ``urlfor``) are each quoted
+        terms (``terms.query_terms``: ``url_for`` also as the whole ``urlfor``) and, from
+        schema 6, CJK runs by their bigrams (``文件上传``: ``文件 件上 上传``) are each quoted
         and OR-ed, so punctuation, quotes or operators in user text cannot raise. No words: [].
         """
-        terms = query_terms(query, migrations.schema_version(self.db) >= IDENTIFIER_SCHEMA)
+        schema = migrations.schema_version(self.db)
+        terms = query_terms(query, schema >= IDENTIFIER_SCHEMA, schema >= CJK_SCHEMA)
         if not terms:
             return []
         out: dict = {}

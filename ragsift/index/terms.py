@@ -29,6 +29,26 @@ tokens, and both backends must hold the same terms; so is one of digits only (``
 (a chunk holding ``url_for`` scores the rare ``urlfor`` and ranks first; one holding ``url``
 and ``for`` apart still matches). ``query_words`` stays the query's words (the relevance
 score counts them).
+
+CJK text is searchable by its words (issue 37, index schema 6 on SQLite, 4 on Lance). Both
+tokenizers make a run of Han, kana or Hangul between two separators ONE token (``文件上传``,
+or ``使用fastapi框架`` with the Latin word inside), which no shorter query matches. Each
+letter/digit run is cut where the script changes (``SCRIPT_PART``: CJK, ``CJK_CHARS``, or
+anything else), and ``cjk_terms`` adds, as Lucene's CJK analyzer does plus unigrams:
+
+- a run of CJK alone (the text's token already): of 2 characters, its 2 unigrams; of 3 or more,
+  its overlapping bigrams and its unigrams; of 1, nothing (the token is that character);
+- a run mixing scripts (``使用FastAPI框架``, a token no query asks for): each part, a CJK
+  part of 1 or 2 characters whole, a longer one by its bigrams, every CJK part also by its
+  unigrams (a part of 1: itself), any other part as the word it is (``fastapi``);
+
+so each bigram and each character is counted once per occurrence. A query's CJK part is asked
+for as its character (1) or its overlapping bigrams (2 or more; ``文件上传``: ``文件 件上
+上传``), its other parts as words: any 1-4 CJK characters that a chunk holds verbatim match
+it. Identifier terms are taken from the text with its CJK characters read as separators, so
+``使用url_for函数`` gives ``urlfor`` too. A text without CJK gets exactly today's terms. An
+index from before (``cjk=False``) is searched with the old rule: its queries ask for whole
+runs, as its rows were indexed.
 """
 
 from __future__ import annotations
@@ -47,6 +67,16 @@ QUALIFIER = re.compile(r"\.|::|/")  # what qualifies a name; `_` and `-` join on
 # (``HTTP`` of ``HTTPResponse``), or a capitalised / lower-case run; digits stay with the part
 CAMEL = re.compile(r"[A-Z]+[0-9]*(?![a-z])|[A-Z]?[a-z]+[0-9]*|[0-9]+")
 PLURAL_CAPS = re.compile(r"[A-Z]{2,}s")  # ``APIs``, ``URLs``: one word, not ``AP`` + ``Is``
+# CJK: Han (with extension A, the compatibility ideographs, 々 〆 〇 and the supplementary
+# planes' extensions), Hiragana, Katakana (with ー, the phonetic extensions, the half-width
+# forms), Hangul (syllables, jamo, compatibility jamo)
+CJK_CHARS = ("\u1100-\u11ff\u3005-\u3007\u3040-\u309f\u30a0-\u30ff\u3130-\u318f"
+             "\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7ff\uf900-\ufaff"
+             "\uff66-\uff9f\U00020000-\U0003134f")
+CJK = re.compile(f"[{CJK_CHARS}]")
+CJK_RUN = re.compile(f"[{CJK_CHARS}]+")
+# a letter/digit run's parts: each a run of one script class (CJK, or anything else)
+SCRIPT_PART = re.compile(f"[{CJK_CHARS}]+|[^\\W_{CJK_CHARS}]+", re.UNICODE)
 # English function words are dropped from lexical queries (unless nothing else is left): they
 # match most rows, so FTS5 scores nearly the whole index for them while BM25 gives them almost
 # no weight. Measured on 100k SciFact chunks: OR queries 3x faster (~100 ms -> ~35 ms), with
@@ -63,13 +93,62 @@ STOPWORDS = frozenset({
 })
 
 
-def query_words(query: str) -> list[str]:
+def query_words(query: str, cjk: bool = True) -> list[str]:
     """The words a lexical query asks for, on every backend: letter/digit runs, lower-cased,
     each once, English function words dropped unless nothing else is left, at most
-    ``MAX_QUERY_TERMS``."""
-    terms = list(dict.fromkeys(t.lower() for t in TERM.findall(query or "")))
+    ``MAX_QUERY_TERMS``. ``cjk`` (an index that holds CJK terms): a run with CJK characters
+    gives its parts instead (``cjk_query_parts``: ``文件上传`` as ``文件 件上 上传``)."""
+    runs = (t.lower() for t in TERM.findall(query or ""))
+    words = (w for run in runs for w in (cjk_query_parts(run) if cjk else (run,)))
+    terms = list(dict.fromkeys(words))
     terms = [t for t in terms if t not in STOPWORDS] or terms
     return terms[:MAX_QUERY_TERMS]
+
+
+def _bigrams(part: str) -> Iterator[str]:
+    return (part[i:i + 2] for i in range(len(part) - 1))
+
+
+def cjk_query_parts(run: str) -> list[str] | tuple[str, ...]:
+    """What a query asks for in place of one letter/digit run: the run itself when it has no
+    CJK character; else each part (``SCRIPT_PART``), a CJK part as its character (1) or its
+    overlapping bigrams (2 or more), any other part as it is (``使用fastapi框架``: ``使用
+    fastapi 框架``)."""
+    if not CJK.search(run):
+        return (run,)
+    out: list[str] = []
+    for part in SCRIPT_PART.findall(run):
+        if len(part) > 1 and CJK.match(part):
+            out.extend(_bigrams(part))
+        else:
+            out.append(part)
+    return out
+
+
+def cjk_terms(text: str) -> Iterator[str]:
+    """The extra lexical terms of ``text``'s CJK (module docstring), in text order, one per
+    occurrence: a pure CJK run of 2 characters by its unigrams, of 3 or more by its bigrams
+    and unigrams; a run mixing scripts by each of its parts (a CJK part of 1-2 characters
+    whole, longer ones by bigrams, and every CJK part of 2 or more by its unigrams; other
+    parts lower-cased). Nothing for a text without CJK. Linear in the text."""
+    if not text or not CJK.search(text):
+        return
+    for m in TERM.finditer(text):
+        run = m.group()
+        if not CJK.search(run):
+            continue
+        parts = SCRIPT_PART.findall(run)
+        pure = len(parts) == 1
+        for part in parts:
+            if not CJK.match(part):
+                yield part.lower()
+                continue
+            if not pure and len(part) <= 2:
+                yield part  # the whole part: its only bigram, or its one character
+            if len(part) >= 3:
+                yield from _bigrams(part)
+            if len(part) >= 2:
+                yield from part
 
 
 def camel_parts(word: str) -> list[str]:
@@ -112,19 +191,39 @@ def identifier_terms(text: str) -> Iterator[str]:
             yield part.lower()
 
 
-def terms_text(*texts: str) -> str:
-    """``identifier_terms`` of each text, as one space-separated string: what an index stores
-    and tokenizes beside the chunk's ``context`` and ``text``."""
-    return " ".join(t for text in texts for t in identifier_terms(text))
+def without_cjk(text: str) -> str:
+    """``text`` with each CJK run read as a separator (a space): what identifiers are taken
+    from, so ``使用url_for函数`` holds ``url_for``. The text itself when it has no CJK."""
+    return CJK_RUN.sub(" ", text) if text and CJK.search(text) else text
 
 
-def query_terms(query: str, identifiers: bool = True) -> list[str]:
+def text_terms(text: str, cjk: bool = True) -> Iterator[str]:
+    """Every extra lexical term of one text: ``identifier_terms`` and (``cjk``) ``cjk_terms``;
+    ``cjk=False`` is the rule before CJK terms (identifiers read through CJK characters)."""
+    if not cjk or not text or not CJK.search(text):  # no CJK: the identifiers alone
+        yield from identifier_terms(text)
+        return
+    yield from identifier_terms(CJK_RUN.sub(" ", text))
+    yield from cjk_terms(text)
+
+
+def terms_text(*texts: str, cjk: bool = True) -> str:
+    """The extra terms of each text (``text_terms``: identifiers, CJK n-grams), as one
+    space-separated string: what an index stores and tokenizes beside the chunk's
+    ``context`` and ``text``. A text without CJK gives what it gave before CJK terms."""
+    return " ".join(t for text in texts for t in text_terms(text, cjk))
+
+
+def query_terms(query: str, identifiers: bool = True, cjk: bool = True) -> list[str]:
     """What a backend searches for ``query``: ``query_words``, then (``identifiers``: an index
     that holds identifier terms) each identifier's whole form and camelCase parts
     (``identifier_terms`` of the query; a part that is a function word is left out), each
-    once, at most ``MAX_QUERY_TERMS``."""
-    words = query_words(query)
+    once, at most ``MAX_QUERY_TERMS``. ``cjk`` (an index that holds CJK terms, schema 6 on
+    SQLite, 4 on Lance): CJK runs asked for by their parts, identifiers read without CJK;
+    ``cjk=False``: the rule the index was written with."""
+    words = query_words(query, cjk)
     if not identifiers:
         return words
-    extra = [t for t in identifier_terms(query or "") if t not in STOPWORDS]
+    extra = [t for t in identifier_terms(without_cjk(query or "") if cjk else query or "")
+             if t not in STOPWORDS]
     return list(dict.fromkeys(words + extra))[:MAX_QUERY_TERMS]
