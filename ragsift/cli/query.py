@@ -55,7 +55,7 @@ SPAN_OPTION = typer.Option(
          "span_start, span_end, span_text: offsets into the document text).")
 MODEL_OPTION = typer.Option(None, "--model", metavar="DIR",
                             help="ONNX model folder the index was built with (default: the bundled "
-                            "all-MiniLM-L6-v2).")
+                            "all-MiniLM-L6-v2, or multilingual for an index built with it).")
 
 
 def open_index(index: str, model: str | None) -> api.Index:

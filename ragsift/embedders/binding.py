@@ -91,12 +91,20 @@ def embedder_for(settings: dict, model_dir: str | None = None) -> Any:
     """Load the embedder an index was built with, refusing a different model.
 
     The embedder options the index recorded (``embedder_options``) are applied, so queries get
-    the same pooling and their own prefix without any flag.
+    the same pooling and their own prefix without any flag. With no ``model_dir``, an index
+    built with ``--model multilingual`` (its ``model_source``) gets that model.
     """
-    from ragsift.embedders import load_embedder
+    from ragsift.embedders import MULTILINGUAL, load_embedder
 
     check_evidence(settings)
+    given = model_dir is not None
+    if model_dir is None and settings.get("model_source") == MULTILINGUAL:
+        model_dir = MULTILINGUAL
     embedder = load_embedder(model_dir, **clean_embedder_options(settings.get("embedder_options")))
+    if given and settings.get("model_source") in ("default", MULTILINGUAL):  # it names its own
+        check_model(settings, embedder.fingerprint, getattr(embedder, "name", ""),
+                    advice="Leave out --model (the index's own model is used), or rebuild "
+                    "the index")
     check_model(settings, embedder.fingerprint, getattr(embedder, "name", ""))
     return embedder
 

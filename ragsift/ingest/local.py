@@ -11,6 +11,7 @@ from ragsift.ingest.load import load_each, report_warnings, walk
 from ragsift.ingest.plan import ChangePlan
 from ragsift.ingest.prefetch import PREFETCH_FILES, prefetched
 from ragsift.ingest.records import STDIN_CHUNKER, index_records, records_by_path, records_sha256
+from ragsift.sources.scripts import count_scripts
 
 if TYPE_CHECKING:
     from ragsift.ingest.batch import Run
@@ -52,6 +53,7 @@ def _consume(run: Run, events) -> None:
             else:
                 doc, write = item
                 s.parsed += 1
+                count_scripts(doc.text, s.scripts)  # for the one script warning (CLI)
                 report_warnings(doc.path, doc.warnings, run.on_warning)
                 run.add(write, work=size)
     finally:

@@ -4,7 +4,6 @@ to record), and handing the chunker's token ids to the embedder."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from ragsift.embedders.binding import bind, clean_embedder_options, load_options, options_changed
@@ -64,8 +63,9 @@ class KeptModels:
     def key(model_dir: str | None, options: dict) -> str:
         import json
 
-        source = "default" if model_dir is None else os.path.abspath(model_dir)
-        return json.dumps([source, options], sort_keys=True, default=str)
+        from ragsift.embedders import model_source
+
+        return json.dumps([model_source(model_dir), options], sort_keys=True, default=str)
 
     def get(self, key: str) -> Any:
         return self._kept.get(key)
@@ -99,7 +99,9 @@ class ModelSlot:
 
     @property
     def model_source(self) -> str:
-        return "default" if self.model_dir is None else os.path.abspath(self.model_dir)
+        from ragsift.embedders import model_source
+
+        return model_source(self.model_dir)
 
     @property
     def ready(self) -> Any:

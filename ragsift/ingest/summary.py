@@ -60,6 +60,15 @@ class EmbedSummary:
     index: dict = field(default_factory=dict)
     rekeyed: int = 0  # documents found again under another spelling of their path (not JSON)
     rechunked: dict[str, int] = field(default_factory=dict)  # why -> same bytes re-chunked
+    # letters per script of the documents parsed in this run (``sources.scripts``; not JSON)
+    scripts: dict[str, int] = field(default_factory=dict)
+
+    def foreign_script(self) -> str | None:
+        """The script most of this run's parsed text is in when it is not Latin (None when it
+        is, or nothing was parsed): the default model reads English only."""
+        from ragsift.sources.scripts import mostly_foreign
+
+        return mostly_foreign(self.scripts)
 
     def rechunked_line(self) -> str | None:
         """``12 documents re-chunked: the rst reader changed`` (None when none were)."""
