@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +23,14 @@ def repo_root() -> Path:
 @pytest.fixture(scope="session")
 def fixtures_dir() -> Path:
     return FIXTURES
+
+
+def default_signals() -> None:
+    """``preexec_fn`` for a child a test will signal: SIGINT back to its default. A runner
+    started in the background (``cmd &``, ``nohup``, cron, some CI runners) ignores SIGINT, and
+    an ignored signal is inherited across ``exec``: the child would never see the test's Ctrl-C
+    (Python installs its KeyboardInterrupt handler only where SIGINT is not ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def run_cli(*args: str, cwd: Path | None = None, input: str | None = None,

@@ -20,6 +20,7 @@ import pytest
 
 import ragsift.api as api
 from ragsift.errors import RagsiftError
+from tests.conftest import default_signals
 
 pytest.importorskip("watchfiles")
 
@@ -279,7 +280,8 @@ def test_cli_watch_then_ctrl_c_is_130_and_the_index_verifies(tmp_path: Path, fol
     idx = tmp_path / "idx.db"
     proc = subprocess.Popen(
         [sys.executable, "-m", "ragsift", "embed", str(folder), "-i", str(idx), "--watch"],
-        cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=default_signals)
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
     reader.start()
@@ -314,7 +316,8 @@ def test_ctrl_c_during_a_run_leaves_a_sound_index(tmp_path: Path, folder: Path):
     idx = tmp_path / "idx.db"
     proc = subprocess.Popen(
         [sys.executable, "-m", "ragsift", "embed", str(folder), "-i", str(idx), "--watch", "-q"],
-        cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=default_signals)
     try:
         wait_for(lambda: set(documents(idx)) == {"bees.md", "honey.md"}, "the initial run")
         for i in range(80):
