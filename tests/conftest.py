@@ -14,6 +14,26 @@ REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
 SHARED_EVAL = REPO.parent / "shared" / "eval"
 
+# The suite runs on every core with pytest-xdist (``-n auto --dist loadgroup``, pyproject.toml).
+# A test in this group runs on the worker that runs the others: the tests that start a Ray
+# cluster run one after another (two clusters on a 2-core machine starve each other).
+RAY_GROUP = "ray"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Each test goes to a worker with the rest of its module (its ``xdist_group`` is the
+    module's name, unless it names one itself): a module-scoped fixture, often an index built
+    by the real model, is then built once, not once per worker that runs one of its tests."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+
+
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto``: one worker per CPU this process may run on (``taskset`` counts), at most
+    4 (each worker loads the model and builds its own session fixtures)."""
+    return max(1, min(4, len(os.sched_getaffinity(0))))
+
 
 @pytest.fixture(scope="session")
 def repo_root() -> Path:

@@ -15,6 +15,7 @@ from ragsift.embedders import evidence
 from ragsift.errors import RagsiftError
 from ragsift.index.backend import (SETTING_KEYS, ChunkRecord, DocState, DocumentInfo,
                                    DocumentWrite, FragmentCommits, IndexReader, IndexWriter)
+from tests.conftest import RAY_GROUP
 
 DIM = 8
 
@@ -577,6 +578,7 @@ def answer_indexes(tmp_path_factory):
     return out
 
 
+@pytest.mark.xdist_group(RAY_GROUP)  # its fixture starts a Ray cluster: one at a time
 @pytest.mark.parametrize("backend", ["lance", "lance-ray"])
 def test_every_backend_gives_the_same_answers(answer_indexes, backend):
     """50 varied queries in each mode give the same ids, in the same order, with the same

@@ -17,9 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, run_cli
+from tests.conftest import RAY_GROUP, REPO, run_cli
 
 HEAVY = ("lance", "lancedb", "pyarrow", "ray")
+# one Ray cluster at a time under pytest-xdist (tests/conftest.py, RAY_GROUP)
+pytestmark = pytest.mark.xdist_group(RAY_GROUP)
 
 
 def test_help_and_a_sqlite_run_import_no_scale_module(tmp_path):

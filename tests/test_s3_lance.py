@@ -13,12 +13,14 @@ import textwrap
 
 import pytest
 
-from tests.conftest import REPO, run_cli
+from tests.conftest import RAY_GROUP, REPO, run_cli
 
 pytest.importorskip("lance", reason="the Lance backend needs: pip install 'ragsift[lance]'")
 moto_server = pytest.importorskip("moto.server", reason="needs: pip install 'moto[server]'")
 
 BUCKET = "ragsift-test"
+# one Ray cluster at a time under pytest-xdist (tests/conftest.py, RAY_GROUP)
+pytestmark = pytest.mark.xdist_group(RAY_GROUP)
 
 
 @pytest.fixture(scope="module")
