@@ -282,6 +282,9 @@ def test_a_lance_index_from_schema_3_is_read_with_its_rule_then_upgraded(tmp_pat
         assert ix.verify() == []
         fts = ix._ds.to_table(columns=["rowid", "fts"], filter="kind = 'chunk'").to_pylist()
         assert any("件上" in r["fts"] for r in fts)
+    with open_index(path, "r") as ix:  # the postings rewritten as one batch, none in memory
+        postings = ix._lexical_postings()
+        assert postings.complete() and not postings.extra and postings.batches == 1
     for query in [*FIRST, "save files to disk", "的"]:
         assert _hits(path, query) == _hits(built["sqlite"], query), query
 

