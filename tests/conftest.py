@@ -14,6 +14,13 @@ REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
 SHARED_EVAL = REPO.parent / "shared" / "eval"
 
+# What a user's shell may export that changes ragsift's output or the index it opens is not
+# the tests' to inherit: the terminal's width and colour, and ragsift's own variables (a test
+# that wants one sets it). Cleared here, so every worker and every child starts without them.
+for _var in ("COLUMNS", "LINES", "FORCE_COLOR", "NO_COLOR", "CLICOLOR_FORCE", "RAGSIFT_DEBUG",
+             "RAGSIFT_INDEX", "RAGSIFT_NO_PROJECT"):
+    os.environ.pop(_var, None)
+
 # The suite runs on every core with pytest-xdist (``-n auto --dist loadgroup``, pyproject.toml).
 # A test in this group runs on the worker that runs the others: the tests that start a Ray
 # cluster run one after another (two clusters on a 2-core machine starve each other).
