@@ -30,10 +30,14 @@ RAY_GROUP = "ray"
 def pytest_collection_modifyitems(config, items):
     """Each test goes to a worker with the rest of its module (its ``xdist_group`` is the
     module's name, unless it names one itself): a module-scoped fixture, often an index built
-    by the real model, is then built once, not once per worker that runs one of its tests."""
+    by the real model, is then built once, not once per worker that runs one of its tests.
+    The tests of the Ray group are also ``slow`` (``-m "not slow"``: the quick subset)."""
     for item in items:
-        if item.get_closest_marker("xdist_group") is None:
+        group = item.get_closest_marker("xdist_group")
+        if group is None:
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+        elif group.args[:1] == (RAY_GROUP,):
+            item.add_marker(pytest.mark.slow)  # a Ray cluster: seconds to start
 
 
 def pytest_xdist_auto_num_workers(config):

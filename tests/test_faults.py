@@ -28,6 +28,7 @@ import sys
 import time
 
 import numpy as np
+import pytest
 
 from ragsift.errors import RagsiftError
 from ragsift.ingest.batch import FLUSH_FILES
@@ -153,6 +154,7 @@ def _snapshot(index) -> dict[str, tuple[str, np.ndarray]]:
                 for i, rec in enumerate(r.chunks(rowids.tolist()))}
 
 
+@pytest.mark.slow
 def test_kill_9_at_random_points_loses_nothing(tmp_path):
     corpus = tmp_path / "corpus"
     _corpus(corpus)
