@@ -94,6 +94,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = ["AUTO", "Index", "RagsiftError", "Search", "build", "calibrate", "calibration_cost",
+           "calibration_needed",
            "document_row", "explain_record",
            "hit_row", "open_index", "remove", "search_record", *_EXPORTS, *_RENAMED]
 
@@ -147,6 +148,21 @@ def calibration_cost() -> Any:
     from ragsift.calibration.run import cost
 
     return cost()
+
+
+def calibration_needed(index: str | os.PathLike) -> bool:
+    """Whether the index's model has neither a shipped calibration (only the bundled MiniLM
+    has one) nor one stored in the index for its fingerprint: what ``embed`` calibrates by
+    itself after a run."""
+    from ragsift.index import open_index
+    from ragsift.retrieval.relevance import stored_calibration
+    from ragsift.retrieval.threshold import measured_thresholds
+
+    with open_index(os.fspath(index), "r") as store:
+        settings = dict(store.settings() or {})
+    fingerprint = settings.get("model_fingerprint")
+    return bool(fingerprint) and stored_calibration(settings) is None \
+        and fingerprint not in measured_thresholds()
 
 
 def calibrate(index: str | os.PathLike, *, model: str | None = None, embedder: Any = None,

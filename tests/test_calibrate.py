@@ -170,8 +170,8 @@ def _cases(seed: int) -> dict[str, list[Case]]:
             label[rng.integers(n)] = True
         cos = rng.random(n) * 0.5 + label * 0.3
         share = rng.random(n) * 0.4 + label * 0.4
-        for mode in out:
-            out[mode].append(Case(
+        for cases in out.values():
+            cases.append(Case(
                 fold=LANGUAGES[i % 3], kind="question", answerable=answerable,
                 words=int(rng.integers(1, 8)), ids=np.arange(n), cos=cos, unit=cos,
                 share=share, dense_rank=np.argsort(np.argsort(-cos)) + 1,
@@ -205,3 +205,11 @@ def test_the_threshold_rule_counts_a_false_admission_as_two_answers():
                               np.array([1]), np.array([0]), np.array([answerable])))
     orders = {id(q): (np.array([0]), q.cos) for q in cases}
     assert cal_fit.choose_threshold(cases, orders, ["en", "zh"]) == 0.51
+
+
+def test_embed_calibrates_only_a_model_without_a_calibration(calibrated, tmp_path):
+    index = _copy(calibrated[0], tmp_path)
+    assert not api.calibration_needed(index)  # stored for its fingerprint
+    with open_index(str(index), "w") as store:
+        store.set_settings(**{relevance.CALIBRATION: None})
+    assert api.calibration_needed(index)  # what `embed` then calibrates by itself

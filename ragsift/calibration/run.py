@@ -111,16 +111,9 @@ def calibrate(embedder: Any, model_dir: str | None = None, *,
     """The calibration of ``embedder`` (``model_dir``: what ``embed`` would be given for it:
     None for the bundled MiniLM, ``"multilingual"`` or a folder; it picks the chunker)."""
     t0 = time.perf_counter()
-    sets = load_set(languages)
-    cases: dict[str, list[Case]] = {m: [] for m in MODES}
-    embedded = {"passages": 0, "units": 0, "queries": 0}
-    with tempfile.TemporaryDirectory(prefix="ragsift-calibrate-") as tmp:
-        for lang_set in sets:
-            if progress:
-                progress(f"indexing and asking the {lang_set.language} set")
-            got = _language_cases(lang_set, Path(tmp), embedder, model_dir, embedded)
-            for mode in MODES:
-                cases[mode] += got[mode]
+    embedded: dict[str, int] = {}
+    cases = gather(embedder, model_dir, languages=languages, progress=progress,
+                   embedded=embedded)
     if progress:
         progress("fitting")
     models, thresholds, folds, in_sample = fit_all(cases, languages)
@@ -129,6 +122,27 @@ def calibrate(embedder: Any, model_dir: str | None = None, *,
                        thresholds=thresholds, queries=len(cases["hybrid"]), folds=folds,
                        in_sample=in_sample, set=set_digest(languages),
                        seconds=time.perf_counter() - t0, embedded=embedded)
+
+
+def gather(embedder: Any, model_dir: str | None = None, *,
+           languages: tuple[str, ...] = LANGUAGES,
+           progress: Callable[[str], None] | None = None,
+           embedded: dict[str, int] | None = None) -> dict[str, list[Case]]:
+    """Steps 1 and 2: every query of the set as a ``Case`` per mode, from the engine's
+    candidates over a temporary index of its language built with ``embedder``.
+    ``embedded``: filled with the counts embedded (passages, queries)."""
+    sets = load_set(languages)
+    cases: dict[str, list[Case]] = {m: [] for m in MODES}
+    counts = embedded if embedded is not None else {}
+    counts.update(passages=0, queries=0)
+    with tempfile.TemporaryDirectory(prefix="ragsift-calibrate-") as tmp:
+        for lang_set in sets:
+            if progress:
+                progress(f"indexing and asking the {lang_set.language} set")
+            got = _language_cases(lang_set, Path(tmp), embedder, model_dir, counts)
+            for mode in MODES:
+                cases[mode] += got[mode]
+    return cases
 
 
 def fit_all(cases: dict[str, list[Case]], languages: Sequence[str]
@@ -189,7 +203,6 @@ def _language_cases(lang_set: LanguageSet, tmp: Path, embedder: Any, model_dir: 
     with open_index(str(index), "r") as store:
         store.load()
         count = int(store.count())
-        embedded["units"] += _units(store)
         qvecs = np.asarray(embedder.embed(texts, kind="query").vectors, np.float32)
         records = {r.rowid: r for r in store.chunk_records(store.load_matrix()[0].tolist())}
         gold_of = {rowid: Path(r.path).stem for rowid, r in records.items()}
@@ -198,14 +211,6 @@ def _language_cases(lang_set: LanguageSet, tmp: Path, embedder: Any, model_dir: 
             out[mode] = [_case(lang_set.language, q, len(query_words(q.text)), cands, gold_of)
                          for q, cands in zip(queries, ranked)]
     return out
-
-
-def _units(store: Any) -> int:
-    """How many units the index's chunks hold (what embedding the passages cost)."""
-    try:
-        return int(store.stats().get("units") or 0)
-    except Exception:  # noqa: BLE001 (a figure for the report only)
-        return 0
 
 
 def _case(lang: str, q: Any, words: int, cands: list, gold_of: dict[int, str]) -> Case:
