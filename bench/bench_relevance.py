@@ -36,6 +36,7 @@ import sys
 
 import numpy as np
 
+from ragsift.calibration import fit as shared
 from ragsift.retrieval.relevance import FEATURES, Model, dense_evidence
 
 # every feature tried: the shipped ones, and the reciprocal ranks of each side (tried, not
@@ -43,14 +44,16 @@ from ragsift.retrieval.relevance import FEATURES, Model, dense_evidence
 ALL = (*FEATURES, "dense_rr", "lexical_rr", "unit", "unit_gap", "unit_words")
 
 FOLDS = ("chatlogs", "state_of_the_union", "wikitexts", "scifact")
-K = 3  # the default -k
-TRAIN_TOP = 3  # candidates per side per query the model is fitted on (held-out log-loss, RESULTS.md)
-COST = 2.0  # a false admission costs this many missed answers (threshold rule)
+# the fit, the threshold rule and their constants are the package's (``ragsift.calibration.fit``,
+# shared with ``ragsift calibrate``)
+K = shared.K  # the default -k
+TRAIN_TOP = shared.TRAIN_TOP  # candidates per side per query the model is fitted on
+COST = shared.COST  # a false admission costs this many missed answers (threshold rule)
 # the features shipped (chosen by held-out log-loss over the folds, RESULTS.md)
 SHIPPED = ("cosine", "share", "cosine_gap", "share_gap", "log_words", "cosine_words",
            "share_words")
 UNIT_DEPTH = 40  # set from --unit-depth (the engine's ragsift.retrieval.units.UNIT_DEPTH)
-GRID = np.round(np.arange(0.02, 0.99, 0.01), 2)
+GRID = shared.grid()
 OLD_THRESHOLD = 0.40  # today's cosine gate
 OLD_ALPHA = 0.6
 
@@ -108,6 +111,10 @@ class Q:
                 return True
         return False
 
+    def columns(self, mode: str) -> dict[str, np.ndarray]:
+        """Every feature tried (``ALL``) by name: what ``shared.fit_model`` reads."""
+        return dict(zip(ALL, self.features(mode).T))
+
     def features(self, mode: str) -> np.ndarray:
         cos = self.dense if mode != "lexical" else np.zeros_like(self.cos)
         share = self.share if mode != "dense" else np.zeros_like(self.share)
@@ -147,42 +154,10 @@ def load(path: str) -> list[Q]:
 
 # -- the model ----------------------------------------------------------------------------------
 
-def used(mode: str, feats: tuple[str, ...]) -> list[int]:
-    own = {"dense": ("cosine", "cosine_gap", "dense_rr", "cosine_words", "unit", "unit_gap",
-                     "unit_words"),
-           "lexical": ("share", "share_gap", "lexical_rr", "share_words")}
-    return [i for i, f in enumerate(ALL) if f in feats
-            and (mode == "hybrid" or f in own[mode] or f == "log_words")]
-
-
 def fit(qs: list[Q], mode: str, feats: tuple[str, ...], l2: float) -> Model:
-    cols = used(mode, feats)
-    xs, ys, ws = [], [], []
-    per_fold = {f: sum(1 for q in qs if q.fold == f) for f in FOLDS}
-    for q in qs:
-        rows = q.train_rows(mode)
-        if not rows.size:
-            continue
-        xs.append(q.features(mode)[rows][:, cols])
-        ys.append(q.label[rows].astype(np.float64))
-        ws.append(np.full(rows.size, 1.0 / (per_fold[q.fold] * rows.size)))
-    x = np.concatenate(xs)
-    y = np.concatenate(ys)
-    w = np.concatenate(ws)
-    w = w / w.mean()
-    xb = np.hstack([np.ones((x.shape[0], 1)), x])
-    beta = np.zeros(xb.shape[1])
-    reg = np.full(xb.shape[1], l2 * x.shape[0] / 1000.0)
-    reg[0] = 0.0
-    for _ in range(50):
-        p = 1.0 / (1.0 + np.exp(-(xb @ beta)))
-        g = xb.T @ (w * (p - y)) + reg * beta
-        h = (xb * (w * p * (1 - p))[:, None]).T @ xb + np.diag(reg) + 1e-9 * np.eye(xb.shape[1])
-        step = np.linalg.solve(h, g)
-        beta -= step
-        if np.abs(step).max() < 1e-9:
-            break
-    return Model(float(beta[0]), {ALL[c]: float(b) for c, b in zip(cols, beta[1:])})
+    """The package's fit (``ragsift.calibration.fit.fit_model``) over the features ``feats``
+    (in ``ALL``'s order: the shipped ones, or ones only tried)."""
+    return shared.fit_model(qs, mode, [f for f in ALL if f in feats], l2)
 
 
 def score(q: Q, mode: str, model: Model) -> np.ndarray:
@@ -254,14 +229,8 @@ def admission_rates(qs: list[Q], orders: dict, t: float) -> tuple[float, float, 
 
 
 def choose_threshold(qs: list[Q], orders: dict, folds: list[str]) -> float:
-    best = (-1e9, 0.5)
-    for t in GRID:
-        rates = [admission_rates([q for q in qs if q.fold == f], orders, t) for f in folds]
-        a = float(np.mean([r[0] for r in rates]))
-        f = float(np.mean([r[1] for r in rates]))
-        if a - COST * f > best[0] + 1e-12:
-            best = (a - COST * f, float(t))
-    return best[1]
+    """The package's threshold rule (``shared.choose_threshold``) over this bench's orders."""
+    return shared.choose_threshold(qs, orders, folds, rate=admission_rates)
 
 
 def ece(qs: list[Q], scored: dict, k: int = K, bins: int = 10) -> tuple[float, list]:

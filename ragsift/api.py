@@ -93,7 +93,9 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ = ["AUTO", "Index", "RagsiftError", "Search", "build", "document_row", "explain_record",
+__all__ = ["AUTO", "Index", "RagsiftError", "Search", "build", "calibrate", "calibration_cost",
+           "calibration_needed",
+           "document_row", "explain_record",
            "hit_row", "open_index", "remove", "search_record", *_EXPORTS, *_RENAMED]
 
 
@@ -138,6 +140,68 @@ def build(index: str | os.PathLike, paths: Iterable[str | os.PathLike], *,
                        max_file_size=max_file_size, follow_links=follow_links, engine=engine,
                        ray_address=ray_address,
                        root=None if root is None else os.path.abspath(os.fspath(root)))
+
+
+def calibration_cost() -> Any:
+    """What ``calibrate`` will embed (``calibration.run.Cost``: ``passages``, ``queries``,
+    ``texts``, ``languages``), known before any model loads."""
+    from ragsift.calibration.run import cost
+
+    return cost()
+
+
+def calibration_needed(index: str | os.PathLike) -> bool:
+    """Whether the index's model has neither a shipped calibration (only the bundled MiniLM
+    has one) nor one stored in the index for its fingerprint: what ``embed`` calibrates by
+    itself after a run."""
+    from ragsift.index import open_index
+    from ragsift.retrieval.relevance import stored_calibration
+    from ragsift.retrieval.threshold import measured_thresholds
+
+    with open_index(os.fspath(index), "r") as store:
+        settings = dict(store.settings() or {})
+    fingerprint = settings.get("model_fingerprint")
+    return bool(fingerprint) and stored_calibration(settings) is None \
+        and fingerprint not in measured_thresholds()
+
+
+def calibrate(index: str | os.PathLike, *, model: str | None = None, embedder: Any = None,
+              save: bool = True, progress: Any = None, wait: bool = False) -> Any:
+    """``ragsift calibrate``: fit the relevance score and its default threshold per mode for
+    the index's model on the set that ships with ragsift (``ragsift.calibration``), and with
+    ``save`` store them in the index (its ``calibration`` setting, keyed to the model's
+    fingerprint): ``query``/``explain``/MCP then score the index with them and use the
+    threshold when none is given or tuned (``threshold_from`` ``calibrated``). ``model``: the
+    index's model folder when it was built with ``--model DIR`` (as for ``query``);
+    ``embedder``: an embedder object to use instead of loading it; ``progress(line)``: called
+    at each stage. Returns the ``Calibration`` (``as_dict()``: coefficients, thresholds,
+    leave-one-language-out figures)."""
+    from ragsift.calibration.run import calibrate as fit
+    from ragsift.embedders import MULTILINGUAL
+    from ragsift.embedders.binding import check_model, embedder_for
+    from ragsift.index import inspect_index, open_index
+    from ragsift.retrieval.relevance import CALIBRATION
+
+    path = os.fspath(index)
+    if inspect_index(path) != "ours":
+        raise RagsiftError(f"no index at {path}")
+    with open_index(path, "r") as store:
+        settings = dict(store.settings() or {})
+    if not settings.get("model_fingerprint"):
+        raise RagsiftError(f"index {path} holds no vectors yet: embed documents into it first, "
+                           "then calibrate its model")
+    if embedder is None:
+        embedder = embedder_for(settings, model)
+    else:
+        check_model(settings, embedder.fingerprint, getattr(embedder, "name", ""))
+    source = settings.get("model_source")
+    model_dir = MULTILINGUAL if source == MULTILINGUAL else (
+        None if source in (None, "default") else (model or source))
+    result = fit(embedder, model_dir, progress=progress)
+    if save:
+        with open_index(path, "w", wait=wait) as store:
+            store.set_settings(**{CALIBRATION: result.setting()})
+    return result
 
 
 def remove(index: str | os.PathLike, patterns: Sequence[str], *, dry_run: bool = False,
@@ -400,7 +464,7 @@ class Index:
 
         searcher = self._searcher(check_mode(mode), fusion)
         return rank(self.store, list(queries), searcher.embed_queries(list(queries)),
-                    mode=searcher.mode, n=depth, fusion=searcher.fusion)
+                    mode=searcher.mode, n=depth, fusion=searcher.fusion, models=searcher.models)
 
     @_reads
     def records(self, rowids: Sequence[int] | None = None) -> list[Any]:
@@ -419,6 +483,7 @@ class Index:
         floor = self.threshold(AUTO, required=False)
         info = {**self.store.stats(),
                 "threshold": floor.value, "threshold_origin": floor.label,
+                "threshold_from": floor.origin,
                 "model": settings.get("model"),
                 "model_fingerprint": settings.get("model_fingerprint"),
                 "dimensions": settings.get("dimensions"),
@@ -512,7 +577,8 @@ def explain_record(r: Retrieval, floor: ThresholdInForce, *, attributions: Seque
                    query_truncated: int = 0, paths: list[str] | None = None,
                    setting: Any = None) -> dict[str, Any]:
     """The record ``explain --json`` prints: ``r.as_dict()`` plus ``threshold_source``,
-    ``threshold_origin``, ``hint`` (the retrieval's own), ``hints`` (every hint line),
+    ``threshold_origin``, ``threshold_from`` (``flag``, ``tuned``, ``calibrated``, ``default``
+    or None), ``hint`` (the retrieval's own), ``hints`` (every hint line),
     ``query_truncated``, ``attribution_note`` and ``attributions``. ``paths``: the stored
     document paths, for the hint when ``--path`` matched nothing. ``setting(name, value)``:
     the reader's words for an argument in hints (default: the CLI's, ``-k 13``)."""
@@ -525,6 +591,7 @@ def explain_record(r: Retrieval, floor: ThresholdInForce, *, attributions: Seque
     record = r.as_dict()
     record["threshold_source"] = floor.source
     record["threshold_origin"] = floor.label
+    record["threshold_from"] = floor.origin
     record["hint"] = hint
     record["hints"] = hints(r, hint, paths, setting)
     record["query_truncated"] = query_truncated
@@ -553,6 +620,7 @@ def search_record(r: Retrieval, floor: ThresholdInForce,
         "k": r.k,
         "threshold": r.threshold,
         "threshold_origin": floor.label,
+        "threshold_from": floor.origin,
         "searched": r.searched,
         "admitted": [hit_row(c, r) for c in r.admitted],
         "near_miss": None if best is None else hit_row(best, r),

@@ -276,6 +276,7 @@ class Service:
         record["floor_origin"] = floor.label
         if isinstance(call["threshold"], float) and self.threshold != call["threshold"]:
             record["threshold_origin"] = "given by the call"
+            record["threshold_from"] = "flag"
             if "threshold_source" in record:
                 record["threshold_source"] = "call"
         if "near_miss" in record:
@@ -617,6 +618,8 @@ HIT_SCHEMA = {
 _FLOOR_PROPS = {
     "threshold": {**_NUM_OR_NULL, "description": "the threshold this search used"},
     "threshold_origin": {"type": "string"},
+    "threshold_from": {**_STR_OR_NULL, "description": "where the threshold came from: flag "
+                       "(given), tuned, calibrated or default"},
     "floor": {**_NUM_OR_NULL, "description": "this server's floor (null: none)"},
     "floor_origin": {"type": "string"},
     "hints": {"type": "array", "items": {"type": "string"}},

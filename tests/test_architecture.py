@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "ragsift"
 LAYERS = {
     "errors": 0, "counting": 0, "paths": 0, "version": 0, "project": 0,
     "sources": 1, "chunkers": 2, "embedders": 3, "index": 4, "retrieval": 5, "metrics": 6,
-    "ingest": 7, "tuning": 7, "api": 8, "evaluation": 9, "mcp_server": 10, "cli": 10,
+    "ingest": 7, "tuning": 7, "calibration": 7, "api": 8, "evaluation": 9, "mcp_server": 10, "cli": 10,
     "__main__": 11,
 }
 ROOT = 11  # ragsift/__init__.py: the package root wires the layers
@@ -109,7 +109,7 @@ def test_ingest_never_touches_a_backend():
 FRONT_ENDS = ("ragsift.cli", "ragsift.mcp_server")
 DOOR = ("ragsift.api", "ragsift.errors", "ragsift.version")
 INNER = ("retrieval", "index", "ingest", "sources", "chunkers", "embedders", "metrics",
-         "tuning")
+         "tuning", "calibration")
 
 
 def _front_end_imports() -> list[str]:

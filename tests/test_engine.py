@@ -151,12 +151,14 @@ def test_a_model_without_a_measured_threshold_has_none(tmp_path):
     docs.mkdir()
     (docs / "bees.md").write_text("Honey bees swarm in late spring.\n")
     path = str(tmp_path / "other.db")
-    proc = run_cli("embed", str(docs), "-i", path, "--model", str(other))
+    # uncalibrated (embed would calibrate it by itself: tests/test_calibrate.py)
+    proc = run_cli("embed", str(docs), "-i", path, "--model", str(other), "--no-calibrate")
     assert proc.returncode == 0, proc.stderr
     for cmd in ("query", "explain"):
         refused = run_cli(cmd, "bees", "-i", path, "--model", str(other))
         assert refused.returncode == 2
         assert "no measured threshold" in refused.stderr and "--save" in refused.stderr
+        assert "ragsift calibrate" in refused.stderr
     given = run_cli("explain", "bees", "-i", path, "--model", str(other), "-t", "0.1", "--json")
     assert given.returncode == 0, given.stderr
     assert json.loads(given.stdout)["threshold_origin"] == "given on the command line"

@@ -50,8 +50,8 @@ from ragsift.cli import chunk as _chunk
 
 _chunk.register(app)
 
-for _name in ("embed", "info", "ls", "rm", "query", "explain", "tune", "evaluate", "mcp",
-              "init"):
+for _name in ("embed", "info", "ls", "rm", "query", "explain", "tune", "calibrate", "evaluate",
+              "mcp", "init"):
     # Subcommands land one issue at a time; each module exposes ``register(app)``.
     try:
         _mod = __import__(f"ragsift.cli.{_name}", fromlist=["register"])

@@ -87,6 +87,7 @@ def embed_command(
     batch_size: Annotated[int | None, typer.Option("--batch-size", min=1, help="Texts per model call (default 8, measured fastest here).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no summary (skips, warnings and errors still go to stderr).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the run summary as JSON on stdout.")] = False,
+    no_calibrate: Annotated[bool, typer.Option("--no-calibrate", help="Do not calibrate a model that has no shipped calibration (--model multilingual, --model DIR) after the run; `ragsift calibrate` does it later.")] = False,
     engine: Annotated[Engine, typer.Option("--engine", help="Where changed files are parsed, chunked and embedded: this process, or a Ray cluster (pip install 'ragsift\\[ray]').")] = "local",  # type: ignore[assignment]
     ray_address: Annotated[str | None, typer.Option("--ray-address", metavar="auto|ADDRESS", help="--engine ray: the cluster to join (auto: the one this machine is part of; default: start a local one).")] = None,
 ) -> None:
@@ -142,9 +143,25 @@ def embed_command(
     )
     if not watch:  # a watch reported each run as it went
         _report(summary, index, quiet=quiet, as_json=as_json, model=model)
+        if not no_calibrate and summary.index.get("chunks"):
+            _calibrate_once(index, model, quiet=quiet)
     if summary.skipped and not skips_ok:
         raise typer.Exit(EXIT_SKIPPED)
     raise typer.Exit(EXIT_NOTHING if not summary.index.get("chunks") else EXIT_OK)
+
+
+def _calibrate_once(index: str, model: str | None, *, quiet: bool) -> None:
+    """The first run for a model without a shipped calibration (``--model multilingual``, a
+    folder) calibrates it (``api.calibrate``; the set is small, ~10 s): one stderr line."""
+    from ragsift.api import calibrate, calibration_cost, calibration_needed
+
+    if index == "-" or not calibration_needed(index):
+        return
+    if not quiet:
+        cost = calibration_cost()
+        warn(f"calibrating the relevance score for this model on the shipped set "
+             f"({cost.texts} texts to embed, once; --no-calibrate skips it)")
+    calibrate(index, model=model)
 
 
 def _report(summary, index: str, *, quiet: bool, as_json: bool, model: str | None) -> None:

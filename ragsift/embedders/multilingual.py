@@ -34,8 +34,8 @@ the model is loaded, never by ``ragsift --help`` or a MiniLM run.
   threads spinning at each barrier, a machine busy with anything else (the chunking thread of
   ``embed``, another process) ran 2-3× slower (bench/RESULTS.md).
 
-Limits: no measured default threshold yet (``retrieval/threshold.py``: pass ``--threshold``
-or ``tune --save``); the model file is the package's ``original`` variant only.
+Limits: no shipped default threshold: ``ragsift calibrate`` (run by the first ``embed`` with
+it) fits one on the set in ``ragsift/calibration/``; the model file is the package's ``original`` variant only.
 """
 
 from __future__ import annotations

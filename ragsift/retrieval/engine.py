@@ -89,20 +89,23 @@ def matching_paths(backend: IndexReader, glob: str | None,
 def rank(backend: IndexReader, queries: Sequence[str], qvecs: np.ndarray | None, *,
          mode: str, n: int, fusion: Fusion = Fusion(),
          paths: Sequence[str] | None = None,
-         ahead: Mapping[tuple[str, int], list[tuple[int, float]]] | None = None
-         ) -> list[list[Ranked]]:
+         ahead: Mapping[tuple[str, int], list[tuple[int, float]]] | None = None,
+         models: Mapping[str, relevance.Model] | None = None) -> list[list[Ranked]]:
     """The best ``n`` candidates of each query in ``mode``, best first. ``qvecs``: one query
     vector per query (every mode needs them: every candidate carries its cosine).
     ``ahead``: lexical lists already fetched (``lexical_ahead``), by (query, depth); used only
-    without a path filter, anything missing is asked for as usual."""
+    without a path filter, anything missing is asked for as usual. ``models``: the relevance
+    model of each mode for this index (``relevance.models_for(settings)``; None: the shipped
+    ``relevance.MODELS``)."""
     check_mode(mode)
+    model = (models or relevance.MODELS)[mode]
     if not queries:
         return []
     if mode == "dense":
         # the aggregate's best max(n, UNIT_DEPTH), re-scored with their best units, then cut
         depth = max(n, UNIT_DEPTH)
         return [_order(mode, query, hits, [], {}, 0.0, n, fusion,
-                       best_units(backend, qvec, wanted(hits, [])))
+                       best_units(backend, qvec, wanted(hits, [])), model)
                 for query, qvec, hits in zip(queries, qvecs,
                                              backend.dense_candidates(qvecs, depth, paths))]
     depth = max(fusion.depth, n)
@@ -131,7 +134,8 @@ def rank(backend: IndexReader, queries: Sequence[str], qvecs: np.ndarray | None,
         lexical = [(r, s) for r, s in lexical if r in have or cos_of.get(r) is not None]
         ceiling = backend.lexical_ceiling(query) if lexical else 0.0
         units = best_units(backend, qvec, wanted(dense, lexical)) if mode == "hybrid" else {}
-        out.append(_order(mode, query, dense, lexical, cos_of, ceiling, n, fusion, units))
+        out.append(_order(mode, query, dense, lexical, cos_of, ceiling, n, fusion, units,
+                          model))
     return out
 
 
@@ -143,8 +147,8 @@ def _words(query: str) -> int:
 
 def _order(mode: str, query: str, dense: list[tuple[int, float]],
            lexical: list[tuple[int, float]], cos_of: Mapping[int, float], ceiling: float,
-           n: int, fusion: Fusion, units: Mapping[int, BestUnit] | None = None
-           ) -> list[Ranked]:
+           n: int, fusion: Fusion, units: Mapping[int, BestUnit] | None = None,
+           model: relevance.Model | None = None) -> list[Ranked]:
     """One query's candidates scored and ordered: by the relevance score (ties: the cosine,
     then the rowid), or, for an ``eval`` comparison with ``fusion="convex"``/``"rrf"``, by
     that fusion (the score is still the relevance score). ``units``: the best unit of the
@@ -164,7 +168,7 @@ def _order(mode: str, query: str, dense: list[tuple[int, float]],
     units = units or {}
     unit = np.fromiter((units[r].cosine if r in units else c for r, c in zip(ids, cos.tolist())),
                        np.float64, len(ids))
-    score = relevance.score_array(mode, cos, share, _words(query), unit=unit)
+    score = relevance.score_array(mode, cos, share, _words(query), model, unit=unit)
     rowid = np.asarray(ids, np.int64)
     if fusion.fusion == "relevance" or mode != "hybrid":
         best = np.lexsort((rowid, -cos, -score))[:n]
@@ -232,12 +236,12 @@ def retrieve(backend: IndexReader, queries: Sequence[str], qvecs: np.ndarray | N
              strategy: TopK, *, mode: str = DEFAULT_MODE, fusion: Fusion = Fusion(),
              path_glob: str | None = None, model: str = "", dimensions: int = 0,
              span: str = "chunk", within: str | None = None,
-             ahead: Mapping[tuple[str, int], list[tuple[int, float]]] | None = None
-             ) -> list[Retrieval]:
+             ahead: Mapping[tuple[str, int], list[tuple[int, float]]] | None = None,
+             models: Mapping[str, relevance.Model] | None = None) -> list[Retrieval]:
     """Rank every query (``strategy.fetch`` candidates) and apply the top-K strategy: one
     ``Retrieval`` record per query. ``span="best"``: each admitted hit also carries its
     evidence span (``ragsift.retrieval.spans``). ``within``: a glob every searched document
-    must match too (``path_glob`` narrows further)."""
+    must match too (``path_glob`` narrows further). ``models``: as for ``rank``."""
     from ragsift.retrieval.topk import build_retrieval
     from ragsift.sources.reading import encodable
 
@@ -247,7 +251,7 @@ def retrieve(backend: IndexReader, queries: Sequence[str], qvecs: np.ndarray | N
     total = backend.count()
     searched = total if paths is None else backend.count(paths)
     ranked = (rank(backend, queries, qvecs, mode=mode, n=strategy.fetch, fusion=fusion,
-                   paths=paths, ahead=ahead) if searched else [[] for _ in queries])
+                   paths=paths, ahead=ahead, models=models) if searched else [[] for _ in queries])
     wanted = sorted({c.rowid for cands in ranked for c in cands})
     records = {r.rowid: r for r in backend.chunk_records(wanted)}
     out = []

@@ -27,7 +27,9 @@ default threshold were chosen by leave-one-corpus-out over the four folds (chrom
 corpora, SciFact), and the numbers per fold are in bench/RESULTS.md, "One relevance score".
 They describe the bundled all-MiniLM-L6-v2 and the index's BM25 (k1 0.9, b 0.4): for another
 model the score is still an order, but not a calibrated probability, and such a model has no
-default threshold (``ragsift.retrieval.threshold``).
+default threshold (``ragsift.retrieval.threshold``) until ``ragsift calibrate`` fits both for
+it on the set that ships with ragsift (``ragsift.calibration``), stored in its index
+(``CALIBRATION``, ``models_for``): the engine then scores that index with them.
 """
 
 from __future__ import annotations
@@ -120,6 +122,45 @@ MODELS: dict[str, Model] = {
 # two missed answers), at the default k 3. Leave-one-corpus-out chose 0.12–0.22 (hybrid) on
 # the held-out folds (bench/RESULTS.md, "Unit evidence").
 DEFAULT_THRESHOLDS: dict[str, float] = {"hybrid": 0.17, "dense": 0.17, "lexical": 0.21}
+
+
+# The index setting ``ragsift calibrate`` writes (``ragsift.calibration``): per mode a ``Model``
+# and a default threshold fitted for the index's model on the set that ships with ragsift,
+# keyed to that model's fingerprint and to ``SCORE_KIND``; see ``stored_calibration``.
+CALIBRATION = "calibration"
+
+
+def stored_calibration(settings: dict) -> dict | None:
+    """The calibration stored in an index (its ``settings``) when it applies: made for the
+    index's own model (same fingerprint) and for this score (same ``SCORE_KIND``), with a
+    model and a threshold for every mode. None otherwise (nothing stored, another model's,
+    an older score's): the shipped ``MODELS`` then score the index."""
+    cal = settings.get(CALIBRATION)
+    if not isinstance(cal, dict) or cal.get("score") != SCORE_KIND:
+        return None
+    if not cal.get("fingerprint") or cal.get("fingerprint") != settings.get("model_fingerprint"):
+        return None
+    models, thresholds = cal.get("models"), cal.get("thresholds")
+    if not isinstance(models, dict) or not isinstance(thresholds, dict):
+        return None
+    if any(not isinstance(models.get(m), dict) or thresholds.get(m) is None for m in MODELS):
+        return None
+    return cal
+
+
+def models_for(settings: dict) -> dict[str, Model]:
+    """The relevance models that score an index: its stored calibration's
+    (``stored_calibration``), else the shipped ``MODELS``."""
+    cal = stored_calibration(settings)
+    if cal is None:
+        return MODELS
+    return {m: Model(float(v["bias"]), {str(f): float(w) for f, w in v["weights"].items()})
+            for m, v in cal["models"].items() if m in MODELS}
+
+
+def model_record(model: Model) -> dict:
+    """A ``Model`` as the ``calibration`` setting stores it."""
+    return {"bias": model.bias, "weights": dict(model.weights)}
 
 
 def score_array(mode: str, cosine: np.ndarray, share: np.ndarray, words: int,

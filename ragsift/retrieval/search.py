@@ -21,6 +21,7 @@ from ragsift.embedders.binding import (  # noqa: F401 (re-exported: defined ther
     EMBEDDER_OPTIONS, check_model, embedder_for)
 from ragsift.retrieval.engine import DEFAULT_MODE, check_mode, lexical_ahead, retrieve
 from ragsift.retrieval.hybrid import Fusion
+from ragsift.retrieval.relevance import models_for
 
 if TYPE_CHECKING:
     import numpy as np
@@ -43,6 +44,8 @@ class Searcher:
         self.fusion = fusion or Fusion()
         self.store = store
         self.settings: dict = dict(store.settings() or {})
+        # the relevance models of this index: its stored calibration's, else the shipped ones
+        self.models = models_for(self.settings)
         self._loading: Any = None
         self._lexical: dict = {}
         self._embedder = embedder
@@ -128,4 +131,5 @@ class Searcher:
         ahead, self._lexical = self._lexical, {}  # fetched for the first search only
         return retrieve(self.store, queries, qvecs, strategy, mode=self.mode,
                         fusion=self.fusion, path_glob=path_glob, model=self.model,
-                        dimensions=self.dimensions, span=span, ahead=ahead, within=within)
+                        dimensions=self.dimensions, span=span, ahead=ahead, within=within,
+                        models=self.models)

@@ -1,6 +1,6 @@
 """The threshold policy: which similarity floor is in force, and where it came from.
 
-Three sources, in this order:
+Four sources, in this order:
 
 1. A threshold given with the call (``--threshold VALUE``, or ``none``: no floor; the API's
    ``threshold=0.3`` or ``None``): "given on the command line".
@@ -8,14 +8,23 @@ Three sources, in this order:
    threshold on the relevance score only when it says so (``"score": SCORE_KIND``); one saved
    by ragsift < 0.2 was a cosine, which no longer means anything here: it is ignored, with one
    warning asking to re-tune (``ThresholdInForce.warning``), and the next source applies.
-3. The model's measured default: only models whose floor was measured have one. Today that is
+3. The index's calibration (``ragsift calibrate``, or ``embed`` by itself for a model without
+   a shipped default): the mode's threshold fitted for the index's model on the set that
+   ships with ragsift (``ragsift.calibration``), applied only when it was made for the
+   index's model (same fingerprint) and this score (``relevance.stored_calibration``):
+   "calibrated for this model". The index's score then uses the calibrated coefficients too.
+4. The model's shipped default: only models whose floor was measured have one. Today that is
    the bundled all-MiniLM-L6-v2 (int8 ONNX, mean pooling, normalised): the relevance score's
    ``DEFAULT_THRESHOLDS`` (one per mode: each mode's score has its own model), chosen by leave-one-corpus-out on ../shared/eval (the value and its
    measurement live beside the score's coefficients in ``ragsift/retrieval/relevance.py``;
-   bench/RESULTS.md, "One relevance score"). A model nobody measured (any ``--model DIR``, or MiniLM
-   with options that change its vectors) has NO default: ``query``/``explain`` refuse with
-   exit 2 and say to pass ``--threshold`` or run ``ragsift tune --save``. A number nobody
-   measured is never presented as measured.
+   bench/RESULTS.md, "One relevance score"). A model nobody measured or calibrated (a
+   ``--model DIR`` or ``multilingual`` index that was never calibrated, or MiniLM with
+   options that change its vectors) has NO default: ``query``/``explain`` refuse with exit 2
+   and say to run ``ragsift calibrate``, pass ``--threshold`` or run ``ragsift tune --save``.
+   A number nobody measured is never presented as measured.
+
+``ThresholdInForce.origin`` names the source in one word for the JSON records (``flag``,
+``tuned``, ``calibrated``, ``default``; ``threshold_from``).
 
 ``tune`` itself never needs a floor (it sweeps them all); its ``--threshold`` is only the
 point of comparison, so it asks with ``required=False``.
@@ -27,11 +36,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragsift.errors import RagsiftError
-from ragsift.retrieval.relevance import SCORE_KIND
+from ragsift.retrieval.relevance import SCORE_KIND, stored_calibration
 
 FLAG = "--threshold"
 TUNED = "tuned"
 MEASURED = "model default"  # JSON value of ``threshold_source`` (kept from earlier releases)
+CALIBRATED = "calibrated"
+# ``threshold_source`` → ``ThresholdInForce.origin`` (the ``threshold_from`` JSON field)
+ORIGINS = {FLAG: "flag", TUNED: "tuned", CALIBRATED: "calibrated", MEASURED: "default"}
 
 
 def measured_thresholds(mode: str = "hybrid") -> dict[str, float]:
@@ -63,7 +75,8 @@ def check_threshold(value: object) -> float | str | None:
 @dataclass(frozen=True)
 class ThresholdInForce:
     """The floor a retrieval uses and its origin (``source``: ``FLAG``, ``TUNED``,
-    ``MEASURED`` or None when no floor applies because none is known)."""
+    ``CALIBRATED``, ``MEASURED`` or None when no floor applies because none is known).
+    ``queries``: how many labelled queries it was tuned or calibrated on."""
 
     value: float | None
     source: str | None
@@ -77,9 +90,17 @@ class ThresholdInForce:
             return "given on the command line"
         if self.source == TUNED:
             return f"tuned on {self.queries} queries"
+        if self.source == CALIBRATED:
+            return f"calibrated for this model on {self.queries} queries"
         if self.source == MEASURED:
             return "measured default"
         return "no threshold"
+
+    @property
+    def origin(self) -> str | None:
+        """The source in one word: ``flag``, ``tuned``, ``calibrated``, ``default`` (None:
+        no threshold)."""
+        return ORIGINS.get(self.source or "")
 
 
 def resolve_threshold(threshold: float | str | None, settings: dict[str, Any], *,
@@ -106,6 +127,10 @@ def resolve_threshold(threshold: float | str | None, settings: dict[str, Any], *
             warning = (f"the threshold saved in this index ({v}) is a cosine from ragsift "
                        "< 0.2 and is ignored: scores are now relevance scores; re-run "
                        "`ragsift tune --queries FILE --save`")
+    cal = stored_calibration(settings)
+    if cal is not None:
+        return ThresholdInForce(float(cal["thresholds"][mode]), CALIBRATED,
+                                int(cal.get("queries") or 0), warning=warning)
     fingerprint = settings.get("model_fingerprint")
     measured = measured_thresholds(mode).get(fingerprint or "")
     if measured is not None:
@@ -116,7 +141,8 @@ def resolve_threshold(threshold: float | str | None, settings: dict[str, Any], *
     ignored = " (the threshold saved in it is ignored: it was tuned on another score)" \
         if warning else ""
     raise RagsiftError(
-        f"model {model} has no measured threshold{ignored}; pass --threshold VALUE (or --threshold "
+        f"model {model} has no measured threshold{ignored}; calibrate it with `ragsift "
+        "calibrate` (the set that ships with ragsift), pass --threshold VALUE (or --threshold "
         "none), or store one in the index with `ragsift tune --queries FILE --save`")
 
 
