@@ -24,23 +24,21 @@ import json
 import sys
 
 
-def main(index: str, labels: str) -> None:
-    import ragsift
-    import ragsift.api as rs
-
-    rows = [json.loads(line) for line in open(labels, encoding="utf-8") if line.strip()]
-    idents = [r for r in rows if r.get("kind") == "identifier"]
-    rows = [r for r in rows if r.get("kind") != "identifier"]
+def score(ix, rows: list[dict], k: int = 3) -> dict:
+    """Ask every label row (``query``, ``relevant``: the pages that answer it, none for an
+    off-topic query) of the open index ``ix`` (``ragsift.api.Index``) at the threshold in force,
+    k 3, and tally: answered / n_ans, keyword queries (``"kind": "keyword"``, or without a kind
+    one or two words) keyword_ok / keyword, falsely admitted false / n_una, first hit right
+    first_right (the rank-1 candidate, admitted or not, one of the query's pages), threshold.
+    Misses and false admissions go to stderr. ``bench/bench_docs_site_i18n.py`` calls it."""
+    results = ix.query_many([r["query"] for r in rows], k=k)
     answered = false = keyword = keyword_ok = 0
-    with rs.open_index(index) as ix:
-        results = ix.query_many([r["query"] for r in rows], k=3)
-        ident_results = ix.query_many([r["query"] for r in idents], k=3) if idents else []
     for row, r in zip(rows, results):
         got = [c.path for c in r.admitted]
         if row["relevant"]:
             ok = any(p in row["relevant"] for p in got)
             answered += ok
-            if len(row["query"].split()) <= 2:
+            if (row["kind"] == "keyword" if "kind" in row else len(row["query"].split()) <= 2):
                 keyword += 1
                 keyword_ok += ok
             if not ok:
@@ -54,11 +52,27 @@ def main(index: str, labels: str) -> None:
     first_right = sum(bool(r.candidates) and r.candidates[0].path in row["relevant"]
                       for row, r in zip(rows, results) if row["relevant"])
     n_ans = sum(1 for r in rows if r["relevant"])
-    n_una = len(rows) - n_ans
+    return {"answered": answered, "n_ans": n_ans, "keyword": keyword, "keyword_ok": keyword_ok,
+            "false": false, "n_una": len(rows) - n_ans, "first_right": first_right,
+            "threshold": results[0].threshold if results else None}
+
+
+def main(index: str, labels: str) -> None:
+    import ragsift
+    import ragsift.api as rs
+
+    with open(labels, encoding="utf-8") as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    idents = [r for r in rows if r.get("kind") == "identifier"]
+    rows = [r for r in rows if r.get("kind") != "identifier"]
+    with rs.open_index(index) as ix:
+        t = score(ix, rows)
+        ident_results = ix.query_many([r["query"] for r in idents], k=3) if idents else []
+    answered, n_ans, first_right = t["answered"], t["n_ans"], t["first_right"]
     print(f"ragsift {ragsift.__version__} ({ragsift.__file__.rsplit('/ragsift/', 1)[0]}): "
-          f"threshold {results[0].threshold}: answered {answered}/{n_ans} "
-          f"({100 * answered / n_ans:.0f}%; keyword queries {keyword_ok}/{keyword}), falsely "
-          f"admitted {false}/{n_una}; first hit right {first_right}/{n_ans} "
+          f"threshold {t['threshold']}: answered {answered}/{n_ans} "
+          f"({100 * answered / n_ans:.0f}%; keyword queries {t['keyword_ok']}/{t['keyword']}), "
+          f"falsely admitted {t['false']}/{t['n_una']}; first hit right {first_right}/{n_ans} "
           f"({100 * first_right / n_ans:.0f}%)")
     if idents:
         first = 0
