@@ -569,7 +569,7 @@ def answer_indexes(tmp_path_factory):
     import os
 
     os.environ.setdefault("RAY_worker_niceness", "0")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         api.build(root / "ray.lance", [corpus], engine="ray")
     finally:
