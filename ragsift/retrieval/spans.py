@@ -16,9 +16,13 @@ that trims every hit loses recall; most hits hold none of it (~1 in 4.5 does), s
 keeps every hit pays for them. The span therefore depends on how strongly the hit holds the
 evidence, compared with the other hits of the same query:
 
-1. Query terms: the words of the query (letters/digits runs, lower-cased, the lexical side's
-   function words dropped), each reduced to its first ``STEM`` characters (truncation
-   stemming: cheap, and close to the index's Porter stemmer for English).
+1. Query terms: the words the lexical side asks for (``index.terms.query_words``: letter/digit
+   runs, lower-cased, function words dropped; a CJK run as its overlapping bigrams, one CJK
+   character as itself), each reduced to its first ``STEM`` characters (truncation
+   stemming: cheap, and close to the index's Porter stemmer for English). A unit's words are
+   its runs plus, for CJK text, the n-grams the index holds for it (``index.terms.cjk_terms``),
+   so a CJK query word matches a unit that holds it verbatim; text without CJK is read as
+   before.
 2. Evidence strength of a hit, in [0, 1]: the mean of (a) its BM25 for the query terms over
    the hits' texts (k1 1.2, b 0.75, document frequencies and average length over the hits),
    divided by the best hit's, and (b) its cosine to the query, min-max scaled over the hits
@@ -47,6 +51,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+
+from ragsift.index.terms import cjk_terms, query_words  # the lexical side's one word rule
 
 SPAN_MODES = ("chunk", "best")
 DEFAULT_SPAN = "chunk"  # measured: see bench/RESULTS.md "Evidence spans"
@@ -97,12 +103,15 @@ def _fold(word: str) -> str:
 
 
 def query_terms(query: str) -> list[str]:
-    """The query's distinct stemmed terms, function words dropped (unless nothing is left)."""
-    from ragsift.index.terms import STOPWORDS as _STOPWORDS  # the lexical side's list
+    """The query's distinct stemmed terms: the lexical side's words (function words dropped
+    unless nothing is left; CJK by its bigrams), each stemmed."""
+    return list(dict.fromkeys(f for w in query_words(query or "") if (f := _fold(w))))
 
-    words = [w.lower() for w in _WORD.findall(query or "")]
-    kept = [w for w in words if w not in _STOPWORDS] or words
-    return list(dict.fromkeys(_fold(w) for w in kept if _fold(w)))
+
+def text_words(text: str) -> list[str]:
+    """The words of ``text`` a query term can match, in order: its letter/digit runs, then
+    (CJK text only) the n-grams the index holds for it (``index.terms.cjk_terms``)."""
+    return _WORD.findall(text) + list(cjk_terms(text))
 
 
 def unit_bounds(text: str) -> list[tuple[int, int]]:
@@ -123,7 +132,7 @@ def unit_bounds(text: str) -> list[tuple[int, int]]:
 
 def _words(text: str, wanted: set[str]) -> tuple[set[str], list[str], int]:
     """The query terms in ``text`` (distinct), every occurrence of them, and its word count."""
-    folded = [_fold(w) for w in _WORD.findall(text)]
+    folded = [_fold(w) for w in text_words(text)]
     hits = [t for t in folded if t in wanted]
     return set(hits), hits, len(folded)
 
