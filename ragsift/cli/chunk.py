@@ -112,7 +112,7 @@ def chunk_command(
     overlap: int | None = typer.Option(None, "--overlap", min=0, help="Overlap between chunks (recursive, sentence, tokens, chars) [0; chars: 150]."),
     unit: Unit = typer.Option(Unit.tokens, "--unit", help="Count sizes in tokens (of --tokenizer) or characters."),
     tokenizer: Tokenizer = typer.Option(Tokenizer.model, "--tokenizer", help="Token counter: model (the embedder's WordPiece, as embed) [default], cl100k (tiktoken), chars."),
-    model: str | None = typer.Option(None, "--model", help="As for embed: the model folder (or multilingual) whose tokens and max length set the defaults."),
+    model: str | None = typer.Option(None, "--model", help="As for embed: the model folder (or multilingual, or an endpoint URL: cl100k, 256 a chunk) whose tokens and max length set the defaults."),
     max_length: int | None = typer.Option(None, "--max-length", min=2, max=512, help="As for embed: the model's max length, which sets the default --size."),
     passage_prefix: str | None = typer.Option(None, "--passage-prefix", metavar="TEXT", help="As for embed: its tokens are left out of the default --size."),
     fmt: Format = typer.Option(Format.jsonl, "--format", "-f", help="Output: jsonl (one chunk per line), table (for people), text."),

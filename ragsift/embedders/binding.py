@@ -92,14 +92,16 @@ def embedder_for(settings: dict, model_dir: str | None = None) -> Any:
 
     The embedder options the index recorded (``embedder_options``) are applied, so queries get
     the same pooling and their own prefix without any flag. With no ``model_dir``, an index
-    built with ``--model multilingual`` (its ``model_source``) gets that model.
+    built with ``--model multilingual`` or an endpoint URL (its ``model_source``) gets that
+    model (another URL for a moved server: ``model_dir``; the fingerprint leaves out the host).
     """
-    from ragsift.embedders import MULTILINGUAL, load_embedder
+    from ragsift.embedders import MULTILINGUAL, is_endpoint, load_embedder
 
     check_evidence(settings)
     given = model_dir is not None
-    if model_dir is None and settings.get("model_source") == MULTILINGUAL:
-        model_dir = MULTILINGUAL
+    source = settings.get("model_source")
+    if model_dir is None and (source == MULTILINGUAL or is_endpoint(source)):
+        model_dir = source
     embedder = load_embedder(model_dir, **clean_embedder_options(settings.get("embedder_options")))
     if given and settings.get("model_source") in ("default", MULTILINGUAL):  # it names its own
         check_model(settings, embedder.fingerprint, getattr(embedder, "name", ""),

@@ -19,10 +19,10 @@ Nothing here imports ``sqlite3`` or Lance: the index is reached through
 
 from ragsift.ingest.load import iter_chunks, iter_documents
 from ragsift.ingest.records import chunk_record, content_hash
-from ragsift.ingest.run import build_index
+from ragsift.ingest.run import build_index, index_model
 from ragsift.ingest.sizing import default_embed_chunker, embed_size
 from ragsift.ingest.summary import ChunkSummary, EmbedProgress, EmbedSummary
 
 __all__ = ["ChunkSummary", "EmbedProgress", "EmbedSummary", "build_index", "chunk_record",
-           "content_hash", "default_embed_chunker", "embed_size", "iter_chunks",
+           "content_hash", "default_embed_chunker", "embed_size", "index_model", "iter_chunks",
            "iter_documents"]

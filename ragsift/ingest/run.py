@@ -54,7 +54,9 @@ def build_index(
     is unchanged, changed and gone).
 
     ``paths == ["-"]`` reads ``ragsift chunk`` JSON lines from ``stdin_lines`` instead of
-    files. ``chunker`` defaults to ``default_embed_chunker(model_dir)``; ``embedder`` (an
+    files. ``model_dir`` None: the index's own model (``index_model``: ``multilingual`` for
+    an index built with it, else MiniLM). ``chunker`` defaults to
+    ``default_embed_chunker(model_dir)``; ``embedder`` (an
     object, e.g. a caching wrapper) defaults to ``load_embedder(model_dir,
     **embedder_options)``, loaded on first need. ``embedder_options`` (pooling, normalize,
     max_length, query_prefix, passage_prefix; None = the model's own) are recorded in the
@@ -84,6 +86,7 @@ def build_index(
 
         check_arguments(list(paths), include or [], exclude or [])  # before the index exists
 
+    model_dir = index_model(index, model_dir)
     early = None
     try:
         if not use_stdin and chunker is None:
@@ -143,6 +146,30 @@ def build_index(
             early.wait()
     summary.seconds = time.perf_counter() - t0
     return summary
+
+
+def index_model(index: str | os.PathLike, model_dir: str | None) -> str | None:
+    """The model a run on ``index`` uses: ``model_dir`` when one is given; else the model the
+    index names for itself, ``multilingual`` for an index built with ``--model multilingual``
+    (so ``embed`` without ``--model`` continues it, as ``query`` does, with that model's
+    chunker), else None (the bundled MiniLM). An index built with ``--model DIR`` is not
+    followed: a folder can move, so ``--model DIR`` stays needed (the mismatch refusal says
+    so). Read before the chunker is chosen; a missing, empty or unreadable index: None
+    (``open_index`` then says what is wrong with it)."""
+    from ragsift.embedders import MULTILINGUAL
+    from ragsift.errors import RagsiftError
+    from ragsift.index import inspect_index, open_index
+
+    if model_dir is not None:
+        return model_dir
+    try:
+        if inspect_index(os.fspath(index)) != "ours":
+            return None
+        with open_index(os.fspath(index), "r") as store:
+            source = (store.settings() or {}).get("model_source")
+    except RagsiftError:
+        return None
+    return MULTILINGUAL if source == MULTILINGUAL else None
 
 
 def _load_ahead(index, embedder, rebuild: bool, engine: str, model_dir: str | None,
