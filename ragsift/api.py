@@ -58,6 +58,7 @@ _EXPORTS = {
     "FUSIONS": "ragsift.retrieval.hybrid", "NORMS": "ragsift.retrieval.hybrid",
     "spans_of_ranked": "ragsift.retrieval.spans", "embed_size": "ragsift.ingest",
     "index_model": "ragsift.ingest",  # the model ``embed`` uses when none is given
+    "unread_script": "ragsift.embedders",  # a query's script the index's model cannot read
     # chunking files (``ragsift chunk``) and building (``ragsift embed``)
     "FORMATS": "ragsift.sources.formats", "parse_size": "ragsift.sources",
     "ChunkSummary": "ragsift.ingest", "EmbedProgress": "ragsift.ingest",

@@ -227,3 +227,33 @@ def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("RAGSIFT_DEBUG", "RAGSIFT_INDEX")}
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
     return env
+
+
+# -- a query MiniLM cannot read --------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def minilm_index(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("mini")
+    api.build(root / "mini.db", [zh_folder(root)])
+    return root / "mini.db"
+
+
+@pytest.mark.parametrize("command", ["query", "explain"])
+def test_a_chinese_query_on_a_minilm_index_names_the_multilingual_model_once(minilm_index,
+                                                                             command):
+    result = invoke(command, QUESTION, "--index", str(minilm_index))
+    lines = [ln for ln in result.stderr.splitlines() if SCRIPT_LINE in ln]
+    assert len(lines) == 1, result.stderr
+    assert "Chinese/Japanese" in lines[0] and "--model multilingual" in lines[0]
+    assert "--mode lexical" in lines[0]
+
+
+@pytest.mark.parametrize(("query", "index", "mode"), [
+    ("how do I allow cross-origin requests", "minilm", "hybrid"),  # English: MiniLM reads it
+    (QUESTION, "minilm", "lexical"),  # no dense side
+    (QUESTION, "multilingual", "hybrid"),  # the model reads it
+])
+def test_no_script_line_otherwise(minilm_index, calibrated, query, index, mode):
+    path = minilm_index if index == "minilm" else calibrated
+    result = invoke("query", query, "--index", str(path), "--mode", mode, "-t", "none")
+    assert SCRIPT_LINE not in result.stderr, result.stderr

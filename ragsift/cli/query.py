@@ -189,8 +189,9 @@ def query_command(
 
 
 def warn_search(found: Search, queries: list[str] | None = None) -> None:
-    """The stderr lines of a search: a saved threshold that was ignored, and each query the
-    model cut (``queries``: a batch's texts, to name which)."""
+    """The stderr lines of a search: a saved threshold that was ignored, each query the
+    model cut (``queries``: a batch's texts, to name which), and one line when the queries
+    are mostly in a script the index's model cannot read (its dense side is noise then)."""
     from ragsift.cli.render import truncation_warning
 
     if found.threshold.warning:
@@ -199,6 +200,12 @@ def warn_search(found: Search, queries: list[str] | None = None) -> None:
         if dropped:
             warn(truncation_warning(found.max_length, dropped,
                                     queries[i] if queries else None))
+    dense = [r.query for r in found.results if r.mode != "lexical"]
+    script = api.unread_script(found.model, " ".join(dense)) if dense else None
+    if script:
+        warn(f"warning: the query is in {script} script, which this index's model "
+             f"({found.model}, English) cannot read: its dense side is noise; --mode lexical "
+             "matches its words, or embed with --model multilingual --rebuild")
 
 
 def hit_row(c: Candidate, r: Retrieval, batch: bool) -> dict[str, Any]:

@@ -40,6 +40,7 @@ __all__ = [
     "model_counter",
     "model_source",
     "source_kind",
+    "unread_script",
 ]
 
 MULTILINGUAL = "multilingual"  # the --model name of the model in multilingual.py
@@ -81,6 +82,19 @@ def source_kind(source: str | None) -> str | None:
     if source in ("default", MULTILINGUAL):
         return "bundled"
     return "endpoint" if is_endpoint(source) else "folder"
+
+
+def unread_script(model_name: str, text: str | dict[str, int]) -> str | None:
+    """The script most of ``text``'s letters are in (``text``: a text, or letters per script
+    from ``sources.scripts.count_scripts``) when the model named cannot read it, else None.
+    Only the bundled all-MiniLM-L6-v2 is judged (English WordPiece: it reads Latin letters
+    only); the multilingual model reads them all; a ``--model DIR`` folder or an endpoint is
+    not judged. ``embed`` says it about the text read, ``query``/``explain`` about a query."""
+    from ragsift.sources.scripts import count_scripts, mostly_foreign
+
+    if model_name != DEFAULT_MODEL_NAME:
+        return None
+    return mostly_foreign(count_scripts(text) if isinstance(text, str) else text)
 
 
 def _model_settings(folder: Path) -> dict:
