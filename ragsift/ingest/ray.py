@@ -119,12 +119,13 @@ def parse_file(row: dict, chunker: Any) -> dict:
     import pathlib
 
     from ragsift.sources import SourceFile
+    from ragsift.sources.scripts import count_scripts
 
     _kill_once("parse")
     sf = SourceFile(path=pathlib.Path(row["file"]), relpath=row["relpath"],
                     size=row["size"], mtime=row["mtime"])
     out = {"key": row["key"], "skip": "", "records": "", "warnings": "", "format": "",
-           "path": row["relpath"], "sha256": ""}
+           "path": row["relpath"], "sha256": "", "scripts": "{}"}
     skipped: list = []  # the local run's one read -> parse loop: same caps, same skip reasons
     loaded = list(load_each([sf], skip=skipped.append, on_warning=None,
                              max_file_size=row.get("max_file_size")))
@@ -134,6 +135,7 @@ def parse_file(row: dict, chunker: Any) -> dict:
     _, data, doc = loaded[0]
     out["sha256"] = hashlib.sha256(data).hexdigest()
     out["warnings"] = json.dumps(list(doc.warnings))
+    out["scripts"] = json.dumps(count_scripts(doc.text))  # for the one script warning (CLI)
     doc, records = index_records(chunker, doc)
     out.update(records=json.dumps(records), format=doc.format or "", path=doc.path)
     return out
@@ -327,6 +329,8 @@ def _parse_stage(ray: Any, run: Run, changed: list[dict], chunker: Any
             run.progress.advance(files=1)
             continue
         run.summary.parsed += 1
+        for script, n in json.loads(row["scripts"]).items():  # as a local run counts them
+            run.summary.scripts[script] = run.summary.scripts.get(script, 0) + n
         report_warnings(row["path"], json.loads(row["warnings"]), run.on_warning)
         docs.append((row, json.loads(row["records"])))
     return docs
