@@ -254,7 +254,7 @@ def test_explain_default_threshold_fits(messy_index, width):
 
 INFO_KEYS = {"path", "documents", "chunks", "vectors", "truncated", "tokens", "blocks",
              "dead_vectors", "size_bytes", "schema_version", "writer_pid", "threshold",
-             "threshold_origin", "model", "model_fingerprint", "dimensions",
+             "threshold_origin", "threshold_from", "model", "model_fingerprint", "dimensions",
              "embedder_options", "chunker", "chunker_options", "written_by",
              "min_writer_version", "index_from", "project"}
 

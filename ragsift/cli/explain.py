@@ -103,6 +103,18 @@ def explain_command(
     raise typer.Exit(EXIT_OK if r.admitted else EXIT_NOTHING)
 
 
+def packed(parts: list[str], width: int, sep: str = " · ") -> list[str]:
+    """``parts`` joined by ``sep`` into as few lines of at most ``width`` characters as they
+    fit, a part never cut between lines (one longer than ``width`` is a line of its own)."""
+    rows: list[str] = []
+    for part in parts:
+        if rows and len(rows[-1]) + len(sep) + len(part) <= width:
+            rows[-1] += sep + part
+        else:
+            rows.append(part)
+    return rows
+
+
 def render(console: Console, r: Retrieval, attributions: list[Attribution],
            hint_lines: list[str], model: str, origin: str, *,
            query_truncated: int = 0, max_length: int | None = None) -> None:
@@ -142,13 +154,15 @@ def render(console: Console, r: Retrieval, attributions: list[Attribution],
 
     out(Text.assemble(("query  ", "bold"), shown(r.query) if len(r.query) <= 3 * width else
                       flat(r.query, 3 * width)))
-    details = f"model {model} · mode {r.mode} · threshold {fmt_threshold(r.threshold)}"
-    details += (f" ({origin})" if origin else "") + f" · {r.searched:,} chunks searched"
+    details = [f"model {model}", f"mode {r.mode}",
+               f"threshold {fmt_threshold(r.threshold)}" + (f" ({origin})" if origin else ""),
+               f"{r.searched:,} chunks searched"]
     if r.max_chars is not None:
-        details += f" · max chars {r.max_chars}"
+        details.append(f"max chars {r.max_chars}")
     if r.path_filter:
-        details += f" · --path {r.path_filter}"
-    out(Text(shown(details), style="dim"))
+        details.append(f"--path {r.path_filter}")
+    for row in packed(details, width):  # the threshold and its origin never split
+        out(Text(shown(row), style="dim"))
     out(Text(counts_line(r), style="dim"))
     if query_truncated:
         out(Text(f"⚠ query truncated to {max_length} model tokens; {query_truncated} tokens "
