@@ -345,9 +345,10 @@ def save_threshold(index: str, report: TuneReport, *, mode: str) -> dict[str, An
     if rec is None:
         raise RagsiftError(f"{report.no_recommendation or 'no threshold meets ' + report.objective}"
                            "; nothing was saved")
-    value = tuned_setting(rec.threshold, queries=report.queries, k=report.k, mode=mode,
-                          objective=report.objective)
     with open_index(index, "w") as store:
+        # the coefficients the sweep scored with: the index's calibration, else the shipped
+        value = tuned_setting(rec.threshold, queries=report.queries, k=report.k, mode=mode,
+                              objective=report.objective, settings=dict(store.settings() or {}))
         store.set_settings(tuned_threshold=value)
     report.saved = value
     return value

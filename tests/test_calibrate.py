@@ -127,13 +127,33 @@ def test_the_calibrated_coefficients_score_the_index(calibrated, tmp_path):
 def test_tune_save_still_wins_over_calibration(calibrated, tmp_path):
     index = _copy(calibrated[0], tmp_path)
     with open_index(str(index), "w") as store:
-        store.set_settings(tuned_threshold=tuned_setting(0.42, queries=5, k=3, mode="hybrid",
-                                                          objective="f1"))
+        store.set_settings(tuned_threshold=tuned_setting(
+            0.42, queries=5, k=3, mode="hybrid", objective="f1", settings=store.settings()))
     with api.open_index(index) as ix:
         floor = ix.threshold()
-        assert (floor.value, floor.origin) == (0.42, "tuned")
+        assert (floor.value, floor.origin, floor.warning) == (0.42, "tuned", None)
         assert ix.threshold(0.3).origin == "flag"  # and --threshold wins over both
         assert ix.search(QUESTION, threshold=0.3).threshold.origin == "flag"
+
+
+def test_a_threshold_tuned_on_another_calibration_is_ignored_with_one_warning(calibrated,
+                                                                               tmp_path, cli):
+    """`tune --save` records the coefficients it was tuned on (``score_digest``); one tuned
+    before the index was calibrated (on the shipped coefficients, or saved before the digest
+    was recorded) is not applied to the calibrated score."""
+    index = _copy(calibrated[0], tmp_path)
+    shipped = tuned_setting(0.42, queries=5, k=3, mode="hybrid", objective="f1")
+    assert shipped["calibration"] == relevance.score_digest(relevance.MODELS)
+    for saved in (shipped, {k: v for k, v in shipped.items() if k != "calibration"}):
+        with open_index(str(index), "w") as store:
+            store.set_settings(tuned_threshold=saved)
+        with api.open_index(index) as ix:
+            floor = ix.threshold()
+            assert floor.origin == "calibrated" and "ragsift tune" in floor.warning
+    proc = cli("query", QUESTION, "--index", str(index), "--json")
+    assert proc.returncode == 0, proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if "re-run" in line]
+    assert len(warnings) == 1 and "calibrate" in warnings[0], proc.stderr
 
 
 def test_a_calibration_for_another_fingerprint_is_ignored(calibrated, tmp_path):
@@ -151,6 +171,57 @@ def test_a_calibration_for_another_fingerprint_is_ignored(calibrated, tmp_path):
         store.set_settings(**{relevance.CALIBRATION: {**stored, "score": "relevance-2"}})
     with api.open_index(index) as ix:
         assert ix.threshold(required=False).source is None
+
+
+def test_the_map_is_stored_and_the_thresholds_are_the_reference(calibrated):
+    _, result = calibrated
+    stored = result.setting()
+    assert stored["method"] == "align-1" and stored["map"] == {"a": result.dense_map.a,
+                                                                "b": result.dense_map.b}
+    assert result.thresholds == relevance.DEFAULT_THRESHOLDS
+    assert result.models["lexical"] == relevance.MODELS["lexical"]  # lexical: no dense weight
+    assert result.dense_map != cal_fit.DenseMap()  # e5's cosines are not MiniLM's
+    assert stored["digest"] == relevance.score_digest(result.models)
+
+
+def test_minilm_calibrated_against_itself_is_the_shipped_calibration():
+    """The same code path as any model: MiniLM's map onto itself is the identity, so its
+    calibration is the shipped ``MODELS`` and ``DEFAULT_THRESHOLDS``, number for number."""
+    from ragsift.calibration.run import calibrate
+    from ragsift.embedders import load_embedder
+
+    result = calibrate(load_embedder(None), None, languages=("en",))
+    assert result.dense_map == cal_fit.DenseMap(1.0, 0.0)
+    assert result.models == relevance.MODELS
+    assert result.thresholds == relevance.DEFAULT_THRESHOLDS
+    assert result.digest == relevance.score_digest(relevance.MODELS)
+
+
+def test_a_mapped_model_scores_the_mapped_evidence():
+    """``fit.mapped`` folds ``a·d + b`` into the coefficients: scoring the evidence with it
+    equals scoring the mapped evidence (best unit and aggregate alike) with the model."""
+    rng = np.random.default_rng(3)
+    cos, unit, share = rng.random(9), rng.random(9), rng.random(9)
+    m = cal_fit.DenseMap(1.7, -0.4)
+    for mode in ("dense", "lexical", "hybrid"):
+        model = relevance.MODELS[mode]
+        for words in (1, 4):
+            got = relevance.score_array(mode, cos, share, words, cal_fit.mapped(model, m),
+                                        unit=unit)
+            want = relevance.score_array(mode, m.a * cos + m.b, share, words, model,
+                                         unit=m.a * unit + m.b)
+            assert np.allclose(got, want, atol=1e-12)
+        assert cal_fit.mapped(model, cal_fit.DenseMap()) == model
+
+
+def test_the_alignment_map_puts_the_two_levels_on_the_reference():
+    cases = _cases(5)["dense"]
+    assert cal_fit.align_map(cases, cases) == cal_fit.DenseMap(1.0, 0.0)
+    shifted = [Case(q.fold, q.kind, q.answerable, q.words, q.ids, 0.5 * q.cos + 0.3,
+                    0.5 * q.unit + 0.3, q.share, q.dense_rank, q.lexical_rank, q.label)
+               for q in cases]
+    m = cal_fit.align_map(shifted, cases)
+    assert (m.a, m.b) == (2.0, -0.6)
 
 
 def test_calibrate_refuses_an_index_without_vectors(tmp_path):
@@ -213,3 +284,16 @@ def test_embed_calibrates_only_a_model_without_a_calibration(calibrated, tmp_pat
     with open_index(str(index), "w") as store:
         store.set_settings(**{relevance.CALIBRATION: None})
     assert api.calibration_needed(index)  # what `embed` then calibrates by itself
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_explain_says_where_the_threshold_came_from(calibrated, cli, columns):
+    """`explain` for reading names the calibration on one line at 80 columns too (the
+    threshold and its origin are never split between lines)."""
+    index, result = calibrated
+    proc = cli("explain", QUESTION, "--index", str(index), env={"COLUMNS": str(columns)})
+    assert proc.returncode == 0, proc.stderr
+    label = f"calibrated for this model on {result.queries} queries"
+    rows = [line for line in proc.stdout.splitlines() if label in line]
+    assert len(rows) == 1 and f"threshold {result.thresholds['hybrid']:.2f} ({label})" in rows[0]
+    assert len(rows[0]) <= columns

@@ -123,6 +123,11 @@ def test_tune_save_is_used_by_query_and_explain(small_index):
     report = json.loads(proc.stdout)
     value = report["recommended"]["threshold"]
     assert report["saved"]["value"] == value and report["saved"]["queries"] == 4
+    # the score it was tuned on: its kind and the coefficients (the shipped ones here)
+    from ragsift.retrieval.relevance import MODELS, SCORE_KIND, score_digest
+
+    assert report["saved"]["score"] == SCORE_KIND
+    assert report["saved"]["calibration"] == score_digest(MODELS)
     after = json.loads(run_cli("explain", "when do bees swarm", "-i", path, "--json",
                                cwd=cwd).stdout)
     assert after["threshold"] == value and after["threshold_source"] == "tuned"

@@ -226,3 +226,115 @@ def choose_threshold(cases: Sequence[Any], orders: dict[int, tuple[np.ndarray, n
         if a - COST * fa > best[0] + 1e-12:
             best = (a - COST * fa, float(t))
     return best[1]
+
+
+# -- aligning a model to the reference fit -------------------------------------------------------
+#
+# The shipped ``relevance.MODELS``/``DEFAULT_THRESHOLDS`` were fitted for MiniLM on the large
+# English admission set (bench/admission_set.py), far harder than anything that can ship inside
+# the package. So instead of refitting every coefficient on the small set, a model is mapped
+# onto MiniLM's scale: its dense evidence ``d`` is read as ``a·d + b`` (the best unit, the
+# aggregate and so the gaps alike: a gap becomes ``a·gap``), every other coefficient and the
+# thresholds stay MiniLM's. The lexical side is model-independent and stays as it is.
+
+
+@dataclass(frozen=True)
+class DenseMap:
+    """``a·d + b``: a model's dense evidence on the reference model's scale."""
+
+    a: float = 1.0
+    b: float = 0.0
+
+
+MAP_DIGITS = 4  # (a, b) are stored rounded: the same set gives the same map to 1e-4
+
+
+def contrast(cases: Sequence[Any]) -> tuple[float, float]:
+    """(relevant, unrelated): the mean over the answerable queries of their best relevant
+    candidate's dense evidence, and the mean over every query of its best candidate that is
+    not relevant (an off-topic query's top, an answerable query's best wrong passage): the
+    two levels the gate has to tell apart."""
+    import numpy as np
+
+    rel, other = [], []
+    for q in cases:
+        d = q.dense
+        if q.answerable and q.label.any():
+            rel.append(float(d[q.label].max()))
+        if (~q.label).any():
+            other.append(float(d[~q.label].max()))
+    if not rel or not other:
+        raise ValueError("no relevant or no unrelated candidates to align on")
+    return float(np.mean(rel)), float(np.mean(other))
+
+
+def align_map(cases: Sequence[Any], reference: Sequence[Any]) -> DenseMap:
+    """The ``DenseMap`` that puts ``cases``' two levels (``contrast``) onto ``reference``'s:
+    the same queries over the same passages, embedded by the model and by the reference model.
+    The reference model aligned to itself is exactly the identity (a 1, b 0)."""
+    rx, ux = contrast(cases)
+    ry, uy = contrast(reference)
+    if rx - ux <= 1e-6:
+        raise ValueError("the model does not separate relevant from unrelated passages")
+    a = (ry - uy) / (rx - ux)
+    b = ry - a * rx
+    return DenseMap(round(a, MAP_DIGITS) + 0.0, round(b, MAP_DIGITS) + 0.0)
+
+
+def likelihood_map(cases: Sequence[Any], mode: str, model: Model) -> DenseMap:
+    """The ``DenseMap`` that maximises the likelihood of the labels of ``cases`` (their
+    ``train_rows``, each fold and each query weighted as in ``fit_model``) with every
+    coefficient of ``model`` held: the score's logit is linear in (a, b) with an offset."""
+    import numpy as np
+
+    w_cos, w_share, w_cgap, w_sgap, w_words, w_cw, w_sw = model.logit_terms()
+    per_fold: dict[str, int] = {}
+    for q in cases:
+        per_fold[q.fold] = per_fold.get(q.fold, 0) + 1
+    us, vs, offs, ys, ws = [], [], [], [], []
+    for q in cases:
+        rows = q.train_rows(mode)
+        if not rows.size:
+            continue
+        lw = math.log(max(q.words, 1))
+        d = q.dense
+        slope = w_cos + w_cw * lw
+        us.append((slope * d + w_cgap * (d - d.max()))[rows])
+        vs.append(np.full(rows.size, slope))
+        off = np.full(q.cos.shape, model.bias + w_words * lw)
+        if mode != "dense":
+            off = off + (w_share + w_sgap + w_sw * lw) * q.share - w_sgap * q.share.max()
+        offs.append(off[rows])
+        ys.append(q.label[rows].astype(np.float64))
+        ws.append(np.full(rows.size, 1.0 / (per_fold[q.fold] * rows.size)))
+    x = np.stack([np.concatenate(us), np.concatenate(vs)], axis=1)
+    off, y, w = np.concatenate(offs), np.concatenate(ys), np.concatenate(ws)
+    w = w / w.mean()
+    beta = np.array([1.0, 0.0])
+    for _ in range(50):
+        p = 1.0 / (1.0 + np.exp(-(off + x @ beta)))
+        g = x.T @ (w * (p - y))
+        h = (x * (w * p * (1 - p))[:, None]).T @ x + 1e-9 * np.eye(2)
+        step = np.linalg.solve(h, g)
+        beta -= step
+        if np.abs(step).max() < 1e-9:
+            break
+    return DenseMap(round(float(beta[0]), MAP_DIGITS) + 0.0,
+                    round(float(beta[1]), MAP_DIGITS) + 0.0)
+
+
+def mapped(model: Model, dense_map: DenseMap) -> Model:
+    """``model`` reading the dense evidence as ``a·d + b``, as a ``Model`` over the same
+    features (so ``relevance.score_array`` scores it unchanged): with ``d' = a·d + b``,
+    ``w_cos·d' + w_gap·(d' − max d') + w_cw·d'·log_words`` is ``a·w_cos·d + a·w_gap·gap +
+    a·w_cw·d·log_words`` plus ``b·w_cos`` on the bias and ``b·w_cw`` on ``log_words``. A model
+    without dense weights (lexical) is unchanged; the identity map returns equal values."""
+    a, b = dense_map.a, dense_map.b
+    w = dict(model.weights)
+    bias = model.bias + b * w.get("cosine", 0.0)
+    if "cosine_words" in w and (b or "log_words" in w):
+        w["log_words"] = w.get("log_words", 0.0) + b * w["cosine_words"]
+    for f in ("cosine", "cosine_gap", "cosine_words"):
+        if f in w:
+            w[f] = a * w[f]
+    return Model(bias, w)

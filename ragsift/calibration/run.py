@@ -1,4 +1,11 @@
-"""``ragsift calibrate``: fit the relevance score and its default thresholds for one model.
+"""``ragsift calibrate``: the relevance score and its default thresholds for one model.
+
+The design (bench/RESULTS.md, "Calibration that transfers"): the shipped ``relevance.MODELS``
+and ``DEFAULT_THRESHOLDS``, fitted for the bundled MiniLM on the large English admission set,
+are the *reference*; a model is calibrated by mapping its dense evidence onto MiniLM's scale
+(``fit.DenseMap``: ``a·d + b``), every other coefficient and the thresholds staying MiniLM's.
+Chosen over refitting every coefficient on the small set (``fit_all``, still measured by
+``bench/bench_calibrate.py``): that fit learns how easy the shipped set is, not the model.
 
 Steps, for an embedder (the index's own model, with its options):
 
@@ -10,14 +17,19 @@ Steps, for an embedder (the index's own model, with its options):
    negatives) embedded once and ranked in every mode by the ranking engine itself
    (``retrieval.engine.rank``, every candidate of the small index), so each candidate's
    cosine, best unit, BM25 share and ranks are exactly what ``query`` would score; a candidate
-   is relevant when it is a chunk of the query's passage;
-3. **fit** (``fit.py``) per mode: the logistic coefficients on all three languages and the
-   default threshold by the shipped rule (answered − 2 × falsely admitted at k 3); and
-   leave-one-language-out: for each language, model and threshold fitted on the other two and
-   measured on it (``FoldFigures``), the honest figure for a language the fit did not see.
+   is relevant when it is a chunk of the query's passage. The English set is also indexed
+   and asked with the reference model (the bundled MiniLM), the same way;
+3. **align** (``fit.align_map``): on the English set, the map that puts the model's two
+   levels (its best relevant candidate's evidence, its best unrelated one's, each averaged
+   over the queries: ``fit.contrast``) onto MiniLM's; the models are the shipped ones read
+   through it (``fit.mapped``: the same ``Model`` form, scored by ``relevance.score_array``),
+   the thresholds the shipped ones. MiniLM aligned to itself is the identity: its calibration
+   is the shipped one, number for number. Lexical mode's model has no dense weight: unchanged;
+4. **figures** per mode and language at the calibrated default (``FoldFigures``): Chinese and
+   Japanese are held out by construction (the map sees English only); English is not.
 
-Cost: the passages' units and the queries embedded once (``cost``); nothing downloaded.
-Deterministic: the same model gives the same coefficients (``fit.py``).
+Cost: the passages' units and the queries embedded once (``cost``), and the English set once
+more with MiniLM; nothing downloaded. Deterministic: the same model gives the same map.
 """
 
 from __future__ import annotations
@@ -30,9 +42,28 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragsift.calibration.data import LANGUAGES, LanguageSet, load_set, set_digest
-from ragsift.calibration.fit import Case, choose_threshold, fit_model, rates, scored
+from ragsift.calibration.fit import (
+    Case,
+    DenseMap,
+    align_map,
+    choose_threshold,
+    fit_model,
+    mapped,
+    rates,
+    scored,
+)
 from ragsift.retrieval.engine import MODES
-from ragsift.retrieval.relevance import SCORE_KIND, Model, model_record
+from ragsift.retrieval.relevance import (
+    DEFAULT_THRESHOLDS,
+    MODELS,
+    SCORE_KIND,
+    Model,
+    model_record,
+    score_digest,
+)
+
+METHOD = "align-1"  # the calibration's design and its version (stored with it)
+REFERENCE_LANGUAGE = "en"  # the reference model's language: the map is fitted on it
 
 if TYPE_CHECKING:
     import numpy as np
@@ -75,9 +106,11 @@ class FoldFigures:
 
 @dataclass
 class Calibration:
-    """A model's calibration: per mode the relevance ``Model`` and the default threshold,
-    fitted on every language of the set; ``folds``: leave-one-language-out figures;
-    ``in_sample``: the final model's figures per language (fitted on it too)."""
+    """A model's calibration: per mode the relevance ``Model`` and the default threshold
+    (the shipped ones read through ``dense_map``); ``queries``: how many the map was fitted
+    on (the English set's); ``folds``: the figures per mode and language at the calibrated
+    default (``held_out``: the language; English is the one the map was fitted on);
+    ``in_sample``: the same figures (kept for the JSON's shape)."""
 
     model: str
     fingerprint: str
@@ -89,12 +122,22 @@ class Calibration:
     set: str
     seconds: float = 0.0
     embedded: dict[str, int] = field(default_factory=dict)
+    dense_map: DenseMap = field(default_factory=DenseMap)
+    reference: str = ""
+    method: str = METHOD
+
+    @property
+    def digest(self) -> str:
+        """Which coefficients score a calibrated index (``relevance.score_digest``)."""
+        return score_digest(self.models)
 
     def setting(self) -> dict[str, Any]:
         """The ``calibration`` index setting (``relevance.CALIBRATION``)."""
         from ragsift.version import __version__
 
         return {"fingerprint": self.fingerprint, "model": self.model, "score": SCORE_KIND,
+                "method": self.method, "map": asdict(self.dense_map),
+                "reference": self.reference, "digest": self.digest,
                 "set": self.set, "queries": self.queries,
                 "models": {m: model_record(v) for m, v in self.models.items()},
                 "thresholds": dict(self.thresholds),
@@ -107,21 +150,47 @@ class Calibration:
 
 def calibrate(embedder: Any, model_dir: str | None = None, *,
               languages: tuple[str, ...] = LANGUAGES,
-              progress: Callable[[str], None] | None = None) -> Calibration:
+              progress: Callable[[str], None] | None = None,
+              reference: Any = None) -> Calibration:
     """The calibration of ``embedder`` (``model_dir``: what ``embed`` would be given for it:
-    None for the bundled MiniLM, ``"multilingual"`` or a folder; it picks the chunker)."""
+    None for the bundled MiniLM, ``"multilingual"`` or a folder; it picks the chunker).
+    ``reference``: the reference embedder (default: the bundled MiniLM, loaded here)."""
+    from ragsift.embedders import load_embedder
+
     t0 = time.perf_counter()
     embedded: dict[str, int] = {}
     cases = gather(embedder, model_dir, languages=languages, progress=progress,
                    embedded=embedded)
     if progress:
+        progress("asking the English set with the reference model")
+    ref = reference if reference is not None else load_embedder(None)
+    ref_cases = gather(ref, None, languages=(REFERENCE_LANGUAGE,))
+    if progress:
         progress("fitting")
-    models, thresholds, folds, in_sample = fit_all(cases, languages)
+    own = [q for q in cases["dense"] if q.fold == REFERENCE_LANGUAGE]
+    dense_map = align_map(own, ref_cases["dense"])
+    models, thresholds, figures = align_all(cases, dense_map, languages)
     return Calibration(model=str(getattr(embedder, "name", "")),
                        fingerprint=str(embedder.fingerprint), models=models,
-                       thresholds=thresholds, queries=len(cases["hybrid"]), folds=folds,
-                       in_sample=in_sample, set=set_digest(languages),
-                       seconds=time.perf_counter() - t0, embedded=embedded)
+                       thresholds=thresholds, queries=len(own), folds=figures,
+                       in_sample=figures, set=set_digest(languages),
+                       seconds=time.perf_counter() - t0, embedded=embedded,
+                       dense_map=dense_map, reference=str(ref.fingerprint))
+
+
+def align_all(cases: dict[str, list[Case]], dense_map: DenseMap, languages: Sequence[str]
+              ) -> tuple[dict[str, Model], dict[str, float], list[FoldFigures]]:
+    """The shipped models read through ``dense_map``, the shipped thresholds, and their
+    figures per mode and language."""
+    models = {mode: mapped(MODELS[mode], dense_map) for mode in MODES}
+    thresholds = {mode: DEFAULT_THRESHOLDS[mode] for mode in MODES}
+    figures = []
+    for mode in MODES:
+        qs = cases[mode]
+        orders = {id(q): scored(q, mode, models[mode]) for q in qs}
+        figures += [_figures(mode, lang, thresholds[mode], [q for q in qs if q.fold == lang],
+                             orders) for lang in languages]
+    return models, thresholds, figures
 
 
 def gather(embedder: Any, model_dir: str | None = None, *,
@@ -148,7 +217,8 @@ def gather(embedder: Any, model_dir: str | None = None, *,
 def fit_all(cases: dict[str, list[Case]], languages: Sequence[str]
             ) -> tuple[dict[str, Model], dict[str, float], list[FoldFigures],
                        list[FoldFigures]]:
-    """Per mode: the model and threshold fitted on every language, the leave-one-language-out
+    """The full refit (the design before ``align``, kept for ``bench/bench_calibrate.py``):
+    per mode the model and threshold fitted on every language, the leave-one-language-out
     figures and the final model's in-sample figures per language."""
     models: dict[str, Model] = {}
     thresholds: dict[str, float] = {}

@@ -14,12 +14,15 @@ from ragsift.errors import EXIT_OK
 EPILOG = """
 The set ships with ragsift: short documentation passages in English, Chinese and Japanese,
 questions they answer, keyword forms of those questions and off-topic queries. calibrate
-indexes them with the index's model in a temporary folder, asks every query through the
-ranking engine, fits the relevance score per mode (dense, lexical, hybrid) and chooses each
-mode's default threshold by the rule the bundled model's defaults were chosen by (answered
-minus twice the off-topic queries admitted, at -k 3). The result is stored in the index for
-its model's fingerprint: query, explain and MCP then use it when no --threshold is given and
-no `tune --save` threshold is stored (that one still wins).
+indexes them with the index's model in a temporary folder and asks every query through the
+ranking engine; the English set is asked the same way with the bundled MiniLM, whose relevance
+score and default thresholds were fitted on a large English labelled set. The model's cosines
+are then mapped onto MiniLM's scale (a·cosine + b, so that its best relevant and best unrelated
+passages score as MiniLM's do on the same English queries), and the index is scored with
+MiniLM's coefficients and thresholds read through that map (for MiniLM itself: a 1, b 0, the
+shipped calibration). The result is stored in the index for its model's fingerprint: query,
+explain and MCP then use it when no --threshold is given and no `tune --save` threshold is
+stored (that one still wins, when it was tuned on the same calibration).
 
 Examples:
 
@@ -51,10 +54,12 @@ def calibrate_command(
     if as_json:
         sys.stdout.write(json.dumps(result.as_dict()) + "\n")
         raise typer.Exit(EXIT_OK)
+    m = result.dense_map
     head = (f"calibrated {result.model} ({result.fingerprint}) in {result.seconds:.1f} s on "
-            f"{result.queries} queries; stored in {index}")
-    columns = ("mode     threshold  held out (language: answered / first hit right / "
-               "off-topic admitted)")
+            f"{result.queries} queries: cosine read as {m.a:.4f} × cosine {m.b:+.4f}; stored "
+            f"in {index}")
+    columns = ("mode     threshold  per language (answered / first hit right / off-topic "
+               "admitted; zh, ja held out)")
     out = [head, columns]
     for mode, t in result.thresholds.items():
         folds = "  ".join(f"{f.held_out}: {100 * f.answered:.0f}/{100 * f.first_right:.0f}/"

@@ -27,8 +27,9 @@ default threshold were chosen by leave-one-corpus-out over the four folds (chrom
 corpora, SciFact), and the numbers per fold are in bench/RESULTS.md, "One relevance score".
 They describe the bundled all-MiniLM-L6-v2 and the index's BM25 (k1 0.9, b 0.4): for another
 model the score is still an order, but not a calibrated probability, and such a model has no
-default threshold (``ragsift.retrieval.threshold``) until ``ragsift calibrate`` fits both for
-it on the set that ships with ragsift (``ragsift.calibration``), stored in its index
+default threshold (``ragsift.retrieval.threshold``) until ``ragsift calibrate`` maps its dense
+evidence onto MiniLM's scale on the set that ships with ragsift (``ragsift.calibration``: the
+same coefficients read through ``a·cosine + b``, the same thresholds), stored in its index
 (``CALIBRATION``, ``models_for``): the engine then scores that index with them.
 """
 
@@ -161,6 +162,18 @@ def models_for(settings: dict) -> dict[str, Model]:
 def model_record(model: Model) -> dict:
     """A ``Model`` as the ``calibration`` setting stores it."""
     return {"bias": model.bias, "weights": dict(model.weights)}
+
+
+def score_digest(models: dict[str, Model]) -> str:
+    """Which coefficients score an index, in 12 hex digits (the sha256 of the models' records,
+    keys sorted): what a threshold tuned on that index was tuned on (``tune --save`` records
+    it). Equal models give the same digest, so MiniLM calibrated against itself (the
+    identity map: ``ragsift.calibration``) keeps the shipped ``MODELS``' digest."""
+    import hashlib
+    import json
+
+    record = {m: model_record(v) for m, v in models.items()}
+    return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()[:12]
 
 
 def score_array(mode: str, cosine: np.ndarray, share: np.ndarray, words: int,

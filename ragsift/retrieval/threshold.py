@@ -5,9 +5,12 @@ Four sources, in this order:
 1. A threshold given with the call (``--threshold VALUE``, or ``none``: no floor; the API's
    ``threshold=0.3`` or ``None``): "given on the command line".
 2. A threshold stored in the index by ``ragsift tune --save``: "tuned on N queries". It is a
-   threshold on the relevance score only when it says so (``"score": SCORE_KIND``); one saved
-   by ragsift < 0.2 was a cosine, which no longer means anything here: it is ignored, with one
-   warning asking to re-tune (``ThresholdInForce.warning``), and the next source applies.
+   threshold on the relevance score only when it says so (``"score": SCORE_KIND``) and on the
+   coefficients that score the index now (``"calibration"``: ``relevance.score_digest`` of
+   ``models_for`` when it was saved; one saved before it was recorded was tuned on the
+   shipped ``MODELS``). One saved by ragsift < 0.2 (a cosine), on an earlier score, or on
+   another calibration (the index calibrated since) is ignored, with one warning asking to
+   re-tune (``ThresholdInForce.warning``), and the next source applies.
 3. The index's calibration (``ragsift calibrate``, or ``embed`` by itself for a model without
    a shipped default): the mode's threshold fitted for the index's model on the set that
    ships with ragsift (``ragsift.calibration``), applied only when it was made for the
@@ -36,7 +39,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragsift.errors import RagsiftError
-from ragsift.retrieval.relevance import SCORE_KIND, stored_calibration
+from ragsift.retrieval.relevance import (
+    MODELS,
+    SCORE_KIND,
+    models_for,
+    score_digest,
+    stored_calibration,
+)
 
 FLAG = "--threshold"
 TUNED = "tuned"
@@ -115,11 +124,18 @@ def resolve_threshold(threshold: float | str | None, settings: dict[str, Any], *
     warning = None
     if isinstance(tuned, dict) and "value" in tuned:
         v = tuned["value"]
-        if tuned.get("score") == SCORE_KIND:
+        was = tuned.get("score")
+        tuned_on = tuned.get("calibration") or score_digest(MODELS)
+        now = score_digest(models_for(settings))
+        if was == SCORE_KIND and tuned_on == now:
             return ThresholdInForce(None if v is None else float(v), TUNED,
                                     int(tuned.get("queries") or 0))
-        was = tuned.get("score")
-        if isinstance(was, str) and was.startswith("relevance-"):
+        if was == SCORE_KIND:
+            warning = (f"the threshold saved in this index ({v}) was tuned on other "
+                       f"coefficients of the score ({tuned_on}; `ragsift calibrate` has "
+                       f"changed them to {now} since) and is ignored; re-run "
+                       "`ragsift tune --queries FILE --save`")
+        elif isinstance(was, str) and was.startswith("relevance-"):
             warning = (f"the threshold saved in this index ({v}) was tuned on an earlier "
                        f"relevance score ({was}; this ragsift scores {SCORE_KIND}) and is "
                        "ignored; re-run `ragsift tune --queries FILE --save`")
@@ -147,10 +163,12 @@ def resolve_threshold(threshold: float | str | None, settings: dict[str, Any], *
 
 
 def tuned_setting(value: float | None, *, queries: int, k: int, mode: str,
-                  objective: str) -> dict[str, Any]:
-    """The ``tuned_threshold`` index setting written by ``tune --save``."""
+                  objective: str, settings: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The ``tuned_threshold`` index setting written by ``tune --save``: the score it was
+    tuned on (``SCORE_KIND``) and the coefficients that scored the index (``calibration``:
+    ``score_digest`` of ``models_for(settings)``, the index's settings when it was tuned)."""
     return {"value": value, "queries": queries, "k": k, "mode": mode, "objective": objective,
-            "score": SCORE_KIND}
+            "score": SCORE_KIND, "calibration": score_digest(models_for(settings or {}))}
 
 
 def strategy_for(settings: dict[str, Any], *, k: int, threshold: float | str | None,
