@@ -24,7 +24,7 @@ ray = pytest.importorskip("ray", reason="--engine ray needs: pip install 'ragsif
 @pytest.fixture(scope="module")
 def local_ray():
     os.environ.setdefault("RAY_worker_niceness", "0")  # as test_ray_engine.py does
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
 
