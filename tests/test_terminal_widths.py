@@ -255,7 +255,8 @@ def test_explain_default_threshold_fits(messy_index, width):
 INFO_KEYS = {"path", "documents", "chunks", "vectors", "truncated", "tokens", "blocks",
              "dead_vectors", "size_bytes", "schema_version", "writer_pid", "threshold",
              "threshold_origin", "threshold_from", "model", "model_fingerprint", "dimensions",
-             "embedder_options", "chunker", "chunker_options", "written_by",
+             "embedder_options", "chunker", "chunker_options", "written_by", "model_source",
+             "model_source_kind",
              "min_writer_version", "index_from", "project"}
 
 
