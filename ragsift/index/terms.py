@@ -60,8 +60,12 @@ MAX_QUERY_TERMS = 64
 MAX_WHOLE = 40  # a longer identifier is indexed by its parts only (kept from schema 4)
 
 TERM = re.compile(r"[^\W_]+", re.UNICODE)
-# letter/digit runs joined (no space) by `_`, `.`, `-`, `::` or `/`: one identifier
-JOINED = re.compile(r"[^\W_]+(?:(?:_+|-+|\.|::|/)[^\W_]+)+", re.UNICODE)
+# letter/digit runs joined (no space) by `_`, `.`, `-`, `::` or `/`: one identifier. A match
+# starts only where a run starts (the lookbehind): without it the search tried again at every
+# letter of a run that joins nothing, each try reading to the run's end (a 16k-letter word:
+# 6.4 s, quadratic; issue 40). It finds the same matches: one starting inside a run would
+# start at the run's first letter as well.
+JOINED = re.compile(r"(?<![^\W_])[^\W_]+(?:(?:_+|-+|\.|::|/)[^\W_]+)+", re.UNICODE)
 QUALIFIER = re.compile(r"\.|::|/")  # what qualifies a name; `_` and `-` join one segment
 # the parts of an ASCII camelCase word: an upper-case run not followed by a lower-case letter
 # (``HTTP`` of ``HTTPResponse``), or a capitalised / lower-case run; digits stay with the part
@@ -165,12 +169,20 @@ def camel_parts(word: str) -> list[str]:
 
 def _wholes(ident: str) -> Iterator[str]:
     """The whole forms of one joined identifier: itself, then (a qualified name) each proper
-    tail of two segments or more and each compound segment."""
+    tail of two segments or more and each compound segment. Linear in ``ident``: a tail over
+    ``MAX_WHOLE`` letters is never built (``identifier_terms`` would drop it: lower-casing
+    never shortens a string), so a path of 100,000 segments makes no 100,000 joins of its
+    rest, only those of its last few segments."""
     yield "".join(TERM.findall(ident)).lower()
     segments = QUALIFIER.split(ident)
     if len(segments) > 1:
-        for i in range(1, len(segments) - 1):
-            yield "".join(TERM.findall("".join(segments[i:]))).lower()
+        letters = ["".join(TERM.findall(segment)) for segment in segments]
+        first, size = len(segments) - 1, len(letters[-1])  # the longest tail kept: first...
+        while first > 1 and size + len(letters[first - 1]) <= MAX_WHOLE:
+            first -= 1
+            size += len(letters[first])
+        for i in range(first, len(segments) - 1):
+            yield "".join(letters[i:]).lower()
         for segment in segments:
             runs = TERM.findall(segment)
             if len(runs) > 1:
