@@ -262,7 +262,13 @@ class IndexWriter(IndexReader, Protocol):
     """An index open for writing (``open_index(path, "w")``): the reader's methods plus what
     ``embed``, ``rm`` and ``tune --save`` write. Every method that writes is atomic: a
     process killed at any point leaves the index as after the last completed call (for a
-    ``transaction``: as before it or after it, never between)."""
+    ``transaction``: as before it or after it, never between).
+
+    Opening writes nothing (issue 40): a command that refuses the index after opening it (its
+    evidence layout, its model) leaves it byte for byte as it was. The first write brings an
+    older schema up to date and records the writer (``writer_stamp``) together with its own
+    work, in the same transaction (Lance: in the commits just before it); ``compact`` of an
+    index nothing was written to still brings its schema up to date."""
 
     def set_settings(self, **values: Any) -> None:
         """Store settings (JSON values) atomically."""
@@ -308,6 +314,24 @@ class IndexWriter(IndexReader, Protocol):
         """Drop every document, chunk, vector and setting (``--rebuild``)."""
         ...
 
+
+def writer_stamp(settings: dict) -> dict[str, Any]:
+    """What a writer records with its first write, given the index's ``settings``: itself
+    (``written_by``, what ``info`` shows) and, where the index asks for less,
+    ``min_writer_version`` (``ragsift.version.MIN_WRITER_VERSION``) and ``min_reader_version``;
+    never lowered. Empty when all is recorded already. (The refusal of an index a newer
+    ragsift bound is ``opening.check_versions``, before anything is written.)"""
+    from ragsift.version import MIN_READER_VERSION, MIN_WRITER_VERSION, __version__, version_tuple
+
+    stamp: dict[str, Any] = {}
+    if settings.get("written_by") != __version__:
+        stamp["written_by"] = __version__
+    for key, floor in (("min_writer_version", MIN_WRITER_VERSION),
+                       ("min_reader_version", MIN_READER_VERSION)):
+        have = settings.get(key)
+        if floor and (not have or version_tuple(str(have)) < version_tuple(floor)):
+            stamp[key] = floor
+    return stamp
 
 
 @runtime_checkable

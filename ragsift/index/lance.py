@@ -125,6 +125,8 @@ class LanceIndex(LanceWriter, FragmentCommits):
         self._batch_removed: list[str] = []  # keys removed inside ``transaction()``
         self._closed = False
         self._schema_version = SCHEMA_VERSION  # the index's schema version (read when opened)
+        self._recorded = True  # writer: the schema upgraded and the writer's stamp written
+        self._upgrade_to: int | None = None  # writer: the schema its first write upgrades to
 
     # -- opening ---------------------------------------------------------------------------
     @classmethod
@@ -186,8 +188,11 @@ class LanceIndex(LanceWriter, FragmentCommits):
                 f"understands ({SCHEMA_VERSION}); upgrade ragsift")
         self._ds = self._dataset(self._chunks_uri)
         self._schema_version = version
-        if self.mode == "w" and version < SCHEMA_VERSION:
-            self._upgrade(version, SCHEMA_VERSION)  # a writer upgrades first: never a mix
+        # a writer upgrades an older schema before its first write (``_first_write``), never
+        # here: a command may still refuse the index, and must leave it as it was (issue 40)
+        self._recorded = self.mode != "w"
+        self._upgrade_to = SCHEMA_VERSION if self.mode == "w" and version < SCHEMA_VERSION \
+            else None
 
     def _create(self) -> None:
         import pyarrow as pa

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragsift.errors import RagsiftError
 from ragsift.index.ann import sql_str as _sql_str
-from ragsift.index.backend import DocumentWrite
+from ragsift.index.backend import DocumentWrite, writer_stamp
 from ragsift.index.dense import as_f32 as _as_f32
 from ragsift.index.lance_rows import (
     _DOC_FIELDS,
@@ -35,6 +35,9 @@ if TYPE_CHECKING:
     import numpy as np
 
 KEEP_VERSIONS = datetime.timedelta(hours=1)
+# settings a ``clear`` (``--rebuild``) keeps: what the index is, and who may write and read it
+_KEPT_SETTINGS = ("format", "schema_version", "written_by", "min_writer_version",
+                  "min_reader_version")
 # From this many chunks ``compact`` adds B-tree indexes on ``rowid`` (chunk records by id) and
 # ``content_hash`` (vector reuse), so neither lookup scans the table.
 SCALAR_INDEX_MIN_ROWS = 10_000
@@ -53,15 +56,43 @@ class LanceWriter:
 
     # -- settings --------------------------------------------------------------------------
     def set_settings(self, **values: Any) -> None:
+        self._require_writer()
+        if not values:
+            return
+        self._put_settings({**self._first_write(), **values})  # the stamp in the same commit
+
+    def _put_settings(self, values: dict[str, Any]) -> None:
+        """ONE commit of ``settings.lance``: ``values`` replace their keys."""
         import pyarrow as pa
 
-        self._require_writer()
         if not values:
             return
         table = pa.table({"key": list(values), "value": [json.dumps(v) for v in values.values()]})
         (self._settings_ds.merge_insert("key").when_matched_update_all()
          .when_not_matched_insert_all().execute(table))
         self._settings_ds = self._dataset(self._settings_uri)
+
+    # -- the first write -------------------------------------------------------------------
+    def _first_write(self) -> dict[str, Any]:
+        """Before this writer's first write (opening wrote nothing, so that a refused command
+        leaves the index as it was, issue 40): an older schema upgraded (``_upgrade``, which
+        records the writer with the new schema number), else the writer's stamp
+        (``backend.writer_stamp``) returned for the caller to commit with its own settings;
+        {} once done."""
+        if self._recorded:
+            return {}
+        stamp = writer_stamp(self._raw_settings())
+        if self._upgrade_to is not None:
+            self._upgrade(self._schema_version, self._upgrade_to, stamp)
+            self._upgrade_to, stamp = None, {}
+        self._recorded = True
+        return stamp
+
+    def _record_first(self) -> None:
+        """``_first_write`` for a write of the chunks dataset: the stamp is committed to the
+        settings just before it (two datasets, two commits: a crash between leaves a stamp
+        that claims a write this version may make, never a write without it)."""
+        self._put_settings(self._first_write())
 
     # -- vector reuse ----------------------------------------------------------------------
     def vectors_for_hashes(self, hashes: Iterable[str]
@@ -140,6 +171,8 @@ class LanceWriter:
         import pyarrow as pa
 
         lance = _lance()
+        if docs or removed or self._touched:  # something will be written
+            self._record_first()
         now = time.time()
         vecs_of = [_as_f32(d.vectors, len(d.records)) for d in docs]
         dim = next((v.shape[1] for v, d in zip(vecs_of, docs) if len(d.records)), None)
@@ -223,6 +256,7 @@ class LanceWriter:
         """``FragmentCommits``: a picklable writer of uncommitted fragments (``lance_rows``)."""
         from ragsift.index.lance_rows import FragmentWriter
 
+        self._record_first()  # the fragments are written in this version's schema
         uri, options, create = self.writer_target()
         return FragmentWriter(uri, options, create)
 
@@ -248,6 +282,7 @@ class LanceWriter:
 
         self._require_writer()
         lance = _lance()
+        self._record_first()
         if self._ds is not None:
             have = int(self._ds.schema.field("vector").type.list_size)
             if have != dim and not self.count():
@@ -342,6 +377,7 @@ class LanceWriter:
         present = [k for k in keys if k in self._doc_rows()]
         if not present or self._ds is None:
             return 0
+        self._record_first()
         for k in present:
             self._touched.pop(k, None)
         self._ds.delete(f"doc_key IN ({_sql_str(present)})")
@@ -351,11 +387,12 @@ class LanceWriter:
     def clear(self) -> None:
         """Drop every document, chunk, vector and setting (``--rebuild``)."""
         self._require_writer()
+        self._record_first()
         self._touched = {}
         if self._ds is not None:
             self._ds.delete("true")
             self._reopen()
-        keys = [k for k in self._raw_settings() if k not in ("format", "schema_version")]
+        keys = [k for k in self._raw_settings() if k not in _KEPT_SETTINGS]
         if keys:
             self._settings_ds.delete(f"key IN ({_sql_str(keys)})")
             self._settings_ds = self._dataset(self._settings_uri)
@@ -366,6 +403,8 @@ class LanceWriter:
         ANN) indexes up to date, drop versions older than ``KEEP_VERSIONS``; returns the
         fragments removed."""
         self._require_writer()
+        if self._upgrade_to is not None:  # a run that wrote nothing still upgrades the schema
+            self._record_first()
         if self._touched:
             self._commit([])
         if self._ds is None:
@@ -416,9 +455,9 @@ class LanceWriter:
         self._reopen()
 
     # -- schema upgrades -------------------------------------------------------------------
-    def _upgrade(self, version: int, target: int) -> None:
+    def _upgrade(self, version: int, target: int, stamp: dict[str, Any]) -> None:
         """Bring an index of schema ``version`` to ``target`` (``lance.SCHEMA_VERSION``);
-        opening it to write does this first: a writer never adds rows of one schema to another.
+        a writer's first write does this first: it never adds rows of one schema to another.
         Schemas 2 and 4: every chunk's ``fts`` is recomputed from its context and text with the
         identifier terms (2) and the CJK terms (4) (``lance_rows.fts_text``; the rows it
         changes, one commit). Schema 3: the postings columns are added (empty) and every
@@ -426,7 +465,8 @@ class LanceWriter:
         chunk's terms changed, every postings batch is written again from the chunks' text
         (``_rebuild_postings``; one commit). Then the version is recorded (a crash before
         that: the next writer does it again; a reader meanwhile reads the old schema's rule,
-        with the missing postings built in memory)."""
+        with the missing postings built in memory), with the writer's ``stamp`` in the same
+        settings commit. Done by the first write (``_first_write``), never by opening."""
         changed = False
         if version < 4 and self._ds is not None:
             changed = self._recompute_fts()
@@ -437,7 +477,7 @@ class LanceWriter:
             self._merge_postings()
         elif version < 4 and changed:
             self._rebuild_postings()
-        self.set_settings(schema_version=target)
+        self._put_settings({**stamp, "schema_version": target})
         self._schema_version = target
 
     def _recompute_fts(self) -> bool:

@@ -252,8 +252,22 @@ def schema_version(db: sqlite3.Connection) -> int:
     return int(db.execute("PRAGMA user_version").fetchone()[0])
 
 
+def upgrade(db: sqlite3.Connection) -> int:
+    """Apply the missing migrations inside the caller's transaction; returns the new version.
+
+    What an existing index's first write does (``StoreWriter.transaction``), so that the
+    migrations commit with the work that needs them, or not at all: opening an index to
+    write changes nothing, and a command that then refuses it leaves it as it was (issue 40).
+    """
+    for number in range(schema_version(db) + 1, LATEST + 1):
+        MIGRATIONS[number - 1](db)
+        db.execute(f"PRAGMA user_version = {number}")
+    return schema_version(db)
+
+
 def migrate(db: sqlite3.Connection) -> int:
     """Apply the missing migrations, each in its own transaction; returns the new version.
+    (A new index file, before it is renamed into place: ``sqlite_file._create``.)
 
     ``db`` must be in autocommit mode (``isolation_level=None``) and hold the writer lock.
     """

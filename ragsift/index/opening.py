@@ -50,39 +50,21 @@ def open_index(path, mode="r", wait=False):
 
 def check_versions(store, path: str, mode: str) -> None:
     """Refuse an index a newer ragsift bound to its own (or newer) writers, or readers: one
-    line naming both versions (exit 2). A writer records itself: ``written_by`` (what
-    ``info`` shows) and ``min_writer_version`` (``ragsift.version.MIN_WRITER_VERSION``, never
-    lowered)."""
+    line naming both versions (exit 2). Reads only: a writer records itself
+    (``backend.writer_stamp``: ``written_by``, ``min_writer_version``, never lowered) with
+    its first write, so a refused command leaves the index as it was (issue 40)."""
     from ragsift.errors import RagsiftError
-    from ragsift.version import (
-        MIN_READER_VERSION,
-        MIN_WRITER_VERSION,
-        __version__,
-        version_tuple,
-    )
+    from ragsift.version import __version__, version_tuple
 
     settings = store.settings() or {}
-    ours = version_tuple(__version__)
     need = settings.get("min_writer_version" if mode == "w" else "min_reader_version")
-    if need and version_tuple(str(need)) > ours:
+    if need and version_tuple(str(need)) > version_tuple(__version__):
         by = settings.get("written_by") or need
         verb = "write" if mode == "w" else "read"
         raise RagsiftError(
             f"index {path} was written by ragsift {by}; only ragsift {need} or newer may "
             f"{verb} it, and this is ragsift {__version__}: upgrade ragsift"
             + (" (reading it still works)" if mode == "w" else ""))
-    if mode != "w":
-        return
-    stamp: dict = {}
-    if settings.get("written_by") != __version__:
-        stamp["written_by"] = __version__
-    for key, floor in (("min_writer_version", MIN_WRITER_VERSION),
-                       ("min_reader_version", MIN_READER_VERSION)):
-        have = settings.get(key)
-        if floor and (not have or version_tuple(str(have)) < version_tuple(floor)):
-            stamp[key] = floor
-    if stamp:
-        store.set_settings(**stamp)
 
 
 def inspect_index(path: str | os.PathLike) -> str:

@@ -74,6 +74,8 @@ def _create(path: str) -> None:
             db.execute(f"PRAGMA page_size = {migrations.PAGE_SIZE}")
             db.execute(f"PRAGMA application_id = {migrations.APPLICATION_ID}")
             migrations.migrate(db)
+            # WAL from the start: a writer sets nothing on a file it opens until it writes
+            db.execute("PRAGMA journal_mode = WAL").fetchone()
         finally:
             db.close()
         os.replace(tmp, path)

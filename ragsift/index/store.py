@@ -86,6 +86,8 @@ class IndexStore(StoreWriter):
         self._postings: Any = None  # lexical.Postings (False: lexical.scan answers instead)
         self._ceilings: dict[str, float] = {}  # query text -> BM25 ceiling (this snapshot)
         self._stamp: tuple = ()  # reader: the files' (mtime, size) when the snapshot began
+        self._recorded = True  # writer: the schema upgraded and the writer's stamp written
+        self._wal_pending = False  # writer: WAL mode still to be set (before the first write)
 
     # -- opening ---------------------------------------------------------------------------
     @classmethod
@@ -145,12 +147,18 @@ class IndexStore(StoreWriter):
                 _create(path)
             db = sqlite3.connect(sqlite_uri(path, "rw"), uri=True, isolation_level=None,
                                  timeout=30, check_same_thread=False)
-            if db.execute("PRAGMA journal_mode = WAL").fetchone()[0].lower() != "wal":
-                raise RagsiftError(f"cannot put index {path} in WAL mode")
-            db.execute("PRAGMA synchronous = NORMAL")
             store = cls(path, "w", db, lock)
+            # Nothing is written here (issue 40): a command may still refuse the index (its
+            # evidence layout, its model), and must leave it as it was. The missing
+            # migrations, WAL mode and the writer's stamp come with the first write
+            # (``StoreWriter.transaction``).
             store._check_schema(writable=True)
-            migrations.migrate(db)
+            if migrations.schema_version(db) == 0:  # holds no index yet: nothing to keep
+                migrations.migrate(db)
+            if db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                store._wal_pending = True  # a file put out of WAL mode by another tool
+            db.execute("PRAGMA synchronous = NORMAL")
+            store._recorded = False
             return store
         except sqlite3.DatabaseError as exc:
             raise _corrupt(path, exc) from None

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragsift.errors import RagsiftError
 from ragsift.index import lexical, migrations
-from ragsift.index.backend import DocumentWrite
+from ragsift.index.backend import DocumentWrite, writer_stamp
 from ragsift.index.dense import as_f32
 from ragsift.index.sqlite_file import write_error
 from ragsift.index.terms import terms_text
@@ -76,7 +76,7 @@ class StoreWriter:
                 problems.append("lexical postings disagree with the FTS index (rows or tokens)")
         if self.mode == "w":  # FTS5's own check against the chunks table (a write statement)
             try:
-                with self.transaction():
+                with self.transaction(work=False):
                     q("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")
             except sqlite3.DatabaseError as exc:
                 problems.append(f"FTS index: {exc}")
@@ -84,17 +84,29 @@ class StoreWriter:
 
     # -- writing (mode "w") ----------------------------------------------------------------
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[None]:
-        """One write transaction; nested uses join the outer one."""
+    def transaction(self, work: bool = True) -> Iterator[None]:
+        """One write transaction; nested uses join the outer one. The first one that does
+        ``work`` also brings an older schema up to date (``migrations.upgrade``) and records
+        the writer (``backend.writer_stamp``) before the work, all committed together or not
+        at all: opening wrote nothing, so a refusal before this point leaves the file byte
+        for byte as it was (issue 40)."""
         self._require_writer()
         if self.db.in_transaction:
             yield
             return
+        record = work and not self._recorded
         try:
+            if record and self._wal_pending:  # not inside a transaction: SQLite's rule
+                if self.db.execute("PRAGMA journal_mode = WAL").fetchone()[0].lower() != "wal":
+                    raise RagsiftError(f"cannot put index {self.path} in WAL mode")
+                self._wal_pending = False
             self.db.execute("BEGIN IMMEDIATE")
         except sqlite3.DatabaseError as exc:
             raise write_error(self.path, exc) from None
         try:
+            if record:
+                migrations.upgrade(self.db)
+                self._record_writer()
             yield
         except BaseException:
             if self.db.in_transaction:  # SQLite already rolled back after e.g. a full disk
@@ -106,9 +118,21 @@ class StoreWriter:
             if self.db.in_transaction:
                 self.db.execute("ROLLBACK")
             raise write_error(self.path, exc) from None
+        if record:
+            self._recorded = True
         self._dense = None  # searches see the new rows
         self._postings = None
         self._ceilings = {}
+
+    def _record_writer(self) -> None:
+        """Inside the first write transaction: ``written_by`` and the version floors."""
+        stamp = writer_stamp({k: json.loads(v) for k, v in self.db.execute(
+            "SELECT key, value FROM settings WHERE key IN "
+            "('written_by', 'min_writer_version', 'min_reader_version')")})
+        self.db.executemany(
+            "INSERT INTO settings(key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            [(k, json.dumps(v)) for k, v in stamp.items()])
 
     def set_settings(self, **values: Any) -> None:
         with self.transaction():
@@ -189,8 +213,8 @@ class StoreWriter:
 
         wanted = list(dict.fromkeys(hashes))
         dim = self.dimensions()
-        if not wanted or not dim:
-            return {}
+        if not wanted or not dim or migrations.schema_version(self.db) < 3:
+            return {}  # before schema 3 (not migrated yet): no units, nothing reusable
         where: dict[int, list[tuple[int, str, int]]] = {}
         seen: set[str] = set()
         units: dict[str, bytes | None] = {}
@@ -230,7 +254,9 @@ class StoreWriter:
             self.db.execute("DELETE FROM chunks")  # triggers empty the FTS index
             self.db.execute("DELETE FROM documents")
             self.db.execute("DELETE FROM vec_blocks")
-            self.db.execute("DELETE FROM settings")
+            # who may write and read it stays (``backend.writer_stamp``, recorded with this)
+            self.db.execute("DELETE FROM settings WHERE key NOT IN "
+                            "('written_by', 'min_writer_version', 'min_reader_version')")
             self._dim = None
 
     def compact(self) -> int:
@@ -239,6 +265,9 @@ class StoreWriter:
 
         Keeps ``load_matrix`` a few large sequential reads no matter how the index grew.
         """
+        if migrations.schema_version(self.db) < migrations.LATEST:
+            with self.transaction():  # a run that wrote nothing still upgrades the schema
+                pass
         rows = self.db.execute("SELECT id, n, dead FROM vec_blocks ORDER BY id").fetchall()
         todo = [bid for bid, n, dead in rows if dead or n - dead < self._small_block()]
         dim = self.dimensions()
