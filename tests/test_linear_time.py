@@ -146,3 +146,71 @@ def test_the_terms_of_one_long_word_take_time_linear_in_its_length():
         for text, calls in ((small, 400), (large, 25)):  # the same characters in each
             ratios[len(text)].append(_cpu(work, text, calls) / max(_cpu(base, text, calls), 1e-9))
     assert min(ratios[len(large)]) < 4 * min(ratios[len(small)]), ratios
+
+
+# ---- readers and the query path --------------------------------------------------------------
+
+@pytest.mark.parametrize("size", [1 << 20, 1 << 21])
+def test_a_markdown_file_past_the_bound_still_loses_its_html_attributes(size):
+    """A one-line 1 MiB inlined image puts a markdown file past the block bound (read as
+    plain text, one warning); its tags are still reduced, so the text a reader reads, and so
+    what is chunked and embedded, does not grow with the attribute (it was 750,000 tokens of
+    base64 at 1 MiB, minutes of embedding)."""
+    import base64
+
+    from ragsift.sources import markdown as md
+
+    image = base64.b64encode(random.Random(size).randbytes(size)).decode()
+    text = (f"# A page\n\nSome text before, and <img alt=\"a picture\" "
+            f"src=\"data:image/png;base64,{image}\"> after it.\n\nA last &amp; paragraph.\n")
+    doc = md.parse_markdown(text, "page.md")
+    assert len(doc.warnings) == 1 and doc.warnings[0].endswith("read as plain text")
+    assert doc.text == "# A page\n\nSome text before, and  after it.\n\nA last & paragraph.\n"
+    assert doc.line_at(doc.text.index("A last")) == 5
+
+
+def test_a_long_query_is_cut_where_it_comes_in():
+    """``Searcher`` cuts each query to ``MAX_QUERY_CHARS`` before it is embedded or read for
+    words: the work of a query is bounded whatever its length (a 100,000-character query got
+    no answer in 120 s)."""
+    from ragsift.retrieval import search
+
+    class Embedder:
+        def __init__(self):
+            self.seen = []
+
+        def embed(self, texts, kind="query"):
+            import numpy as np
+
+            self.seen += texts
+
+            class Result:
+                vectors = np.ones((len(texts), 4), np.float32) / 2
+                truncated = [0] * len(texts)
+
+            return Result
+
+    class Store:
+        def __init__(self):
+            self.asked = []
+
+        def settings(self):
+            return {"dimensions": 4}
+
+        def load(self):
+            pass
+
+        def count(self, paths=None):
+            return 0
+
+        def lexical_candidates(self, text, n, paths=None):
+            self.asked.append(text)
+            return []
+
+    store, embedder = Store(), Embedder()
+    query = "honey bees " * 20_000
+    searcher = search.Searcher(store, embedder=embedder, mode="lexical", prefetch=[query])
+    assert store.asked == [query[:search.MAX_QUERY_CHARS]]
+    searcher.embed_queries([query, "short"])
+    assert embedder.seen == [query[:search.MAX_QUERY_CHARS], "short"]
+    assert search.bounded([query]) == [query[:search.MAX_QUERY_CHARS]]

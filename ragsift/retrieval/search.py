@@ -28,6 +28,19 @@ if TYPE_CHECKING:
 
     from ragsift.retrieval.topk import Retrieval, TopK
 
+# A query is cut to this many characters where it comes in (``Searcher``, before it is embedded
+# or read for words): a pasted file as a query is answered in the time of a page, never left
+# running (issue 40: 100,000 characters got no answer in 120 s). Far above what is read of
+# a query: a model reads its first max_length tokens (256 for MiniLM, 512 at most), the
+# lexical side its first ``index.terms.MAX_QUERY_TERMS`` (64) distinct words. A cut query gets
+# the one line of a query the model truncated (``query truncated to N model tokens``).
+MAX_QUERY_CHARS = 10_000
+
+
+def bounded(queries: Sequence[str]) -> list[str]:
+    """``queries``, each cut to ``MAX_QUERY_CHARS`` characters."""
+    return [q[:MAX_QUERY_CHARS] for q in queries]
+
 class Searcher:
     """Search one index (``store`` follows ``ragsift.index.backend.IndexReader``).
 
@@ -61,10 +74,12 @@ class Searcher:
             with ThreadPoolExecutor(1, thread_name_prefix="ragsift-model") as pool:
                 self._loading = pool.submit(embedder_for, self.settings, model_dir)
                 store.load()
-                self._lexical = lexical_ahead(store, prefetch or (), self.mode, self.fusion)
+                self._lexical = lexical_ahead(store, bounded(prefetch or ()), self.mode,
+                                             self.fusion)
         else:
             store.load()
-            self._lexical = lexical_ahead(store, prefetch or (), self.mode, self.fusion)
+            self._lexical = lexical_ahead(store, bounded(prefetch or ()), self.mode,
+                                             self.fusion)
         self.count = int(store.count())
         self.dimensions = int(self.settings.get("dimensions") or 0)
 
@@ -103,7 +118,7 @@ class Searcher:
 
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32), []
-        result = self.embedder.embed(list(texts), kind="query")
+        result = self.embedder.embed(bounded(texts), kind="query")
         vectors = np.asarray(result.vectors, dtype=np.float32)
         if self.dimensions and vectors.shape[1] != self.dimensions:
             raise RagsiftError(
@@ -126,6 +141,7 @@ class Searcher:
         """Embed ``queries`` in one batch and retrieve each through the engine."""
         if not queries:
             return []
+        queries = bounded(queries)
         if qvecs is None and self.count:
             qvecs = self.embed_queries(queries)
         ahead, self._lexical = self._lexical, {}  # fetched for the first search only

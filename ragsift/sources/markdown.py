@@ -315,8 +315,9 @@ def parse_markdown(
                     from ragsift.sources.markdown_html import reader_edits
 
                     edits += reader_edits(text, lines, tokens, env)
-        except BlockBound as exc:  # read as text: no trail, no edit
-            heads, edits, html = [], [], False
+        except BlockBound as exc:  # read as text: no trail; its raw HTML still reduced
+            heads, edits = [], _plain_html_edits(text) if html else []
+            html = False
             warnings = (*warnings, f"{exc}; read as plain text")
     starts: list[int] = []
     trails: list[tuple[str, ...]] = []
@@ -347,6 +348,17 @@ def parse_markdown(
     if edits:
         return _edited(doc, edits)
     return doc
+
+
+def _plain_html_edits(text: str) -> list[tuple[int, int, str]]:
+    """The raw HTML of a markdown text read as plain text (past the block bound) reduced as a
+    reader sees it (``html.fragment_edits``, over the whole text: code shows no HTML then),
+    in time linear in the text (the standard library's ``html.parser``): a 1 MiB inlined
+    image (``<img src="data:...">``) on one line is what puts a file past the bound, and
+    read as text it was chunked and embedded, 750,000 tokens of base64 (issue 40)."""
+    from ragsift.sources.html import fragment_edits
+
+    return fragment_edits(text)[0]
 
 
 def _edited(doc: Document, edits: list[tuple[int, int, str]]) -> Document:
