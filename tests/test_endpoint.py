@@ -311,6 +311,18 @@ def test_another_dimension_or_model_behind_the_url_is_refused_before_writing(fak
     assert _state(index) == before
 
 
+def test_embed_without_model_continues_through_the_index_endpoint(fake, small, tmp_path):
+    from ragsift.cli import app
+
+    index = tmp_path / "x.db"
+    api.build(index, [small], model=fake.url)
+    (small / "b.md").write_text("# Wasps\n\nWasps build paper nests.\n")
+    result = CliRunner().invoke(app, ["embed", str(small), "--index", str(index), "--quiet",
+                                      "--no-calibrate"])
+    assert result.exit_code == 0, result.output
+    assert len(_state(index)[0]) == 2 and "paper nests" in fake.seen[-1]["body"]["input"][0]
+
+
 def test_a_hung_server_times_out_in_one_line(fake):
     fake.default = "hang"
     with pytest.raises(RagsiftError, match=r"/v1/embeddings: no answer within 0.2 s"):

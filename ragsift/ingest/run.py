@@ -152,11 +152,12 @@ def index_model(index: str | os.PathLike, model_dir: str | None) -> str | None:
     """The model a run on ``index`` uses: ``model_dir`` when one is given; else the model the
     index names for itself, ``multilingual`` for an index built with ``--model multilingual``
     (so ``embed`` without ``--model`` continues it, as ``query`` does, with that model's
-    chunker), else None (the bundled MiniLM). An index built with ``--model DIR`` is not
-    followed: a folder can move, so ``--model DIR`` stays needed (the mismatch refusal says
-    so). Read before the chunker is chosen; a missing, empty or unreadable index: None
+    chunker) or the endpoint URL it was built through, else None (the bundled MiniLM). An
+    index built with ``--model DIR`` is not followed: a folder can move, so ``--model DIR``
+    stays needed (the mismatch refusal says so); a server that moved is one line naming the
+    URL, and ``--model NEW-URL`` reaches it. Read before the chunker is chosen; a missing, empty or unreadable index: None
     (``open_index`` then says what is wrong with it)."""
-    from ragsift.embedders import MULTILINGUAL
+    from ragsift.embedders import MULTILINGUAL, is_endpoint
     from ragsift.errors import RagsiftError
     from ragsift.index import inspect_index, open_index
 
@@ -169,7 +170,7 @@ def index_model(index: str | os.PathLike, model_dir: str | None) -> str | None:
             source = (store.settings() or {}).get("model_source")
     except RagsiftError:
         return None
-    return MULTILINGUAL if source == MULTILINGUAL else None
+    return source if source == MULTILINGUAL or is_endpoint(source) else None
 
 
 def _load_ahead(index, embedder, rebuild: bool, engine: str, model_dir: str | None,
