@@ -323,6 +323,36 @@ def test_embed_without_model_continues_through_the_index_endpoint(fake, small, t
     assert len(_state(index)[0]) == 2 and "paper nests" in fake.seen[-1]["body"]["input"][0]
 
 
+def test_watch_embeds_each_change_through_the_endpoint_probed_once(fake, small, tmp_path):
+    pytest.importorskip("watchfiles")
+    index, stop, runs = tmp_path / "x.db", threading.Event(), []
+    ran = [threading.Event(), threading.Event()]
+    failure: list[BaseException] = []
+
+    def on_run(run) -> None:
+        runs.append(run)
+        ran[min(run.number, 1)].set()
+
+    def target() -> None:
+        try:
+            api.watch(index, [small], model=fake.url, stop=stop, on_run=on_run)
+        except BaseException as exc:  # noqa: BLE001 - asserted below
+            failure.append(exc)
+            ran[0].set()
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    try:
+        assert ran[0].wait(120) and not failure, failure  # a bound, not a decision
+        (small / "b.md").write_text("# Wasps\n\nWasps build paper nests.\n")
+        assert ran[1].wait(120), "no run after the change"
+    finally:
+        stop.set()
+        thread.join(120)
+    assert len(_state(index)[0]) == 2
+    assert [s["body"]["input"] for s in fake.seen].count([endpoint_module.PROBE]) == 1
+
+
 def test_a_hung_server_times_out_in_one_line(fake):
     fake.default = "hang"
     with pytest.raises(RagsiftError, match=r"/v1/embeddings: no answer within 0.2 s"):
