@@ -5,8 +5,8 @@ a hosted API).
 Role: the same embedder interface as ``OnnxEmbedder`` and ``MultilingualEmbedder`` (``name``,
 ``dimensions``, ``fingerprint``, ``embed(texts, kind)`` → ``EmbedResult``, ``embed_query``), with
 the model behind ``POST {URL}/embeddings``: ``{"model": MODEL, "input": [texts]}`` answered by
-``data[i].embedding``. Standard library only (``urllib.request``, ``json``,
-``concurrent.futures``), imported when an endpoint is loaded, never by ``ragsift --help``.
+``data[i].embedding``. Standard library only (``urllib.request``, ``json``, ``threading``),
+imported when an endpoint is loaded, never by ``ragsift --help``.
 
 - **URL**: ``http(s)://HOST[:PORT]/PATH#MODEL[;key=value...]``; ``/embeddings`` is appended to
   the path unless it already ends with it. The fragment names the model the server is asked
@@ -19,7 +19,8 @@ the model behind ``POST {URL}/embeddings``: ``{"model": MODEL, "input": [texts]}
   host). It is held in memory for the run: never stored, printed or part of the fingerprint,
   and masked in any server message quoted in an error.
 - **Requests**: ``batch_size`` texts a request (default 64, ``--batch-size``), up to
-  ``concurrency`` requests at once (threads), answers put back in order. A 429, a 5xx or a
+  ``concurrency`` requests at once (daemon threads: a Ctrl-C never waits for a request in
+  flight), answers put back in order. A 429, a 5xx or a
   connection reset is retried after 0.5, 1, 2, 4 … s (doubling, at most 30 s, or the server's
   ``Retry-After`` if longer, within the same cap) up to ``attempts`` tries; a timeout, a refused
   connection or another HTTP status is not retried. Each failure is one ``RagsiftError`` line
@@ -204,7 +205,6 @@ class EndpointEmbedder:
         self.sent = 0  # texts sent so far, the probe included (what a run cost)
         self.requests = 0
         self._key = key
-        self._pool: Any = None
         self._opener: Any = None
         self._count_lock = threading.Lock()
 
@@ -237,16 +237,41 @@ class EndpointEmbedder:
             for lo, hi in spans:
                 out[lo:hi] = self._request(texts[lo:hi], kind)
         else:
-            pool = self._executor()
-            futures = [pool.submit(self._request, texts[lo:hi], kind) for lo, hi in spans]
-            try:
-                for (lo, hi), future in zip(spans, futures):
-                    out[lo:hi] = future.result()
-            except BaseException:
-                for future in futures:
-                    future.cancel()
-                raise
+            self._concurrently(spans, texts, kind, out)
         return EmbedResult(out, [0] * n)  # what a server cuts is not known (docstring)
+
+    def _concurrently(self, spans: list[tuple[int, int]], texts: list[str], kind: str,
+                      out: np.ndarray) -> None:
+        """The batches on ``concurrency`` daemon threads, each writing its own rows of ``out``.
+        Daemon threads, not a pool: a Ctrl-C (or an error) leaves a request in flight behind
+        instead of waiting for it at exit (a hung server would hold the exit for the timeout).
+        The first failure is raised once the threads stop; none takes a batch after it."""
+        import queue
+
+        todo: queue.SimpleQueue = queue.SimpleQueue()
+        for span in spans:
+            todo.put(span)
+        failed: list[BaseException] = []
+
+        def work() -> None:
+            while not failed:
+                try:
+                    lo, hi = todo.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    out[lo:hi] = self._request(texts[lo:hi], kind)
+                except BaseException as exc:  # noqa: BLE001 - raised by the caller's thread
+                    failed.append(exc)
+
+        threads = [threading.Thread(target=work, name="ragsift-endpoint", daemon=True)
+                   for _ in range(min(self.endpoint.concurrency, len(spans)))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if failed:
+            raise failed[0]
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed([text], kind="query").vectors[0]
@@ -254,23 +279,15 @@ class EndpointEmbedder:
     def __repr__(self) -> str:  # never the key
         return f"EndpointEmbedder({self.endpoint.shown!r}, {self.fingerprint!r})"
 
-    def __getstate__(self) -> dict:  # a Ray actor gets its own pool and opener
+    def __getstate__(self) -> dict:  # a Ray actor gets its own opener and lock
         state = dict(self.__dict__)
-        state["_pool"] = state["_opener"] = state["_count_lock"] = None
+        state["_opener"] = state["_count_lock"] = None
         return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state, _count_lock=threading.Lock())
 
     # -- the wire ------------------------------------------------------------------------
-    def _executor(self) -> Any:
-        if self._pool is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            self._pool = ThreadPoolExecutor(self.endpoint.concurrency,
-                                            thread_name_prefix="ragsift-endpoint")
-        return self._pool
-
     def _open(self, request: Any, timeout: float) -> Any:
         if self._opener is None:
             import urllib.request
