@@ -48,6 +48,8 @@ Examples:
 
   ragsift embed docs/ --model multilingual
 
+  ragsift embed docs/ --model 'http://127.0.0.1:11434/v1#nomic-embed-text' --query-prefix 'search_query: ' --passage-prefix 'search_document: '
+
   ragsift embed docs/ --model e5/ --query-prefix 'query: ' --passage-prefix 'passage: '
 
   ragsift embed docs/ --index docs.lance --engine ray --ray-address auto
