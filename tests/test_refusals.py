@@ -5,8 +5,8 @@ and on Lance (the folder's listing and every file's sha256).
 
 Opening an index to write wrote before: SQLite ran the missing migrations and both backends
 recorded ``written_by``/``min_writer_version`` before any check could refuse (a 0.2.0 index
-refused by ``embed`` for its evidence layout came out at schema 5, which neither 0.2.0 nor
-this version would then write). Now opening writes nothing, and the first write does the
+refused by ``embed`` for its evidence layout came out migrated, schema 2 to 5 in the issue,
+which neither 0.2.0 nor this version would then write). Now opening writes nothing, and the first write does the
 upgrade and the stamp in its own transaction: a write that fails takes them back with it.
 
 Each index here is of an older schema (SQLite 5, Lance 3), so that a writer opening it has an
