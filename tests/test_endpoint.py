@@ -427,6 +427,7 @@ def test_batches_go_out_concurrently_and_come_back_in_order(fake):
 
 @pytest.mark.parametrize("url, said", [
     ("http://user:sk-1@127.0.0.1:9/v1#m", "credentials do not belong in the URL"),
+    ("https://127.0.0.1:9/v1?api-version=1&api_key=sk-1#m", "credentials do not belong"),
     ("http://127.0.0.1:9/v1", "name the model after '#'"),
     ("http://127.0.0.1:9/v1#m;colour=red", "unknown option 'colour=red'"),
     ("http://127.0.0.1:9/v1#m;roles=prefix", "roles must be input_type, none"),

@@ -12,8 +12,8 @@ imported when an endpoint is loaded, never by ``ragsift --help``.
   the path unless it already ends with it. The fragment names the model the server is asked
   for, then options: ``roles`` (below), ``concurrency`` (requests in flight at once, default 4),
   ``timeout`` (seconds a request may take, default 60), ``attempts`` (tries per request,
-  default 5). A URL holding credentials (``user:key@host``) is refused: the URL is stored in
-  the index as its ``model_source`` and shown by ``info``.
+  default 5). A URL holding credentials (``user:key@host``, ``?key=…``, ``&token=…``) is
+  refused: the URL is stored in the index as its ``model_source`` and shown by ``info``.
 - **Key**: ``RAGSIFT_API_KEY`` is sent as ``Authorization: Bearer KEY``; ``OPENAI_API_KEY`` is
   read only for ``https://api.openai.com`` (so a key meant for OpenAI never goes to another
   host). It is held in memory for the run: never stored, printed or part of the fingerprint,
@@ -83,6 +83,8 @@ BACKOFF_CAP = 30.0
 CHUNK_TOKENS = 256  # cl100k tokens a chunk (module docstring)
 PROBE = "ragsift"  # the one text sent at load to learn the model name and dimension
 _OPTIONS = ("roles", "concurrency", "timeout", "attempts")
+# a query-string parameter named with one of these holds a secret (``?key=``, ``&sig=``)
+_SECRET_WORDS = ("key", "token", "secret", "password", "sig")
 
 # time.sleep, looked up at each retry so a test can record the backoff instead of waiting
 _sleep = time.sleep
@@ -106,7 +108,7 @@ class Endpoint:
 def parse_endpoint(value: str) -> Endpoint:
     """``value`` checked and taken apart; ``RagsiftError`` (about ``model``, exit 2) when it
     cannot be used: no host, credentials in it, no model name, an unknown option."""
-    from urllib.parse import unquote, urlsplit, urlunsplit
+    from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
     source = value.strip()
     base, _, fragment = source.partition("#")
@@ -122,7 +124,9 @@ def parse_endpoint(value: str) -> Endpoint:
         raise bad(f"not a URL ({exc})") from None
     if parts.scheme.lower() not in SCHEMES or not parts.hostname:
         raise bad("an endpoint is http(s)://HOST[:PORT]/PATH#MODEL")
-    if parts.username is not None or parts.password is not None:
+    secret_query = any(word in name.lower() for name, _ in parse_qsl(parts.query)
+                       for word in _SECRET_WORDS)
+    if parts.username is not None or parts.password is not None or secret_query:
         raise bad(f"credentials do not belong in the URL (it is stored in the index): set "
                   f"{KEY_VARIABLE}")
     name, *pairs = fragment.split(";")
