@@ -87,7 +87,7 @@ def pages(html: Path, cache: Path, lang: str) -> Path:
     return dest
 
 
-def ragsift(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "ragsift", *args], check=False, cwd=cwd,
                           capture_output=True, text=True)
 
@@ -100,7 +100,7 @@ def embed(cache: Path, lang: str, model: str, db: Path) -> float:
     if model == "multilingual":
         args += ["--model", "multilingual"]
     t0 = time.perf_counter()
-    done = ragsift(*args, cwd=cache / lang)
+    done = cli(*args, cwd=cache / lang)
     seconds = time.perf_counter() - t0
     tail = [line for line in done.stderr.splitlines() if line.strip()][-3:]
     print(f"  {lang}/{model}: embed exit {done.returncode}, {seconds:.1f} s; "
@@ -111,7 +111,7 @@ def embed(cache: Path, lang: str, model: str, db: Path) -> float:
 
 
 def info(db: Path) -> dict:
-    done = ragsift("info", "--json", "--index", str(db), cwd=ROOT)
+    done = cli("info", "--json", "--index", str(db), cwd=ROOT)
     if done.returncode != 0:
         raise SystemExit(f"ragsift info failed for {db}:\n{done.stderr}")
     return json.loads(done.stdout)
@@ -177,7 +177,7 @@ def main() -> None:
         seconds = None
         if args.reuse and db.exists():
             if args.recalibrate and model == "multilingual":
-                done = ragsift("calibrate", "--index", str(db), "--quiet", cwd=ROOT)
+                done = cli("calibrate", "--index", str(db), "--quiet", cwd=ROOT)
                 if done.returncode != 0:
                     raise SystemExit(f"ragsift calibrate failed for {db}:\n{done.stderr}")
         else:
@@ -190,7 +190,10 @@ def main() -> None:
         print(f"  {lang}/{model}: {row}", file=sys.stderr)
     end = loadavg()
 
-    print(f"debian-handbook {version}; ragsift {ragsift.__version__}; labels {args.labels.name}"
+    head = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT, check=False,
+                          capture_output=True, text=True).stdout.strip()
+    print(f"debian-handbook {version}; ragsift {ragsift.__version__} ({head}); labels "
+          f"{args.labels.name}"
           f" ({sum(r['kind'] == 'question' for r in labels)} questions, "
           f"{sum(r['kind'] == 'keyword' for r in labels)} keyword queries, "
           f"{sum(r['kind'] == 'off-topic' for r in labels)} off-topic per language); k 3, "
