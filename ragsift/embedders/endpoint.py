@@ -49,8 +49,9 @@ imported when an endpoint is loaded, never by ``ragsift --help``.
   MiniLM's chunk on English and inside any 512-token model. Tokens a server cuts are not
   reported (``EmbedResult.truncated`` is 0): the server does not say.
 
-Limits: no shared bound across processes or Ray workers (each process has its own
-``concurrency``); no ``encoding_format: base64``; vectors are not cached across runs beyond
+``--engine ray``: the actors share the bound (``shared``: each gets its part of
+``concurrency``, and no more actors run than it allows). Limits: two ragsift processes on one
+endpoint each have their own bound; no ``encoding_format: base64``; vectors are not cached across runs beyond
 the index's own reuse of unchanged chunks.
 """
 
@@ -164,6 +165,19 @@ def parse_endpoint(value: str) -> Endpoint:
                     shown=urlunsplit((parts.scheme, netloc, path, "", "")),
                     host=parts.hostname.lower(), model=name, roles=roles,
                     concurrency=concurrency, timeout=timeout, attempts=attempts)
+
+
+def shared(model: str, parts: int) -> tuple[str, int]:
+    """For ``parts`` processes embedding through one endpoint at once (``--engine ray``'s
+    actors): the URL each is given, the endpoint's ``concurrency`` divided among them so that
+    together they stay within it, and how many may run (at most ``concurrency``)."""
+    endpoint = parse_endpoint(model)
+    parts = max(1, min(parts, endpoint.concurrency))
+    base, _, fragment = endpoint.source.partition("#")
+    name, *options = fragment.split(";")
+    options = [o for o in options if o.partition("=")[0].strip() != "concurrency"]
+    options.append(f"concurrency={endpoint.concurrency // parts}")
+    return f"{base}#{';'.join([name, *options])}", parts
 
 
 def _without_secrets(url: str) -> str:

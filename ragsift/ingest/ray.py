@@ -357,11 +357,18 @@ class Pool:
 
     def batches(self, actor: type, items: list[dict], **kwargs: Any):
         """Run ``actor`` over ``items`` (EMBED_STEP per call); yields numpy batches."""
+        from ragsift.embedders import is_endpoint
+
         ray = self.ray
         pool = self.size(len(items))
+        model_dir = self.model_dir
+        if is_endpoint(model_dir):  # the actors share the endpoint's bound on requests
+            from ragsift.embedders.endpoint import shared
+
+            model_dir, pool = shared(model_dir, pool)
         ds = ray.data.from_items(items, override_num_blocks=max(1, min(pool * 4, len(items))))
         ds = ds.map_batches(
-            actor, fn_constructor_kwargs={"model_dir": self.model_dir,
+            actor, fn_constructor_kwargs={"model_dir": model_dir,
                                           "options": self.options, "threads": self.threads,
                                           **kwargs},
             batch_size=EMBED_STEP, compute=ray.data.ActorPoolStrategy(size=pool),
