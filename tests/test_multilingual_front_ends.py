@@ -184,7 +184,7 @@ def test_watch_without_model_keeps_a_multilingual_index_multilingual(tmp_path):
     proc = subprocess.Popen(
         [sys.executable, "-m", "ragsift", "embed", str(folder), "-i", str(index), "--watch"],
         cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=default_signals)
+        preexec_fn=default_signals)  # noqa: PLW1509 (the child runs signal.signal, no lock)
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
     reader.start()

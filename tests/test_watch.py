@@ -281,7 +281,7 @@ def test_cli_watch_then_ctrl_c_is_130_and_the_index_verifies(tmp_path: Path, fol
     proc = subprocess.Popen(
         [sys.executable, "-m", "ragsift", "embed", str(folder), "-i", str(idx), "--watch"],
         cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=default_signals)
+        preexec_fn=default_signals)  # noqa: PLW1509 (the child runs signal.signal, no lock)
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
     reader.start()
@@ -317,7 +317,7 @@ def test_ctrl_c_during_a_run_leaves_a_sound_index(tmp_path: Path, folder: Path):
     proc = subprocess.Popen(
         [sys.executable, "-m", "ragsift", "embed", str(folder), "-i", str(idx), "--watch", "-q"],
         cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=default_signals)
+        preexec_fn=default_signals)  # noqa: PLW1509 (the child runs signal.signal, no lock)
     try:
         wait_for(lambda: set(documents(idx)) == {"bees.md", "honey.md"}, "the initial run")
         for i in range(80):
