@@ -64,6 +64,15 @@ def default_signals() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def start_cli(*args: str, cwd: Path, env: dict) -> subprocess.Popen:
+    """Start ``python -m ragsift ARGS`` as a child the test will signal (Ctrl-C): stdout and
+    stderr piped as text, SIGINT at its default (``default_signals``)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "ragsift", *args], cwd=cwd, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+        preexec_fn=default_signals)  # noqa: PLW1509 (the child runs signal.signal, no lock)
+
+
 def run_cli(*args: str, cwd: Path | None = None, input: str | None = None,
             env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     """Run ``python -m ragsift ARGS`` as a real subprocess (what a shell user gets)."""

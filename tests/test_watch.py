@@ -20,7 +20,7 @@ import pytest
 
 import ragsift.api as api
 from ragsift.errors import RagsiftError
-from tests.conftest import default_signals
+from tests.conftest import start_cli
 
 pytest.importorskip("watchfiles")
 
@@ -278,10 +278,7 @@ def test_without_watchfiles_one_line_and_exit_2(tmp_path: Path, folder: Path):
 
 def test_cli_watch_then_ctrl_c_is_130_and_the_index_verifies(tmp_path: Path, folder: Path):
     idx = tmp_path / "idx.db"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ragsift", "embed", str(folder), "-i", str(idx), "--watch"],
-        cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=default_signals)  # noqa: PLW1509 (the child runs signal.signal, no lock)
+    proc = start_cli("embed", str(folder), "-i", str(idx), "--watch", cwd=tmp_path, env=_env())
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
     reader.start()
@@ -314,10 +311,8 @@ def test_ctrl_c_during_a_run_leaves_a_sound_index(tmp_path: Path, folder: Path):
     """Ctrl-C as a run commits its batches (wherever it lands: during the run or after it):
     130, the index verifies, no writer lock is left, and a plain embed finishes the rest."""
     idx = tmp_path / "idx.db"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ragsift", "embed", str(folder), "-i", str(idx), "--watch", "-q"],
-        cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=default_signals)  # noqa: PLW1509 (the child runs signal.signal, no lock)
+    proc = start_cli("embed", str(folder), "-i", str(idx), "--watch", "-q", cwd=tmp_path,
+                     env=_env())
     try:
         wait_for(lambda: set(documents(idx)) == {"bees.md", "honey.md"}, "the initial run")
         for i in range(80):
