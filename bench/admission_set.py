@@ -99,7 +99,6 @@ def rarest_words(text: str, df: dict[str, int], n: int) -> str:
     """The ``n`` rarest query words of ``text`` (at least 3 letters, held by some chunk), in
     the text's order; "" when there is none."""
     from ragsift.index.store import query_words
-    from ragsift.retrieval.units import best_units, wanted
 
     words = [w for w in query_words(text) if len(w) >= 3 and df.get(w, 0) > 0]
     rare = sorted(range(len(words)), key=lambda i: (df[words[i]], i))[:n]
@@ -109,7 +108,6 @@ def rarest_words(text: str, df: dict[str, int], n: int) -> str:
 def word_df(records) -> dict[str, int]:
     """How many chunks hold each query word (the lexical side's word rule)."""
     from ragsift.index.store import query_words
-    from ragsift.retrieval.units import best_units, wanted
 
     df: dict[str, int] = {}
     for r in records:
@@ -184,13 +182,13 @@ def collect(out: str) -> None:
     with tempfile.TemporaryDirectory(prefix="ragsift-admission-") as tmp:
         sets = {name: build(name, split, Path(tmp), emb) for name, split in SETS}
         data: dict = {"indexes": {}, "queries": []}
-        for name, (ds, index, label_of) in sets.items():
+        for name, (_ds, index, label_of) in sets.items():
             data["indexes"][name] = {
                 "records": {r.rowid: (label_of(r.path), r.start, r.end) for r in index.records},
                 "chunks": len(index.records)}
         own: dict[str, list[dict]] = {}
         dfs = {name: word_df(index.records) for name, (_, index, _) in sets.items()}
-        for name, (ds, index, _) in sets.items():
+        for name, (ds, _, _) in sets.items():
             df = dfs[name]
             rows = []
             if name == "chroma-dev":
@@ -204,7 +202,7 @@ def collect(out: str) -> None:
             short = [dict(r, text=short_query(r["text"], df), kind="short", index=name)
                      for r in rows]
             own[name] = full + [r for r in short if r["text"]]
-        for name, (ds, index, _) in sets.items():
+        for name in sets:
             other = "scifact" if name == "chroma-dev" else "chroma-dev"
             # the other set's questions, and those of their keyword forms whose words this
             # index does not hold at all (a keyword query that names a word the index holds

@@ -109,7 +109,7 @@ def runners(enc: Any) -> tuple[list[tuple[str, str, Factory]], list[str]]:
                                             chunk_overlap=0).chunk))
         out.append(("chonkie TokenChunker", "tokens",
                     lambda: TokenChunker(tokenizer=enc, chunk_size=SIZE, chunk_overlap=0).chunk))
-    except Exception as exc:  # noqa: BLE001 - a missing or broken peer is reported, not fatal
+    except Exception as exc:
         missing.append(f"chonkie: {exc}")
     try:
         from langchain_text_splitters import RecursiveCharacterTextSplitter, TokenTextSplitter
@@ -121,13 +121,13 @@ def runners(enc: Any) -> tuple[list[tuple[str, str, Factory]], list[str]]:
         out.append(("langchain TokenTextSplitter", "tokens",
                     lambda: TokenTextSplitter(encoding_name=enc.name, chunk_size=SIZE,
                                               chunk_overlap=0).split_text))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         missing.append(f"langchain-text-splitters: {exc}")
     try:
         import semchunk
 
         out.append(("semchunk", "recursive", lambda: semchunk.chunkerify(enc, SIZE)))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         missing.append(f"semchunk: {exc}")
     try:
         from semantic_text_splitter import TextSplitter
@@ -139,7 +139,7 @@ def runners(enc: Any) -> tuple[list[tuple[str, str, Factory]], list[str]]:
         encode = enc.encode_ordinary
         out.append(("semantic-text-splitter (callback: tiktoken object)", "recursive",
                     lambda: TextSplitter.from_callback(lambda t: len(encode(t)), SIZE).chunks))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         missing.append(f"semantic-text-splitter: {exc}")
     return out, missing
 

@@ -221,7 +221,7 @@ def warm(path: Path, queries: list[str]) -> tuple[dict[str, list[float]], bool]:
         times: dict[str, list[float]] = {k: [] for k in rows}
         same = {"engine": True, "fts5": True}
         names = list(rows)
-        for i, (q, v) in enumerate(zip(queries, qv)):
+        for _i, (q, v) in enumerate(zip(queries, qv)):
             names = names[1:] + names[:1]  # rotate the order
             prepared(q, v)
             got = {}

@@ -121,8 +121,8 @@ def build(index: str | os.PathLike, paths: Iterable[str | os.PathLike], *,
     one); ``root``: a project root (``find_project(...).root``): documents inside it are
     stored by their path relative to it. Returns the run's
     ``EmbedSummary`` (``skipped`` lists files that could not be used)."""
-    from ragsift.ingest import build_index
     from ragsift.embedders.binding import EMBEDDER_OPTIONS
+    from ragsift.ingest import build_index
 
     unknown = sorted(set(embedder_options) - set(EMBEDDER_OPTIONS))
     if unknown:

@@ -140,7 +140,7 @@ class Service:
         which is not worth a line at the end of a session)."""
         try:
             self.index.close()
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
 
     def floor(self) -> Any:
@@ -387,13 +387,13 @@ class Service:
             fresh = api.open_index(self.index_path, model=self.model)
         except RagsiftError as err:
             return err.message
-        except Exception as err:  # noqa: BLE001 - said in one line, as the CLI does
+        except Exception as err:
             return f"internal error: {type(err).__name__}: {_one_line(str(err))}"
         with self.lock:
             old, self.index = self.index, fresh
         try:
             old.close()
-        except Exception:  # noqa: BLE001 - the old handle is being dropped anyway
+        except Exception:
             pass
         return (f"internal error: {type(exc).__name__}: {_one_line(str(exc))} (the index "
                 f"{self.index_path} was opened again; retry the call)")
@@ -749,7 +749,7 @@ def make_server(service: Service, *, debug: bool = False) -> Server:
     def floor_value() -> float | None:
         try:
             return service.floor().value
-        except Exception:  # noqa: BLE001 - listing must answer; a call will say what is wrong
+        except Exception:
             return None
 
     def input_schema(name: str, floor: float | None) -> dict[str, Any]:
@@ -776,7 +776,7 @@ def make_server(service: Service, *, debug: bool = False) -> Server:
             message = str(exc)
         except RagsiftError as exc:
             message = exc.message
-        except Exception as exc:  # noqa: BLE001 - a damaged index or a bug: one line
+        except Exception as exc:
             if debug:
                 import traceback
 
@@ -796,7 +796,7 @@ def make_server(service: Service, *, debug: bool = False) -> Server:
     async def list_resources(ctx: Any, params: Any) -> t.ListResourcesResult:
         try:
             paths = await anyio.to_thread.run_sync(service.documents_for_listing)
-        except Exception:  # noqa: BLE001 - a damaged index: no resources to list
+        except Exception:
             paths = []
         return t.ListResourcesResult(resources=[
             t.Resource(uri=document_uri(p), name=p, mime_type="text/plain",
@@ -822,7 +822,7 @@ def make_server(service: Service, *, debug: bool = False) -> Server:
                 text = await anyio.to_thread.run_sync(service.document, path)
             except RagsiftError as exc:
                 raise MCPError(code=-32603, message=exc.message, data={"uri": uri}) from None
-            except Exception as exc:  # noqa: BLE001 - a damaged index: its one line
+            except Exception as exc:
                 message = await anyio.to_thread.run_sync(service.damage, exc)
                 raise MCPError(code=-32603, message=message, data={"uri": uri}) from None
         if text is None:
@@ -1055,7 +1055,7 @@ def encode(message: Any) -> str:
         return json.dumps(message, ensure_ascii=True, default=str, separators=(",", ":"))
     try:
         return message.model_dump_json(by_alias=True, exclude_unset=True)
-    except Exception:  # noqa: BLE001 - escape what pydantic would not write
+    except Exception:
         data = message.model_dump(by_alias=True, exclude_unset=True, mode="python")
         return json.dumps(data, ensure_ascii=True, default=str, separators=(",", ":"))
 
@@ -1109,7 +1109,7 @@ async def _serve(service: Service, debug: bool) -> None:
                 message = item.message
                 try:
                     line = encode(message)
-                except Exception as exc:  # noqa: BLE001 - answer the id, whatever it was
+                except Exception as exc:
                     rid = getattr(message, "id", None)
                     line = encode(error_reply(rid, -32603, f"Internal error: the reply "
                                               f"could not be encoded ({type(exc).__name__})"))

@@ -70,7 +70,7 @@ def start_cli(*args: str, cwd: Path, env: dict) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "ragsift", *args], cwd=cwd, env=env, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True,
-        preexec_fn=default_signals)  # noqa: PLW1509 (the child runs signal.signal, no lock)
+        preexec_fn=default_signals)
 
 
 def run_cli(*args: str, cwd: Path | None = None, input: str | None = None,

@@ -13,8 +13,16 @@ import pytest
 
 from ragsift.embedders import evidence
 from ragsift.errors import RagsiftError
-from ragsift.index.backend import (SETTING_KEYS, ChunkRecord, DocState, DocumentInfo,
-                                   DocumentWrite, FragmentCommits, IndexReader, IndexWriter)
+from ragsift.index.backend import (
+    SETTING_KEYS,
+    ChunkRecord,
+    DocState,
+    DocumentInfo,
+    DocumentWrite,
+    FragmentCommits,
+    IndexReader,
+    IndexWriter,
+)
 from tests.conftest import RAY_GROUP
 
 DIM = 8
@@ -505,7 +513,7 @@ def test_storage_errors_are_ragsift_errors(filled, open_backend):
                     call(b)
             except RagsiftError:
                 pass  # the one-line error the CLI prints
-            except Exception as exc:  # noqa: BLE001 - the assertion below says which
+            except Exception as exc:
                 pytest.fail(f"{mode}: {type(exc).__module__}.{type(exc).__name__}: {exc}")
 
 

@@ -366,7 +366,7 @@ def test_long_tables_of_random_cells_are_cut_as_the_whole_would_be(tmp_path, mon
     cut_tables = 0
     for _ in range(12):
         rows = []
-        for i in range(rng.randint(20, 60)):
+        for _i in range(rng.randint(20, 60)):
             block = [[rng.choice(cells) for _ in range(3)] for _ in range(rng.randint(1, 3))]
             if rows and rng.random() < 0.3:
                 block = rows[-1]

@@ -349,7 +349,7 @@ def test_watch_embeds_each_change_through_the_endpoint_probed_once(fake, small, 
     def target() -> None:
         try:
             api.watch(index, [small], model=fake.url, stop=stop, on_run=on_run)
-        except BaseException as exc:  # noqa: BLE001 - asserted below
+        except BaseException as exc:
             failure.append(exc)
             ran[0].set()
 

@@ -31,8 +31,8 @@ import numpy as np
 import pytest
 
 from ragsift.errors import RagsiftError
-from ragsift.ingest.batch import FLUSH_FILES
 from ragsift.index import open_index
+from ragsift.ingest.batch import FLUSH_FILES
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROUNDS = 3

@@ -12,7 +12,6 @@ import hashlib
 import json
 
 import pytest
-
 from golden_cases import CASES, CHROMA_DEV, FIXTURE_PATHS, KEEP_JSONL, REPO, chunk_jsonl
 
 GOLDEN = REPO / "tests" / "data" / "golden_chunks"

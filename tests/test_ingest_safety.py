@@ -416,7 +416,8 @@ def test_chunk_prints_exactly_what_embed_indexes(tmp_path, fixtures_dir):
         rowids, _ = store.load_matrix()
         stored = store.chunks([int(r) for r in rowids])
     fields = list(printed[0])
-    key = lambda r: (r["path"], r["index"])
+    def key(r):
+        return (r["path"], r["index"])
     assert [{f: r[f] for f in fields} for r in sorted(stored, key=key)] == \
         sorted(printed, key=key)
     assert max(r["tokens"] for r in printed) <= 256  # the model's max length, not 512 cl100k

@@ -335,8 +335,15 @@ def test_ann_path_refines_by_exact_cosine(tmp_path, monkeypatch):
 def test_eval_scores_the_same_on_a_lance_index(tmp_path):
     """``[retrieval] backend = "lance"`` builds each configuration's index as Lance: dense
     metrics equal the SQLite run's."""
-    from tests.test_eval import ANIMALS, ELEPHANT, PLANETS, SATURN, _eval_json, _write_config
-    from tests.test_eval import make_span_dataset
+    from tests.test_eval import (
+        ANIMALS,
+        ELEPHANT,
+        PLANETS,
+        SATURN,
+        _eval_json,
+        _write_config,
+        make_span_dataset,
+    )
 
     root = make_span_dataset(tmp_path / "tiny", {"animals": ANIMALS, "planets": PLANETS}, [
         ("Which animal drinks water with its trunk?", "animals", [ELEPHANT]),

@@ -23,11 +23,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragsift.index import lexical, migrations
+from ragsift.index import lexical, migrations, open_index
 from ragsift.index import store as store_module
 from ragsift.index.backend import DocumentWrite
 from ragsift.index.store import IndexStore
-from ragsift.index import open_index
 
 DIM = 4
 WORDS = ["bee", "bees", "hive", "hives", "honey", "queen", "Queens", "larva", "larvae", "wax",

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from ragsift.ingest import batch, local, model, run
 from ragsift.errors import RagsiftError
-from ragsift.ingest import build_index
+from ragsift.ingest import batch, build_index, local, model, run
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -100,7 +99,6 @@ def test_the_first_batch_gathers_while_the_model_loads(tmp_path, monkeypatch, lo
     # 12 one-chunk files: FLUSH_FILES (8) makes two commits; while the model is still
     # loading (held here, not timed) the batch may grow up to 4x before it commits
     from ragsift.index.store import IndexStore
-    from ragsift.index import open_index
 
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -127,7 +125,6 @@ def test_a_batch_due_when_the_model_is_ready_commits_without_the_next_file(tmp_p
     # batch must commit while the consumer waits for that file, not after it. Broken, the producer waits 60 s and the order of
     # events shows it; no timing decides the outcome.
     from ragsift.index.store import IndexStore
-    from ragsift.index import open_index
 
     docs = tmp_path / "docs"
     docs.mkdir()

@@ -247,9 +247,7 @@ _RUN_PIECES = ["qz", "jx", "wv", "ab", "Q", "zq", "'s", "'", "!?", "--", ".;", "
 def test_cuts_inside_runs_give_the_tokens_of_one_encode(monkeypatch):
     """Adversarial texts with many runs (short RUN_MIN/RUN_STEP so that they are cut often):
     the pieces encode to exactly the whole text's tokens."""
-    from ragsift.chunkers import counters
-
-    from ragsift.chunkers import encode
+    from ragsift.chunkers import counters, encode
 
     monkeypatch.setattr(encode, "RUN_MIN", 400)
     monkeypatch.setattr(encode, "RUN_STEP", 1)  # every possible cut, margin apart

@@ -184,9 +184,10 @@ def test_char_budget_and_human_rejected(index):
 
 
 def test_highlight_keeps_unit_offsets_after_joining_wrapped_lines():
+    from records import retrieval as build_retrieval
+
     from ragsift.cli.explain import highlighted, score_picture
     from ragsift.retrieval.attribution import Attribution, UnitScore
-    from records import retrieval as build_retrieval
     from ragsift.retrieval.topk import TopK
 
     text = "Swarming is how colonies\nreproduce. Split the colony\nbefore it swarms.\n\n- item"

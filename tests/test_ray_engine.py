@@ -232,9 +232,9 @@ def test_lance_index_is_written_by_the_workers_not_the_driver(local_ray, tmp_pat
     run. A SQLite index still gets its vectors streamed back. Contents equal a local run's."""
     import lance
 
-    from ragsift.ingest import ray as distributed
     from ragsift.index.lance import LanceIndex
     from ragsift.ingest import build_index
+    from ragsift.ingest import ray as distributed
 
     docs = corpus(tmp_path / "docs", n=6)
     local = build_index([str(docs)], str(tmp_path / "local.db"))

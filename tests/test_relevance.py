@@ -98,9 +98,8 @@ def test_lexical_ceiling_bounds_every_bm25(index):
     """The store's BM25 ceiling is above every chunk's BM25 for the query (so the share is in
     [0, 1)), counts a word the index lacks, and is the same from the postings and from the
     FTS5 scan."""
-    from ragsift.index import lexical
+    from ragsift.index import lexical, open_index
     from ragsift.index.store import query_words
-    from ragsift.index import open_index
 
     with open_index(index, "r") as store:
         for q in ("honey bees swarm", "sourdough starter feeding flour", "bees zzqxv"):

@@ -27,9 +27,9 @@ from pathlib import Path
 import pytest
 
 from ragsift.errors import RagsiftError
+from ragsift.index import open_index
 from ragsift.index import store as store_mod
 from ragsift.index.locking import WriterLock, holder_pid
-from ragsift.index import open_index
 
 REPO = Path(__file__).resolve().parent.parent
 VENDORED = REPO / "ragsift" / "embedders" / "models" / "all-MiniLM-L6-v2"

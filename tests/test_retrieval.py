@@ -14,14 +14,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from records import retrieval as build_retrieval
 
 from ragsift.embedders.evidence import EVIDENCE_KIND
 from ragsift.errors import RagsiftError
-from ragsift.retrieval import attribution as attr
-from records import retrieval as build_retrieval
-
 from ragsift.index.backend import ChunkRecord
 from ragsift.index.dense import DenseMatrix, top_order
+from ragsift.retrieval import attribution as attr
 from ragsift.retrieval.search import Searcher
 from ragsift.retrieval.topk import (
     BELOW_THRESHOLD,

@@ -20,9 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ragsift.errors import RagsiftError
-from ragsift.index import migrations
-from ragsift.index.store import DocumentWrite, IndexStore
-from ragsift.index import open_index
+from ragsift.index import migrations, open_index
+from ragsift.index.store import DocumentWrite
 
 DIM = 8
 

@@ -8,7 +8,6 @@ shortest first across the whole batch, which changes no vector either. Real mode
 from __future__ import annotations
 
 import shutil
-import sqlite3
 
 import numpy as np
 import pytest
@@ -19,7 +18,6 @@ from ragsift.embedders import load_embedder, model_counter
 from ragsift.embedders.onnx import ModelTokenCounter, TokenMemo
 from ragsift.index import open_index
 from ragsift.ingest import build_index, default_embed_chunker
-from ragsift.ingest.model import ModelSlot
 
 
 @pytest.fixture(scope="module")

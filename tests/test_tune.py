@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from records import retrieval as build_retrieval
 
 from ragsift.errors import RagsiftError
-from records import retrieval as build_retrieval
 from ragsift.retrieval.topk import TopK
 from ragsift.tuning import (
     Judged,

@@ -10,10 +10,10 @@ import sqlite3
 
 import numpy as np
 import pytest
+from conftest import FIXTURES, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import FIXTURES, run_cli
 from ragsift.embedders import evidence
 
 
@@ -120,7 +120,7 @@ def test_a_chunks_vector_is_the_length_weighted_mean_of_its_units(index):
         matrix_rows.update({int(r): m[i] for i, r in enumerate(ids) if r >= 0})
     db.close()
     checked = 0
-    for _, _, text, context, blob, rowid in _stored(index):
+    for _, _, _text, context, blob, rowid in _stored(index):
         units = evidence.unit_vectors(blob)
         starts, ends, _, _ = evidence.decode(blob)
         bounds = list(zip(starts.tolist(), ends.tolist()))
@@ -150,9 +150,8 @@ def test_aggregate_weighs_each_vector_by_its_weight():
 
 def test_the_engine_scores_a_chunk_by_its_best_unit(index):
     from ragsift import api
-    from ragsift.retrieval import relevance
-
     from ragsift.embedders import load_embedder
+    from ragsift.retrieval import relevance
 
     query = "how do I keep a slideshow private"
     ix = api.open_index(index)

@@ -75,7 +75,7 @@ class Watcher:
             try:
                 api.watch(index, [folder], stop=self.stop, on_run=on_run,
                           on_skip=self.skips.append, on_error=self.errors.append, **kwargs)
-            except BaseException as exc:  # noqa: BLE001 - reported by close()
+            except BaseException as exc:
                 self.failure = exc
 
         self.thread = threading.Thread(target=target, daemon=True)

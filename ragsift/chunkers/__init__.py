@@ -58,8 +58,8 @@ def make_chunker(strategy: str, *, tokenizer: str | TokenCounter = "cl100k",
     given = {k: v for k, v in options.items() if v is not None}
     unknown = sorted(set(given) - set(OPTIONS[strategy]))
     if unknown:
-        flags = ", ".join("{%s}" % name for name in unknown)
-        takes = ", ".join("{%s}" % name for name in OPTIONS[strategy])
+        flags = ", ".join(f"{{{name}}}" for name in unknown)
+        takes = ", ".join(f"{{{name}}}" for name in OPTIONS[strategy])
         raise RagsiftError(f"{{strategy}} {{name}} does not take {flags} (it takes: {takes})",
                            param="strategy", values={"name": strategy})
     return cls(tokenizer=get_counter(tokenizer), **given)

@@ -85,7 +85,7 @@ class Encode:
             return False
         try:
             self._out[j] = self._raw(self._text[self.offsets[j]:self.offsets[j + 1]], set())
-        except Exception:  # noqa: BLE001 - piece() says None, whole() raises it again
+        except Exception:
             self._out[j] = None
         finally:
             self._done[j].set()

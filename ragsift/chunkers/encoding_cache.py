@@ -79,7 +79,7 @@ def load_encoding_and_tables(name: str) -> tuple[Any, tuple[bytes, bytes] | None
     try:
         stamp = plugin_stamp()
         path = cache_path(name)
-    except Exception:  # noqa: BLE001 - no stamp, no cache: the plain load
+    except Exception:
         return tiktoken.get_encoding(name), None
     hit = _read(path, name, stamp)
     if hit is not None:
@@ -134,7 +134,7 @@ def _read(path: Any, name: str, stamp: str) -> tuple[Any, tuple[bytes, bytes] | 
                 and all(isinstance(t, bytes) and len(t) == enc.n_vocab for t in tables)):
             tables = None
         return enc, tables
-    except Exception:  # noqa: BLE001 - any damage: the caller loads it the normal way
+    except Exception:
         return None
 
 

@@ -11,10 +11,10 @@ import sys
 
 import typer
 
-from ragsift.version import __version__
 from ragsift.cli._coerce import install as _install_light_coercion
 from ragsift.cli._common import PROJECT_COMMANDS, STATE, project_defaults, run_app
 from ragsift.cli._help import HelpCommand, HelpGroup, TyperCommand
+from ragsift.version import __version__
 
 _install_light_coercion()  # option values without importing pydantic (cli/_coerce.py)
 

@@ -120,7 +120,7 @@ def install() -> bool:
         try:
             if self._runtime_param is None:
                 self._runtime_param = light_param(self.type_descriptor)
-        except Exception:  # noqa: BLE001 - internals moved: typer's own path, only slower
+        except Exception:
             pass
         return original(self)
 

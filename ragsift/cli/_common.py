@@ -337,7 +337,7 @@ def _safe_console(**kwargs: Any):  # -> rich.console.Console
     from rich.console import Console
 
     class SafeConsole(Console):
-        def render_str(self, text: str, **kw: Any):  # noqa: ANN202
+        def render_str(self, text: str, **kw: Any):
             return super().render_str(printable(text), **kw)
 
         def on_broken_pipe(self) -> None:

@@ -6,9 +6,9 @@ from enum import Enum
 
 import typer
 
+from ragsift.api import FORMATS
 from ragsift.cli._common import handle_errors, plural, warn, write_jsonl
 from ragsift.errors import EXIT_NOTHING, EXIT_OK, EXIT_SKIPPED
-from ragsift.api import FORMATS
 
 
 class Strategy(str, Enum):

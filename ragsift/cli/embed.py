@@ -18,9 +18,8 @@ from ragsift.cli.chunk import (
     max_file_size_bytes,
     summary_parts,
 )
+from ragsift.cli.query import DEFAULT_INDEX
 from ragsift.errors import EXIT_NOTHING, EXIT_OK, EXIT_OUTPUT, EXIT_SKIPPED, RagsiftError
-
-from ragsift.cli.query import DEFAULT_INDEX  # noqa: E402  (defined once: ragsift.index)
 
 
 class Engine(str, Enum):

@@ -12,7 +12,6 @@ from ragsift.cli._common import handle_errors, warn, write_jsonl
 from ragsift.cli.query import MODES
 from ragsift.errors import EXIT_OK, RagsiftError
 
-
 # the choices of --mode: the engine's mode list (defined once, in ragsift.retrieval.engine)
 Mode = Enum("Mode", {m: m for m in MODES}, type=str)  # type: ignore[misc]
 

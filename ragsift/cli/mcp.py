@@ -10,8 +10,14 @@ from __future__ import annotations
 import typer
 
 from ragsift.cli._common import STATE, handle_errors
-from ragsift.cli.query import (DEFAULT_MODE, INDEX_OPTION, MODEL_OPTION, MODES, PATH_OPTION,
-                               threshold_arg)
+from ragsift.cli.query import (
+    DEFAULT_MODE,
+    INDEX_OPTION,
+    MODEL_OPTION,
+    MODES,
+    PATH_OPTION,
+    threshold_arg,
+)
 from ragsift.errors import RagsiftError
 
 EPILOG = """

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from ragsift.cli._common import handle_errors, warn, write_jsonl
 import ragsift.api as api
+from ragsift.cli._common import handle_errors, warn, write_jsonl
 from ragsift.errors import EXIT_NOTHING, EXIT_OK, RagsiftError
 
 if TYPE_CHECKING:

@@ -279,7 +279,7 @@ class EndpointEmbedder:
                     return
                 try:
                     out[lo:hi] = self._request(texts[lo:hi], kind)
-                except BaseException as exc:  # noqa: BLE001 - raised by the caller's thread
+                except BaseException as exc:
                     failed.append(exc)
 
         threads = [threading.Thread(target=work, name="ragsift-endpoint", daemon=True)
@@ -439,7 +439,7 @@ class EndpointEmbedder:
 
         try:
             raw = exc.read()[:4096]
-        except Exception:  # noqa: BLE001 - the status alone still says what happened
+        except Exception:
             return ""
         try:
             said = json.loads(raw)

@@ -355,13 +355,13 @@ def fused_session(weights: Any, weights_sha256: str, opts: Any) -> Any:
     try:
         if _cache_valid(path):
             return ort.InferenceSession(str(path), sess_options=opts, providers=providers)
-    except Exception:  # noqa: BLE001 - a bad cache entry is rebuilt below
+    except Exception:
         pass
     model = build_fused_minilm(weights.read_bytes())
     try:
         _write_cache(path, model)
         return ort.InferenceSession(str(path), sess_options=opts, providers=providers)
-    except Exception:  # noqa: BLE001 - unwritable cache: the in-memory build is as good
+    except Exception:
         return ort.InferenceSession(model, sess_options=opts, providers=providers)
 
 

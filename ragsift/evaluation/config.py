@@ -34,8 +34,8 @@ try:
 except ModuleNotFoundError:  # Python 3.10: the same parser from PyPI (a 3.10-only dependency)
     import tomli as tomllib
 
-from ragsift.errors import RagsiftError
 from ragsift.api import DEFAULT_MODE, FUSIONS, MODES, NORMS, Fusion  # cheap: no numpy
+from ragsift.errors import RagsiftError
 
 _FUSION = Fusion()  # the library's hybrid defaults, chosen with `ragsift eval`
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragsift.errors import RagsiftError
 from ragsift import metrics as m
+from ragsift.errors import RagsiftError
 from ragsift.evaluation.cache import CachingEmbedder, EmbeddingCache
 from ragsift.evaluation.config import EvalConfig
 from ragsift.evaluation.datasets import BeirDataset, SpanDataset
@@ -207,8 +207,8 @@ def _make_chunker(cfg: EvalConfig) -> Any:
     options = dict(cfg.chunker_options)
     tokenizer: Any = cfg.tokenizer
     if cfg.tokenizer == "model":
-        from ragsift.embedders import model_counter
         from ragsift.api import embed_size
+        from ragsift.embedders import model_counter
 
         tokenizer = model_counter(cfg.model)
         if cfg.embedder_options.get("max_length"):

@@ -220,7 +220,7 @@ class LanceIndex(LanceWriter, FragmentCommits):
                 self._lock.release()
                 self._lock = None
 
-    def __enter__(self) -> LanceIndex:  # noqa: PYI034
+    def __enter__(self) -> LanceIndex:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -232,7 +232,7 @@ class LanceIndex(LanceWriter, FragmentCommits):
             return False
         try:
             latest = self._dataset(self._chunks_uri)
-        except Exception:  # noqa: BLE001 (no dataset yet, or unreadable: nothing newer to see)
+        except Exception:
             return False
         if latest is None or self._ds is None:
             return (latest is None) != (self._ds is None)

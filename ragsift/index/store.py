@@ -213,7 +213,7 @@ class IndexStore(StoreWriter):
         except sqlite3.DatabaseError as exc:
             raise _corrupt(self.path, exc) from None
 
-    def __enter__(self) -> IndexStore:  # noqa: PYI034
+    def __enter__(self) -> IndexStore:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -167,7 +167,7 @@ class StoreWriter:
                     (doc.key, doc.path, doc.source, doc.size, doc.mtime, doc.sha256,
                      doc.format, doc.chunker, len(doc.records), now))
                 doc_id = cur.lastrowid
-                for rec, vec in zip(doc.records, vecs):
+                for rec, _vec in zip(doc.records, vecs):
                     cur = self.db.execute(
                         "INSERT INTO chunks(doc_id, idx, text, context, start, \"end\", tokens, "
                         "chars, line_start, line_end, headings, page, level, content_hash, "

@@ -31,7 +31,7 @@ class ModelLoad:
                 from ragsift.embedders import load_embedder
 
                 self._embedder = load_embedder(model_dir, **options)
-            except BaseException as exc:  # noqa: BLE001 - raised again by result()
+            except BaseException as exc:
                 self._error = exc
 
         self._thread = threading.Thread(target=load, name="ragsift-model", daemon=True)

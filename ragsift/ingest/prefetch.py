@@ -36,7 +36,7 @@ def prefetched(items: Iterable, depth: int,
             for item in items:
                 if not put((None, item)):
                     return
-        except BaseException as exc:  # noqa: BLE001 - handed to the consumer, raised there
+        except BaseException as exc:
             put((exc, None))
             return
         put((None, done))

@@ -217,7 +217,7 @@ def _both(first, second):  # -> (first(), second()), second in a thread
     def run() -> None:
         try:
             box.append((True, second()))
-        except BaseException as exc:  # noqa: BLE001 (re-raised in the caller's thread)
+        except BaseException as exc:
             box.append((False, exc))
 
     thread = threading.Thread(target=run, name="ragsift-lexical", daemon=True)

@@ -16,9 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ragsift.embedders.binding import EMBEDDER_OPTIONS, check_model, embedder_for  # noqa: F401 (re-exported: defined there)
 from ragsift.errors import RagsiftError
-from ragsift.embedders.binding import (  # noqa: F401 (re-exported: defined there)
-    EMBEDDER_OPTIONS, check_model, embedder_for)
 from ragsift.retrieval.engine import DEFAULT_MODE, check_mode, lexical_ahead, retrieve
 from ragsift.retrieval.hybrid import Fusion
 from ragsift.retrieval.relevance import models_for

@@ -206,7 +206,7 @@ def parse_html(
     try:
         parser.feed(text)
         parser.close()
-    except Exception as exc:  # noqa: BLE001 - html.parser is lenient; what it raises is a skip
+    except Exception as exc:
         raise SkipFile(f"unparsable HTML: {exc}") from None
     if parser.heading is not None:
         parser._close_heading()
@@ -315,7 +315,7 @@ def fragment_edits(fragment: str, base: int = 0) -> tuple[list[tuple[int, int, s
     try:
         parser.feed(fragment)
         parser.close()
-    except Exception:  # noqa: BLE001 - html.parser is lenient; on a failure keep the text
+    except Exception:
         return [], 0, 0
     line_starts = [0]
     line_starts += [m.end() for m in re.finditer("\n", fragment)]

@@ -582,7 +582,7 @@ def _table_rows(tokens: list[Any]) -> list[tuple[str, int]]:
     in_head = False
     current: list[str] = []
     row_line = 0
-    for k, tok in enumerate(tokens):
+    for _k, tok in enumerate(tokens):
         if tok.type == "thead_open":
             in_head = True
         elif tok.type == "thead_close":

@@ -69,13 +69,13 @@ def _parse(data: bytes, path: str, source: str) -> Document:
         pages = list(reader.pages)
     except SkipFile:
         raise
-    except Exception as exc:  # noqa: BLE001 - pypdf raises many types for broken files
+    except Exception as exc:
         raise SkipFile(f"unreadable PDF: {_one_line(exc)}") from None
     texts: list[str] = []
     for number, page in enumerate(pages, 1):
         try:
             texts.append(page.extract_text() or "")
-        except Exception as exc:  # noqa: BLE001 - one bad page must not lose the others
+        except Exception as exc:
             warnings.append(f"page {number}: no text extracted ({_one_line(exc)})")
             texts.append("")
     if not any(t.strip() for t in texts):

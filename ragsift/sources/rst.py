@@ -146,7 +146,7 @@ def _doctree(text: str) -> Any:
     parser = Parser()
     try:
         return publish_doctree(text, settings=_settings(), parser=parser)
-    except Exception as exc:  # noqa: BLE001 (any docutils failure: the file is read as text)
+    except Exception as exc:
         raise ValueError(f"docutils could not parse it ({type(exc).__name__}: "
                          f"{str(exc).splitlines()[0] if str(exc) else ''})") from None
     finally:

@@ -110,7 +110,7 @@ class _Helper:
                     else:
                         self.results[k] = payload
                     self.cond.notify_all()
-        except Exception:  # noqa: BLE001 (the end of the stream, or the helper died)
+        except Exception:
             with self.cond:
                 self.ended = True
                 self.cond.notify_all()
@@ -153,7 +153,7 @@ def serve(render: Callable[[str, int], Rendered]) -> None:
             out.flush()
             try:
                 payload: Any = render(text, depth)
-            except Exception:  # noqa: BLE001 (the parent renders it and reports the error)
+            except Exception:
                 payload = None
             pickle.dump(("done", k, payload), out, pickle.HIGHEST_PROTOCOL)
             out.flush()

@@ -51,8 +51,8 @@ and without a table longer than ``PIECE_ROWS`` lines is one piece: parsed exactl
 from __future__ import annotations
 
 import re
-from functools import cache
 from dataclasses import dataclass
+from functools import cache
 
 PIECE_CHARS = 64 * 1024  # a piece ends at the first cut point past this many characters
 PIECE_LINES = 500  # ... or lines (a table's short rows cost a node each: ~7 KiB per row)
@@ -208,7 +208,7 @@ def _starts_inline(text: str, at: int) -> bool:
 def _inline_start() -> re.Pattern[str]:
     from docutils.utils import punctuation_chars
 
-    return re.compile(r"\s|[%s%s]" % (punctuation_chars.openers, punctuation_chars.delimiters))
+    return re.compile(rf"\s|[{punctuation_chars.openers}{punctuation_chars.delimiters}]")
 
 
 def _name(text: str) -> str:
