@@ -18,8 +18,13 @@ def schema1_copy(path: Path) -> Path:
     db = sqlite3.connect(out, isolation_level=None)
     src.backup(db)  # what is committed, WAL included
     src.close()
-    for sql in ("DROP TRIGGER IF EXISTS vec_blocks_lex_ad", "DROP TABLE IF EXISTS lex_postings",
-                "DROP TABLE IF EXISTS lex_blocks", "PRAGMA user_version = 1", "VACUUM"):
+    for sql in (
+        "DROP TRIGGER IF EXISTS vec_blocks_lex_ad",
+        "DROP TABLE IF EXISTS lex_postings",
+        "DROP TABLE IF EXISTS lex_blocks",
+        "PRAGMA user_version = 1",
+        "VACUUM",
+    ):
         db.execute(sql)
     db.close()
     return out

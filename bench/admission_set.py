@@ -128,24 +128,30 @@ def evidence(store, emb, queries: list[str], depth: int) -> list[dict]:
     out = []
     qvecs = emb.embed(queries, kind="query").vectors if queries else None
     for i in range(0, len(queries), 64):
-        block = queries[i:i + 64]
-        dense = store.dense_candidates(qvecs[i:i + 64], depth)
-        for q, qvec, d in zip(block, qvecs[i:i + 64], dense):
+        block = queries[i : i + 64]
+        dense = store.dense_candidates(qvecs[i : i + 64], depth)
+        for q, qvec, d in zip(block, qvecs[i : i + 64], dense):
             lex = store.lexical_candidates(q, depth) if q.strip() else []
             have = {r for r, _ in d}
             todo = [r for r, _ in lex if r not in have]
             cos = dict(zip(todo, store.cosines(qvec, todo))) if todo else {}
             best = best_units(store, qvec, wanted(d, lex, UNIT_READ))
-            out.append({
-                "units": {r: b.cosine for r, b in best.items()},
-                "dense": (np.array([r for r, _ in d], np.int64),
-                          np.array([s for _, s in d], np.float64)),
-                "lexical": (np.array([r for r, _ in lex], np.int64),
-                            np.array([s for _, s in lex], np.float64)),
-                "cos": cos,
-                "ceiling": store.lexical_ceiling(q),
-                "words": len(query_words(q)),
-            })
+            out.append(
+                {
+                    "units": {r: b.cosine for r, b in best.items()},
+                    "dense": (
+                        np.array([r for r, _ in d], np.int64),
+                        np.array([s for _, s in d], np.float64),
+                    ),
+                    "lexical": (
+                        np.array([r for r, _ in lex], np.int64),
+                        np.array([s for _, s in lex], np.float64),
+                    ),
+                    "cos": cos,
+                    "ceiling": store.lexical_ceiling(q),
+                    "words": len(query_words(q)),
+                }
+            )
     return out
 
 
@@ -166,8 +172,11 @@ def build(name: str, split: str | None, tmp: Path, emb) -> tuple:
     sub.mkdir()
     paths, label_of = runner._materialize(ds, sub)
     index = runner._build(paths, sub / "index.sqlite", DEFAULT_CONFIG, emb)
-    print(f"{name}: {len(index.records)} chunks in {time.perf_counter() - t0:.0f}s",
-          file=sys.stderr, flush=True)
+    print(
+        f"{name}: {len(index.records)} chunks in {time.perf_counter() - t0:.0f}s",
+        file=sys.stderr,
+        flush=True,
+    )
     return ds, index, label_of
 
 
@@ -185,7 +194,8 @@ def collect(out: str) -> None:
         for name, (_ds, index, label_of) in sets.items():
             data["indexes"][name] = {
                 "records": {r.rowid: (label_of(r.path), r.start, r.end) for r in index.records},
-                "chunks": len(index.records)}
+                "chunks": len(index.records),
+            }
         own: dict[str, list[dict]] = {}
         dfs = {name: word_df(index.records) for name, (_, index, _) in sets.items()}
         for name, (ds, _, _) in sets.items():
@@ -193,14 +203,20 @@ def collect(out: str) -> None:
             rows = []
             if name == "chroma-dev":
                 for q in ds.questions:
-                    rows.append({"text": q.question, "fold": q.corpus_id,
-                                 "gold": (q.corpus_id, q.references)})
+                    rows.append(
+                        {
+                            "text": q.question,
+                            "fold": q.corpus_id,
+                            "gold": (q.corpus_id, q.references),
+                        }
+                    )
             else:
                 for qid, text in ds.queries.items():
                     rows.append({"text": text, "fold": "scifact", "gold": ds.qrels[qid]})
             full = [dict(r, kind="full", index=name) for r in rows]
-            short = [dict(r, text=short_query(r["text"], df), kind="short", index=name)
-                     for r in rows]
+            short = [
+                dict(r, text=short_query(r["text"], df), kind="short", index=name) for r in rows
+            ]
             own[name] = full + [r for r in short if r["text"]]
         for name in sets:
             other = "scifact" if name == "chroma-dev" else "chroma-dev"
@@ -208,21 +224,37 @@ def collect(out: str) -> None:
             # index does not hold at all (a keyword query that names a word the index holds
             # is answered by a chunk holding it, so it is no negative)
             df = dfs[name]
-            foreign = [dict(r, kind="foreign" if r["kind"] == "full" else "foreign-short",
-                            index=name, gold=None) for r in own[other]
-                       if r["kind"] == "full" or not any(df.get(w, 0) for w in r["text"].split())]
-            off = [{"text": t, "fold": FOLDS[i % 4], "gold": None, "kind": "off-topic",
-                    "index": name} for i, t in enumerate(OFF_TOPIC)]
+            foreign = [
+                dict(
+                    r,
+                    kind="foreign" if r["kind"] == "full" else "foreign-short",
+                    index=name,
+                    gold=None,
+                )
+                for r in own[other]
+                if r["kind"] == "full" or not any(df.get(w, 0) for w in r["text"].split())
+            ]
+            off = [
+                {"text": t, "fold": FOLDS[i % 4], "gold": None, "kind": "off-topic", "index": name}
+                for i, t in enumerate(OFF_TOPIC)
+            ]
             t0 = time.perf_counter()
             ask = own[name]
             depth = runner.BEIR_DEPTH if name == "scifact" else 1000
-            for r, ev in zip(ask, evidence(index.index.store, emb, [r["text"] for r in ask], depth)):
+            for r, ev in zip(
+                ask, evidence(index.index.store, emb, [r["text"] for r in ask], depth)
+            ):
                 data["queries"].append({**r, **ev})
             rest = foreign + off
-            for r, ev in zip(rest, evidence(index.index.store, emb, [r["text"] for r in rest], DEPTH)):
+            for r, ev in zip(
+                rest, evidence(index.index.store, emb, [r["text"] for r in rest], DEPTH)
+            ):
                 data["queries"].append({**r, **ev})
-            print(f"{name}: {len(ask) + len(rest)} queries in {time.perf_counter() - t0:.0f}s",
-                  file=sys.stderr, flush=True)
+            print(
+                f"{name}: {len(ask) + len(rest)} queries in {time.perf_counter() - t0:.0f}s",
+                file=sys.stderr,
+                flush=True,
+            )
         for _, index, _ in sets.values():
             index.index.close()
     Path(out).parent.mkdir(parents=True, exist_ok=True)

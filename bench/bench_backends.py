@@ -58,7 +58,8 @@ def bench_diff(work: Path) -> dict:
 
     # the answers test's queries, from this tree's tests (whichever ragsift runs)
     spec = importlib.util.spec_from_file_location(
-        "answers", REPO / "tests" / "test_backend_contract.py")
+        "answers", REPO / "tests" / "test_backend_contract.py"
+    )
     answers = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(answers)
     ANSWER_MODES, ANSWER_QUERIES = answers.ANSWER_MODES, answers.ANSWER_QUERIES
@@ -71,8 +72,11 @@ def bench_diff(work: Path) -> dict:
     got = {}
     for name, p in paths.items():
         ix = api.open_index(p)
-        got[name] = {(m, q): ix.query(q, k=10, threshold=None, mode=m)
-                     for m in ANSWER_MODES for q in ANSWER_QUERIES}
+        got[name] = {
+            (m, q): ix.query(q, k=10, threshold=None, mode=m)
+            for m in ANSWER_MODES
+            for q in ANSWER_QUERIES
+        }
     other_order = 0
     worst = {"score": 0.0, "lexical": 0.0, "dense": 0.0}
     for key, a in got["sqlite"].items():
@@ -84,16 +88,23 @@ def bench_diff(work: Path) -> dict:
             d = sb.get(c.id)
             if d is None:
                 continue
-            for name, x, y in (("score", c.score, d.score),
-                               ("lexical", c.lexical_score, d.lexical_score),
-                               ("dense", c.dense_score, d.dense_score)):
+            for name, x, y in (
+                ("score", c.score, d.score),
+                ("lexical", c.lexical_score, d.lexical_score),
+                ("dense", c.dense_score, d.dense_score),
+            ):
                 if (x is None) != (y is None):
                     worst[name] = max(worst[name], abs((x or 0.0) - (y or 0.0)))
                 elif x is not None:
                     worst[name] = max(worst[name], abs(x - y))
-    out.update({"searches": len(got["sqlite"]), "other_ids_or_order": other_order,
-                **{f"max_abs_diff_{k}": float(f"{v:.3g}") for k, v in worst.items()},
-                "load_after": load()})
+    out.update(
+        {
+            "searches": len(got["sqlite"]),
+            "other_ids_or_order": other_order,
+            **{f"max_abs_diff_{k}": float(f"{v:.3g}") for k, v in worst.items()},
+            "load_after": load(),
+        }
+    )
     return out
 
 
@@ -139,7 +150,7 @@ def bench_lance(n: int, work: Path, m: int) -> dict:
         s.lexical_ceiling("warm up")
         for i in range(m):
             t0 = time.perf_counter()
-            s.dense_candidates(qv[i:i + 1], FETCH)
+            s.dense_candidates(qv[i : i + 1], FETCH)
             t1 = time.perf_counter()
             s.lexical_candidates(qt[i], FETCH)
             s.lexical_ceiling(qt[i])
@@ -149,9 +160,19 @@ def bench_lance(n: int, work: Path, m: int) -> dict:
             lat["hybrid"].append(t2 - t0)
     out.update({f"warm_{k}_ms": ms(v) for k, v in lat.items()})
     env = dict(os.environ)
-    cold = [float(subprocess.run([sys.executable, "-c", COLD, path, str(np_path), qt[i]],
-                                 capture_output=True, text=True, check=True, env=env,
-                                 cwd=str(work)).stdout) for i in range(5)]
+    cold = [
+        float(
+            subprocess.run(
+                [sys.executable, "-c", COLD, path, str(np_path), qt[i]],
+                capture_output=True,
+                text=True,
+                check=True,
+                env=env,
+                cwd=str(work),
+            ).stdout
+        )
+        for i in range(5)
+    ]
     out["cold_s"] = round(statistics.median(cold), 3)
     out["load_after"] = load()
     return out
@@ -161,15 +182,26 @@ def bench_cold_ab(n: int, work: Path, before_tree: str, before_work: Path, m: in
     from bench.bench_scale import clustered, queries, vocabulary
 
     _, qt = queries(clustered(n), vocabulary(), m)
-    runs = {"after": (dict(os.environ), work / f"l{n}.lance"),
-            "before": ({**os.environ, "PYTHONPATH": before_tree}, before_work / f"l{n}.lance")}
+    runs = {
+        "after": (dict(os.environ), work / f"l{n}.lance"),
+        "before": ({**os.environ, "PYTHONPATH": before_tree}, before_work / f"l{n}.lance"),
+    }
     out: dict = {"task": "cold-ab", "n": n, "load_before": load()}
     times: dict = {k: [] for k in runs}
     for i in range(m):
         for name, (env, index) in runs.items():
-            times[name].append(float(subprocess.run(
-                [sys.executable, "-c", COLD, str(index), str(work / "q.npy"), qt[i]],
-                capture_output=True, text=True, check=True, env=env, cwd=str(work)).stdout))
+            times[name].append(
+                float(
+                    subprocess.run(
+                        [sys.executable, "-c", COLD, str(index), str(work / "q.npy"), qt[i]],
+                        capture_output=True,
+                        text=True,
+                        check=True,
+                        env=env,
+                        cwd=str(work),
+                    ).stdout
+                )
+            )
     out.update({f"cold_{k}_s": round(statistics.median(v), 3) for k, v in times.items()})
     out["ratio"] = round(out["cold_after_s"] / out["cold_before_s"], 3)
     out["load_after"] = load()

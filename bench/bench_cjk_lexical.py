@@ -54,8 +54,9 @@ def corpus(workdir: Path, lang: str) -> Path:
     debs = workdir / "debs"
     debs.mkdir(parents=True, exist_ok=True)
     if not list(debs.glob(f"{PACKAGES[lang]}_*.deb")):
-        subprocess.run(["apt-get", "download", PACKAGES[lang]], cwd=debs, check=True,
-                       capture_output=True)
+        subprocess.run(
+            ["apt-get", "download", PACKAGES[lang]], cwd=debs, check=True, capture_output=True
+        )
     (deb,) = debs.glob(f"{PACKAGES[lang]}_*.deb")
     unpacked = workdir / f"unpacked-{lang}"
     subprocess.run(["dpkg-deb", "-x", str(deb), str(unpacked)], check=True)
@@ -75,8 +76,10 @@ def as_old_rule(src: Path, dst: Path) -> None:
     try:
         db.execute("BEGIN")
         rows = db.execute("SELECT id, context, text FROM chunks").fetchall()
-        db.executemany("UPDATE chunks SET terms = ? WHERE id = ?",
-                       [(terms_text(c, t, cjk=False), i) for i, c, t in rows])
+        db.executemany(
+            "UPDATE chunks SET terms = ? WHERE id = ?",
+            [(terms_text(c, t, cjk=False), i) for i, c, t in rows],
+        )
         db.execute("DELETE FROM lex_postings")
         db.execute("DELETE FROM lex_blocks")
         lexical.backfill(db)
@@ -115,7 +118,7 @@ def draw(index: Path, n: int, seed: int) -> list[str]:
         text = rng.choice(texts)
         size = rng.randint(1, 4)
         at = rng.randrange(len(text))
-        q = text[at:at + size]
+        q = text[at : at + size]
         if len(q) == size and all(CJK.match(c) for c in q):
             out.append(q)
     return out
@@ -138,9 +141,14 @@ def measure(index: Path, queries: list[str]) -> dict:
             auto = ix.query(q, k=10, mode="lexical")
             admitted += any(q in c.text or q in c.context for c in auto.admitted)
     times.sort()
-    return {"reached": reached, "n": len(queries), "admitted_auto": admitted,
-            "ms_median": 1000 * statistics.median(times),
-            "ms_p95": 1000 * times[int(0.95 * (len(times) - 1))], "misses": misses[:10]}
+    return {
+        "reached": reached,
+        "n": len(queries),
+        "admitted_auto": admitted,
+        "ms_median": 1000 * statistics.median(times),
+        "ms_p95": 1000 * times[int(0.95 * (len(times) - 1))],
+        "misses": misses[:10],
+    }
 
 
 def cli_query_seconds(index: Path, queries: list[str]) -> float:
@@ -148,9 +156,24 @@ def cli_query_seconds(index: Path, queries: list[str]) -> float:
     times = []
     for q in queries:
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "ragsift", "query", q, "--index", str(index),
-                        "--mode", "lexical", "--k", "10", "--json"], capture_output=True,
-                       check=False)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "ragsift",
+                "query",
+                q,
+                "--index",
+                str(index),
+                "--mode",
+                "lexical",
+                "--k",
+                "10",
+                "--json",
+            ],
+            capture_output=True,
+            check=False,
+        )
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
 
@@ -161,8 +184,11 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=37)
     ap.add_argument("--workdir", default=str(ROOT / "bench" / ".cache" / "cjk"))
     ap.add_argument("--cli", type=int, default=5, help="whole `ragsift query` runs per index")
-    ap.add_argument("--reuse", action="store_true",
-                    help="keep an 'after' index built by an earlier run (embed not timed)")
+    ap.add_argument(
+        "--reuse",
+        action="store_true",
+        help="keep an 'after' index built by an earlier run (embed not timed)",
+    )
     args = ap.parse_args()
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
@@ -175,8 +201,11 @@ def main() -> None:
             for p in (after, Path(f"{after}-wal"), Path(f"{after}-shm")):
                 p.unlink(missing_ok=True)
             t0 = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "ragsift", "embed", str(docs), "--index",
-                            str(after)], check=True, capture_output=True)
+            subprocess.run(
+                [sys.executable, "-m", "ragsift", "embed", str(docs), "--index", str(after)],
+                check=True,
+                capture_output=True,
+            )
             embed_s = time.perf_counter() - t0
         before = work / f"before-{lang}.db"
         t0 = time.perf_counter()
@@ -184,13 +213,19 @@ def main() -> None:
         convert_s = time.perf_counter() - t0
         db = sqlite3.connect(after)
         chunks, docs_n = db.execute(
-            "SELECT count(*), count(DISTINCT doc_id) FROM chunks").fetchone()
+            "SELECT count(*), count(DISTINCT doc_id) FROM chunks"
+        ).fetchone()
         chars = db.execute("SELECT sum(length(text)) FROM chunks").fetchone()[0]
         db.close()
         queries = draw(after, args.n, args.seed)
-        cli_q = queries[:args.cli]
-        out = {"docs": docs_n, "chunks": chunks, "chars": chars, "embed_s": embed_s,
-               "old_rule_rewrite_s": convert_s}
+        cli_q = queries[: args.cli]
+        out = {
+            "docs": docs_n,
+            "chunks": chunks,
+            "chars": chars,
+            "embed_s": embed_s,
+            "old_rule_rewrite_s": convert_s,
+        }
         for name, index in (("before", before), ("after", after)):
             got = measure(index, queries)
             got["bytes"] = vacuumed_size(index)
@@ -210,20 +245,24 @@ def main() -> None:
         rows[lang] = out
         print(json.dumps({lang: out}, ensure_ascii=False), flush=True)
     print()
-    print("| corpus | docs / chunks / chars | reached top 10 before | after | admitted at auto "
-          "before / after | index bytes before → after | lexical query median (p95) ms before "
-          "→ after | whole `query` s before → after |")
+    print(
+        "| corpus | docs / chunks / chars | reached top 10 before | after | admitted at auto "
+        "before / after | index bytes before → after | lexical query median (p95) ms before "
+        "→ after | whole `query` s before → after |"
+    )
     print("|---|---|---:|---:|---:|---|---|---|")
     for lang, o in rows.items():
         b, a = o["before"], o["after"]
-        print(f"| Debian Reference {SUFFIX[lang]} | {o['docs']} / {o['chunks']} / {o['chars']:,}"
-              f" | {b['reached']}/{b['n']} ({100 * b['reached'] / b['n']:.1f}%)"
-              f" | {a['reached']}/{a['n']} ({100 * a['reached'] / a['n']:.1f}%)"
-              f" | {b['admitted_auto']} / {a['admitted_auto']}"
-              f" | {b['bytes']:,} → {a['bytes']:,} ({a['bytes'] / b['bytes']:.2f}×)"
-              f" | {b['ms_median']:.1f} ({b['ms_p95']:.1f}) → {a['ms_median']:.1f}"
-              f" ({a['ms_p95']:.1f})"
-              f" | {b['cli_query_s']:.2f} → {a['cli_query_s']:.2f} |")
+        print(
+            f"| Debian Reference {SUFFIX[lang]} | {o['docs']} / {o['chunks']} / {o['chars']:,}"
+            f" | {b['reached']}/{b['n']} ({100 * b['reached'] / b['n']:.1f}%)"
+            f" | {a['reached']}/{a['n']} ({100 * a['reached'] / a['n']:.1f}%)"
+            f" | {b['admitted_auto']} / {a['admitted_auto']}"
+            f" | {b['bytes']:,} → {a['bytes']:,} ({a['bytes'] / b['bytes']:.2f}×)"
+            f" | {b['ms_median']:.1f} ({b['ms_p95']:.1f}) → {a['ms_median']:.1f}"
+            f" ({a['ms_p95']:.1f})"
+            f" | {b['cli_query_s']:.2f} → {a['cli_query_s']:.2f} |"
+        )
     print(f"\nloadavg: {Path('/proc/loadavg').read_text().strip()}", file=sys.stderr)
 
 

@@ -106,8 +106,10 @@ def build_corpus(tmp: Path) -> str:
     text = one + "\n\n" + one
     (tmp / "big.md").write_text(text, encoding="utf-8")
     (tmp / "big.txt").write_text(text, encoding="utf-8")
-    return (f"big.md / big.txt: {len(text.encode()) / 1e6:.2f} MB (chroma-dev {len(chroma)} "
-            f"corpora + SciFact abstracts to 1.45 MB, twice)")
+    return (
+        f"big.md / big.txt: {len(text.encode()) / 1e6:.2f} MB (chroma-dev {len(chroma)} "
+        f"corpora + SciFact abstracts to 1.45 MB, twice)"
+    )
 
 
 def peer_available(module: str) -> bool:
@@ -127,8 +129,7 @@ def _children_cpu() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
-def run_once(cmd: list[str], stdout_path: Path | None, cwd: Path,
-             name: str = "") -> float:
+def run_once(cmd: list[str], stdout_path: Path | None, cwd: Path, name: str = "") -> float:
     out = open(stdout_path, "wb") if stdout_path else subprocess.DEVNULL
     env = None
     if cmd and cmd[0] == "BASELINE":
@@ -144,16 +145,18 @@ def run_once(cmd: list[str], stdout_path: Path | None, cwd: Path,
         if stdout_path:
             out.close()
     if proc.returncode not in (0, 1, 3):  # 1: nothing cleared the threshold (still a run)
-        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}): "
-                         f"{proc.stderr.decode()[-800:]}")
+        raise SystemExit(
+            f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.decode()[-800:]}"
+        )
     return elapsed
 
 
-def alternate(rows: list[tuple[str, list[str], Path | None]], repeats: int, cwd: Path,
-              before=None) -> dict[str, list[float]]:
+def alternate(
+    rows: list[tuple[str, list[str], Path | None]], repeats: int, cwd: Path, before=None
+) -> dict[str, list[float]]:
     times: dict[str, list[float]] = {name: [] for name, _, _ in rows}
     for r in range(repeats):
-        order = rows[r % len(rows):] + rows[:r % len(rows)]
+        order = rows[r % len(rows) :] + rows[: r % len(rows)]
         for name, cmd, out in order:
             if before:
                 before(name)
@@ -161,8 +164,13 @@ def alternate(rows: list[tuple[str, list[str], Path | None]], repeats: int, cwd:
     return times
 
 
-def table(title: str, rows: list[tuple[str, str]], times: dict[str, list[float]],
-          reference: str, extra_ref: str | None = None) -> str:
+def table(
+    title: str,
+    rows: list[tuple[str, str]],
+    times: dict[str, list[float]],
+    reference: str,
+    extra_ref: str | None = None,
+) -> str:
     ref = statistics.median(times[reference])
     ref2 = statistics.median(times[extra_ref]) if extra_ref else None
     head = f"| command | median s | min–max s | × {reference} | CPU s (user+sys) |"
@@ -175,8 +183,7 @@ def table(title: str, rows: list[tuple[str, str]], times: dict[str, list[float]]
         t = times[name]
         med = statistics.median(t)
         cpu = statistics.median(CPU.get(name) or [0.0])
-        line = (f"| {shown} | {med:.3f} | {min(t):.3f}–{max(t):.3f} | {med / ref:.2f} | "
-                f"{cpu:.2f} |")
+        line = f"| {shown} | {med:.3f} | {min(t):.3f}–{max(t):.3f} | {med / ref:.2f} | {cpu:.2f} |"
         if extra_ref:
             line += f" {med / ref2:.2f} |"
         lines.append(line)
@@ -189,15 +196,39 @@ def suite_chunk(tmp: Path, repeats: int) -> str:
     shown: list[tuple[str, str]] = []
     for ext in ("md", "txt"):
         name = f"ragsift-{ext}"
-        rows.append((name, [*RAGSIFT, "chunk", "--strategy", "recursive", "--size", "512",
-                            "--tokenizer", "cl100k", f"big.{ext}"], tmp / f"{name}.jsonl"))
-        shown.append((name, f"`ragsift chunk --strategy recursive --size 512 --tokenizer "
-                            f"cl100k big.{ext} > out.jsonl`"))
+        rows.append(
+            (
+                name,
+                [
+                    *RAGSIFT,
+                    "chunk",
+                    "--strategy",
+                    "recursive",
+                    "--size",
+                    "512",
+                    "--tokenizer",
+                    "cl100k",
+                    f"big.{ext}",
+                ],
+                tmp / f"{name}.jsonl",
+            )
+        )
+        shown.append(
+            (
+                name,
+                f"`ragsift chunk --strategy recursive --size 512 --tokenizer "
+                f"cl100k big.{ext} > out.jsonl`",
+            )
+        )
         if BASELINE:
             rows.append((f"{name}-base", ["BASELINE", *rows[-1][1]], tmp / f"{name}-base.jsonl"))
             shown.append((f"{name}-base", f"the same, {BASELINE['name']}"))
-    modules = {"chonkie": "chonkie", "semchunk": "semchunk",
-               "langchain": "langchain_text_splitters", "encode": "tiktoken"}
+    modules = {
+        "chonkie": "chonkie",
+        "semchunk": "semchunk",
+        "langchain": "langchain_text_splitters",
+        "encode": "tiktoken",
+    }
     missing = []
     for peer, body in PEER_CHUNK.items():
         if not peer_available(modules[peer]):
@@ -206,15 +237,25 @@ def suite_chunk(tmp: Path, repeats: int) -> str:
         script = tmp / f"peer_{peer}.py"
         script.write_text(PEER_TEMPLATE.format(body=body))
         rows.append((peer, [PY, str(script), "big.md", f"{peer}.jsonl"], None))
-        shown.append((peer, {"chonkie": "script: chonkie `RecursiveChunker(cl100k, 512)`",
-                             "semchunk": "script: semchunk `chunkerify(cl100k, 512)`",
-                             "langchain": "script: LangChain `RecursiveCharacterTextSplitter"
-                                          ".from_tiktoken_encoder(cl100k, 512)`",
-                             "encode": "script: one bare `encode_ordinary` pass"}[peer]))
+        shown.append(
+            (
+                peer,
+                {
+                    "chonkie": "script: chonkie `RecursiveChunker(cl100k, 512)`",
+                    "semchunk": "script: semchunk `chunkerify(cl100k, 512)`",
+                    "langchain": "script: LangChain `RecursiveCharacterTextSplitter"
+                    ".from_tiktoken_encoder(cl100k, 512)`",
+                    "encode": "script: one bare `encode_ordinary` pass",
+                }[peer],
+            )
+        )
     times = alternate(rows, repeats, tmp)
     for ext in ("md", "txt"):
-        if BASELINE and (tmp / f"ragsift-{ext}.jsonl").read_bytes() != \
-                (tmp / f"ragsift-{ext}-base.jsonl").read_bytes():
+        if (
+            BASELINE
+            and (tmp / f"ragsift-{ext}.jsonl").read_bytes()
+            != (tmp / f"ragsift-{ext}-base.jsonl").read_bytes()
+        ):
             raise SystemExit(f"big.{ext}: the output differs from {BASELINE['name']}'s")
     note = f"{desc}; {repeats} alternating rounds"
     if BASELINE:
@@ -229,8 +270,18 @@ def suite_chunk(tmp: Path, repeats: int) -> str:
 def _build_index(tmp: Path) -> Path:
     index = tmp / "chroma.db"
     if not index.exists():
-        subprocess.run([*RAGSIFT, "embed", str(SHARED / "chroma-dev" / "corpora"), "--index",
-                        str(index), "--quiet"], check=True, cwd=tmp)
+        subprocess.run(
+            [
+                *RAGSIFT,
+                "embed",
+                str(SHARED / "chroma-dev" / "corpora"),
+                "--index",
+                str(index),
+                "--quiet",
+            ],
+            check=True,
+            cwd=tmp,
+        )
     return index
 
 
@@ -239,22 +290,34 @@ def suite_startup(tmp: Path, repeats: int) -> str:
     import csv
 
     labelled = tmp / "labelled.jsonl"
-    with (SHARED / "chroma-dev" / "questions.csv").open(encoding="utf-8") as fh, \
-            labelled.open("w", encoding="utf-8") as out:
+    with (
+        (SHARED / "chroma-dev" / "questions.csv").open(encoding="utf-8") as fh,
+        labelled.open("w", encoding="utf-8") as out,
+    ):
         for row in list(csv.DictReader(fh))[:20]:
             corpora = SHARED / "chroma-dev" / "corpora"
-            spans = [{"path": str(corpora / f"{row['corpus_id']}.md"), "start": r["start_index"],
-                      "end": r["end_index"]} for r in json.loads(row["references"])]
+            spans = [
+                {
+                    "path": str(corpora / f"{row['corpus_id']}.md"),
+                    "start": r["start_index"],
+                    "end": r["end_index"],
+                }
+                for r in json.loads(row["references"])
+            ]
             out.write(json.dumps({"query": row["question"], "relevant": spans}) + "\n")
     q = "What did the president say about inflation?"
     cmds = {
         "help": ([*RAGSIFT, "--help"], "`ragsift --help`"),
         "info": ([*RAGSIFT, "info", "--index", str(index)], "`ragsift info`"),
-        "query": ([*RAGSIFT, "query", q, "--index", str(index)],
-                  "`ragsift query QUESTION` (cold, hybrid)"),
+        "query": (
+            [*RAGSIFT, "query", q, "--index", str(index)],
+            "`ragsift query QUESTION` (cold, hybrid)",
+        ),
         "explain": ([*RAGSIFT, "explain", q, "--index", str(index)], "`ragsift explain QUESTION`"),
-        "tune": ([*RAGSIFT, "tune", "--index", str(index), "--queries", str(labelled)],
-                 "`ragsift tune` (20 labelled queries)"),
+        "tune": (
+            [*RAGSIFT, "tune", "--index", str(index), "--queries", str(labelled)],
+            "`ragsift tune` (20 labelled queries)",
+        ),
         "python": ([PY, "-c", "pass"], "`python -c pass` (interpreter start)"),
     }
     if BASELINE:
@@ -267,18 +330,24 @@ def suite_startup(tmp: Path, repeats: int) -> str:
     rows = [(k, c, tmp / f"{k}.out") for k, (c, _) in cmds.items()]
     times = alternate(rows, repeats, tmp)
     desc = f"index: chroma-dev corpora ({index.stat().st_size / 1e6:.1f} MB); {repeats} rounds"
-    return table("start-up, whole process", [(k, s) for k, (_, s) in cmds.items()], times,
-                 "python") + "\n" + desc + "\n"
+    return (
+        table("start-up, whole process", [(k, s) for k, (_, s) in cmds.items()], times, "python")
+        + "\n"
+        + desc
+        + "\n"
+    )
 
 
 def suite_embed(tmp: Path, repeats: int) -> str:
     corpora = SHARED / "chroma-dev" / "corpora"
     texts = tmp / "embed-chunks.jsonl"
-    code = ("import json, sys\nfrom ragsift.ingest import default_embed_chunker, iter_chunks\n"
-            "ch = default_embed_chunker()\n"
-            "with open(sys.argv[2], 'w') as f:\n"
-            "    for r in iter_chunks([sys.argv[1]], ch):\n"
-            "        f.write(json.dumps({'text': r['context'] + r['text']}) + '\\n')\n")
+    code = (
+        "import json, sys\nfrom ragsift.ingest import default_embed_chunker, iter_chunks\n"
+        "ch = default_embed_chunker()\n"
+        "with open(sys.argv[2], 'w') as f:\n"
+        "    for r in iter_chunks([sys.argv[1]], ch):\n"
+        "        f.write(json.dumps({'text': r['context'] + r['text']}) + '\\n')\n"
+    )
     subprocess.run([PY, "-c", code, str(corpora), str(texts)], check=True, cwd=REPO)
     script = tmp / "model_only.py"
     script.write_text(MODEL_SCRIPT)
@@ -289,8 +358,10 @@ def suite_embed(tmp: Path, repeats: int) -> str:
             for suffix in ("", "-wal", "-shm", "-lock"):
                 Path(str(index) + suffix).unlink(missing_ok=True)
 
-    rows = [("embed", [*RAGSIFT, "embed", str(corpora), "--index", str(index), "--quiet"], None),
-            ("model", [PY, str(script), str(texts)], None)]
+    rows = [
+        ("embed", [*RAGSIFT, "embed", str(corpora), "--index", str(index), "--quiet"], None),
+        ("model", [PY, str(script), str(texts)], None),
+    ]
     shown = [("embed", "`ragsift embed chroma-dev/corpora --index fresh.db`")]
     if BASELINE:
         rows.append(("embed-base", ["BASELINE", *rows[0][1]], None))
@@ -298,8 +369,9 @@ def suite_embed(tmp: Path, repeats: int) -> str:
     times = alternate(rows, repeats, tmp, before=fresh)
     n = sum(1 for _ in texts.open())
     shown.append(("model", f"script: load the embedder, embed the same {n} chunk texts"))
-    return table("embed, whole process", shown, times, "model") + \
-        f"\n{repeats} alternating rounds\n"
+    return (
+        table("embed, whole process", shown, times, "model") + f"\n{repeats} alternating rounds\n"
+    )
 
 
 def main() -> int:
@@ -307,10 +379,14 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--suite", default="chunk,startup,embed")
     ap.add_argument("--out", default="")
-    ap.add_argument("--baseline", default="", metavar="SRC",
-                    help="also run the ragsift rows from this source tree (a folder holding a "
-                         "ragsift/ package, e.g. `git archive main ragsift | tar -x -C SRC`), "
-                         "as 'before' rows")
+    ap.add_argument(
+        "--baseline",
+        default="",
+        metavar="SRC",
+        help="also run the ragsift rows from this source tree (a folder holding a "
+        "ragsift/ package, e.g. `git archive main ragsift | tar -x -C SRC`), "
+        "as 'before' rows",
+    )
     args = ap.parse_args()
     if args.baseline:
         BASELINE.update(src=str(Path(args.baseline).resolve()), name="before (baseline)")
@@ -326,15 +402,19 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="ragsift-bench-") as d:
         tmp = Path(d)
         for suite in [s.strip() for s in args.suite.split(",") if s.strip()]:
-            parts.append({"chunk": suite_chunk, "startup": suite_startup,
-                          "embed": suite_embed}[suite](tmp, args.repeats))
+            parts.append(
+                {"chunk": suite_chunk, "startup": suite_startup, "embed": suite_embed}[suite](
+                    tmp, args.repeats
+                )
+            )
             print(parts[-1], file=sys.stderr, flush=True)  # partial results survive a failure
     load1 = open("/proc/loadavg").read().split()[:3] if os.path.exists("/proc/loadavg") else []
     report = "\n".join(parts) + (
         f"\nPython {platform.python_version()} on {platform.machine()}, "
         f"{os.cpu_count()} CPUs; load average before {' '.join(load0)}, after {' '.join(load1)}."
         f"\nCommand: `.venv/bin/python -m bench.bench_commands --repeats {args.repeats} "
-        f"--suite {args.suite}{' --baseline SRC' if args.baseline else ''}`\n")
+        f"--suite {args.suite}{' --baseline SRC' if args.baseline else ''}`\n"
+    )
     print(report)
     if args.out:
         Path(args.out).write_text(report)

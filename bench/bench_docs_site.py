@@ -38,7 +38,7 @@ def score(ix, rows: list[dict], k: int = 3) -> dict:
         if row["relevant"]:
             ok = any(p in row["relevant"] for p in got)
             answered += ok
-            if (row["kind"] == "keyword" if "kind" in row else len(row["query"].split()) <= 2):
+            if row["kind"] == "keyword" if "kind" in row else len(row["query"].split()) <= 2:
                 keyword += 1
                 keyword_ok += ok
             if not ok:
@@ -46,15 +46,26 @@ def score(ix, rows: list[dict], k: int = 3) -> dict:
                 print(f"  missed: {row['query']!r} -> {got[:3]} {best}", file=sys.stderr)
         elif got:
             false += 1
-            print(f"  admitted for an off-topic query: {row['query']!r} -> {got[:3]}",
-                  file=sys.stderr)
+            print(
+                f"  admitted for an off-topic query: {row['query']!r} -> {got[:3]}", file=sys.stderr
+            )
     # first hit right: the rank-1 candidate (admitted or not) is one of the query's pages
-    first_right = sum(bool(r.candidates) and r.candidates[0].path in row["relevant"]
-                      for row, r in zip(rows, results) if row["relevant"])
+    first_right = sum(
+        bool(r.candidates) and r.candidates[0].path in row["relevant"]
+        for row, r in zip(rows, results)
+        if row["relevant"]
+    )
     n_ans = sum(1 for r in rows if r["relevant"])
-    return {"answered": answered, "n_ans": n_ans, "keyword": keyword, "keyword_ok": keyword_ok,
-            "false": false, "n_una": len(rows) - n_ans, "first_right": first_right,
-            "threshold": results[0].threshold if results else None}
+    return {
+        "answered": answered,
+        "n_ans": n_ans,
+        "keyword": keyword,
+        "keyword_ok": keyword_ok,
+        "false": false,
+        "n_una": len(rows) - n_ans,
+        "first_right": first_right,
+        "threshold": results[0].threshold if results else None,
+    }
 
 
 def main(index: str, labels: str) -> None:
@@ -69,18 +80,23 @@ def main(index: str, labels: str) -> None:
         t = score(ix, rows)
         ident_results = ix.query_many([r["query"] for r in idents], k=3) if idents else []
     answered, n_ans, first_right = t["answered"], t["n_ans"], t["first_right"]
-    print(f"ragsift {ragsift.__version__} ({ragsift.__file__.rsplit('/ragsift/', 1)[0]}): "
-          f"threshold {t['threshold']}: answered {answered}/{n_ans} "
-          f"({100 * answered / n_ans:.0f}%; keyword queries {t['keyword_ok']}/{t['keyword']}), "
-          f"falsely admitted {t['false']}/{t['n_una']}; first hit right {first_right}/{n_ans} "
-          f"({100 * first_right / n_ans:.0f}%)")
+    print(
+        f"ragsift {ragsift.__version__} ({ragsift.__file__.rsplit('/ragsift/', 1)[0]}): "
+        f"threshold {t['threshold']}: answered {answered}/{n_ans} "
+        f"({100 * answered / n_ans:.0f}%; keyword queries {t['keyword_ok']}/{t['keyword']}), "
+        f"falsely admitted {t['false']}/{t['n_una']}; first hit right {first_right}/{n_ans} "
+        f"({100 * first_right / n_ans:.0f}%)"
+    )
     if idents:
         first = 0
         for row, r in zip(idents, ident_results):
             top = r.candidates[0].path if r.candidates else None
             first += top in row["relevant"]
-            print(f"  identifier {row['query']!r}: {'right' if top in row['relevant'] else 'WRONG'}"
-                  f" first hit {top}", file=sys.stderr)
+            print(
+                f"  identifier {row['query']!r}: {'right' if top in row['relevant'] else 'WRONG'}"
+                f" first hit {top}",
+                file=sys.stderr,
+            )
         print(f"identifier queries: first hit right {first}/{len(idents)}")
 
 

@@ -48,8 +48,14 @@ ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / "bench" / ".cache" / "handbook"
 LABELS = ROOT / "bench" / "docs_site_handbook.jsonl"
 LANGS = {"en": "en-US", "zh": "zh-CN", "ja": "ja-JP"}
-RUNS = ["en:minilm", "en:multilingual", "zh:multilingual", "ja:multilingual", "zh:minilm",
-        "ja:minilm"]
+RUNS = [
+    "en:minilm",
+    "en:multilingual",
+    "zh:multilingual",
+    "ja:multilingual",
+    "zh:minilm",
+    "ja:minilm",
+]
 BOOK = Path("usr/share/doc/debian-handbook/html")
 
 
@@ -66,8 +72,9 @@ def fetch(cache: Path) -> tuple[Path, str]:
         subprocess.run(["apt-get", "download", "debian-handbook"], cwd=cache, check=True)
         debs = sorted(glob.glob(str(cache / "debian-handbook_*.deb")))
     deb = debs[-1]
-    version = subprocess.run(["dpkg-deb", "-f", deb, "Version"], check=True,
-                             capture_output=True, text=True).stdout.strip()
+    version = subprocess.run(
+        ["dpkg-deb", "-f", deb, "Version"], check=True, capture_output=True, text=True
+    ).stdout.strip()
     unpacked = cache / "unpacked"
     stamp = unpacked / ".from"
     if not stamp.exists() or stamp.read_text() != os.path.basename(deb):
@@ -88,8 +95,13 @@ def pages(html: Path, cache: Path, lang: str) -> Path:
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ragsift", *args], check=False, cwd=cwd,
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "ragsift", *args],
+        check=False,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+    )
 
 
 def embed(cache: Path, lang: str, model: str, db: Path) -> float:
@@ -103,8 +115,10 @@ def embed(cache: Path, lang: str, model: str, db: Path) -> float:
     done = cli(*args, cwd=cache / lang)
     seconds = time.perf_counter() - t0
     tail = [line for line in done.stderr.splitlines() if line.strip()][-3:]
-    print(f"  {lang}/{model}: embed exit {done.returncode}, {seconds:.1f} s; "
-          + " | ".join(tail), file=sys.stderr)
+    print(
+        f"  {lang}/{model}: embed exit {done.returncode}, {seconds:.1f} s; " + " | ".join(tail),
+        file=sys.stderr,
+    )
     if done.returncode != 0:
         raise SystemExit(f"ragsift embed failed for {lang}/{model}:\n{done.stderr}")
     return seconds
@@ -127,18 +141,31 @@ def evaluate(db: Path, labels: list[dict], lang: str) -> dict:
             raise SystemExit(f"{db}: labelled pages not in the index: {missing}")
 
         def rows(kind: str) -> list[dict]:
-            return [{"query": r[lang], "kind": r["kind"],
-                     "relevant": [stored[p] for p in r["relevant"]]}
-                    for r in labels if r["kind"] == kind]
+            return [
+                {
+                    "query": r[lang],
+                    "kind": r["kind"],
+                    "relevant": [stored[p] for p in r["relevant"]],
+                }
+                for r in labels
+                if r["kind"] == kind
+            ]
 
         print(f"  {db.name}: questions and off-topic", file=sys.stderr)
         q = score(ix, rows("question") + rows("off-topic"))
         print(f"  {db.name}: keyword queries", file=sys.stderr)
         kw = score(ix, rows("keyword"))
-    return {"questions": q["n_ans"], "first_right": q["first_right"],
-            "answered": q["answered"], "off_topic": q["n_una"], "false": q["false"],
-            "keywords": kw["n_ans"], "keyword_ok": kw["answered"],
-            "keyword_first": kw["first_right"], "threshold": q["threshold"]}
+    return {
+        "questions": q["n_ans"],
+        "first_right": q["first_right"],
+        "answered": q["answered"],
+        "off_topic": q["n_una"],
+        "false": q["false"],
+        "keywords": kw["n_ans"],
+        "keyword_ok": kw["answered"],
+        "keyword_first": kw["first_right"],
+        "threshold": q["threshold"],
+    }
 
 
 def pct(n: int, d: int) -> str:
@@ -147,14 +174,23 @@ def pct(n: int, d: int) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--runs", default=",".join(RUNS),
-                    help="language:model pairs (en|zh|ja : minilm|multilingual), comma-separated")
+    ap.add_argument(
+        "--runs",
+        default=",".join(RUNS),
+        help="language:model pairs (en|zh|ja : minilm|multilingual), comma-separated",
+    )
     ap.add_argument("--cache", type=Path, default=CACHE)
     ap.add_argument("--labels", type=Path, default=LABELS)
-    ap.add_argument("--reuse", action="store_true",
-                    help="score the indexes already in the cache; embed only those missing")
-    ap.add_argument("--recalibrate", action="store_true",
-                    help="with --reuse: `ragsift calibrate` each reused multilingual index first")
+    ap.add_argument(
+        "--reuse",
+        action="store_true",
+        help="score the indexes already in the cache; embed only those missing",
+    )
+    ap.add_argument(
+        "--recalibrate",
+        action="store_true",
+        help="with --reuse: `ragsift calibrate` each reused multilingual index first",
+    )
     ap.add_argument("--json", type=Path, help="also write the rows to this file")
     args = ap.parse_args()
     runs = [tuple(r.split(":")) for r in args.runs.split(",") if r]
@@ -183,35 +219,55 @@ def main() -> None:
         else:
             seconds = embed(args.cache, lang, model, db)
         meta = info(db)
-        row = {"lang": lang, "model": model, "embed_s": seconds, "chunks": meta.get("chunks"),
-               "documents": meta.get("documents"), "threshold_from": meta.get("threshold_from"),
-               **evaluate(db, labels, lang)}
+        row = {
+            "lang": lang,
+            "model": model,
+            "embed_s": seconds,
+            "chunks": meta.get("chunks"),
+            "documents": meta.get("documents"),
+            "threshold_from": meta.get("threshold_from"),
+            **evaluate(db, labels, lang),
+        }
         out.append(row)
         print(f"  {lang}/{model}: {row}", file=sys.stderr)
     end = loadavg()
 
-    head = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT, check=False,
-                          capture_output=True, text=True).stdout.strip()
-    print(f"debian-handbook {version}; ragsift {ragsift.__version__} ({head}); labels "
-          f"{args.labels.name}"
-          f" ({sum(r['kind'] == 'question' for r in labels)} questions, "
-          f"{sum(r['kind'] == 'keyword' for r in labels)} keyword queries, "
-          f"{sum(r['kind'] == 'off-topic' for r in labels)} off-topic per language); k 3, "
-          "the threshold in force; load average before " + start + ", after " + end)
+    head = subprocess.run(
+        ["git", "describe", "--always", "--dirty"],
+        cwd=ROOT,
+        check=False,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    print(
+        f"debian-handbook {version}; ragsift {ragsift.__version__} ({head}); labels "
+        f"{args.labels.name}"
+        f" ({sum(r['kind'] == 'question' for r in labels)} questions, "
+        f"{sum(r['kind'] == 'keyword' for r in labels)} keyword queries, "
+        f"{sum(r['kind'] == 'off-topic' for r in labels)} off-topic per language); k 3, "
+        "the threshold in force; load average before " + start + ", after " + end
+    )
     print()
-    print("| language | model | first hit right | answered | off-topic admitted | keyword "
-          "queries | threshold | threshold_from | chunks | embed s |")
+    print(
+        "| language | model | first hit right | answered | off-topic admitted | keyword "
+        "queries | threshold | threshold_from | chunks | embed s |"
+    )
     print("|---|---|---:|---:|---:|---:|---:|---|---:|---:|")
     for r in out:
         threshold = "-" if r["threshold"] is None else f"{r['threshold']:.2f}"
         embed_s = "(reused)" if r["embed_s"] is None else f"{r['embed_s']:.1f}"
-        print(f"| {r['lang']} | {r['model']} | {pct(r['first_right'], r['questions'])} | "
-              f"{pct(r['answered'], r['questions'])} | {pct(r['false'], r['off_topic'])} | "
-              f"{pct(r['keyword_ok'], r['keywords'])} | {threshold} | {r['threshold_from']} | "
-              f"{r['chunks']} | {embed_s} |")
+        print(
+            f"| {r['lang']} | {r['model']} | {pct(r['first_right'], r['questions'])} | "
+            f"{pct(r['answered'], r['questions'])} | {pct(r['false'], r['off_topic'])} | "
+            f"{pct(r['keyword_ok'], r['keywords'])} | {threshold} | {r['threshold_from']} | "
+            f"{r['chunks']} | {embed_s} |"
+        )
     if args.json:
-        args.json.write_text(json.dumps({"version": version, "load_before": start,
-                                         "load_after": end, "rows": out}, indent=1))
+        args.json.write_text(
+            json.dumps(
+                {"version": version, "load_before": start, "load_after": end, "rows": out}, indent=1
+            )
+        )
 
 
 if __name__ == "__main__":

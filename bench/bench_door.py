@@ -27,27 +27,43 @@ QUESTION = "What did the president say about inflation?"
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--baseline", required=True, metavar="SRC",
-                    help="a folder holding the old ragsift/ package")
+    ap.add_argument(
+        "--baseline", required=True, metavar="SRC", help="a folder holding the old ragsift/ package"
+    )
     ap.add_argument("--rounds", type=int, default=9)
     args = ap.parse_args()
-    trees = {"new": {"PYTHONPATH": str(REPO)},
-             "old": {"PYTHONPATH": str(Path(args.baseline).resolve())}}
+    trees = {
+        "new": {"PYTHONPATH": str(REPO)},
+        "old": {"PYTHONPATH": str(Path(args.baseline).resolve())},
+    }
     with tempfile.TemporaryDirectory(prefix="ragsift-door-") as tmp:
         cmds = {}
         for name, env in trees.items():
             index = f"{tmp}/{name}.db"
-            subprocess.run([sys.executable, "-m", "ragsift", "embed",
-                            str(SHARED / "chroma-dev" / "corpora"), "-i", index, "-q"],
-                           env={**os.environ, **env}, check=True)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "ragsift",
+                    "embed",
+                    str(SHARED / "chroma-dev" / "corpora"),
+                    "-i",
+                    index,
+                    "-q",
+                ],
+                env={**os.environ, **env},
+                check=True,
+            )
             for cmd in ("query", "explain"):
-                cmds[f"{cmd} {name}"] = ([sys.executable, "-m", "ragsift", cmd, QUESTION,
-                                          "-i", index], env)
+                cmds[f"{cmd} {name}"] = (
+                    [sys.executable, "-m", "ragsift", cmd, QUESTION, "-i", index],
+                    env,
+                )
         times: dict[str, list[float]] = {k: [] for k in cmds}
         load0 = open("/proc/loadavg").read().split()[:3]
         keys = list(cmds)
         for r in range(args.rounds):
-            for k in keys[r % len(keys):] + keys[:r % len(keys)]:
+            for k in keys[r % len(keys) :] + keys[: r % len(keys)]:
                 argv, env = cmds[k]
                 t = time.perf_counter()
                 proc = subprocess.run(argv, env={**os.environ, **env}, capture_output=True)
@@ -61,8 +77,9 @@ def main() -> int:
     for cmd in ("query", "explain"):
         ratio = statistics.median(times[f"{cmd} new"]) / statistics.median(times[f"{cmd} old"])
         print(f"\n{cmd} new/old: {ratio:.3f}", end="")
-    print(f"\n\n{args.rounds} rounds; load average before {' '.join(load0)}, after "
-          f"{' '.join(load1)}")
+    print(
+        f"\n\n{args.rounds} rounds; load average before {' '.join(load0)}, after {' '.join(load1)}"
+    )
     return 0
 
 

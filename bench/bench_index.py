@@ -68,19 +68,36 @@ def build_matrix_index(path: Path, rows: int, dim: int, per_doc: int = 50) -> fl
         for d in range(rows // per_doc):
             vecs = rng.standard_normal((per_doc, dim), dtype=np.float32)
             vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-            recs = [{"index": i, "path": f"doc{d}.txt", "text": f"chunk {d}.{i}",
-                     "context": "", "content_hash": f"{d:08d}{i:04d}", "tokens": 3}
-                    for i in range(per_doc)]
-            batch.append(DocumentWrite(key=f"/bench/doc{d}", path=f"doc{d}.txt",
-                                       sha256=str(d), records=recs, vectors=vecs))
+            recs = [
+                {
+                    "index": i,
+                    "path": f"doc{d}.txt",
+                    "text": f"chunk {d}.{i}",
+                    "context": "",
+                    "content_hash": f"{d:08d}{i:04d}",
+                    "tokens": 3,
+                }
+                for i in range(per_doc)
+            ]
+            batch.append(
+                DocumentWrite(
+                    key=f"/bench/doc{d}",
+                    path=f"doc{d}.txt",
+                    sha256=str(d),
+                    records=recs,
+                    vectors=vecs,
+                )
+            )
             if len(batch) == 8:  # the pipeline's commit batch (FLUSH_FILES)
                 s.write_documents(batch)
                 batch = []
         s.write_documents(batch)
         s.compact()
         blocks = s.stats()["blocks"]
-    print(f"built {rows} x {dim} in {time.perf_counter() - t0:.1f} s, {blocks} blocks",
-          file=sys.stderr)
+    print(
+        f"built {rows} x {dim} in {time.perf_counter() - t0:.1f} s, {blocks} blocks",
+        file=sys.stderr,
+    )
     return path.stat().st_size
 
 
@@ -101,15 +118,37 @@ def build_rowblob_db(path: Path, rows: int, dim: int) -> None:
 def timed_in_fresh_processes(snippet: str, repeat: int) -> list[float]:
     out = []
     for _ in range(repeat):
-        proc = subprocess.run([sys.executable, "-c", snippet], capture_output=True, text=True,
-                              check=True, cwd=REPO)  # `-c` reads ragsift from the cwd
+        proc = subprocess.run(
+            [sys.executable, "-c", snippet], capture_output=True, text=True, check=True, cwd=REPO
+        )  # `-c` reads ragsift from the cwd
         out.append(float(proc.stdout.strip()))
     return out
 
 
 def make_corpus(root: Path, files: int) -> None:
     rng = random.Random(1)
-    words = ["river", "stone", "maple", "cloud", "ember", "harbor", "lantern", "meadow", "orchard", "quartz", "willow", "thistle", "beacon", "canyon", "delta", "fjord", "glacier", "heath", "inlet", "juniper"]
+    words = [
+        "river",
+        "stone",
+        "maple",
+        "cloud",
+        "ember",
+        "harbor",
+        "lantern",
+        "meadow",
+        "orchard",
+        "quartz",
+        "willow",
+        "thistle",
+        "beacon",
+        "canyon",
+        "delta",
+        "fjord",
+        "glacier",
+        "heath",
+        "inlet",
+        "juniper",
+    ]
     root.mkdir(parents=True, exist_ok=True)
     for i in range(files):
         sub = root / f"dir{i // 100:02d}"
@@ -122,9 +161,23 @@ def make_corpus(root: Path, files: int) -> None:
 def embed(corpus: Path, index: Path) -> tuple[float, dict]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     t = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "ragsift", "embed", str(corpus), "--index",
-                           str(index), "--json", "--quiet"], capture_output=True, text=True,
-                          env=env, check=False)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ragsift",
+            "embed",
+            str(corpus),
+            "--index",
+            str(index),
+            "--json",
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
     dt = time.perf_counter() - t
     if proc.returncode != 0:
         raise SystemExit(f"embed failed ({proc.returncode}): {proc.stderr}")
@@ -148,13 +201,15 @@ def main() -> None:
     size = build_matrix_index(idx, args.rows, args.dim)
     loads = timed_in_fresh_processes(
         LOAD_SNIPPET.format(repo=str(REPO), path=str(idx), rows=args.rows, dim=args.dim),
-        args.repeat)
+        args.repeat,
+    )
     rowblob = None
     if not args.skip_rowblob:
         rb = work / "rowblob.db"
         build_rowblob_db(rb, args.rows, args.dim)
         rowblob = timed_in_fresh_processes(
-            ROWBLOB_SNIPPET.format(path=str(rb), rows=args.rows, dim=args.dim), args.repeat)
+            ROWBLOB_SNIPPET.format(path=str(rb), rows=args.rows, dim=args.dim), args.repeat
+        )
 
     # 2. unchanged re-run
     corpus = work / "corpus"
@@ -165,22 +220,30 @@ def main() -> None:
 
     ms = [x * 1000 for x in loads]
     print(f"\nload average (1, 5, 15 min) at the end: {os.getloadavg()}, cores: {os.cpu_count()}")
-    print(f"\n## IndexStore.load_matrix, {args.rows:,} x {args.dim} float32 "
-          f"(index file {size / 2**20:.0f} MiB)\n")
+    print(
+        f"\n## IndexStore.load_matrix, {args.rows:,} x {args.dim} float32 "
+        f"(index file {size / 2**20:.0f} MiB)\n"
+    )
     print("| layout | min ms | median ms | max ms |\n|---|---:|---:|---:|")
-    print(f"| float32 blocks (ragsift) | {min(ms):.1f} | {statistics.median(ms):.1f} | "
-          f"{max(ms):.1f} |")
+    print(
+        f"| float32 blocks (ragsift) | {min(ms):.1f} | {statistics.median(ms):.1f} | "
+        f"{max(ms):.1f} |"
+    )
     if rowblob:
         rms = [x * 1000 for x in rowblob]
-        print(f"| one BLOB per row + b''.join | {min(rms):.1f} | {statistics.median(rms):.1f} "
-              f"| {max(rms):.1f} |")
+        print(
+            f"| one BLOB per row + b''.join | {min(rms):.1f} | {statistics.median(rms):.1f} "
+            f"| {max(rms):.1f} |"
+        )
     print(f"\n## embed re-run on an unchanged corpus of {args.files:,} files\n")
     print(f"first build: {first_s:.1f} s wall, {first['embedded']} chunks embedded\n")
     print("| run | wall s (whole process) | in-run s | unchanged | embedded | model loaded |")
     print("|---|---:|---:|---:|---:|---|")
     for i, (dt, s) in enumerate(reruns, 1):
-        print(f"| {i} | {dt:.2f} | {s['seconds']:.2f} | {s['unchanged']} | {s['embedded']} | "
-              f"{s['model_loaded']} |")
+        print(
+            f"| {i} | {dt:.2f} | {s['seconds']:.2f} | {s['unchanged']} | {s['embedded']} | "
+            f"{s['model_loaded']} |"
+        )
 
 
 if __name__ == "__main__":

@@ -46,8 +46,26 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 KB = 1024
 MB = 1024 * KB
-WORDS = ["the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "retrieval", "index",
-         "chunk", "token", "document", "section", "search", "model", "vector", "honey"]
+WORDS = [
+    "the",
+    "quick",
+    "brown",
+    "fox",
+    "jumps",
+    "over",
+    "lazy",
+    "dog",
+    "retrieval",
+    "index",
+    "chunk",
+    "token",
+    "document",
+    "section",
+    "search",
+    "model",
+    "vector",
+    "honey",
+]
 
 SIZES = {  # per case: n, 2n, 4n
     "terms": (16 * KB, 32 * KB, 64 * KB),
@@ -59,8 +77,10 @@ SIZES = {  # per case: n, 2n, 4n
     "query": (25_000, 50_000, 100_000),
     "query-word": (25_000, 50_000, 100_000),
 }
-TERMS = ("import sys; from ragsift.index.terms import terms_text; "
-         "terms_text(open(sys.argv[1], encoding='utf-8').read())")
+TERMS = (
+    "import sys; from ragsift.index.terms import terms_text; "
+    "terms_text(open(sys.argv[1], encoding='utf-8').read())"
+)
 
 
 def letters(n: int, rng: random.Random) -> str:
@@ -87,7 +107,7 @@ def qualified(n: int, rng: random.Random) -> str:
     while size < n:
         parts.append(rng.choice("abcdefgh"))
         size += 2
-    return "".join(p + rng.choice("/./") for p in parts)[:n - 1] + "z"
+    return "".join(p + rng.choice("/./") for p in parts)[: n - 1] + "z"
 
 
 def _run(cmd: list[str], cwd: Path) -> tuple[float, float, int, list[str]]:
@@ -101,8 +121,9 @@ def _run(cmd: list[str], cwd: Path) -> tuple[float, float, int, list[str]]:
     return wall, cpu, proc.returncode, proc.stderr.strip().splitlines()[-1:]
 
 
-def measure(case: str, n: int, work: Path, index: Path,
-            repeats: int) -> tuple[float, float, int, str]:
+def measure(
+    case: str, n: int, work: Path, index: Path, repeats: int
+) -> tuple[float, float, int, str]:
     rng = random.Random(40 + n)
     ragsift = [sys.executable, "-m", "ragsift"]
     folder = work / f"{case}-{n}"
@@ -122,8 +143,10 @@ def measure(case: str, n: int, work: Path, index: Path,
         else:
             value = letters(n, rng) if case == "attr" else base64(n, rng)
             (docs / "attr.md").write_text(
-                "# A page\n\nSome text before, and <img alt=\"a picture\" src=\"" + value
-                + "\"> after it.\n\nA last paragraph.\n")
+                '# A page\n\nSome text before, and <img alt="a picture" src="'
+                + value
+                + '"> after it.\n\nA last paragraph.\n'
+            )
         cmd = [*ragsift, "embed", str(docs), "--index", str(folder / "i.db")]
     else:
         query = words(n, rng) if case == "query" else letters(n, rng)
@@ -141,8 +164,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--cases", default=",".join(SIZES))
-    ap.add_argument("--sizes", action="append", default=[],
-                    help="CASE=a,b,c: another sweep for one case (characters)")
+    ap.add_argument(
+        "--sizes",
+        action="append",
+        default=[],
+        help="CASE=a,b,c: another sweep for one case (characters)",
+    )
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     sizes = dict(SIZES)
@@ -155,23 +182,30 @@ def main() -> None:
         cases = args.cases.split(",")
         if any(c.startswith("query") for c in cases):
             docs = REPO / "fixtures" / "beekeeping"
-            proc = subprocess.run([sys.executable, "-m", "ragsift", "embed", str(docs),
-                                   "--index", str(index)], capture_output=True, text=True,
-                                  check=False)
+            proc = subprocess.run(
+                [sys.executable, "-m", "ragsift", "embed", str(docs), "--index", str(index)],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
             if proc.returncode != 0:
                 sys.exit(f"building the small index failed: {proc.stderr}")
-        lines = [f"load before: {os.getloadavg()}", "",
-                 ("| case | size (chars) | wall s | CPU s | exit | CPU growth (size x) | "
-                  "last stderr line |"),
-                 "|---|---:|---:|---:|---:|---|---|"]
+        lines = [
+            f"load before: {os.getloadavg()}",
+            "",
+            (
+                "| case | size (chars) | wall s | CPU s | exit | CPU growth (size x) | "
+                "last stderr line |"
+            ),
+            "|---|---:|---:|---:|---:|---|---|",
+        ]
         print("\n".join(lines), flush=True)
         for case in cases:
             prev = None
             for n in sizes[case]:
                 wall, cpu, rc, err = measure(case, n, work, index, args.repeats)
                 growth = f"{cpu / prev[1]:.2f} ({n / prev[0]:.2f})" if prev else ""
-                row = (f"| {case} | {n:,} | {wall:.2f} | {cpu:.2f} | {rc} | {growth} | "
-                       f"{err[:90]} |")
+                row = f"| {case} | {n:,} | {wall:.2f} | {cpu:.2f} | {rc} | {growth} | {err[:90]} |"
                 print(row, flush=True)
                 lines.append(row)
                 prev = (n, cpu)

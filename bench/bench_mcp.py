@@ -36,8 +36,9 @@ def main() -> None:
     ap.add_argument("--chunks", type=int, default=100_000)
     ap.add_argument("--work", default="/tmp/ragsift-bench-hybrid")
     ap.add_argument("--index", default=None)
-    ap.add_argument("--fixtures", action="store_true",
-                    help="search an index of the repository's fixtures/")
+    ap.add_argument(
+        "--fixtures", action="store_true", help="search an index of the repository's fixtures/"
+    )
     args = ap.parse_args()
     from bench.bench_hybrid import build, claims
 
@@ -56,14 +57,18 @@ def main() -> None:
     queries = claims(args.queries)
     load = os.getloadavg()[0]
     engine, server = asyncio.run(measure(str(index), queries))
-    print(f"**warm search, {len(queries)} SciFact claims, index {index.name} (load average "
-          f"{load:.2f} before, {os.getloadavg()[0]:.2f} after)**\n")
+    print(
+        f"**warm search, {len(queries)} SciFact claims, index {index.name} (load average "
+        f"{load:.2f} before, {os.getloadavg()[0]:.2f} after)**\n"
+    )
     print("| row | median ms (min–max) |\n| --- | ---: |")
     for name, xs in (("engine: api.Index.query", engine), ("mcp search round trip", server)):
         print(f"| {name} | {statistics.median(xs):.1f} ({min(xs):.1f}–{max(xs):.1f}) |")
     ratio = statistics.median(server) / statistics.median(engine)
-    print(f"\nmcp / engine (medians): {ratio:.2f}× (target ≤ 1.5×); mcp search median "
-          f"{statistics.median(server):.1f} ms (target ≤ 30 ms on the fixtures)")
+    print(
+        f"\nmcp / engine (medians): {ratio:.2f}× (target ≤ 1.5×); mcp search median "
+        f"{statistics.median(server):.1f} ms (target ≤ 30 ms on the fixtures)"
+    )
 
 
 async def measure(index: str, queries: list[str]) -> tuple[list[float], list[float]]:
@@ -74,15 +79,15 @@ async def measure(index: str, queries: list[str]) -> tuple[list[float], list[flo
 
     engine: list[float] = []
     server: list[float] = []
-    params = StdioServerParameters(command=sys.executable,
-                                   args=["-m", "ragsift", "mcp", "--index", index],
-                                   cwd=str(REPO))
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "ragsift", "mcp", "--index", index], cwd=str(REPO)
+    )
     with rs.open_index(index) as ix:
         async with Client(params) as client:
             ix.query(queries[0])  # warm: model, matrix, pages
             await client.call_tool("search", {"query": queries[0]})
             for i, q in enumerate(queries):
-                for side in ((0, 1) if i % 2 else (1, 0)):  # alternate who goes first
+                for side in (0, 1) if i % 2 else (1, 0):  # alternate who goes first
                     t = time.perf_counter()
                     if side == 0:
                         ix.query(q)

@@ -48,7 +48,32 @@ import tempfile
 import time
 from pathlib import Path
 
-WORDS = ["the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "retrieval", "index", "chunk", "token", "document", "section", "paragraph", "search", "model", "vector", "embedding", "query", "result", "notes", "garden", "honey"]
+WORDS = [
+    "the",
+    "quick",
+    "brown",
+    "fox",
+    "jumps",
+    "over",
+    "lazy",
+    "dog",
+    "retrieval",
+    "index",
+    "chunk",
+    "token",
+    "document",
+    "section",
+    "paragraph",
+    "search",
+    "model",
+    "vector",
+    "embedding",
+    "query",
+    "result",
+    "notes",
+    "garden",
+    "honey",
+]
 MB = 1024 * 1024
 
 
@@ -82,8 +107,10 @@ def letters(n: int, rng: random.Random) -> str:
 def table(rows: int, rng: random.Random) -> str:
     lines = ["| id | name | value | note |", "|---|---|---:|---|"]
     for i in range(rows):
-        lines.append(f"| {i} | {rng.choice(WORDS)} | {rng.randint(0, 99999)} | "
-                     f"{rng.choice(WORDS)} {rng.choice(WORDS)} |")
+        lines.append(
+            f"| {i} | {rng.choice(WORDS)} | {rng.randint(0, 99999)} | "
+            f"{rng.choice(WORDS)} {rng.choice(WORDS)} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -103,6 +130,7 @@ def json_strings(n: int, rng: random.Random) -> str:
 def sphinx_rst(n: int, rng: random.Random) -> str:
     """A Sphinx-like page of about ``n`` characters: a section every ~1 KB with one to three
     subsections, lists, code blocks, notes and roles."""
+
     def paragraph() -> str:
         words = " ".join(prose(rng.randint(200, 500), rng).split())
         lines, line = [], ""
@@ -122,14 +150,26 @@ def sphinx_rst(n: int, rng: random.Random) -> str:
         block = [title, "=" * len(title), "", paragraph(), ""]
         for j in range(rng.randint(1, 3)):
             sub = f"Part {k}.{j} {rng.choice(WORDS)}"
-            block += [sub, "-" * len(sub), "", paragraph(), "",
-                      f"See :func:`{rng.choice(WORDS)}_{k}` and ``{rng.choice(WORDS)}``.", ""]
+            block += [
+                sub,
+                "-" * len(sub),
+                "",
+                paragraph(),
+                "",
+                f"See :func:`{rng.choice(WORDS)}_{k}` and ``{rng.choice(WORDS)}``.",
+                "",
+            ]
             r = rng.random()
             if r < 0.3:
                 block += [f"* {rng.choice(WORDS)} {rng.choice(WORDS)}" for _ in range(3)] + [""]
             elif r < 0.5:
-                block += [".. code-block:: python", "", f"    def f{k}_{j}(x):",
-                          "        return x + 1", ""]
+                block += [
+                    ".. code-block:: python",
+                    "",
+                    f"    def f{k}_{j}(x):",
+                    "        return x + 1",
+                    "",
+                ]
             elif r < 0.6:
                 block += [".. note::", "", "   " + paragraph().replace("\n", "\n   "), ""]
             block += [paragraph(), ""]
@@ -140,15 +180,25 @@ def sphinx_rst(n: int, rng: random.Random) -> str:
 
 
 def rst_table(rows: int, rng: random.Random) -> str:
-    lines = ["Data", "====", "", "=======  ==========  =======", "id       name        value",
-             "=======  ==========  ======="]
+    lines = [
+        "Data",
+        "====",
+        "",
+        "=======  ==========  =======",
+        "id       name        value",
+        "=======  ==========  =======",
+    ]
     lines += [f"{i:<7}  {rng.choice(WORDS):<10}  {rng.randint(0, 99999)}" for i in range(rows)]
     lines.append("=======  ==========  =======")
     return "\n".join(lines) + "\n"
 
 
-NESTING_DEPTHS = {"rst": (10, 20, 30, 60, 120), "md": (250_000, 500_000, 1_000_000),
-                  "html": (100_000, 200_000, 400_000), "json": (250_000, 500_000, 1_000_000)}
+NESTING_DEPTHS = {
+    "rst": (10, 20, 30, 60, 120),
+    "md": (250_000, 500_000, 1_000_000),
+    "html": (100_000, 200_000, 400_000),
+    "json": (250_000, 500_000, 1_000_000),
+}
 
 
 def nested(kind: str, depth: int) -> str:
@@ -221,8 +271,9 @@ def run_chunk(args: list[str], out: Path) -> float:
     if code not in (0, 3):  # 3: a file was skipped (a bound's outcome for some cases)
         raise SystemExit(f"{' '.join(cmd)}: exit {code}: {stderr.strip()}")
     PEAKS[tuple(args)] = usage.ru_maxrss * 1024  # (KiB on Linux)
-    WARNINGS[tuple(args)] = " ".join(line for line in stderr.splitlines()
-                                     if "warning" in line or "skipped " in line)
+    WARNINGS[tuple(args)] = " ".join(
+        line for line in stderr.splitlines() if "warning" in line or "skipped " in line
+    )
     return elapsed
 
 
@@ -248,8 +299,9 @@ print(tracemalloc.get_traced_memory()[1])
 def parse_peak(path: Path) -> int:
     """Peak bytes allocated while ``load_document`` reads ``path`` (decoding and parsing; the
     file's bytes and the imports before), by ``tracemalloc`` in a fresh process."""
-    proc = subprocess.run([sys.executable, "-c", _PARSE, str(path)], capture_output=True,
-                          text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", _PARSE, str(path)], capture_output=True, text=True, check=False
+    )
     if proc.returncode != 0:
         raise SystemExit(f"parse of {path}: {proc.stderr.strip()}")
     return int(proc.stdout.strip())
@@ -282,8 +334,11 @@ def main() -> None:
     ap.add_argument("--rows", help="comma-separated table rows [5000,10000,20000]")
     ap.add_argument("--rst-mbs", help="comma-separated rst sizes in MB [1,4,10]")
     ap.add_argument("--table-rows", help="comma-separated rows [2000,3900,4000,25000,100000]")
-    ap.add_argument("--cases", default="nested,line,table,json,rst,bounds",
-                    help="comma-separated subset of nested,line,table,json,rst,bounds")
+    ap.add_argument(
+        "--cases",
+        default="nested,line,table,json,rst,bounds",
+        help="comma-separated subset of nested,line,table,json,rst,bounds",
+    )
     opts = ap.parse_args()
     rng = random.Random(23)
     # shutil.rmtree recurses once per folder level: the temporary folder holds 1,500 of them
@@ -307,8 +362,19 @@ def main() -> None:
 
     def pair(case: str, label: str, path: Path, twin: Path, out: Path) -> None:
         t, tw = best_pair([str(path)], [str(twin)], out, opts.repeats)
-        bounded.append((case, label, path.stat().st_size, t, tw, PEAKS[(str(path),)],
-                        PEAKS[(str(twin),)], parse_peak(path), WARNINGS[(str(path),)]))
+        bounded.append(
+            (
+                case,
+                label,
+                path.stat().st_size,
+                t,
+                tw,
+                PEAKS[(str(path),)],
+                PEAKS[(str(twin),)],
+                parse_peak(path),
+                WARNINGS[(str(path),)],
+            )
+        )
 
     floor_rng = random.Random(30)  # (its own: the cases' files stay those of before)
 
@@ -332,10 +398,12 @@ def main() -> None:
         for depth in depths if "nested" in cases else []:
             size = nested_folders(d / f"nest{depth}", depth)
             flat(d / f"flat{depth}", depth)
-            t, tw = best_pair([str(d / f"nest{depth}")], [str(d / f"flat{depth}")], out,
-                              opts.repeats)
-            rows.append(("nested folders (vs the same files in one folder)", f"{depth} levels",
-                         size, t, tw))
+            t, tw = best_pair(
+                [str(d / f"nest{depth}")], [str(d / f"flat{depth}")], out, opts.repeats
+            )
+            rows.append(
+                ("nested folders (vs the same files in one folder)", f"{depth} levels", size, t, tw)
+            )
             remove_nested(d / f"nest{depth}")
         for mb in mbs if cases & {"line", "json"} else []:
             n = mb * MB
@@ -346,14 +414,19 @@ def main() -> None:
             label = " ".join(tok) or "default tokenizer"
             for name, stem in (("one line, words", "line"), ("one line, no spaces", "letters")):
                 for mb in mbs:
-                    t, tw = best_pair([*tok, str(d / f"{stem}{mb}.txt")],
-                                      [*tok, str(d / f"prose{mb}.txt")], out, opts.repeats)
+                    t, tw = best_pair(
+                        [*tok, str(d / f"{stem}{mb}.txt")],
+                        [*tok, str(d / f"prose{mb}.txt")],
+                        out,
+                        opts.repeats,
+                    )
                     rows.append((f"{name} ({label})", f"{mb} MB", mb * MB, t, tw))
         for mb in mbs if "json" in cases else []:
             (d / f"strings{mb}.json").write_text(json_strings(mb * MB, rng), encoding="utf-8")
             size = (d / f"strings{mb}.json").stat().st_size
-            t, tw = best_pair([str(d / f"strings{mb}.json")], [str(d / f"prose{mb}.txt")], out,
-                              opts.repeats)
+            t, tw = best_pair(
+                [str(d / f"strings{mb}.json")], [str(d / f"prose{mb}.txt")], out, opts.repeats
+            )
             rows.append(("one-line JSON list of strings, ASCII escapes", f"{mb} MB", size, t, tw))
         for n_rows in rows_list if "table" in cases else []:
             text = table(n_rows, rng)
@@ -363,8 +436,12 @@ def main() -> None:
             label = " ".join(strategy) or "default strategy"
             for n_rows in rows_list:
                 size = (d / f"table{n_rows}.md").stat().st_size
-                t, tw = best_pair([*strategy, str(d / f"table{n_rows}.md")],
-                                  [*strategy, str(d / f"tprose{n_rows}.md")], out, opts.repeats)
+                t, tw = best_pair(
+                    [*strategy, str(d / f"table{n_rows}.md")],
+                    [*strategy, str(d / f"tprose{n_rows}.md")],
+                    out,
+                    opts.repeats,
+                )
                 rows.append((f"one giant table ({label})", f"{n_rows} rows", size, t, tw))
         for mb in rst_mbs if "rst" in cases else []:
             for name, make in (("Sphinx-like", sphinx_rst), ("prose", prose)):
@@ -372,8 +449,13 @@ def main() -> None:
                 stem = f"{name[0]}{mb}"
                 (d / f"{stem}.rst").write_text(text, encoding="utf-8")
                 (d / f"{stem}.txt").write_text(text, encoding="utf-8")
-                pair(f"rst, {name} (vs the same bytes as .txt)", f"{mb} MB", d / f"{stem}.rst",
-                     d / f"{stem}.txt", out)
+                pair(
+                    f"rst, {name} (vs the same bytes as .txt)",
+                    f"{mb} MB",
+                    d / f"{stem}.rst",
+                    d / f"{stem}.txt",
+                    out,
+                )
 
         def against_prose(case: str, label: str, path: Path, text: str) -> None:
             """``text`` as ``path`` beside prose ``.txt`` of the same size: a pair row and
@@ -387,18 +469,25 @@ def main() -> None:
         for n_rows in table_rows if "bounds" in cases else []:
             for ext, make in (("rst", rst_table), ("md", None)):
                 text = rst_table(n_rows, rng) if make else "# Data\n\n" + table(n_rows, rng)
-                against_prose(f"one table, .{ext}", f"{n_rows:,} rows", d / f"bt{n_rows}.{ext}",
-                              text)
+                against_prose(
+                    f"one table, .{ext}", f"{n_rows:,} rows", d / f"bt{n_rows}.{ext}", text
+                )
         for kind, depths in NESTING_DEPTHS.items() if "bounds" in cases else []:
             for depth in depths[:2] if opts.quick else depths:
-                against_prose(f"deep nesting, .{kind}", f"{depth:,} levels",
-                              d / f"deep{depth}.{kind}", nested(kind, depth))
+                against_prose(
+                    f"deep nesting, .{kind}",
+                    f"{depth:,} levels",
+                    d / f"deep{depth}.{kind}",
+                    nested(kind, depth),
+                )
     after = loadavg()
 
     lines = [
-        (f"`{' '.join([os.path.relpath(sys.executable), *sys.argv])}` - best of "
-         f"{opts.repeats}, whole `ragsift chunk` processes; load average before: {before}; "
-         f"after: {after}"),
+        (
+            f"`{' '.join([os.path.relpath(sys.executable), *sys.argv])}` - best of "
+            f"{opts.repeats}, whole `ragsift chunk` processes; load average before: {before}; "
+            f"after: {after}"
+        ),
         "",
         "| case | size | input MB | s | MB/s | prose twin s | x prose | growth (size x) |",
         "|---|---|---:|---:|---:|---:|---:|---:|",
@@ -410,8 +499,10 @@ def main() -> None:
             psize, pt = prev[case]
             growth = f"{t / pt:.2f} ({size / psize:.2f})"
         prev[case] = (size, t)
-        lines.append(f"| {case} | {label} | {size / MB:.2f} | {t:.2f} | {size / MB / t:.2f} | "
-                     f"{tw:.2f} | {t / tw:.2f} | {growth} |")
+        lines.append(
+            f"| {case} | {label} | {size / MB:.2f} | {t:.2f} | {size / MB / t:.2f} | "
+            f"{tw:.2f} | {t / tw:.2f} | {growth} |"
+        )
     if bounded:
         lines += [
             "",
@@ -426,11 +517,18 @@ def main() -> None:
                 psize, pt = prev[case]
                 growth = f"{t / pt:.2f} ({size / psize:.2f})"
             prev[case] = (size, t)
-            read_as = ("text (past the bound)" if "read as plain text" in warning
-                       else "skipped" if "skipped " in warning else "parsed")
-            lines.append(f"| {case} | {label} | {size / MB:.2f} | {t:.2f} | {tw:.2f} | "
-                         f"{t / tw:.2f} | {growth} | {peak / MB:.0f} | {tpeak / MB:.0f} | "
-                         f"{ppeak / MB:.1f} | {ppeak / size:.1f} | {read_as} |")
+            read_as = (
+                "text (past the bound)"
+                if "read as plain text" in warning
+                else "skipped"
+                if "skipped " in warning
+                else "parsed"
+            )
+            lines.append(
+                f"| {case} | {label} | {size / MB:.2f} | {t:.2f} | {tw:.2f} | "
+                f"{t / tw:.2f} | {growth} | {peak / MB:.0f} | {tpeak / MB:.0f} | "
+                f"{ppeak / MB:.1f} | {ppeak / size:.1f} | {read_as} |"
+            )
     if floors:
         lines += [
             "",
@@ -439,9 +537,11 @@ def main() -> None:
             "|---|---|---:|---:|---:|---:|---:|",
         ]
         for case, label, size, ppeak, fpeak in floors:
-            lines.append(f"| {case} | {label} | {size:,} | {ppeak / 1024:,.0f} | "
-                         f"{fpeak / 1024:,.0f} | {(ppeak - fpeak) / 1024:,.0f} | "
-                         f"{(ppeak - fpeak) / size:.1f} |")
+            lines.append(
+                f"| {case} | {label} | {size:,} | {ppeak / 1024:,.0f} | "
+                f"{fpeak / 1024:,.0f} | {(ppeak - fpeak) / 1024:,.0f} | "
+                f"{(ppeak - fpeak) / size:.1f} |"
+            )
     report = "\n".join(lines) + "\n"
     sys.stdout.write(report)
     if opts.out:

@@ -41,11 +41,14 @@ HTML_NAMES = (
     "meter nav noscript object ol optgroup option output p param picture pre progress q rp rt "
     "ruby s samp script search section select slot small source span strike strong style sub "
     "summary sup svg table tbody td template textarea tfoot th thead time title tr track tt u "
-    "ul var video wbr").split()
+    "ul var video wbr"
+).split()
 TAG = re.compile(r"</?(?:" + "|".join(HTML_NAMES) + r")(?=[\s/>])[^<>]*>|<!--", re.IGNORECASE)
 ENTITY = re.compile(r"&(?:[a-zA-Z][a-zA-Z0-9]{1,31}|#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6});")
-CODE = re.compile(r"^ {0,3}(`{3,}|~{3,}).*?(?:^ {0,3}\1[ \t]*$|\Z)|(`+)(?!`).+?(?<!`)\2(?!`)",
-                  re.DOTALL | re.MULTILINE)
+CODE = re.compile(
+    r"^ {0,3}(`{3,}|~{3,}).*?(?:^ {0,3}\1[ \t]*$|\Z)|(`+)(?!`).+?(?<!`)\2(?!`)",
+    re.DOTALL | re.MULTILINE,
+)
 BLOCK_START = re.compile(r"\s*(?:#{1,6}\s|[-*+•]\s|\d{1,9}[.)]\s|```|~~~|\||>)")
 BLOCK_LINE = re.compile(r"\s*(?:#{1,6}\s|```|~~~|\|)")
 SENTENCE_END = re.compile(r"[.!?:][\"'”’)\]*_`]*\Z")
@@ -80,7 +83,7 @@ def starts_mid_sentence(text: str, start: int) -> bool:
     before = text[:start].rstrip()
     if not before:
         return False
-    gap = text[len(before):start]
+    gap = text[len(before) : start]
     if gap.count("\n") >= 2 or (gap.count("\r") >= 2 and "\n" not in gap):
         return False  # a paragraph break
     if BLOCK_START.match(text, start):
@@ -107,18 +110,23 @@ def html_counts(rows: list[dict]) -> dict:
         n_entity_outside += bool(ENTITY.search(outside))
         for name in {re.match(r"</?([\w!-]+)", m).group(1).lower() for m in found}:
             tags[name] += 1  # chunks holding a tag of that name
-    return {"chunks": len(rows), "with_tag": n_tag, "with_tag_outside_code": n_tag_outside,
-            "with_entity": n_entity, "with_entity_outside_code": n_entity_outside,
-            "by_tag": dict(tags.most_common(8))}
+    return {
+        "chunks": len(rows),
+        "with_tag": n_tag,
+        "with_tag_outside_code": n_tag_outside,
+        "with_entity": n_entity,
+        "with_entity_outside_code": n_entity_outside,
+        "by_tag": dict(tags.most_common(8)),
+    }
 
 
 def mid_counts(rows: list[dict], docs: dict[str, str], show: int) -> dict:
-    mid = [r for r in rows if r["path"] in docs and starts_mid_sentence(docs[r["path"]],
-                                                                        r["start"])]
+    mid = [
+        r for r in rows if r["path"] in docs and starts_mid_sentence(docs[r["path"]], r["start"])
+    ]
     for r in mid[:show]:
         text = docs[r["path"]]
-        print(f"   {r['id']}: …{text[max(0, r['start'] - 50):r['start']]!r} | "
-              f"{r['text'][:50]!r}")
+        print(f"   {r['id']}: …{text[max(0, r['start'] - 50) : r['start']]!r} | {r['text'][:50]!r}")
     return {"chunks": len(rows), "starting_mid_sentence": len(mid)}
 
 

@@ -50,8 +50,7 @@ K = shared.K  # the default -k
 TRAIN_TOP = shared.TRAIN_TOP  # candidates per side per query the model is fitted on
 COST = shared.COST  # a false admission costs this many missed answers (threshold rule)
 # the features shipped (chosen by held-out log-loss over the folds, RESULTS.md)
-SHIPPED = ("cosine", "share", "cosine_gap", "share_gap", "log_words", "cosine_words",
-           "share_words")
+SHIPPED = ("cosine", "share", "cosine_gap", "share_gap", "log_words", "cosine_words", "share_words")
 UNIT_DEPTH = 40  # set from --unit-depth (the engine's ragsift.retrieval.units.UNIT_DEPTH)
 GRID = shared.grid()
 OLD_THRESHOLD = 0.40  # today's cosine gate
@@ -60,12 +59,17 @@ OLD_ALPHA = 0.6
 
 # -- the evidence of one query ------------------------------------------------------------------
 
+
 class Q:
     """One query of the set with its candidates' evidence and labels."""
 
     def __init__(self, row: dict, records: dict) -> None:
-        self.text, self.fold, self.kind, self.index = (row["text"], row["fold"], row["kind"],
-                                                      row["index"])
+        self.text, self.fold, self.kind, self.index = (
+            row["text"],
+            row["fold"],
+            row["kind"],
+            row["index"],
+        )
         self.answerable = row["gold"] is not None
         d_ids, d_sc = row["dense"]
         l_ids, l_sc = row["lexical"]
@@ -86,12 +90,14 @@ class Q:
         # side), else the aggregate cosine, as ragsift.retrieval.engine does
         read = set(d_ids.tolist()[:UNIT_DEPTH]) | set(l_ids.tolist()[:UNIT_DEPTH])
         best = row.get("units", {})
-        self.unit = np.array([best[r] if r in read and r in best else cos[r] for r in ids],
-                             np.float64)
+        self.unit = np.array(
+            [best[r] if r in read and r in best else cos[r] for r in ids], np.float64
+        )
         # the dense side's evidence, as relevance.score_array computes it, and its order
         self.dense = dense_evidence(self.cos, self.unit)
-        self.evidence_rank = {r: i for i, r in enumerate(
-            self.ids[np.argsort(-self.dense, kind="stable")].tolist())}
+        self.evidence_rank = {
+            r: i for i, r in enumerate(self.ids[np.argsort(-self.dense, kind="stable")].tolist())
+        }
         self.gold = row["gold"]
         self.records = records
         self.label = np.array([self._relevant(r) for r in ids], bool)
@@ -119,20 +125,38 @@ class Q:
         cos = self.dense if mode != "lexical" else np.zeros_like(self.cos)
         share = self.share if mode != "dense" else np.zeros_like(self.share)
         unit = self.unit if mode != "lexical" else np.zeros_like(self.unit)
-        cols = {"cosine": cos, "share": share,
-                "unit": unit, "unit_gap": unit - unit.max() if unit.size else unit,
-                "unit_words": unit * math.log(self.words),
-                "cosine_gap": cos - cos.max() if cos.size else cos,
-                "share_gap": share - share.max() if share.size else share,
-                "log_words": np.full(cos.shape, math.log(self.words)),
-                "cosine_words": cos * math.log(self.words),
-                "share_words": share * math.log(self.words),
-                "dense_rr": (np.array([1.0 / (self.dense_rank[r] + 1) if r in self.dense_rank
-                                       else 0.0 for r in self.ids.tolist()])
-                             if mode != "lexical" else np.zeros_like(cos)),
-                "lexical_rr": (np.array([1.0 / (self.lex_rank[r] + 1) if r in self.lex_rank
-                                         else 0.0 for r in self.ids.tolist()])
-                               if mode != "dense" else np.zeros_like(cos))}
+        cols = {
+            "cosine": cos,
+            "share": share,
+            "unit": unit,
+            "unit_gap": unit - unit.max() if unit.size else unit,
+            "unit_words": unit * math.log(self.words),
+            "cosine_gap": cos - cos.max() if cos.size else cos,
+            "share_gap": share - share.max() if share.size else share,
+            "log_words": np.full(cos.shape, math.log(self.words)),
+            "cosine_words": cos * math.log(self.words),
+            "share_words": share * math.log(self.words),
+            "dense_rr": (
+                np.array(
+                    [
+                        1.0 / (self.dense_rank[r] + 1) if r in self.dense_rank else 0.0
+                        for r in self.ids.tolist()
+                    ]
+                )
+                if mode != "lexical"
+                else np.zeros_like(cos)
+            ),
+            "lexical_rr": (
+                np.array(
+                    [
+                        1.0 / (self.lex_rank[r] + 1) if r in self.lex_rank else 0.0
+                        for r in self.ids.tolist()
+                    ]
+                )
+                if mode != "dense"
+                else np.zeros_like(cos)
+            ),
+        }
         return np.stack([cols[f] for f in ALL], axis=1)
 
     def train_rows(self, mode: str) -> np.ndarray:
@@ -153,6 +177,7 @@ def load(path: str) -> list[Q]:
 
 
 # -- the model ----------------------------------------------------------------------------------
+
 
 def fit(qs: list[Q], mode: str, feats: tuple[str, ...], l2: float) -> Model:
     """The package's fit (``ragsift.calibration.fit.fit_model``) over the features ``feats``
@@ -181,6 +206,7 @@ def order(q: Q, s: np.ndarray, tie: np.ndarray | None = None) -> np.ndarray:
 
 # -- the measurements ---------------------------------------------------------------------------
 
+
 def ranking(q: Q, pos: np.ndarray) -> float:
     from ragsift import metrics as m
 
@@ -203,14 +229,17 @@ def side_orders(q: Q, how: str) -> tuple[np.ndarray, np.ndarray]:
         return order(q, q.unit), q.unit
     if how == "lexical":
         return order(q, q.bm25), q.cos
+
     # today's hybrid: convex α·minmax(cos) + (1−α)·minmax(bm25), gated on the cosine
     def mm(v, present):
         if not present.any():
             return np.zeros_like(v)
         lo, hi = v[present].min(), v[present].max()
         return np.where(present, (v - lo) / (hi - lo) if hi > lo else 1.0, 0.0)
-    fused = OLD_ALPHA * mm(q.cos, np.ones(q.cos.shape, bool)) + \
-        (1 - OLD_ALPHA) * mm(q.bm25, q.bm25 > 0)
+
+    fused = OLD_ALPHA * mm(q.cos, np.ones(q.cos.shape, bool)) + (1 - OLD_ALPHA) * mm(
+        q.bm25, q.bm25 > 0
+    )
     return order(q, fused), q.cos
 
 
@@ -268,8 +297,7 @@ def _scored(qs: list[Q], mode: str, model: Model) -> dict:
 def report(qs: list[Q], mode: str, feats: tuple[str, ...], l2: float) -> dict:
     from ragsift.retrieval import relevance
 
-    base = {how: {id(q): side_orders(q, how) for q in qs} for how in ("dense", "lexical",
-                                                                       "fused")}
+    base = {how: {id(q): side_orders(q, how) for q in qs} for how in ("dense", "lexical", "fused")}
     out: dict = {"folds": {}}
     rows, reliab = [], []
     for f in FOLDS:
@@ -278,42 +306,61 @@ def report(qs: list[Q], mode: str, feats: tuple[str, ...], l2: float) -> dict:
         scored = _scored(qs, mode, fit(train, mode, feats, l2))
         t = choose_threshold(train, scored, [g for g in FOLDS if g != f])
         a, fa, na, nu = admission_rates(test, scored, t)
-        row = {"fold": f, "threshold": t, "answered": a, "false": fa, "n": (na, nu),
-               "full": admission_rates([q for q in test if q.kind == "full"], scored, t)[0],
-               "short": admission_rates([q for q in test if q.kind == "short"], scored, t)[0],
-               "ceiling": admission_rates(test, scored, 0.0)[0],
-               "old": admission_rates(test, base["fused"], OLD_THRESHOLD)[:2],
-               "ranking": mean_ranking(test, scored),
-               "dense": mean_ranking(test, base["dense"]),
-               "lexical": mean_ranking(test, base["lexical"]),
-               "old_ranking": mean_ranking(test, base["fused"])}
+        row = {
+            "fold": f,
+            "threshold": t,
+            "answered": a,
+            "false": fa,
+            "n": (na, nu),
+            "full": admission_rates([q for q in test if q.kind == "full"], scored, t)[0],
+            "short": admission_rates([q for q in test if q.kind == "short"], scored, t)[0],
+            "ceiling": admission_rates(test, scored, 0.0)[0],
+            "old": admission_rates(test, base["fused"], OLD_THRESHOLD)[:2],
+            "ranking": mean_ranking(test, scored),
+            "dense": mean_ranking(test, base["dense"]),
+            "lexical": mean_ranking(test, base["lexical"]),
+            "old_ranking": mean_ranking(test, base["fused"]),
+        }
         row["ece"], table = ece(test, scored)
         reliab.append((f, table))
         out["folds"][f] = row
         rows.append(row)
-    print(f"\n### mode {mode} (features {', '.join(feats)}; L2 {l2}; fitted on the top "
-          f"{TRAIN_TOP} of each side)\n")
-    print("Admission, k 3, each fold held out (model and threshold fitted on the other three):"
-          "\n\n| held-out fold | threshold | answered: all (n) | full | short | falsely "
-          "admitted (n) | no floor: answered | today (cosine ≥ 0.40): answered | today: false "
-          "|\n| --- |" + " ---: |" * 8)
+    print(
+        f"\n### mode {mode} (features {', '.join(feats)}; L2 {l2}; fitted on the top "
+        f"{TRAIN_TOP} of each side)\n"
+    )
+    print(
+        "Admission, k 3, each fold held out (model and threshold fitted on the other three):"
+        "\n\n| held-out fold | threshold | answered: all (n) | full | short | falsely "
+        "admitted (n) | no floor: answered | today (cosine ≥ 0.40): answered | today: false "
+        "|\n| --- |" + " ---: |" * 8
+    )
     for r in rows:
-        print(f"| {r['fold']} | {r['threshold']:.2f} | {100 * r['answered']:.1f} ({r['n'][0]}) "
-              f"| {100 * r['full']:.1f} | {100 * r['short']:.1f} | {100 * r['false']:.1f} "
-              f"({r['n'][1]}) | {100 * r['ceiling']:.1f} | {100 * r['old'][0]:.1f} | "
-              f"{100 * r['old'][1]:.1f} |")
+        print(
+            f"| {r['fold']} | {r['threshold']:.2f} | {100 * r['answered']:.1f} ({r['n'][0]}) "
+            f"| {100 * r['full']:.1f} | {100 * r['short']:.1f} | {100 * r['false']:.1f} "
+            f"({r['n'][1]}) | {100 * r['ceiling']:.1f} | {100 * r['old'][0]:.1f} | "
+            f"{100 * r['old'][1]:.1f} |"
+        )
     metric = "chroma recall@5 (whole chunks) / SciFact nDCG@10"
-    print(f"\nRanking ({metric}), full questions, each fold held out:\n\n| held-out fold | "
-          "relevance score | dense | lexical | better side − score | today's fusion |\n"
-          "| --- |" + " ---: |" * 5)
+    print(
+        f"\nRanking ({metric}), full questions, each fold held out:\n\n| held-out fold | "
+        "relevance score | dense | lexical | better side − score | today's fusion |\n"
+        "| --- |" + " ---: |" * 5
+    )
     for r in rows:
-        print(f"| {r['fold']} | {r['ranking']:.2f} | {r['dense']:.2f} | {r['lexical']:.2f} | "
-              f"{max(r['dense'], r['lexical']) - r['ranking']:+.2f} | {r['old_ranking']:.2f} |")
-    print("\nCalibration: expected calibration error (10 bins) over the top 3 candidates of "
-          "every held-out query, and the reliability table (mean score / share relevant, n):"
-          "\n\n| held-out fold | ECE | " + " | ".join(f"[{b / 10:.1f}, {(b + 1) / 10:.1f})"
-                                                   for b in range(10)) + " |\n| --- |"
-          + " ---: |" * 11)
+        print(
+            f"| {r['fold']} | {r['ranking']:.2f} | {r['dense']:.2f} | {r['lexical']:.2f} | "
+            f"{max(r['dense'], r['lexical']) - r['ranking']:+.2f} | {r['old_ranking']:.2f} |"
+        )
+    print(
+        "\nCalibration: expected calibration error (10 bins) over the top 3 candidates of "
+        "every held-out query, and the reliability table (mean score / share relevant, n):"
+        "\n\n| held-out fold | ECE | "
+        + " | ".join(f"[{b / 10:.1f}, {(b + 1) / 10:.1f})" for b in range(10))
+        + " |\n| --- |"
+        + " ---: |" * 11
+    )
     for (f, table), r in zip(reliab, rows):
         cells = [f"{p:.2f} / {y:.2f} ({n})" if n else "-" for _, _, n, p, y in table]
         print(f"| {f} | {r['ece']:.3f} | " + " | ".join(cells) + " |")
@@ -322,20 +369,31 @@ def report(qs: list[Q], mode: str, feats: tuple[str, ...], l2: float) -> dict:
     t = choose_threshold(qs, scored, list(FOLDS))
     out["model"], out["threshold"] = full, t
     shipped = relevance.MODELS[mode]
-    same = (abs(shipped.bias - full.bias) < 5e-4 and set(shipped.weights) == set(full.weights)
-            and all(abs(shipped.weights[k] - v) < 5e-4 for k, v in full.weights.items()))
-    print(f"\nFitted on all four folds: Model({full.bias:.4f}, "
-          + "{" + ", ".join(f"{k!r}: {v:.4f}" for k, v in full.weights.items()) + "})"
-          + f", threshold {t:.2f}; the shipped relevance.MODELS[{mode!r}] is this model: {same}"
-          f", DEFAULT_THRESHOLDS[{mode!r}] is {relevance.DEFAULT_THRESHOLDS[mode]:.2f}")
-    print("\nThe shipped model and threshold on each fold (in-sample):\n\n| fold | answered "
-          "| short queries | falsely admitted | ranking |\n| --- | ---: | ---: | ---: | ---: |")
+    same = (
+        abs(shipped.bias - full.bias) < 5e-4
+        and set(shipped.weights) == set(full.weights)
+        and all(abs(shipped.weights[k] - v) < 5e-4 for k, v in full.weights.items())
+    )
+    print(
+        f"\nFitted on all four folds: Model({full.bias:.4f}, "
+        + "{"
+        + ", ".join(f"{k!r}: {v:.4f}" for k, v in full.weights.items())
+        + "})"
+        + f", threshold {t:.2f}; the shipped relevance.MODELS[{mode!r}] is this model: {same}"
+        f", DEFAULT_THRESHOLDS[{mode!r}] is {relevance.DEFAULT_THRESHOLDS[mode]:.2f}"
+    )
+    print(
+        "\nThe shipped model and threshold on each fold (in-sample):\n\n| fold | answered "
+        "| short queries | falsely admitted | ranking |\n| --- | ---: | ---: | ---: | ---: |"
+    )
     for f in FOLDS:
         test = [q for q in qs if q.fold == f]
         a, fa, _, _ = admission_rates(test, scored, t)
         sa = admission_rates([q for q in test if q.kind == "short"], scored, t)[0]
-        print(f"| {f} | {100 * a:.1f} | {100 * sa:.1f} | {100 * fa:.1f} | "
-              f"{mean_ranking(test, scored):.2f} |")
+        print(
+            f"| {f} | {100 * a:.1f} | {100 * sa:.1f} | {100 * fa:.1f} | "
+            f"{mean_ranking(test, scored):.2f} |"
+        )
     return out
 
 
@@ -349,12 +407,15 @@ def main() -> None:
     args = ap.parse_args()
     global UNIT_DEPTH
     from ragsift.retrieval.units import UNIT_DEPTH as shipped_depth
+
     UNIT_DEPTH = args.unit_depth if args.unit_depth is not None else shipped_depth
     qs = load(args.set)
-    print(f"{len(qs)} queries: " + ", ".join(
-        f"{f} {sum(q.fold == f for q in qs)}" for f in FOLDS), file=sys.stderr)
+    print(
+        f"{len(qs)} queries: " + ", ".join(f"{f} {sum(q.fold == f for q in qs)}" for f in FOLDS),
+        file=sys.stderr,
+    )
     feats = tuple(args.features.split(","))
-    for mode in (("hybrid", "dense", "lexical") if args.mode == "all" else (args.mode,)):
+    for mode in ("hybrid", "dense", "lexical") if args.mode == "all" else (args.mode,):
         report(qs, mode, feats, args.l2)
 
 

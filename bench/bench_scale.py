@@ -48,10 +48,11 @@ def clustered(n: int, seed: int = 0, centres: int = 1000) -> np.ndarray:
     out = np.empty((n, DIM), np.float32)
     for s in range(0, n, 100_000):
         m = min(100_000, n - s)
-        block = c[rng.integers(0, centres, m)] + 0.8 * rng.standard_normal((m, DIM),
-                                                                           dtype=np.float32)
+        block = c[rng.integers(0, centres, m)] + 0.8 * rng.standard_normal(
+            (m, DIM), dtype=np.float32
+        )
         block /= np.linalg.norm(block, axis=1, keepdims=True)
-        out[s:s + m] = block
+        out[s : s + m] = block
     return out
 
 
@@ -72,12 +73,25 @@ def build(path: str, matrix: np.ndarray, words: list[str]) -> float:
         n = matrix.shape[0]
         docs = []
         for d, s in enumerate(range(0, n, ROWS_PER_DOC)):
-            rows = matrix[s:s + ROWS_PER_DOC]
-            recs = [{"index": i, "text": " ".join(rng.choices(words, k=40)), "start": 0,
-                     "end": 0, "tokens": 40, "chars": 0, "content_hash": f"{d}-{i}",
-                     "truncated": 0} for i in range(rows.shape[0])]
-            docs.append(DocumentWrite(key=f"doc{d}", path=f"doc{d}.txt", sha256="0",
-                                      records=recs, vectors=rows))
+            rows = matrix[s : s + ROWS_PER_DOC]
+            recs = [
+                {
+                    "index": i,
+                    "text": " ".join(rng.choices(words, k=40)),
+                    "start": 0,
+                    "end": 0,
+                    "tokens": 40,
+                    "chars": 0,
+                    "content_hash": f"{d}-{i}",
+                    "truncated": 0,
+                }
+                for i in range(rows.shape[0])
+            ]
+            docs.append(
+                DocumentWrite(
+                    key=f"doc{d}", path=f"doc{d}.txt", sha256="0", records=recs, vectors=rows
+                )
+            )
             if len(docs) == 10:  # commits of 10k chunks
                 w.write_documents(docs)
                 docs = []
@@ -96,7 +110,8 @@ def size_of(path: str) -> int:
 def queries(matrix: np.ndarray, words: list[str], m: int, seed: int = 3):
     rng = np.random.default_rng(seed)
     q = matrix[rng.integers(0, matrix.shape[0], m)] + 0.1 * rng.standard_normal(
-        (m, DIM), dtype=np.float32)
+        (m, DIM), dtype=np.float32
+    )
     q /= np.linalg.norm(q, axis=1, keepdims=True)
     r = random.Random(seed)
     return q, [" ".join(r.choices(words, k=4)) for _ in range(m)]
@@ -141,7 +156,7 @@ def bench_backends(n: int, work: Path, m: int) -> dict:
     for i in range(m):  # backends take turns on each query (the machine is shared)
         for b, s in stores.items():
             t0 = time.perf_counter()
-            s.dense_candidates(qv[i:i + 1], FETCH)
+            s.dense_candidates(qv[i : i + 1], FETCH)
             t1 = time.perf_counter()
             s.lexical_candidates(qt[i], FETCH)
             t2 = time.perf_counter()
@@ -152,9 +167,18 @@ def bench_backends(n: int, work: Path, m: int) -> dict:
         s.close()
     out.update({f"warm_{k}_ms": ms(v) for k, v in lat.items()})
     for b, p in paths.items():
-        cold = [float(subprocess.run([sys.executable, "-c", COLD, p, str(work / "q.npy"), qt[0]],
-                                     capture_output=True, text=True, check=True,
-                                     cwd=REPO).stdout) for _ in range(3)]
+        cold = [
+            float(
+                subprocess.run(
+                    [sys.executable, "-c", COLD, p, str(work / "q.npy"), qt[0]],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                    cwd=REPO,
+                ).stdout
+            )
+            for _ in range(3)
+        ]
         out[f"cold_{b}_s"] = round(statistics.median(cold), 3)
     out["load_after"] = load()
     return out
@@ -171,9 +195,15 @@ def bench_ann(n: int, work: Path, m: int) -> dict:
     ann.ANN_MIN_ROWS = 1
     with LanceIndex.open(path, "w") as w:
         t0 = time.perf_counter()
-        w._ds.create_index("vector", index_type="IVF_PQ", metric="cosine", name="vector_idx",
-                           num_partitions=max(1, int(n ** 0.5)), num_sub_vectors=DIM // 8,
-                           replace=True)
+        w._ds.create_index(
+            "vector",
+            index_type="IVF_PQ",
+            metric="cosine",
+            name="vector_idx",
+            num_partitions=max(1, int(n**0.5)),
+            num_sub_vectors=DIM // 8,
+            replace=True,
+        )
         out["ivfpq_build_s"] = round(time.perf_counter() - t0, 1)
     with LanceIndex.open(path) as r:
         out["size_mb_with_ann"] = round(size_of(path) / 2**20, 1)
@@ -182,22 +212,53 @@ def bench_ann(n: int, work: Path, m: int) -> dict:
         for i in range(m):
             ann.ANN_MIN_ROWS, r._ann = 1, None
             t0 = time.perf_counter()
-            a = r.dense_candidates(qv[i:i + 1], 10)[0]
+            a = r.dense_candidates(qv[i : i + 1], 10)[0]
             t1 = time.perf_counter()
             ann.ANN_MIN_ROWS, r._ann = 10**12, None
-            e = r.dense_candidates(qv[i:i + 1], 10)[0]
+            e = r.dense_candidates(qv[i : i + 1], 10)[0]
             t2 = time.perf_counter()
             approx_t.append(t1 - t0)
             exact_t.append(t2 - t1)
             recalls.append(len({x for x, _ in a} & {x for x, _ in e}) / 10)
-        out.update(ann_ms=ms(approx_t), exact_ms=ms(exact_t),
-                   recall_at_10=round(float(np.mean(recalls)), 3), nprobes=ann.NPROBES,
-                   refine=ann.REFINE)
+        out.update(
+            ann_ms=ms(approx_t),
+            exact_ms=ms(exact_t),
+            recall_at_10=round(float(np.mean(recalls)), 3),
+            nprobes=ann.NPROBES,
+            refine=ann.REFINE,
+        )
     out["load_after"] = load()
     return out
 
 
-WORDS = ["bees", "honey", "swarm", "bread", "starter", "tide", "crab", "lantern", "wick", "oven", "loaf", "flour", "yeast", "water", "salt", "sea", "star", "anemone", "queen", "comb", "river", "stone", "field", "cloud", "winter", "garden"]
+WORDS = [
+    "bees",
+    "honey",
+    "swarm",
+    "bread",
+    "starter",
+    "tide",
+    "crab",
+    "lantern",
+    "wick",
+    "oven",
+    "loaf",
+    "flour",
+    "yeast",
+    "water",
+    "salt",
+    "sea",
+    "star",
+    "anemone",
+    "queen",
+    "comb",
+    "river",
+    "stone",
+    "field",
+    "cloud",
+    "winter",
+    "garden",
+]
 
 
 def bench_ray(work: Path) -> dict:
@@ -225,14 +286,16 @@ def bench_ray(work: Path) -> dict:
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     out["ray_init_s"] = round(time.perf_counter() - t0, 1)
     t0 = time.perf_counter()
-    s = build_index([str(docs)], str(work / "ray.db"), default_embed_chunker(None, size=64),
-                    engine="ray")
+    s = build_index(
+        [str(docs)], str(work / "ray.db"), default_embed_chunker(None, size=64), engine="ray"
+    )
     out["ray_s"] = round(time.perf_counter() - t0, 1)
     out["overhead_ratio"] = round(out["ray_s"] / out["local_s"], 2)
     out["overhead_ratio_incl_init"] = round((out["ray_s"] + out["ray_init_s"]) / out["local_s"], 2)
     t0 = time.perf_counter()
-    build_index([str(docs)], str(work / "ray.db"), default_embed_chunker(None, size=64),
-                engine="ray")
+    build_index(
+        [str(docs)], str(work / "ray.db"), default_embed_chunker(None, size=64), engine="ray"
+    )
     out["noop_rerun_s"] = round(time.perf_counter() - t0, 2)  # change set only: serial
     texts = {f"h{i}": " ".join(rng.choice(WORDS) for _ in range(45)) for i in range(1000)}
     for actors in (1, 2):

@@ -54,7 +54,7 @@ def synthetic(n: int, dim: int, seed: int = 0) -> np.ndarray:
     for s in range(0, n, 100_000):
         block = rng.standard_normal((min(100_000, n - s), dim), dtype=np.float32)
         block /= np.linalg.norm(block, axis=1, keepdims=True)
-        m[s:s + block.shape[0]] = block
+        m[s : s + block.shape[0]] = block
     return m
 
 
@@ -75,18 +75,43 @@ def build_index(path: Path, n: int, fingerprint: str, model: str) -> None:
     matrix = synthetic(n, DIM)
     t0 = time.perf_counter()
     with open_index(path, "w") as store:
-        store.set_settings(model=model, model_fingerprint=fingerprint, dimensions=DIM,
-                           chunker="synthetic", chunker_options={})
+        store.set_settings(
+            model=model,
+            model_fingerprint=fingerprint,
+            dimensions=DIM,
+            chunker="synthetic",
+            chunker_options={},
+        )
         batch = []
         for d, s in enumerate(range(0, n, ROWS_PER_DOC)):
             e = min(n, s + ROWS_PER_DOC)
-            recs = [{"index": i, "text": f"synthetic chunk {s + i}", "start": 0, "end": 0,
-                     "context": "", "tokens": 3, "line_start": 1, "line_end": 1,
-                     "headings": [], "page": None, "level": 0,
-                     "content_hash": f"{s + i:016x}", "truncated": 0}
-                    for i in range(e - s)]
-            batch.append(DocumentWrite(key=f"doc{d:05d}.txt", path=f"doc{d:05d}.txt",
-                                       sha256="0" * 64, records=recs, vectors=matrix[s:e]))
+            recs = [
+                {
+                    "index": i,
+                    "text": f"synthetic chunk {s + i}",
+                    "start": 0,
+                    "end": 0,
+                    "context": "",
+                    "tokens": 3,
+                    "line_start": 1,
+                    "line_end": 1,
+                    "headings": [],
+                    "page": None,
+                    "level": 0,
+                    "content_hash": f"{s + i:016x}",
+                    "truncated": 0,
+                }
+                for i in range(e - s)
+            ]
+            batch.append(
+                DocumentWrite(
+                    key=f"doc{d:05d}.txt",
+                    path=f"doc{d:05d}.txt",
+                    sha256="0" * 64,
+                    records=recs,
+                    vectors=matrix[s:e],
+                )
+            )
             if len(batch) == 50:
                 store.write_documents(batch)
                 batch = []
@@ -157,13 +182,15 @@ def sqlite_vec_engine(work: Path, n: int, matrix: np.ndarray):
     db.load_extension(sqlite_vec.loadable_path())
     if not (marker.exists() and marker.read_text() == str(n)):
         db.execute("DROP TABLE IF EXISTS v")
-        db.execute(f"CREATE VIRTUAL TABLE v USING vec0(embedding float[{DIM}] "
-                   "distance_metric=cosine)")
+        db.execute(
+            f"CREATE VIRTUAL TABLE v USING vec0(embedding float[{DIM}] distance_metric=cosine)"
+        )
         with db:
             for s in range(0, n, 10_000):
-                db.executemany("INSERT INTO v(rowid, embedding) VALUES (?, ?)",
-                               [(s + i + 1, row.tobytes()) for i, row in
-                                enumerate(matrix[s:s + 10_000])])
+                db.executemany(
+                    "INSERT INTO v(rowid, embedding) VALUES (?, ?)",
+                    [(s + i + 1, row.tobytes()) for i, row in enumerate(matrix[s : s + 10_000])],
+                )
         marker.write_text(str(n))
     sql = "SELECT rowid, distance FROM v WHERE embedding MATCH ? AND k = ? ORDER BY distance"
     return lambda q: db.execute(sql, (q.tobytes(), FETCH)).fetchall()
@@ -176,10 +203,24 @@ def cold_query(index: Path, runs: int) -> tuple[list[float], list[float], float]
     times, cpu, rss = [], [], 0.0
     for _ in range(runs):
         t = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "ragsift", "query", "honey bee swarm",
-                                 "--index", str(index), "--threshold", "none", "--json"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
-                                cwd=REPO)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "ragsift",
+                "query",
+                "honey bee swarm",
+                "--index",
+                str(index),
+                "--threshold",
+                "none",
+                "--json",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=REPO,
+        )
         _, status, usage = os.wait4(proc.pid, 0)
         times.append((time.perf_counter() - t) * 1000)
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -198,10 +239,13 @@ def measure_warm(path: Path, emb, args, work: Path, n: int) -> dict:
         matrix, rowids = store._dense.matrix, store._dense.rowids  # what the backend loaded
         qs = queries_for(matrix, args.queries)
         strat = TopK(k=3, threshold=0.5, reject_window=10)
-        engines = {"scan": lambda q: np.array(
-                       [r for r, _ in store.dense_candidates(q[None, :], FETCH)[0]]),
-                   "retrieve": lambda q: searcher.retrieve("q", strat, qvec=q),
-                   **faiss_engines(matrix)}
+        engines = {
+            "scan": lambda q: np.array(
+                [r for r, _ in store.dense_candidates(q[None, :], FETCH)[0]]
+            ),
+            "retrieve": lambda q: searcher.retrieve("q", strat, qvec=q),
+            **faiss_engines(matrix),
+        }
         if not args.no_sqlite_vec:
             vec = sqlite_vec_engine(work, n, matrix)
             if vec is not None:
@@ -210,17 +254,22 @@ def measure_warm(path: Path, emb, args, work: Path, n: int) -> dict:
         exact = None
         if "faiss" in engines:
             # faiss ids are positions in the matrix; ours are rowids
-            exact = all(np.array_equal(rowids[engines["faiss1"](q)], engines["scan"](q))
-                        for q in qs)
+            exact = all(
+                np.array_equal(rowids[engines["faiss1"](q)], engines["scan"](q)) for q in qs
+            )
     fms = None
     if "faiss" in times:
         fms = min(times["faiss"], times["faiss1"], key=statistics.median)
     vms = times.get("sqlite_vec")
-    return {"load_ms": load_ms, "scan": summary(times["scan"]),
-            "retrieve": summary(times["retrieve"]),
-            "faiss": summary(fms) if fms else "-", "sqlite_vec": summary(vms) if vms else "-",
-            "ratio": statistics.median(times["scan"]) / statistics.median(fms) if fms else None,
-            "exact": exact}
+    return {
+        "load_ms": load_ms,
+        "scan": summary(times["scan"]),
+        "retrieve": summary(times["retrieve"]),
+        "faiss": summary(fms) if fms else "-",
+        "sqlite_vec": summary(vms) if vms else "-",
+        "ratio": statistics.median(times["scan"]) / statistics.median(fms) if fms else None,
+        "exact": exact,
+    }
 
 
 def main() -> None:
@@ -237,30 +286,45 @@ def main() -> None:
     from ragsift.embedders import load_embedder
 
     emb = load_embedder(lazy=True)
-    print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, numpy "
-          f"{np.__version__}, python {platform.python_version()}", file=sys.stderr)
+    print(
+        f"# {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, numpy "
+        f"{np.__version__}, python {platform.python_version()}",
+        file=sys.stderr,
+    )
     rows = []
     for n in (int(s) for s in args.sizes.split(",")):
         path = work / f"synthetic-{n}.ragsift"
         build_index(path, n, emb.fingerprint, emb.name)
         warm = measure_warm(path, emb, args, work, n)
         cold, cpu, rss = cold_query(path, args.cold_runs)
-        row = {"n": n, "load_avg": os.getloadavg()[0], **warm, "cold_ms": summary(cold),
-               "cold_cpu_ms": f"{statistics.median(cpu):.0f}", "cold_rss_mib": rss,
-               "file_mib": path.stat().st_size / 2**20}
+        row = {
+            "n": n,
+            "load_avg": os.getloadavg()[0],
+            **warm,
+            "cold_ms": summary(cold),
+            "cold_cpu_ms": f"{statistics.median(cpu):.0f}",
+            "cold_rss_mib": rss,
+            "file_mib": path.stat().st_size / 2**20,
+        }
         rows.append(row)
         print(json.dumps(row), file=sys.stderr)
 
-    print("| chunks | ragsift scan ms (median / p95) | ragsift retrieve ms | faiss IndexFlatIP ms "
-          "| sqlite-vec ms | scan / faiss | same top-13 as faiss | matrix load ms | cold "
-          "`ragsift query` ms | its CPU ms | cold peak RSS MiB | index file MiB | load avg |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | :---: | ---: | ---: | ---: | ---: | ---: "
-          "| ---: |")
+    print(
+        "| chunks | ragsift scan ms (median / p95) | ragsift retrieve ms | faiss IndexFlatIP ms "
+        "| sqlite-vec ms | scan / faiss | same top-13 as faiss | matrix load ms | cold "
+        "`ragsift query` ms | its CPU ms | cold peak RSS MiB | index file MiB | load avg |"
+    )
+    print(
+        "| ---: | ---: | ---: | ---: | ---: | ---: | :---: | ---: | ---: | ---: | ---: | ---: "
+        "| ---: |"
+    )
     for r in rows:
         ratio = f"{r['ratio']:.2f}x" if r["ratio"] else "-"
-        print(f"| {r['n']:,} | {r['scan']} | {r['retrieve']} | {r['faiss']} | {r['sqlite_vec']} "
-              f"| {ratio} | {r['exact']} | {r['load_ms']:.0f} | {r['cold_ms']} | "
-              f"{r['cold_cpu_ms']} | {r['cold_rss_mib']:.0f} | {r['file_mib']:.0f} | {r['load_avg']:.1f} |")
+        print(
+            f"| {r['n']:,} | {r['scan']} | {r['retrieve']} | {r['faiss']} | {r['sqlite_vec']} "
+            f"| {ratio} | {r['exact']} | {r['load_ms']:.0f} | {r['cold_ms']} | "
+            f"{r['cold_cpu_ms']} | {r['cold_rss_mib']:.0f} | {r['file_mib']:.0f} | {r['load_avg']:.1f} |"
+        )
 
 
 if __name__ == "__main__":

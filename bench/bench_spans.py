@@ -56,20 +56,35 @@ def relevance_loco(set_path: str, strongs: list[float], by: str = "cosine") -> N
             if strong is None:
                 got = recs
             else:
-                spans = best_spans(q.text, [texts[c][s:e] for c, s, e in recs],
-                                   [s for _, s, _ in recs], MIN_CHARS,
-                                   [float(x) for x in strength_of[pos]], strong)
+                spans = best_spans(
+                    q.text,
+                    [texts[c][s:e] for c, s, e in recs],
+                    [s for _, s, _ in recs],
+                    MIN_CHARS,
+                    [float(x) for x in strength_of[pos]],
+                    strong,
+                )
                 got = [(rec[0], sp.start, sp.end) for rec, sp in zip(recs, spans)]
             cid, refs = q.gold
             per[q.fold].append(m.span_scores(got, refs, cid))
-        table[strong] = {c: (100 * float(np.mean([x.recall for x in v])),
-                             100 * float(np.mean([x.iou for x in v]))) for c, v in per.items()}
+        table[strong] = {
+            c: (
+                100 * float(np.mean([x.recall for x in v])),
+                100 * float(np.mean([x.iou for x in v])),
+            )
+            for c, v in per.items()
+        }
         allq = [x for v in per.values() for x in v]
-        print(f"strong {strong}: all {100 * np.mean([x.recall for x in allq]):.1f} / "
-              f"{100 * np.mean([x.iou for x in allq]):.1f}  " + "  ".join(
-                  f"{c} {r:.1f}/{i:.1f}" for c, (r, i) in table[strong].items()), flush=True)
-    print("\n| held-out corpus | STRONG chosen on the other two | held-out recall | held-out IoU |"
-          "\n| --- | ---: | ---: | ---: |")
+        print(
+            f"strong {strong}: all {100 * np.mean([x.recall for x in allq]):.1f} / "
+            f"{100 * np.mean([x.iou for x in allq]):.1f}  "
+            + "  ".join(f"{c} {r:.1f}/{i:.1f}" for c, (r, i) in table[strong].items()),
+            flush=True,
+        )
+    print(
+        "\n| held-out corpus | STRONG chosen on the other two | held-out recall | held-out IoU |"
+        "\n| --- | ---: | ---: | ---: |"
+    )
     for held in corpora:
         train = [c for c in corpora if c != held]
         best = max(strongs, key=lambda s: (np.mean([sum(table[s][c]) / 2 for c in train]), -s))
@@ -86,15 +101,22 @@ def speed(repeats: int) -> None:
     from ragsift.retrieval.spans import spans_for
     from ragsift.retrieval.topk import TopK
 
-    queries = ["when do honey bees swarm", "how do I feed a sourdough starter",
-               "how to light the lantern", "what lives in a tide pool",
-               "market prices in the old notes", "recipe with flour and eggs",
-               "field observations of birds", "kitchen cleaning notes"]
+    queries = [
+        "when do honey bees swarm",
+        "how do I feed a sourdough starter",
+        "how to light the lantern",
+        "what lives in a tide pool",
+        "market prices in the old notes",
+        "recipe with flour and eggs",
+        "field observations of birds",
+        "kitchen cleaning notes",
+    ]
     emb = load_embedder(None)
     with tempfile.TemporaryDirectory() as tmp:
         idx = Path(tmp) / "fixtures.db"
-        build_index([str(ROOT / "fixtures")], idx, make_chunker("recursive"), emb,
-                    on_skip=lambda _s: None)
+        build_index(
+            [str(ROOT / "fixtures")], idx, make_chunker("recursive"), emb, on_skip=lambda _s: None
+        )
         with open_index(idx, "r") as store:
             searcher = Searcher(store, embedder=emb)
             results = [searcher.retrieve(q, TopK(k=5, threshold=None)) for q in queries]
@@ -109,14 +131,18 @@ def speed(repeats: int) -> None:
 
     def ms(xs: list[float]) -> str:
         xs = sorted(xs)
-        return (f"median {1000 * statistics.median(xs):.3f} ms, p95 "
-                f"{1000 * xs[int(0.95 * len(xs))]:.3f} ms, mean {1000 * statistics.mean(xs):.3f}")
+        return (
+            f"median {1000 * statistics.median(xs):.3f} ms, p95 "
+            f"{1000 * xs[int(0.95 * len(xs))]:.3f} ms, mean {1000 * statistics.mean(xs):.3f}"
+        )
 
     with open("/proc/loadavg") as fh:
         load = fh.read().split()[:3]
-    print(f"span selection on the fixtures' index (k = 5, {hits:.1f} hits/query, "
-          f"{len(wall)} timed selections): wall {ms(wall)}; CPU {ms(cpu)}; "
-          f"load {load}")
+    print(
+        f"span selection on the fixtures' index (k = 5, {hits:.1f} hits/query, "
+        f"{len(wall)} timed selections): wall {ms(wall)}; CPU {ms(cpu)}; "
+        f"load {load}"
+    )
 
 
 def main() -> None:
@@ -127,8 +153,12 @@ def main() -> None:
     r = sub.add_parser("relevance", help="spans on the relevance order, leave-one-corpus-out")
     r.add_argument("--set", required=True, help="bench/admission_set.py --out")
     r.add_argument("--strong", default="0.2,0.25,0.3,0.35,0.4,0.45,0.5,0.55,0.6,0.7,inf")
-    r.add_argument("--by", choices=("cosine", "score"), default="cosine",
-                   help="the dense half of a hit's strength: its cosine or its relevance score")
+    r.add_argument(
+        "--by",
+        choices=("cosine", "score"),
+        default="cosine",
+        help="the dense half of a hit's strength: its cosine or its relevance score",
+    )
     args = ap.parse_args()
     if args.cmd == "relevance":
         relevance_loco(args.set, [float(x) for x in args.strong.split(",")], args.by)

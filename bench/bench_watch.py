@@ -35,8 +35,9 @@ def main() -> int:
     idx = os.path.join(root, "idx.db")
     runs: list = []
     stop = threading.Event()
-    th = threading.Thread(target=lambda: api.watch(idx, [docs], stop=stop, on_run=runs.append),
-                          daemon=True)
+    th = threading.Thread(
+        target=lambda: api.watch(idx, [docs], stop=stop, on_run=runs.append), daemon=True
+    )
     th.start()
     try:
         while not runs:
@@ -51,10 +52,12 @@ def main() -> int:
             time.sleep(0.02)
         burst = time.perf_counter() - t0
         later = runs[1:]
-        print(f"burst of {args.files} new files: written in {wrote:.2f} s, indexed after "
-              f"{burst:.1f} s in {len(later)} run(s); events per run "
-              f"{[r.events for r in later]}; run seconds "
-              f"{[round(r.summary.seconds, 2) for r in later]}")
+        print(
+            f"burst of {args.files} new files: written in {wrote:.2f} s, indexed after "
+            f"{burst:.1f} s in {len(later)} run(s); events per run "
+            f"{[r.events for r in later]}; run seconds "
+            f"{[round(r.summary.seconds, 2) for r in later]}"
+        )
         n = len(runs)
         time.sleep(1.0)
         t1 = time.perf_counter()
@@ -62,9 +65,11 @@ def main() -> int:
             fh.write("# Seed\n\nThe first document, edited.\n")
         while len(runs) == n:
             time.sleep(0.01)
-        print(f"one saved edit: committed {time.perf_counter() - t1:.2f} s after the save "
-              f"(the run itself {runs[-1].summary.seconds:.2f} s, "
-              f"{runs[-1].summary.parsed} parsed)")
+        print(
+            f"one saved edit: committed {time.perf_counter() - t1:.2f} s after the save "
+            f"(the run itself {runs[-1].summary.seconds:.2f} s, "
+            f"{runs[-1].summary.parsed} parsed)"
+        )
     finally:
         stop.set()
         th.join()

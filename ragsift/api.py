@@ -41,35 +41,52 @@ AUTO = "auto"  # the threshold argument's default (``ragsift.retrieval.threshold
 # ``ragsift.api`` is their one door (tests/test_architecture.py). Resolved on first use
 # (``__getattr__``): ``import ragsift.api`` stays light for ``ragsift --help``.
 _EXPORTS = {
-    "DEFAULT_INDEX": "ragsift.index", "MODES": "ragsift.retrieval.engine",
-    "DEFAULT_MODE": "ragsift.retrieval.engine", "check_mode": "ragsift.retrieval.engine",
-    "check_globs": "ragsift.retrieval.engine", "path_matches": "ragsift.retrieval.engine",
-    "SPAN_MODES": "ragsift.retrieval.spans", "check_span": "ragsift.retrieval.spans",
+    "DEFAULT_INDEX": "ragsift.index",
+    "MODES": "ragsift.retrieval.engine",
+    "DEFAULT_MODE": "ragsift.retrieval.engine",
+    "check_mode": "ragsift.retrieval.engine",
+    "check_globs": "ragsift.retrieval.engine",
+    "path_matches": "ragsift.retrieval.engine",
+    "SPAN_MODES": "ragsift.retrieval.spans",
+    "check_span": "ragsift.retrieval.spans",
     "check_threshold": "ragsift.retrieval.threshold",
     "ThresholdInForce": "ragsift.retrieval.threshold",
-    "Candidate": "ragsift.retrieval.topk", "Retrieval": "ragsift.retrieval.topk",
-    "BELOW_THRESHOLD": "ragsift.retrieval.topk", "OVER_K": "ragsift.retrieval.topk",
-    "OVER_CHAR_BUDGET": "ragsift.retrieval.topk", "outcome_hint": "ragsift.retrieval.topk",
+    "Candidate": "ragsift.retrieval.topk",
+    "Retrieval": "ragsift.retrieval.topk",
+    "BELOW_THRESHOLD": "ragsift.retrieval.topk",
+    "OVER_K": "ragsift.retrieval.topk",
+    "OVER_CHAR_BUDGET": "ragsift.retrieval.topk",
+    "outcome_hint": "ragsift.retrieval.topk",
     "admitting_threshold": "ragsift.retrieval.topk",
     "Attribution": "ragsift.retrieval.attribution",
-    "hints": "ragsift.retrieval.hints", "nothing_hint": "ragsift.retrieval.hints",
+    "hints": "ragsift.retrieval.hints",
+    "nothing_hint": "ragsift.retrieval.hints",
     "path_hint": "ragsift.retrieval.hints",
-    "TUNE_NOTE": "ragsift.retrieval.hints", "Fusion": "ragsift.retrieval.hybrid",
-    "FUSIONS": "ragsift.retrieval.hybrid", "NORMS": "ragsift.retrieval.hybrid",
-    "spans_of_ranked": "ragsift.retrieval.spans", "embed_size": "ragsift.ingest",
+    "TUNE_NOTE": "ragsift.retrieval.hints",
+    "Fusion": "ragsift.retrieval.hybrid",
+    "FUSIONS": "ragsift.retrieval.hybrid",
+    "NORMS": "ragsift.retrieval.hybrid",
+    "spans_of_ranked": "ragsift.retrieval.spans",
+    "embed_size": "ragsift.ingest",
     "index_model": "ragsift.ingest",  # the model ``embed`` uses when none is given
     "unread_script": "ragsift.embedders",  # a query's script the index's model cannot read
     # chunking files (``ragsift chunk``) and building (``ragsift embed``)
-    "FORMATS": "ragsift.sources.formats", "parse_size": "ragsift.sources",
-    "ChunkSummary": "ragsift.ingest", "EmbedProgress": "ragsift.ingest",
+    "FORMATS": "ragsift.sources.formats",
+    "parse_size": "ragsift.sources",
+    "ChunkSummary": "ragsift.ingest",
+    "EmbedProgress": "ragsift.ingest",
     "EmbedSummary": "ragsift.ingest",
     "watch": "ragsift.ingest.watch",  # ``ragsift embed --watch``
     # the project file (``ragsift.toml``; ``ragsift init``)
-    "find_project": "ragsift.project", "Project": "ragsift.project",
-    "PROJECT_FILE": "ragsift.project", "starter": "ragsift.project",
+    "find_project": "ragsift.project",
+    "Project": "ragsift.project",
+    "PROJECT_FILE": "ragsift.project",
+    "starter": "ragsift.project",
     # tuning (``ragsift tune``)
-    "Objective": "ragsift.tuning", "load_queries": "ragsift.tuning",
-    "save_threshold": "ragsift.tuning", "TuneReport": "ragsift.tuning",
+    "Objective": "ragsift.tuning",
+    "load_queries": "ragsift.tuning",
+    "save_threshold": "ragsift.tuning",
+    "TuneReport": "ragsift.tuning",
     "SweepRow": "ragsift.tuning",
 }
 _RENAMED = {
@@ -95,21 +112,50 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ = ["AUTO", "Index", "RagsiftError", "Search", "build", "calibrate", "calibration_cost",
-           "calibration_needed",
-           "document_row", "explain_record",
-           "hit_row", "open_index", "remove", "search_record", *_EXPORTS, *_RENAMED]
+__all__ = [
+    "AUTO",
+    "Index",
+    "RagsiftError",
+    "Search",
+    "build",
+    "calibrate",
+    "calibration_cost",
+    "calibration_needed",
+    "document_row",
+    "explain_record",
+    "hit_row",
+    "open_index",
+    "remove",
+    "search_record",
+    *_EXPORTS,
+    *_RENAMED,
+]
 
 
-def build(index: str | os.PathLike, paths: Iterable[str | os.PathLike], *,
-          model: str | None = None, include: Sequence[str] | None = None,
-          exclude: Sequence[str] | None = None, rebuild: bool = False, wait: Any = False,
-          chunker: Any = None, prune: bool = True, batch_size: int | None = None,
-          stdin_lines: Iterable[str] | None = None, on_skip: Any = None,
-          on_warning: Any = None, progress: Any = None, max_file_size: int | None = None,
-          follow_links: bool = False, engine: str = "local", ray_address: str | None = None,
-          embedder: Any = None, root: str | os.PathLike | None = None,
-          **embedder_options: Any) -> EmbedSummary:
+def build(
+    index: str | os.PathLike,
+    paths: Iterable[str | os.PathLike],
+    *,
+    model: str | None = None,
+    include: Sequence[str] | None = None,
+    exclude: Sequence[str] | None = None,
+    rebuild: bool = False,
+    wait: Any = False,
+    chunker: Any = None,
+    prune: bool = True,
+    batch_size: int | None = None,
+    stdin_lines: Iterable[str] | None = None,
+    on_skip: Any = None,
+    on_warning: Any = None,
+    progress: Any = None,
+    max_file_size: int | None = None,
+    follow_links: bool = False,
+    engine: str = "local",
+    ray_address: str | None = None,
+    embedder: Any = None,
+    root: str | os.PathLike | None = None,
+    **embedder_options: Any,
+) -> EmbedSummary:
     """``ragsift embed PATHS --index INDEX``: create or update the index (only changed files
     are re-embedded). ``model``: an ONNX model folder (None: the bundled all-MiniLM-L6-v2);
     ``embedder_options``: pooling, normalize, max_length, query_prefix, passage_prefix (None
@@ -126,22 +172,39 @@ def build(index: str | os.PathLike, paths: Iterable[str | os.PathLike], *,
 
     unknown = sorted(set(embedder_options) - set(EMBEDDER_OPTIONS))
     if unknown:
-        raise TypeError(f"build() got unknown option(s) {', '.join(map(repr, unknown))}; "
-                        f"embedder options are {', '.join(EMBEDDER_OPTIONS)}")
+        raise TypeError(
+            f"build() got unknown option(s) {', '.join(map(repr, unknown))}; "
+            f"embedder options are {', '.join(EMBEDDER_OPTIONS)}"
+        )
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]  # one path, not its characters
     paths = [os.fspath(p) for p in paths]
     if not paths:
         raise RagsiftError("build needs at least one path to index")
     options = {k: v for k, v in embedder_options.items() if v is not None}
-    return build_index(paths, os.fspath(index), chunker, embedder, include=list(include or []),
-                       exclude=list(exclude or []), prune=prune, rebuild=rebuild, wait=wait,
-                       model_dir=model, batch_size=batch_size,
-                       embedder_options=options or None, stdin_lines=stdin_lines,
-                       on_skip=on_skip, on_warning=on_warning, progress=progress,
-                       max_file_size=max_file_size, follow_links=follow_links, engine=engine,
-                       ray_address=ray_address,
-                       root=None if root is None else os.path.abspath(os.fspath(root)))
+    return build_index(
+        paths,
+        os.fspath(index),
+        chunker,
+        embedder,
+        include=list(include or []),
+        exclude=list(exclude or []),
+        prune=prune,
+        rebuild=rebuild,
+        wait=wait,
+        model_dir=model,
+        batch_size=batch_size,
+        embedder_options=options or None,
+        stdin_lines=stdin_lines,
+        on_skip=on_skip,
+        on_warning=on_warning,
+        progress=progress,
+        max_file_size=max_file_size,
+        follow_links=follow_links,
+        engine=engine,
+        ray_address=ray_address,
+        root=None if root is None else os.path.abspath(os.fspath(root)),
+    )
 
 
 def calibration_cost() -> Any:
@@ -163,12 +226,22 @@ def calibration_needed(index: str | os.PathLike) -> bool:
     with open_index(os.fspath(index), "r") as store:
         settings = dict(store.settings() or {})
     fingerprint = settings.get("model_fingerprint")
-    return bool(fingerprint) and stored_calibration(settings) is None \
+    return (
+        bool(fingerprint)
+        and stored_calibration(settings) is None
         and fingerprint not in measured_thresholds()
+    )
 
 
-def calibrate(index: str | os.PathLike, *, model: str | None = None, embedder: Any = None,
-              save: bool = True, progress: Any = None, wait: bool = False) -> Any:
+def calibrate(
+    index: str | os.PathLike,
+    *,
+    model: str | None = None,
+    embedder: Any = None,
+    save: bool = True,
+    progress: Any = None,
+    wait: bool = False,
+) -> Any:
     """``ragsift calibrate``: fit the relevance score and its default threshold per mode for
     the index's model on the set that ships with ragsift (``ragsift.calibration``), and with
     ``save`` store them in the index (its ``calibration`` setting, keyed to the model's
@@ -190,15 +263,20 @@ def calibrate(index: str | os.PathLike, *, model: str | None = None, embedder: A
     with open_index(path, "r") as store:
         settings = dict(store.settings() or {})
     if not settings.get("model_fingerprint"):
-        raise RagsiftError(f"index {path} holds no vectors yet: embed documents into it first, "
-                           "then calibrate its model")
+        raise RagsiftError(
+            f"index {path} holds no vectors yet: embed documents into it first, "
+            "then calibrate its model"
+        )
     if embedder is None:
         embedder = embedder_for(settings, model)
     else:
         check_model(settings, embedder.fingerprint, getattr(embedder, "name", ""))
     source = settings.get("model_source")
-    model_dir = MULTILINGUAL if source == MULTILINGUAL else (
-        None if source in (None, "default") else (model or source))
+    model_dir = (
+        MULTILINGUAL
+        if source == MULTILINGUAL
+        else (None if source in (None, "default") else (model or source))
+    )
     result = fit(embedder, model_dir, progress=progress)
     if save:
         with open_index(path, "w", wait=wait) as store:
@@ -206,8 +284,9 @@ def calibrate(index: str | os.PathLike, *, model: str | None = None, embedder: A
     return result
 
 
-def remove(index: str | os.PathLike, patterns: Sequence[str], *, dry_run: bool = False,
-           wait: bool = False) -> list[DocumentInfo]:
+def remove(
+    index: str | os.PathLike, patterns: Sequence[str], *, dry_run: bool = False, wait: bool = False
+) -> list[DocumentInfo]:
     """``ragsift rm``: remove the documents whose path matches one of ``patterns`` (a path or a
     glob; ``*`` also matches ``/``) with their chunks, lexical entries and vectors, in one
     transaction under the writer lock (``RagsiftError`` while another process writes, unless
@@ -240,8 +319,10 @@ def _patterns(patterns: Any) -> list[str]:
     except TypeError:
         raise RagsiftError("patterns must be paths or globs (strings)") from None
     if not out:
-        raise RagsiftError("remove needs at least one path or glob (an empty list would "
-                           "remove nothing; pass '*' to remove every document)")
+        raise RagsiftError(
+            "remove needs at least one path or glob (an empty list would "
+            "remove nothing; pass '*' to remove every document)"
+        )
     for p in out:
         if not isinstance(p, str) or not p.strip():
             raise RagsiftError(f"a pattern must be a non-empty path or glob, not {p!r}")
@@ -251,8 +332,7 @@ def _patterns(patterns: Any) -> list[str]:
     return out
 
 
-def open_index(path: str | os.PathLike, *, model: str | None = None,
-               embedder: Any = None) -> Index:
+def open_index(path: str | os.PathLike, *, model: str | None = None, embedder: Any = None) -> Index:
     """Open an index for searching (read-only; never blocks a writer). A context manager.
     ``embedder``: an embedder object for the queries instead of loading ``model``."""
     from ragsift.index import open_index
@@ -342,8 +422,13 @@ class Index:
         rowids = self.store.rowids_of_paths([path])
         return sorted(self.store.chunk_records(rowids), key=lambda r: (r.start, r.end))
 
-    def threshold(self, threshold: float | str | None = AUTO, mode: str = DEFAULT_MODE, *,
-                  required: bool = True) -> ThresholdInForce:
+    def threshold(
+        self,
+        threshold: float | str | None = AUTO,
+        mode: str = DEFAULT_MODE,
+        *,
+        required: bool = True,
+    ) -> ThresholdInForce:
         """The floor a query with this ``threshold`` argument uses in ``mode``, and where it
         came from (``.value``, ``.label``: "measured default", "tuned on N queries", ...;
         ``.warning``: a saved threshold from ragsift < 0.2 that was ignored). ``threshold``:
@@ -352,16 +437,25 @@ class Index:
         default (``.value`` is then None)."""
         from ragsift.retrieval.threshold import resolve_threshold
 
-        return resolve_threshold(threshold, self.settings, mode=check_mode(mode),
-                                 required=required)
+        return resolve_threshold(threshold, self.settings, mode=check_mode(mode), required=required)
 
     @_reads
-    def search(self, texts: str | Sequence[str], *, k: int = 3,
-               threshold: float | str | None = AUTO, reject_window: int = 10,
-               max_chars: int | None = None, path: str | None = None,
-               mode: str = DEFAULT_MODE, fusion: Fusion | None = None, span: str = "chunk",
-               within: str | None = None, units: int | None = None,
-               required: bool = True) -> Search:
+    def search(
+        self,
+        texts: str | Sequence[str],
+        *,
+        k: int = 3,
+        threshold: float | str | None = AUTO,
+        reject_window: int = 10,
+        max_chars: int | None = None,
+        path: str | None = None,
+        mode: str = DEFAULT_MODE,
+        fusion: Fusion | None = None,
+        span: str = "chunk",
+        within: str | None = None,
+        units: int | None = None,
+        required: bool = True,
+    ) -> Search:
         """The whole answer to one query or a batch (embedded in one call): a ``Search``
         with each query's ``Retrieval``, the threshold in force and where it came from, the
         query tokens the model cut, and with ``units`` the closest stored units of each
@@ -376,68 +470,144 @@ class Index:
         check_span(span)
         # the lexical side needs no query vector: fetched while the model loads
         ahead = None if path or within else batch
-        searcher, strategy, floor = self._prepare(mode, fusion, k, threshold, reject_window,
-                                                  max_chars, required=required,
-                                                  prefetch=ahead)
+        searcher, strategy, floor = self._prepare(
+            mode, fusion, k, threshold, reject_window, max_chars, required=required, prefetch=ahead
+        )
         qvecs, cut = searcher.embed_queries_counted(batch)
-        results = searcher.retrieve_many(batch, strategy, path_glob=path, qvecs=qvecs,
-                                         span=span, within=within)
+        results = searcher.retrieve_many(
+            batch, strategy, path_glob=path, qvecs=qvecs, span=span, within=within
+        )
         attributions: list[list[Any]] = [[] for _ in results]
         if units is not None:
             from ragsift.retrieval.attribution import attribute
 
-            attributions = [attribute(searcher.store, qvecs[i], r.admitted, top=units)
-                            for i, r in enumerate(results)]
-        return Search(results=results, threshold=floor, truncated=cut,
-                      max_length=getattr(searcher.embedder, "max_length", None),
-                      model=searcher.model, attributions=attributions,
-                      paths=self.paths() if any(r.searched == 0 for r in results) else None)
+            attributions = [
+                attribute(searcher.store, qvecs[i], r.admitted, top=units)
+                for i, r in enumerate(results)
+            ]
+        return Search(
+            results=results,
+            threshold=floor,
+            truncated=cut,
+            max_length=getattr(searcher.embedder, "max_length", None),
+            model=searcher.model,
+            attributions=attributions,
+            paths=self.paths() if any(r.searched == 0 for r in results) else None,
+        )
 
-    def query(self, text: str, *, k: int = 3, threshold: float | str | None = AUTO,
-              reject_window: int = 10, max_chars: int | None = None, path: str | None = None,
-              mode: str = DEFAULT_MODE, fusion: Fusion | None = None,
-              span: str = "chunk", within: str | None = None) -> Retrieval:
+    def query(
+        self,
+        text: str,
+        *,
+        k: int = 3,
+        threshold: float | str | None = AUTO,
+        reject_window: int = 10,
+        max_chars: int | None = None,
+        path: str | None = None,
+        mode: str = DEFAULT_MODE,
+        fusion: Fusion | None = None,
+        span: str = "chunk",
+        within: str | None = None,
+    ) -> Retrieval:
         """One query through the engine ``ragsift query`` uses: the ``Retrieval`` record
         (``admitted``, ``rejected`` with reasons, ``as_dict()``). ``span="best"``: each
         admitted hit also carries ``span_start``/``span_end``/``span_text``, its evidence.
         ``within``: a glob every searched document must also match (``path`` narrows it)."""
-        return self.query_many([text], k=k, threshold=threshold, reject_window=reject_window,
-                               max_chars=max_chars, path=path, mode=mode, fusion=fusion,
-                               span=span, within=within)[0]
+        return self.query_many(
+            [text],
+            k=k,
+            threshold=threshold,
+            reject_window=reject_window,
+            max_chars=max_chars,
+            path=path,
+            mode=mode,
+            fusion=fusion,
+            span=span,
+            within=within,
+        )[0]
 
-    def query_many(self, texts: Sequence[str], *, k: int = 3,
-                   threshold: float | str | None = AUTO, reject_window: int = 10,
-                   max_chars: int | None = None, path: str | None = None,
-                   mode: str = DEFAULT_MODE, fusion: Fusion | None = None,
-                   span: str = "chunk", within: str | None = None) -> list[Retrieval]:
+    def query_many(
+        self,
+        texts: Sequence[str],
+        *,
+        k: int = 3,
+        threshold: float | str | None = AUTO,
+        reject_window: int = 10,
+        max_chars: int | None = None,
+        path: str | None = None,
+        mode: str = DEFAULT_MODE,
+        fusion: Fusion | None = None,
+        span: str = "chunk",
+        within: str | None = None,
+    ) -> list[Retrieval]:
         """Several queries, embedded in one batch."""
         if isinstance(texts, str):
             raise TypeError("query_many takes a list of query texts, not one str (use query)")
-        return self.search(list(texts), k=k, threshold=threshold, reject_window=reject_window,
-                           max_chars=max_chars, path=path, mode=mode, fusion=fusion,
-                           span=span, within=within).results
+        return self.search(
+            list(texts),
+            k=k,
+            threshold=threshold,
+            reject_window=reject_window,
+            max_chars=max_chars,
+            path=path,
+            mode=mode,
+            fusion=fusion,
+            span=span,
+            within=within,
+        ).results
 
-    def explain(self, text: str, *, k: int = 3, threshold: float | str | None = AUTO,
-                reject_window: int = 10, max_chars: int | None = None,
-                path: str | None = None, mode: str = DEFAULT_MODE,
-                span: str = "chunk", units: int = 3, within: str | None = None
-                ) -> dict[str, Any]:
+    def explain(
+        self,
+        text: str,
+        *,
+        k: int = 3,
+        threshold: float | str | None = AUTO,
+        reject_window: int = 10,
+        max_chars: int | None = None,
+        path: str | None = None,
+        mode: str = DEFAULT_MODE,
+        span: str = "chunk",
+        units: int = 3,
+        within: str | None = None,
+    ) -> dict[str, Any]:
         """``ragsift explain QUERY --json``: the retrieval record with where its threshold came
         from, the hints, the query's truncation and the closest units of each admitted hit
         (``explain_record``)."""
         _check_query(text)  # one query: a str (a list would be a batch)
-        found = self.search(text, k=k, threshold=threshold, reject_window=reject_window,
-                            max_chars=max_chars, path=path, mode=mode, span=span,
-                            within=within, units=units)
-        return explain_record(found.results[0], found.threshold,
-                              attributions=found.attributions[0],
-                              query_truncated=found.truncated[0], paths=found.paths)
+        found = self.search(
+            text,
+            k=k,
+            threshold=threshold,
+            reject_window=reject_window,
+            max_chars=max_chars,
+            path=path,
+            mode=mode,
+            span=span,
+            within=within,
+            units=units,
+        )
+        return explain_record(
+            found.results[0],
+            found.threshold,
+            attributions=found.attributions[0],
+            query_truncated=found.truncated[0],
+            paths=found.paths,
+        )
 
     @_reads
-    def tune(self, queries: str | os.PathLike | Sequence[Any], *, objective: Any = "f1",
-             step: float = 0.01, k: int = 3, threshold: float | str | None = AUTO,
-             reject_window: int = 10, max_chars: int | None = None, path: str | None = None,
-             mode: str = DEFAULT_MODE) -> TuneReport:
+    def tune(
+        self,
+        queries: str | os.PathLike | Sequence[Any],
+        *,
+        objective: Any = "f1",
+        step: float = 0.01,
+        k: int = 3,
+        threshold: float | str | None = AUTO,
+        reject_window: int = 10,
+        max_chars: int | None = None,
+        path: str | None = None,
+        mode: str = DEFAULT_MODE,
+    ) -> TuneReport:
         """``ragsift tune``: search every labelled query once (no floor) and sweep the
         threshold; ``queries``: a JSON-lines file (``load_queries``) or its loaded records;
         ``objective``: "f1", "recall@precision=0.8", ... (or an ``Objective``); ``threshold``:
@@ -449,24 +619,39 @@ class Index:
             objective = Objective.parse(objective)
         if isinstance(queries, (str, os.PathLike)):
             queries = load_queries(queries)
-        searcher, strategy, _ = self._prepare(mode, None, k, threshold, reject_window,
-                                              max_chars, required=False)
+        searcher, strategy, _ = self._prepare(
+            mode, None, k, threshold, reject_window, max_chars, required=False
+        )
         if not searcher.count:
             raise RagsiftError(f"index {getattr(self.store, 'path', '')} holds no chunks")
-        return tune(searcher, list(queries), strategy, objective=objective, path_glob=path,
-                    step=step)
+        return tune(
+            searcher, list(queries), strategy, objective=objective, path_glob=path, step=step
+        )
 
     @_reads
-    def rank(self, queries: Sequence[str], *, depth: int, mode: str = DEFAULT_MODE,
-             fusion: Fusion | None = None) -> list[list[Any]]:
+    def rank(
+        self,
+        queries: Sequence[str],
+        *,
+        depth: int,
+        mode: str = DEFAULT_MODE,
+        fusion: Fusion | None = None,
+    ) -> list[list[Any]]:
         """Each query's best ``depth`` candidates in ``mode``, best first (``Ranked``: rowid,
         score, evidence): the order ``query`` applies its threshold to, with no top-K record
         (``ragsift eval`` ranks thousands of queries at BEIR depth)."""
         from ragsift.retrieval.engine import rank
 
         searcher = self._searcher(check_mode(mode), fusion)
-        return rank(self.store, list(queries), searcher.embed_queries(list(queries)),
-                    mode=searcher.mode, n=depth, fusion=searcher.fusion, models=searcher.models)
+        return rank(
+            self.store,
+            list(queries),
+            searcher.embed_queries(list(queries)),
+            mode=searcher.mode,
+            n=depth,
+            fusion=searcher.fusion,
+            models=searcher.models,
+        )
 
     @_reads
     def records(self, rowids: Sequence[int] | None = None) -> list[Any]:
@@ -485,20 +670,23 @@ class Index:
 
         settings = self.settings
         floor = self.threshold(AUTO, required=False)
-        info = {**self.store.stats(),
-                "threshold": floor.value, "threshold_origin": floor.label,
-                "threshold_from": floor.origin,
-                "model": settings.get("model"),
-                "model_source": settings.get("model_source"),
-                "model_source_kind": source_kind(settings.get("model_source")),
-                "model_fingerprint": settings.get("model_fingerprint"),
-                "dimensions": settings.get("dimensions"),
-                "embedder_options": settings.get("embedder_options") or {},
-                "chunker": settings.get("chunker"),
-                "chunker_options": settings.get("chunker_options"),
-                "schema_version": settings.get("schema_version"),
-                "written_by": settings.get("written_by"),
-                "min_writer_version": settings.get("min_writer_version")}
+        info = {
+            **self.store.stats(),
+            "threshold": floor.value,
+            "threshold_origin": floor.label,
+            "threshold_from": floor.origin,
+            "model": settings.get("model"),
+            "model_source": settings.get("model_source"),
+            "model_source_kind": source_kind(settings.get("model_source")),
+            "model_fingerprint": settings.get("model_fingerprint"),
+            "dimensions": settings.get("dimensions"),
+            "embedder_options": settings.get("embedder_options") or {},
+            "chunker": settings.get("chunker"),
+            "chunker_options": settings.get("chunker_options"),
+            "schema_version": settings.get("schema_version"),
+            "written_by": settings.get("written_by"),
+            "min_writer_version": settings.get("min_writer_version"),
+        }
         if check:
             info["problems"] = self.store.verify()
         return info
@@ -513,16 +701,31 @@ class Index:
         self.store.refresh()
         return True
 
-    def _prepare(self, mode: str, fusion: Fusion | None, k: int,
-                 threshold: float | str | None, reject_window: int, max_chars: int | None,
-                 *, required: bool = True, prefetch: Sequence[str] | None = None):
+    def _prepare(
+        self,
+        mode: str,
+        fusion: Fusion | None,
+        k: int,
+        threshold: float | str | None,
+        reject_window: int,
+        max_chars: int | None,
+        *,
+        required: bool = True,
+        prefetch: Sequence[str] | None = None,
+    ):
         from ragsift.retrieval.threshold import strategy_for
 
         self._check_open()
         # every argument is checked before the model loads or anything is read
-        strategy, floor = strategy_for(self.settings, k=k, threshold=threshold,
-                                       reject_window=reject_window, max_chars=max_chars,
-                                       mode=check_mode(mode), required=False)
+        strategy, floor = strategy_for(
+            self.settings,
+            k=k,
+            threshold=threshold,
+            reject_window=reject_window,
+            max_chars=max_chars,
+            mode=check_mode(mode),
+            required=False,
+        )
         searcher = self._searcher(mode, fusion, prefetch)
         if required:
             searcher.require_chunks()  # an empty index says so, whatever its model
@@ -530,8 +733,9 @@ class Index:
                 self.threshold(threshold, mode)
         return searcher, strategy, floor
 
-    def _searcher(self, mode: str, fusion: Fusion | None,
-                  prefetch: Sequence[str] | None = None) -> Searcher:
+    def _searcher(
+        self, mode: str, fusion: Fusion | None, prefetch: Sequence[str] | None = None
+    ) -> Searcher:
         """The searcher for ``mode``; the first one loads the model in a thread beside the
         index's matrix and the lexical lists of ``prefetch`` (a cold query pays the longer
         of the two, not their sum); later ones share its model."""
@@ -542,8 +746,14 @@ class Index:
             loaded = next(iter(self._searchers.values()), None)
             embedder = loaded.embedder if loaded else self._embedder
             self._searchers[key] = Searcher(
-                self.store, embedder=embedder, model_dir=self._model, mode=mode,
-                fusion=fusion, preload_embedder=embedder is None, prefetch=prefetch)
+                self.store,
+                embedder=embedder,
+                model_dir=self._model,
+                mode=mode,
+                fusion=fusion,
+                preload_embedder=embedder is None,
+                prefetch=prefetch,
+            )
         return self._searchers[key]
 
 
@@ -579,9 +789,15 @@ def _iso(t: float | None) -> str | None:
     return dt.datetime.fromtimestamp(t, dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def explain_record(r: Retrieval, floor: ThresholdInForce, *, attributions: Sequence[Any] = (),
-                   query_truncated: int = 0, paths: list[str] | None = None,
-                   setting: Any = None) -> dict[str, Any]:
+def explain_record(
+    r: Retrieval,
+    floor: ThresholdInForce,
+    *,
+    attributions: Sequence[Any] = (),
+    query_truncated: int = 0,
+    paths: list[str] | None = None,
+    setting: Any = None,
+) -> dict[str, Any]:
     """The record ``explain --json`` prints: ``r.as_dict()`` plus ``threshold_source``,
     ``threshold_origin``, ``threshold_from`` (``flag``, ``tuned``, ``calibrated``, ``default``
     or None), ``hint`` (the retrieval's own), ``hints`` (every hint line),
@@ -606,8 +822,9 @@ def explain_record(r: Retrieval, floor: ThresholdInForce, *, attributions: Seque
     return record
 
 
-def search_record(r: Retrieval, floor: ThresholdInForce,
-                  paths: list[str] | None = None, setting: Any = None) -> dict[str, Any]:
+def search_record(
+    r: Retrieval, floor: ThresholdInForce, paths: list[str] | None = None, setting: Any = None
+) -> dict[str, Any]:
     """What an agent needs from one search: the admitted hits exactly as ``query --json``
     prints them (``hit_row``), and when nothing was admitted, the best candidate that was not
     (``near_miss``, the same row with ``admitted: false`` and its reason) with the threshold
@@ -630,7 +847,10 @@ def search_record(r: Retrieval, floor: ThresholdInForce,
         "searched": r.searched,
         "admitted": [hit_row(c, r) for c in r.admitted],
         "near_miss": None if best is None else hit_row(best, r),
-        "admit_at": (admitting_threshold(best.score) if best is not None
-                     and r.threshold is not None and best.score < r.threshold else None),
+        "admit_at": (
+            admitting_threshold(best.score)
+            if best is not None and r.threshold is not None and best.score < r.threshold
+            else None
+        ),
         "hints": hints(r, outcome_hint(r, setting), paths, setting),
     }

@@ -34,8 +34,14 @@ class RagsiftError(Exception):
     ``message`` writes them as the API names them (``k must be at least 1 (got 0)``), and a
     front end writes them in its own words with ``worded`` (the CLI: ``-k must be ...``)."""
 
-    def __init__(self, message: str, exit_code: int = EXIT_USAGE, *,
-                 param: str | None = None, values: dict[str, object] | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        exit_code: int = EXIT_USAGE,
+        *,
+        param: str | None = None,
+        values: dict[str, object] | None = None,
+    ) -> None:
         self.template = message
         self.param = param
         self.values = dict(values or {})

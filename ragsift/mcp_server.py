@@ -81,7 +81,8 @@ THRESHOLD_NOTE = (
     "relevant; only hits whose score clears the threshold are returned. An empty result is a "
     "real answer: the index holds nothing relevant enough. Do not answer from it as if it "
     "held something; the near-miss shows the best candidate and, when this server accepts "
-    "one, the threshold that would have admitted it.")
+    "one, the threshold that would have admitted it."
+)
 
 
 def document_uri(path: str) -> str:
@@ -93,7 +94,7 @@ def path_of_uri(uri: str) -> str | None:
     """The stored path a ``document_uri`` names (None: not one of ours)."""
     if not isinstance(uri, str) or not uri.startswith(URI_PREFIX):
         return None
-    return unquote(uri[len(URI_PREFIX):], errors="strict")
+    return unquote(uri[len(URI_PREFIX) :], errors="strict")
 
 
 class ArgumentError(Exception):
@@ -113,12 +114,19 @@ class Service:
 
     Every argument is checked here; ``ArgumentError`` says what to send instead."""
 
-    def __init__(self, index: str, *, k: int = 3, threshold: float | str | None = "auto",
-                 mode: str | None = None, span: str = "chunk", path: str | None = None,
-                 model: str | None = None) -> None:
+    def __init__(
+        self,
+        index: str,
+        *,
+        k: int = 3,
+        threshold: float | str | None = "auto",
+        mode: str | None = None,
+        span: str = "chunk",
+        path: str | None = None,
+        model: str | None = None,
+    ) -> None:
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise RagsiftError("{k} must be at least 1 (got {got})", param="k",
-                               values={"got": k})
+            raise RagsiftError("{k} must be at least 1 (got {got})", param="k", values={"got": k})
         self.k = k
         self.threshold = api.check_threshold(threshold)
         self.mode = api.check_mode(mode or api.DEFAULT_MODE)
@@ -153,12 +161,15 @@ class Service:
         if args is None:
             return {}
         if not isinstance(args, dict):
-            raise ArgumentError(f"the arguments of {tool} must be an object with "
-                                f"{', '.join(names)}")
+            raise ArgumentError(
+                f"the arguments of {tool} must be an object with {', '.join(names)}"
+            )
         unknown = sorted(str(a) for a in args if a not in names)
         if unknown:
-            raise ArgumentError(f"{tool} takes {', '.join(names)}; unknown argument(s): "
-                                f"{', '.join(_show(u) for u in unknown)}")
+            raise ArgumentError(
+                f"{tool} takes {', '.join(names)}; unknown argument(s): "
+                f"{', '.join(_show(u) for u in unknown)}"
+            )
         return args
 
     @staticmethod
@@ -166,11 +177,14 @@ class Service:
         if not isinstance(value, str):
             raise ArgumentError(f"{name} must be a string, not {_kind(value)}")
         if _has_surrogate(value):
-            raise ArgumentError(f"{name} holds a lone surrogate code point (such as \\ud800), "
-                                "which is not text; send it as valid Unicode")
+            raise ArgumentError(
+                f"{name} holds a lone surrogate code point (such as \\ud800), "
+                "which is not text; send it as valid Unicode"
+            )
         if len(value) > limit:
-            raise ArgumentError(f"{name} has {len(value):,} characters; at most {limit:,} "
-                                "are accepted")
+            raise ArgumentError(
+                f"{name} has {len(value):,} characters; at most {limit:,} are accepted"
+            )
         return value
 
     def _query(self, value: Any) -> str:
@@ -186,11 +200,12 @@ class Service:
             return self.k
         whole = _whole(value)
         if whole is None:
-            raise ArgumentError(f"k must be a whole number from 1 to {self.k}, not "
-                                f"{_kind(value)}")
+            raise ArgumentError(f"k must be a whole number from 1 to {self.k}, not {_kind(value)}")
         if not 1 <= whole <= self.k:
-            raise ArgumentError(f"k must be from 1 to {self.k} (this server's most), not "
-                                f"{_number(whole)}; omit it for {self.k}")
+            raise ArgumentError(
+                f"k must be from 1 to {self.k} (this server's most), not "
+                f"{_number(whole)}; omit it for {self.k}"
+            )
         return whole
 
     def _threshold(self, value: Any, floor: Any) -> float | str | None:
@@ -200,18 +215,21 @@ class Service:
         if value is None or value == "auto":
             return "auto" if self.threshold == "auto" else self.threshold
         if isinstance(value, HugeNumber) or isinstance(value, str):
-            raise ArgumentError(f"threshold must be a number from {_floor_text(floor)} to 1, "
-                                f"not {_kind(value)}")
+            raise ArgumentError(
+                f"threshold must be a number from {_floor_text(floor)} to 1, not {_kind(value)}"
+            )
         try:
             number = api.check_threshold(value)
         except RagsiftError as exc:
-            raise ArgumentError(exc.message + "; omit it for this server's floor "
-                                f"{_floor_text(floor)}") from None
+            raise ArgumentError(
+                exc.message + f"; omit it for this server's floor {_floor_text(floor)}"
+            ) from None
         if floor.value is not None and number < floor.value:
             raise ArgumentError(
                 f"threshold {number:g} is below this server's floor {floor.value:g} "
                 f"({floor.label}): a call may raise the threshold, never lower it; omit it, "
-                f"or pass a value from {floor.value:g} to 1")
+                f"or pass a value from {floor.value:g} to 1"
+            )
         return number
 
     def _glob(self, name: str, value: Any) -> str | None:
@@ -224,51 +242,70 @@ class Service:
             raise ArgumentError(f"{name}: {exc.message} (a glob: * ? [abc] [a-z])") from None
         return glob
 
-    def _search_args(self, query: Any, k: Any, threshold: Any, path: Any,
-                     floor: Any) -> dict[str, Any]:
-        return {"text": self._query(query), "k": self._k(k),
-                "threshold": self._threshold(threshold, floor),
-                "path": self._glob("path", path), "mode": self.mode,
-                "span": self.span, "within": self.path}
+    def _search_args(
+        self, query: Any, k: Any, threshold: Any, path: Any, floor: Any
+    ) -> dict[str, Any]:
+        return {
+            "text": self._query(query),
+            "k": self._k(k),
+            "threshold": self._threshold(threshold, floor),
+            "path": self._glob("path", path),
+            "mode": self.mode,
+            "span": self.span,
+            "within": self.path,
+        }
 
     # -- calls ----------------------------------------------------------------------------------
-    PARAMETERS = {"search": ("query", "k", "threshold", "path"),
-                  "explain": ("query", "k", "threshold", "path"),
-                  "list_documents": ("glob",), "read": ("path", "line_start", "line_end")}
+    PARAMETERS = {
+        "search": ("query", "k", "threshold", "path"),
+        "explain": ("query", "k", "threshold", "path"),
+        "list_documents": ("glob",),
+        "read": ("path", "line_start", "line_end"),
+    }
 
     def call(self, tool: str, args: Any) -> dict[str, Any]:
         """Tool ``tool`` with a call's ``arguments`` as the client sent them (any JSON
         value: checked here, unknown names refused)."""
         return getattr(self, tool)(**self._known(tool, args, self.PARAMETERS[tool]))
 
-    def search(self, query: Any = None, k: Any = None, threshold: Any = None,
-               path: Any = None) -> dict[str, Any]:
+    def search(
+        self, query: Any = None, k: Any = None, threshold: Any = None, path: Any = None
+    ) -> dict[str, Any]:
         with self.lock:
             self.index.refresh()
             floor = self.floor()
             call = self._search_args(query, k, threshold, path, floor)
-            found = self.index.search(call["text"], **{k: v for k, v in call.items()
-                                                        if k != "text"})
-            record = api.search_record(found.results[0], found.threshold, found.paths,
-                                       setting=argument_words)
+            found = self.index.search(
+                call["text"], **{k: v for k, v in call.items() if k != "text"}
+            )
+            record = api.search_record(
+                found.results[0], found.threshold, found.paths, setting=argument_words
+            )
         return self._keep_floor(record, floor, call)
 
-    def explain(self, query: Any = None, k: Any = None, threshold: Any = None,
-                path: Any = None) -> dict[str, Any]:
+    def explain(
+        self, query: Any = None, k: Any = None, threshold: Any = None, path: Any = None
+    ) -> dict[str, Any]:
         with self.lock:
             self.index.refresh()
             floor = self.floor()
             call = self._search_args(query, k, threshold, path, floor)
-            found = self.index.search(call["text"], units=3,
-                                      **{k: v for k, v in call.items() if k != "text"})
-            record = api.explain_record(found.results[0], found.threshold,
-                                        attributions=found.attributions[0],
-                                        query_truncated=found.truncated[0],
-                                        paths=found.paths, setting=argument_words)
+            found = self.index.search(
+                call["text"], units=3, **{k: v for k, v in call.items() if k != "text"}
+            )
+            record = api.explain_record(
+                found.results[0],
+                found.threshold,
+                attributions=found.attributions[0],
+                query_truncated=found.truncated[0],
+                paths=found.paths,
+                setting=argument_words,
+            )
         return self._keep_floor(record, floor, call)
 
-    def _keep_floor(self, record: dict[str, Any], floor: Any,
-                    call: dict[str, Any]) -> dict[str, Any]:
+    def _keep_floor(
+        self, record: dict[str, Any], floor: Any, call: dict[str, Any]
+    ) -> dict[str, Any]:
         """The record in this server's terms: its floor beside the threshold used, and for a
         best candidate under the threshold, the hint and ``admit_at`` the server can keep
         (never a threshold under the floor)."""
@@ -290,14 +327,18 @@ class Service:
         at = _admit_at(miss["score"], floor.value)
         if "admit_at" in record:
             record["admit_at"] = at
-        sentence = (f"nothing cleared the threshold {used:.2f}: best candidate "
-                    f"{miss['score']:.3f} at {_where(miss)}; ")
+        sentence = (
+            f"nothing cleared the threshold {used:.2f}: best candidate "
+            f"{miss['score']:.3f} at {_where(miss)}; "
+        )
         if at is not None:
             sentence += f"threshold {at:.2f} would admit it"
         else:
-            sentence += (f"no threshold this server accepts admits it (its floor is "
-                         f"{floor.value:.2f}, {floor.label}): the index holds nothing "
-                         "relevant enough for this query")
+            sentence += (
+                f"no threshold this server accepts admits it (its floor is "
+                f"{floor.value:.2f}, {floor.label}): the index holds nothing "
+                "relevant enough for this query"
+            )
         hints = list(record.get("hints") or [])
         # under the threshold, the engine's first hint is this case's (``outcome_hint``), in
         # the CLI's words (``--threshold X``, maybe under the floor): this one replaces it
@@ -311,24 +352,28 @@ class Service:
         glob = self._glob("glob", glob)
         with self.lock:
             self.index.refresh()
-            docs = [d for d in self.index.documents([glob] if glob else None)
-                    if self._allowed(d.path)]
-        return {"documents": [{**api.document_row(d), "uri": document_uri(d.path)}
-                              for d in docs]}
+            docs = [
+                d for d in self.index.documents([glob] if glob else None) if self._allowed(d.path)
+            ]
+        return {"documents": [{**api.document_row(d), "uri": document_uri(d.path)} for d in docs]}
 
-    def read(self, path: Any = None, line_start: Any = None,
-             line_end: Any = None) -> dict[str, Any]:
+    def read(
+        self, path: Any = None, line_start: Any = None, line_end: Any = None
+    ) -> dict[str, Any]:
         """A document's indexed text, or lines ``line_start``-``line_end`` of it (1-based,
         inclusive; at most ``MAX_READ_LINES`` per call, ``next_line`` says where to go on)."""
         if path is None:
-            raise ArgumentError("path is required: a document's path as search, explain and "
-                                "list_documents give it")
+            raise ArgumentError(
+                "path is required: a document's path as search, explain and list_documents give it"
+            )
         path = self._text("path", path, limit=4096)
         first, last = line_start, line_end
         for name, value in (("line_start", first), ("line_end", last)):
             if value is not None and (_whole(value) is None or _whole(value) < 1):
-                raise ArgumentError(f"{name} must be a line number (1 or more), not "
-                                    f"{_kind(value) if _whole(value) is None else value}")
+                raise ArgumentError(
+                    f"{name} must be a line number (1 or more), not "
+                    f"{_kind(value) if _whole(value) is None else value}"
+                )
         first = _whole(first) if first is not None else 1
         last = _whole(last) if last is not None else None
         if last is not None and last < first:
@@ -338,19 +383,29 @@ class Service:
             records = self._records(path)
         lines = _indexed_lines(records)
         if not lines:
-            return {"path": path, "uri": document_uri(path), "line_start": None,
-                    "line_end": None, "lines": None, "next_line": None,
-                    "text": _chunk_text(records)}
+            return {
+                "path": path,
+                "uri": document_uri(path),
+                "line_start": None,
+                "line_end": None,
+                "lines": None,
+                "next_line": None,
+                "text": _chunk_text(records),
+            }
         total = max(lines)
         if first > total:
-            raise ArgumentError(f"{path} has {total} lines; line_start {first} is past its "
-                                "end")
+            raise ArgumentError(f"{path} has {total} lines; line_start {first} is past its end")
         end = min(total, last if last is not None else total, first + MAX_READ_LINES - 1)
         text = "\n".join(lines.get(n, "") for n in range(first, end + 1))
-        return {"path": path, "uri": document_uri(path), "line_start": first,
-                "line_end": end, "lines": total,
-                "next_line": end + 1 if end < min(total, last or total) else None,
-                "text": text}
+        return {
+            "path": path,
+            "uri": document_uri(path),
+            "line_start": first,
+            "line_end": end,
+            "lines": total,
+            "next_line": end + 1 if end < min(total, last or total) else None,
+            "text": text,
+        }
 
     def document(self, path: str) -> str | None:
         """The indexed text of one document: its chunks in order, each headed by its lines
@@ -367,8 +422,10 @@ class Service:
     def _records(self, path: str) -> list[Any]:
         records = self.index.document_chunks(path) if self._allowed(path) else []
         if not records:
-            raise ArgumentError(f"no indexed document {path!r}; list_documents gives the "
-                                "paths (hits' paths work as they are)")
+            raise ArgumentError(
+                f"no indexed document {path!r}; list_documents gives the "
+                "paths (hits' paths work as they are)"
+            )
         return records
 
     def _allowed(self, path: str) -> bool:
@@ -395,8 +452,10 @@ class Service:
             old.close()
         except Exception:
             pass
-        return (f"internal error: {type(exc).__name__}: {_one_line(str(exc))} (the index "
-                f"{self.index_path} was opened again; retry the call)")
+        return (
+            f"internal error: {type(exc).__name__}: {_one_line(str(exc))} (the index "
+            f"{self.index_path} was opened again; retry the call)"
+        )
 
 
 def argument_words(name: str, value: object = None) -> str:
@@ -433,7 +492,7 @@ def _whole(value: Any) -> int | None:
 
 
 def _number(n: int) -> str:
-    text = str(n) if abs(n) < 10 ** 30 else f"a {len(str(abs(n))):,}-digit number"
+    text = str(n) if abs(n) < 10**30 else f"a {len(str(abs(n))):,}-digit number"
     return text
 
 
@@ -503,9 +562,12 @@ def _chunk_text(records: list[Any]) -> str:
     for rec in records:
         if rec.end <= at:
             continue
-        text = rec.text[max(0, at - rec.start):]
-        where = (f"lines {rec.line_start}-{rec.line_end}" if rec.line_start is not None
-                 else f"characters {rec.start}-{rec.end}")
+        text = rec.text[max(0, at - rec.start) :]
+        where = (
+            f"lines {rec.line_start}-{rec.line_end}"
+            if rec.line_start is not None
+            else f"characters {rec.start}-{rec.end}"
+        )
         page = f", page {rec.page}" if rec.page is not None else ""
         out.append(f"\n[{where}{page}]\n{text}")
         at = rec.end
@@ -517,32 +579,43 @@ def search_text(record: dict[str, Any]) -> str:
     hits = record["admitted"]
     floor = _floor_words(record)
     if hits:
-        out = [f"{len(hits)} hit(s) for {record['query']!r} at threshold "
-               f"{record['threshold']}{floor}; cite them by path and lines:"]
+        out = [
+            f"{len(hits)} hit(s) for {record['query']!r} at threshold "
+            f"{record['threshold']}{floor}; cite them by path and lines:"
+        ]
         for i, h in enumerate(hits, 1):
-            out.append(f"\n[{i}] {_where(h)} (score {h['score']:.3f}{_extra(h)})\n"
-                       f"{h.get('span_text') or h['text']}")
+            out.append(
+                f"\n[{i}] {_where(h)} (score {h['score']:.3f}{_extra(h)})\n"
+                f"{h.get('span_text') or h['text']}"
+            )
         return "\n".join(out)
     miss = record["near_miss"]
-    head = (f"no hit for {record['query']!r}: nothing cleared the threshold "
-            f"{record['threshold']}{floor}. The index holds nothing relevant enough; do not "
-            "answer from it.")
+    head = (
+        f"no hit for {record['query']!r}: nothing cleared the threshold "
+        f"{record['threshold']}{floor}. The index holds nothing relevant enough; do not "
+        "answer from it."
+    )
     lines = [head] + [f"hint: {h}" for h in record["hints"]]
     if miss is not None:
-        lines.append(f"near-miss (not admitted): {_where(miss)} (score {miss['score']:.3f}): "
-                     f"{_flat(miss.get('span_text') or miss['text'])}")
+        lines.append(
+            f"near-miss (not admitted): {_where(miss)} (score {miss['score']:.3f}): "
+            f"{_flat(miss.get('span_text') or miss['text'])}"
+        )
     return "\n".join(lines)
 
 
 def explain_text(record: dict[str, Any]) -> str:
     cands = record["candidates"]
     admitted = [c for c in cands if c["admitted"]]
-    lines = [f"{len(admitted)} admitted, {len(cands) - len(admitted)} rejected for "
-             f"{record['query']!r} (threshold {record['threshold']}, "
-             f"{record['threshold_origin']}{_floor_words(record)}):"]
+    lines = [
+        f"{len(admitted)} admitted, {len(cands) - len(admitted)} rejected for "
+        f"{record['query']!r} (threshold {record['threshold']}, "
+        f"{record['threshold_origin']}{_floor_words(record)}):"
+    ]
     for c in cands:
-        lines.append(f"\n{c['rank']:>3}. {c['score']:.3f} {c['reason'] or 'admitted'} "
-                     f"{_where(c)}{_extra(c)}")
+        lines.append(
+            f"\n{c['rank']:>3}. {c['score']:.3f} {c['reason'] or 'admitted'} {_where(c)}{_extra(c)}"
+        )
         if c["admitted"]:
             lines.append(c.get("span_text") or c["text"])
         else:
@@ -554,17 +627,18 @@ def explain_text(record: dict[str, Any]) -> str:
 def documents_text(record: dict[str, Any]) -> str:
     docs = record["documents"]
     return f"{len(docs)} document(s):\n" + "\n".join(
-        f"{d['path']} ({d['chunks']} chunks, {d.get('format') or 'text'}) {d['uri']}"
-        for d in docs)
+        f"{d['path']} ({d['chunks']} chunks, {d.get('format') or 'text'}) {d['uri']}" for d in docs
+    )
 
 
 def read_text(record: dict[str, Any]) -> str:
     if record["line_start"] is None:
         return f"{record['path']} (the text ragsift indexed):\n{record['text']}"
-    more = (f"; next: line_start {record['next_line']}" if record["next_line"] is not None
-            else "")
-    return (f"{record['path']} lines {record['line_start']}-{record['line_end']} of "
-            f"{record['lines']} (the text ragsift indexed{more}):\n{record['text']}")
+    more = f"; next: line_start {record['next_line']}" if record["next_line"] is not None else ""
+    return (
+        f"{record['path']} lines {record['line_start']}-{record['line_end']} of "
+        f"{record['lines']} (the text ragsift indexed{more}):\n{record['text']}"
+    )
 
 
 def _floor_words(record: dict[str, Any]) -> str:
@@ -604,13 +678,21 @@ HIT_SCHEMA = {
     "type": "object",
     "description": "One candidate as `ragsift query --json` prints it.",
     "properties": {
-        "id": {"type": "string"}, "path": {"type": "string"},
+        "id": {"type": "string"},
+        "path": {"type": "string"},
         "score": {"type": "number", "description": "relevance score, 0-1"},
-        "rank": {"type": "integer"}, "admitted": {"type": "boolean"},
-        "reason": _STR_OR_NULL, "line_start": _INT_OR_NULL, "line_end": _INT_OR_NULL,
-        "page": _INT_OR_NULL, "headings": {"type": "array", "items": {"type": "string"}},
-        "start": {"type": "integer"}, "end": {"type": "integer"}, "text": {"type": "string"},
-        "span_text": {"type": "string"}, "dense_score": _NUM_OR_NULL,
+        "rank": {"type": "integer"},
+        "admitted": {"type": "boolean"},
+        "reason": _STR_OR_NULL,
+        "line_start": _INT_OR_NULL,
+        "line_end": _INT_OR_NULL,
+        "page": _INT_OR_NULL,
+        "headings": {"type": "array", "items": {"type": "string"}},
+        "start": {"type": "integer"},
+        "end": {"type": "integer"},
+        "text": {"type": "string"},
+        "span_text": {"type": "string"},
+        "dense_score": _NUM_OR_NULL,
         "lexical_score": _NUM_OR_NULL,
     },
     "required": ["id", "path", "score", "rank", "admitted", "text"],
@@ -618,8 +700,10 @@ HIT_SCHEMA = {
 _FLOOR_PROPS = {
     "threshold": {**_NUM_OR_NULL, "description": "the threshold this search used"},
     "threshold_origin": {"type": "string"},
-    "threshold_from": {**_STR_OR_NULL, "description": "where the threshold came from: flag "
-                       "(given), tuned, calibrated or default"},
+    "threshold_from": {
+        **_STR_OR_NULL,
+        "description": "where the threshold came from: flag (given), tuned, calibrated or default",
+    },
     "floor": {**_NUM_OR_NULL, "description": "this server's floor (null: none)"},
     "floor_origin": {"type": "string"},
     "hints": {"type": "array", "items": {"type": "string"}},
@@ -627,14 +711,21 @@ _FLOOR_PROPS = {
 SEARCH_OUTPUT = {
     "type": "object",
     "properties": {
-        "query": {"type": "string"}, "query_hash": {"type": "string"},
-        "mode": {"type": "string"}, "k": {"type": "integer"},
+        "query": {"type": "string"},
+        "query_hash": {"type": "string"},
+        "mode": {"type": "string"},
+        "k": {"type": "integer"},
         "searched": {"type": "integer", "description": "chunks searched"},
         "admitted": {"type": "array", "items": HIT_SCHEMA},
-        "near_miss": {"anyOf": [HIT_SCHEMA, {"type": "null"}],
-                      "description": "when nothing was admitted: the best candidate"},
-        "admit_at": {**_NUM_OR_NULL, "description": "a threshold this server accepts that "
-                     "would admit the near-miss (null: none)"},
+        "near_miss": {
+            "anyOf": [HIT_SCHEMA, {"type": "null"}],
+            "description": "when nothing was admitted: the best candidate",
+        },
+        "admit_at": {
+            **_NUM_OR_NULL,
+            "description": "a threshold this server accepts that "
+            "would admit the near-miss (null: none)",
+        },
         **_FLOOR_PROPS,
     },
     "required": ["query", "threshold", "floor", "admitted", "near_miss", "admit_at", "hints"],
@@ -642,10 +733,14 @@ SEARCH_OUTPUT = {
 EXPLAIN_OUTPUT = {
     "type": "object",
     "properties": {
-        "query": {"type": "string"}, "mode": {"type": "string"}, "k": {"type": "integer"},
+        "query": {"type": "string"},
+        "mode": {"type": "string"},
+        "k": {"type": "integer"},
         "candidates": {"type": "array", "items": HIT_SCHEMA},
-        "admitted": {"type": "integer"}, "rejected": {"type": "integer"},
-        "threshold_source": _STR_OR_NULL, "hint": _STR_OR_NULL,
+        "admitted": {"type": "integer"},
+        "rejected": {"type": "integer"},
+        "threshold_source": _STR_OR_NULL,
+        "hint": _STR_OR_NULL,
         "attributions": {"type": "array", "items": {"type": "object"}},
         **_FLOOR_PROPS,
     },
@@ -653,23 +748,39 @@ EXPLAIN_OUTPUT = {
 }
 DOCUMENTS_OUTPUT = {
     "type": "object",
-    "properties": {"documents": {"type": "array", "items": {
-        "type": "object",
-        "properties": {"path": {"type": "string"}, "uri": {"type": "string"},
-                       "chunks": {"type": "integer"}, "tokens": {"type": "integer"},
-                       "size": _INT_OR_NULL, "format": _STR_OR_NULL,
-                       "indexed_at": _STR_OR_NULL, "mtime": _STR_OR_NULL},
-        "required": ["path", "uri", "chunks"]}}},
+    "properties": {
+        "documents": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string"},
+                    "uri": {"type": "string"},
+                    "chunks": {"type": "integer"},
+                    "tokens": {"type": "integer"},
+                    "size": _INT_OR_NULL,
+                    "format": _STR_OR_NULL,
+                    "indexed_at": _STR_OR_NULL,
+                    "mtime": _STR_OR_NULL,
+                },
+                "required": ["path", "uri", "chunks"],
+            },
+        }
+    },
     "required": ["documents"],
 }
 READ_OUTPUT = {
     "type": "object",
     "properties": {
-        "path": {"type": "string"}, "uri": {"type": "string"},
-        "line_start": _INT_OR_NULL, "line_end": _INT_OR_NULL,
+        "path": {"type": "string"},
+        "uri": {"type": "string"},
+        "line_start": _INT_OR_NULL,
+        "line_end": _INT_OR_NULL,
         "lines": {**_INT_OR_NULL, "description": "the document's last indexed line"},
-        "next_line": {**_INT_OR_NULL, "description": "line_start of the next part (null: "
-                      "the range is complete)"},
+        "next_line": {
+            **_INT_OR_NULL,
+            "description": "line_start of the next part (null: the range is complete)",
+        },
         "text": {"type": "string"},
     },
     "required": ["path", "uri", "line_start", "line_end", "lines", "next_line", "text"],
@@ -677,37 +788,64 @@ READ_OUTPUT = {
 
 
 def search_input(service: Service, floor: float | None) -> dict[str, Any]:
-    floor_words = (f"at least this server's floor {floor:g}" if floor is not None
-                   else "no floor at this server")
+    floor_words = (
+        f"at least this server's floor {floor:g}"
+        if floor is not None
+        else "no floor at this server"
+    )
     return {
         "type": "object",
         "properties": {
-            "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS,
-                      "description": "a question or a few keywords"},
-            "k": {"type": "integer", "minimum": 1, "maximum": service.k,
-                  "description": f"at most this many hits (default and most: {service.k})"},
-            "threshold": {"type": "number", "minimum": floor or 0, "maximum": 1,
-                          "description": f"a stricter floor on the score, 0-1 ({floor_words};"
-                                         " default: the floor)"},
-            "path": {"type": "string", "description": "a glob: only documents whose path "
-                     "matches ('*' also matches '/')"},
+            "query": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": MAX_QUERY_CHARS,
+                "description": "a question or a few keywords",
+            },
+            "k": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": service.k,
+                "description": f"at most this many hits (default and most: {service.k})",
+            },
+            "threshold": {
+                "type": "number",
+                "minimum": floor or 0,
+                "maximum": 1,
+                "description": f"a stricter floor on the score, 0-1 ({floor_words};"
+                " default: the floor)",
+            },
+            "path": {
+                "type": "string",
+                "description": "a glob: only documents whose path matches ('*' also matches '/')",
+            },
         },
         "required": ["query"],
         "additionalProperties": False,
     }
 
 
-LIST_INPUT = {"type": "object", "properties": {"glob": {
-    "type": "string", "description": "only paths that match ('*' also matches '/')"}},
-    "additionalProperties": False}
+LIST_INPUT = {
+    "type": "object",
+    "properties": {
+        "glob": {"type": "string", "description": "only paths that match ('*' also matches '/')"}
+    },
+    "additionalProperties": False,
+}
 READ_INPUT = {
     "type": "object",
     "properties": {
-        "path": {"type": "string", "description": "the document's path, as a hit or "
-                 "list_documents gives it"},
+        "path": {
+            "type": "string",
+            "description": "the document's path, as a hit or list_documents gives it",
+        },
         "line_start": {"type": "integer", "minimum": 1, "description": "first line (default 1)"},
-        "line_end": {"type": "integer", "minimum": 1, "description": "last line, inclusive "
-                     f"(default: the end; at most {MAX_READ_LINES} lines per call)"},
+        "line_end": {
+            "type": "integer",
+            "minimum": 1,
+            "description": "last line, inclusive "
+            f"(default: the end; at most {MAX_READ_LINES} lines per call)",
+        },
     },
     "required": ["path"],
     "additionalProperties": False,
@@ -716,25 +854,47 @@ READ_INPUT = {
 
 # -- the server --------------------------------------------------------------------------------
 TOOLS = {  # name: (title, description, call, text)
-    "search": ("Search the index", (
-        "Find the passages of the indexed documents that answer a question or match "
-        "keywords. Returns the admitted hits (path, lines, headings, text, score, and the "
-        "evidence behind the score). " + THRESHOLD_NOTE + " A call may raise the threshold "
-        "above this server's floor, never lower it."), "search", search_text),
-    "explain": ("Explain a search", (
-        "The full record of a search: every candidate considered, admitted or rejected, "
-        "with its score, the evidence it came from (cosine, lexical share, ranks) and the "
-        "reason it was rejected (below-threshold, over-k, over-char-budget), plus hints. "
-        "Use it to see why something was or was not found. " + THRESHOLD_NOTE),
-        "explain", explain_text),
-    "list_documents": ("List the indexed documents", (
-        "The documents in the index (path, chunks, tokens, size, when indexed) and the "
-        "resource URI of each one's indexed text."), "list_documents", documents_text),
-    "read": ("Read an indexed document", (
-        "The text ragsift indexed for one document, or a range of its lines (line_start, "
-        "line_end; a hit's own line numbers work as they are): to read around a hit or cite "
-        f"it. At most {MAX_READ_LINES} lines per call; next_line says where the rest starts."),
-        "read", read_text),
+    "search": (
+        "Search the index",
+        (
+            "Find the passages of the indexed documents that answer a question or match "
+            "keywords. Returns the admitted hits (path, lines, headings, text, score, and the "
+            "evidence behind the score). " + THRESHOLD_NOTE + " A call may raise the threshold "
+            "above this server's floor, never lower it."
+        ),
+        "search",
+        search_text,
+    ),
+    "explain": (
+        "Explain a search",
+        (
+            "The full record of a search: every candidate considered, admitted or rejected, "
+            "with its score, the evidence it came from (cosine, lexical share, ranks) and the "
+            "reason it was rejected (below-threshold, over-k, over-char-budget), plus hints. "
+            "Use it to see why something was or was not found. " + THRESHOLD_NOTE
+        ),
+        "explain",
+        explain_text,
+    ),
+    "list_documents": (
+        "List the indexed documents",
+        (
+            "The documents in the index (path, chunks, tokens, size, when indexed) and the "
+            "resource URI of each one's indexed text."
+        ),
+        "list_documents",
+        documents_text,
+    ),
+    "read": (
+        "Read an indexed document",
+        (
+            "The text ragsift indexed for one document, or a range of its lines (line_start, "
+            "line_end; a hit's own line numbers work as they are): to read around a hit or cite "
+            f"it. At most {MAX_READ_LINES} lines per call; next_line says where the rest starts."
+        ),
+        "read",
+        read_text,
+    ),
 }
 
 
@@ -757,21 +917,35 @@ def make_server(service: Service, *, debug: bool = False) -> Server:
             return search_input(service, floor)
         return LIST_INPUT if name == "list_documents" else READ_INPUT
 
-    outputs = {"search": SEARCH_OUTPUT, "explain": EXPLAIN_OUTPUT,
-               "list_documents": DOCUMENTS_OUTPUT, "read": READ_OUTPUT}
+    outputs = {
+        "search": SEARCH_OUTPUT,
+        "explain": EXPLAIN_OUTPUT,
+        "list_documents": DOCUMENTS_OUTPUT,
+        "read": READ_OUTPUT,
+    }
 
     async def list_tools(ctx: Any, params: Any) -> t.ListToolsResult:
         floor = floor_value()
-        return t.ListToolsResult(tools=[
-            t.Tool(name=name, title=title, description=text,
-                   input_schema=input_schema(name, floor), output_schema=outputs[name])
-            for name, (title, text, _, _) in TOOLS.items()])
+        return t.ListToolsResult(
+            tools=[
+                t.Tool(
+                    name=name,
+                    title=title,
+                    description=text,
+                    input_schema=input_schema(name, floor),
+                    output_schema=outputs[name],
+                )
+                for name, (title, text, _, _) in TOOLS.items()
+            ]
+        )
 
     def run_call(method: str, args: Any, text_of: Any) -> t.CallToolResult:
         try:
             record = service.call(method, args)
-            return t.CallToolResult(content=[t.TextContent(type="text", text=text_of(record))],
-                                    structured_content=record)
+            return t.CallToolResult(
+                content=[t.TextContent(type="text", text=text_of(record))],
+                structured_content=record,
+            )
         except ArgumentError as exc:
             message = str(exc)
         except RagsiftError as exc:
@@ -782,14 +956,14 @@ def make_server(service: Service, *, debug: bool = False) -> Server:
 
                 traceback.print_exc(file=sys.stderr)
             message = service.damage(exc)
-        return t.CallToolResult(content=[t.TextContent(type="text", text=message)],
-                                is_error=True)
+        return t.CallToolResult(content=[t.TextContent(type="text", text=message)], is_error=True)
 
     async def call_tool(ctx: Any, params: t.CallToolRequestParams) -> t.CallToolResult:
         if params.name not in TOOLS:
-            raise MCPError(code=INVALID_PARAMS,
-                           message=f"Unknown tool {_show(params.name)}; the tools are "
-                                   f"{', '.join(TOOLS)}")
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message=f"Unknown tool {_show(params.name)}; the tools are {', '.join(TOOLS)}",
+            )
         _, _, method, text_of = TOOLS[params.name]
         return await anyio.to_thread.run_sync(run_call, method, params.arguments, text_of)
 
@@ -798,19 +972,32 @@ def make_server(service: Service, *, debug: bool = False) -> Server:
             paths = await anyio.to_thread.run_sync(service.documents_for_listing)
         except Exception:
             paths = []
-        return t.ListResourcesResult(resources=[
-            t.Resource(uri=document_uri(p), name=p, mime_type="text/plain",
-                       description="the text ragsift indexed, chunk by chunk")
-            for p in paths])
+        return t.ListResourcesResult(
+            resources=[
+                t.Resource(
+                    uri=document_uri(p),
+                    name=p,
+                    mime_type="text/plain",
+                    description="the text ragsift indexed, chunk by chunk",
+                )
+                for p in paths
+            ]
+        )
 
     async def list_templates(ctx: Any, params: Any) -> t.ListResourceTemplatesResult:
-        return t.ListResourceTemplatesResult(resource_templates=[t.ResourceTemplate(
-            uri_template=URI_PREFIX + "{path}", name="document", mime_type="text/plain",
-            description="The text ragsift indexed for one document, chunk by chunk with "
-                        "line ranges (the stored path percent-encoded, '/' as %2F).")])
+        return t.ListResourceTemplatesResult(
+            resource_templates=[
+                t.ResourceTemplate(
+                    uri_template=URI_PREFIX + "{path}",
+                    name="document",
+                    mime_type="text/plain",
+                    description="The text ragsift indexed for one document, chunk by chunk with "
+                    "line ranges (the stored path percent-encoded, '/' as %2F).",
+                )
+            ]
+        )
 
-    async def read_resource(ctx: Any, params: t.ReadResourceRequestParams
-                            ) -> t.ReadResourceResult:
+    async def read_resource(ctx: Any, params: t.ReadResourceRequestParams) -> t.ReadResourceResult:
         uri = str(params.uri)
         try:
             path = path_of_uri(uri)
@@ -826,20 +1013,31 @@ def make_server(service: Service, *, debug: bool = False) -> Server:
                 message = await anyio.to_thread.run_sync(service.damage, exc)
                 raise MCPError(code=-32603, message=message, data={"uri": uri}) from None
         if text is None:
-            raise MCPError(code=RESOURCE_NOT_FOUND,
-                           message=f"Resource not found: {_show(uri, 200)} is no indexed "
-                                   "document (list_documents gives their URIs)",
-                           data={"uri": uri})
-        return t.ReadResourceResult(contents=[
-            t.TextResourceContents(uri=uri, text=text, mime_type="text/plain")])
+            raise MCPError(
+                code=RESOURCE_NOT_FOUND,
+                message=f"Resource not found: {_show(uri, 200)} is no indexed "
+                "document (list_documents gives their URIs)",
+                data={"uri": uri},
+            )
+        return t.ReadResourceResult(
+            contents=[t.TextResourceContents(uri=uri, text=text, mime_type="text/plain")]
+        )
 
     return Server(
-        "ragsift", version=__version__,
-        instructions=("Search a local document index built by ragsift. " + THRESHOLD_NOTE
-                      + " Cite hits by path and lines; read around a hit with the read tool "
-                        "or its ragsift://document/ URI."),
-        on_list_tools=list_tools, on_call_tool=call_tool, on_list_resources=list_resources,
-        on_list_resource_templates=list_templates, on_read_resource=read_resource)
+        "ragsift",
+        version=__version__,
+        instructions=(
+            "Search a local document index built by ragsift. "
+            + THRESHOLD_NOTE
+            + " Cite hits by path and lines; read around a hit with the read tool "
+            "or its ragsift://document/ URI."
+        ),
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_list_resource_templates=list_templates,
+        on_read_resource=read_resource,
+    )
 
 
 # -- the wire: every message gets its answer ---------------------------------------------------
@@ -926,22 +1124,28 @@ def read_message(raw: bytes) -> tuple[Any, Any]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return None, error_reply(None, PARSE_ERROR, f"Parse error: the message is not UTF-8 "
-                                 f"(byte 0x{raw[exc.start]:02x} at offset {exc.start})")
+        return None, error_reply(
+            None,
+            PARSE_ERROR,
+            f"Parse error: the message is not UTF-8 "
+            f"(byte 0x{raw[exc.start]:02x} at offset {exc.start})",
+        )
     if not text.strip():
         return None, None
     try:
         obj = json.loads(text, parse_int=_big_int, parse_constant=_not_json)
     except RecursionError:
-        return None, error_reply(_salvage_id(text), PARSE_ERROR,
-                                 "Parse error: the message is nested too deeply to read")
+        return None, error_reply(
+            _salvage_id(text), PARSE_ERROR, "Parse error: the message is nested too deeply to read"
+        )
     except ValueError as exc:
         return None, error_reply(None, PARSE_ERROR, f"Parse error: {_one_line(str(exc))}")
     if isinstance(obj, list):
         return None, _batch_reply(obj)
     if not isinstance(obj, dict):
-        return None, error_reply(None, INVALID_REQUEST,
-                                 "Invalid Request: a message is a JSON object")
+        return None, error_reply(
+            None, INVALID_REQUEST, "Invalid Request: a message is a JSON object"
+        )
     return _check(obj)
 
 
@@ -955,8 +1159,14 @@ def _batch_reply(items: list[Any]) -> Any:
         if isinstance(item, dict) and "id" not in item and "method" in item:
             continue  # a notification: no reply, even to refuse it
         rid = _echo_id(item.get("id", _MISSING)) if isinstance(item, dict) else None
-        out.append(error_reply(rid, INVALID_REQUEST, "Invalid Request: batches are not "
-                               "supported (MCP removed them); send one message per line"))
+        out.append(
+            error_reply(
+                rid,
+                INVALID_REQUEST,
+                "Invalid Request: batches are not "
+                "supported (MCP removed them); send one message per line",
+            )
+        )
     return out or None
 
 
@@ -970,23 +1180,31 @@ def _check(obj: dict[str, Any]) -> tuple[Any, Any]:
     if obj.get("jsonrpc") != "2.0":
         if "method" not in obj and ("result" in obj or "error" in obj):
             return None, None  # a malformed response from the client: nothing to answer
-        return None, error_reply(reply_id, INVALID_REQUEST,
-                                 'Invalid Request: "jsonrpc" must be "2.0"')
+        return None, error_reply(
+            reply_id, INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"'
+        )
     if "method" in obj:
         method = obj["method"]
         if not isinstance(method, str) or _has_surrogate(method):
-            return None, (error_reply(reply_id, INVALID_REQUEST, 'Invalid Request: "method" '
-                                      "must be a string") if rid is not _MISSING else None)
+            return None, (
+                error_reply(reply_id, INVALID_REQUEST, 'Invalid Request: "method" must be a string')
+                if rid is not _MISSING
+                else None
+            )
         if request and not _usable_id(rid):
-            return None, error_reply(reply_id, INVALID_REQUEST, 'Invalid Request: "id" must '
-                                     "be a string or an integer")
-        if "params" in obj and not isinstance(obj["params"], dict) \
-                and obj["params"] is not None:
-            return None, (error_reply(reply_id, INVALID_PARAMS, 'Invalid params: "params" '
-                                      "must be an object") if request else None)
+            return None, error_reply(
+                reply_id, INVALID_REQUEST, 'Invalid Request: "id" must be a string or an integer'
+            )
+        if "params" in obj and not isinstance(obj["params"], dict) and obj["params"] is not None:
+            return None, (
+                error_reply(reply_id, INVALID_PARAMS, 'Invalid params: "params" must be an object')
+                if request
+                else None
+            )
     elif rid is _MISSING or not ("result" in obj or "error" in obj):
-        return None, error_reply(reply_id, INVALID_REQUEST,
-                                 'Invalid Request: no "method" (and not a response)')
+        return None, error_reply(
+            reply_id, INVALID_REQUEST, 'Invalid Request: no "method" (and not a response)'
+        )
     try:
         return t.jsonrpc_message_adapter.validate_python(obj, by_name=False), None
     except (ValidationError, RecursionError, ValueError) as exc:
@@ -1087,9 +1305,14 @@ async def _serve(service: Service, debug: bool) -> None:
                             await settled.wait()
                     return
                 if raw == b"\x00too-long":
-                    message, reply = None, error_reply(
-                        None, PARSE_ERROR, f"Parse error: a message over {MAX_LINE_BYTES:,} "
-                                           "bytes was skipped")
+                    message, reply = (
+                        None,
+                        error_reply(
+                            None,
+                            PARSE_ERROR,
+                            f"Parse error: a message over {MAX_LINE_BYTES:,} bytes was skipped",
+                        ),
+                    )
                 else:
                     message, reply = read_message(raw)
                 if reply is not None:
@@ -1097,8 +1320,10 @@ async def _serve(service: Service, debug: bool) -> None:
                 if message is not None:
                     if isinstance(message, t.JSONRPCRequest):
                         pending.add((type(message.id), message.id))
-                    elif isinstance(message, t.JSONRPCNotification) \
-                            and message.method == "notifications/cancelled":
+                    elif (
+                        isinstance(message, t.JSONRPCNotification)
+                        and message.method == "notifications/cancelled"
+                    ):
                         rid = (message.params or {}).get("requestId")
                         pending.discard((type(rid), rid))  # a cancelled request: no reply
                     await to_sdk_send.send(SessionMessage(message))
@@ -1111,8 +1336,14 @@ async def _serve(service: Service, debug: bool) -> None:
                     line = encode(message)
                 except Exception as exc:
                     rid = getattr(message, "id", None)
-                    line = encode(error_reply(rid, -32603, f"Internal error: the reply "
-                                              f"could not be encoded ({type(exc).__name__})"))
+                    line = encode(
+                        error_reply(
+                            rid,
+                            -32603,
+                            f"Internal error: the reply "
+                            f"could not be encoded ({type(exc).__name__})",
+                        )
+                    )
                 await anyio.to_thread.run_sync(wire.write, line)
                 if isinstance(message, (t.JSONRPCResponse, t.JSONRPCError)):
                     pending.discard((type(message.id), message.id))
@@ -1138,8 +1369,9 @@ def quiet_sdk_logs(debug: bool) -> None:
             return "ragsift: mcp: " + _one_line(record.getMessage())
 
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("ragsift: %(name)s: %(levelname)s %(message)s")
-                         if debug else OneLine())
+    handler.setFormatter(
+        logging.Formatter("ragsift: %(name)s: %(levelname)s %(message)s") if debug else OneLine()
+    )
     for name in ("mcp", "mcp_types"):
         logger = logging.getLogger(name)
         logger.handlers[:] = [handler]

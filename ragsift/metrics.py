@@ -163,17 +163,29 @@ def threshold_sweep(
     js = []
     for q in judged:
         rel = [i for i, (_, r) in enumerate(q) if r]
-        js.append(Judged(query="", scores=tuple(c for c, _ in q), chars=(0,) * len(q),
-                         matched=tuple(frozenset({i}) if r else frozenset()
-                                       for i, (_, r) in enumerate(q)),
-                         n_relevant=len(rel)))
+        js.append(
+            Judged(
+                query="",
+                scores=tuple(c for c, _ in q),
+                chars=(0,) * len(q),
+                matched=tuple(frozenset({i}) if r else frozenset() for i, (_, r) in enumerate(q)),
+                n_relevant=len(rel),
+            )
+        )
     k = max((len(q) for q in judged), default=1) or 1
     rows = []
     for t in thresholds:
         row = metrics_at(js, t, k)
-        rows.append({"threshold": t, "precision": round(row.precision, 4),
-                     "recall": round(row.recall, 4), "f1": round(row.f1, 4),
-                     "empty": round(row.empty, 4), "answered": round(row.answered, 4)})
+        rows.append(
+            {
+                "threshold": t,
+                "precision": round(row.precision, 4),
+                "recall": round(row.recall, 4),
+                "f1": round(row.f1, 4),
+                "empty": round(row.empty, 4),
+                "answered": round(row.answered, 4),
+            }
+        )
     return rows
 
 
@@ -185,6 +197,7 @@ def best_threshold(sweep: Sequence[dict[str, float]]) -> dict[str, float] | None
 
 
 # -- thresholds and rankings of labelled candidate lists (tune and eval) ---------------
+
 
 @dataclass(frozen=True)
 class Judged:
@@ -216,8 +229,9 @@ class SweepRow:
         return {k: None if v is None else round(v, 6) for k, v in self.__dict__.items()}
 
 
-def metrics_at(judged: Sequence[Judged], threshold: float | None, k: int,
-               max_chars: int | None = None) -> SweepRow:
+def metrics_at(
+    judged: Sequence[Judged], threshold: float | None, k: int, max_chars: int | None = None
+) -> SweepRow:
     admitted = hits = covered = items = empty = answerable = empty_ans = answered = 0
     for j in judged:
         from ragsift.retrieval.topk import admission  # the one admission rule (and tie rule)
@@ -243,7 +257,9 @@ def metrics_at(judged: Sequence[Judged], threshold: float | None, k: int,
     f1 = 2 * p * r / (p + r) if p + r else 0.0
     return SweepRow(
         threshold=threshold,
-        precision=p, recall=r, f1=f1,
+        precision=p,
+        recall=r,
+        f1=f1,
         empty=empty / len(judged) if judged else 0.0,
         empty_answerable=empty_ans / answerable if answerable else 0.0,
         admitted_per_query=admitted / len(judged) if judged else 0.0,
@@ -266,9 +282,11 @@ def ranking_metrics(judged: Sequence[Judged], k: int) -> dict[str, float]:
         recalls.append(len(seen) / j.n_relevant)
         ndcgs.append(ndcg(gains, [1.0] * j.n_relevant, k))
     n = len(recalls)
-    return {f"recall@{k}": sum(recalls) / n if n else 0.0,
-            f"ndcg@{k}": sum(ndcgs) / n if n else 0.0,
-            "answerable_queries": n}
+    return {
+        f"recall@{k}": sum(recalls) / n if n else 0.0,
+        f"ndcg@{k}": sum(ndcgs) / n if n else 0.0,
+        "answerable_queries": n,
+    }
 
 
 def threshold_grid(judged: Sequence[Judged], k: int, step: float = 0.01) -> list[float]:

@@ -37,10 +37,10 @@ KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "exclude": (_STRS, "a list of globs"),
     "mode": (_STR, "dense, lexical or hybrid"),
     "k": ((int,), "a whole number of at least 1"),
-    "threshold": ((int, float, str), "a number between 0 and 1, \"auto\" or \"none\""),
+    "threshold": ((int, float, str), 'a number between 0 and 1, "auto" or "none"'),
     "reject_window": ((int,), "a whole number of at least 0"),
     "span": (_STR, "chunk or best"),
-    "model": (_STR, "an ONNX model folder (a path), \"multilingual\" or an endpoint URL"),
+    "model": (_STR, 'an ONNX model folder (a path), "multilingual" or an endpoint URL'),
     "pooling": (_STR, "mean or cls"),
     "normalize": ((bool,), "true or false"),
     "max_length": ((int,), "a whole number of tokens"),
@@ -133,8 +133,10 @@ def load_project(path: str | os.PathLike) -> Project:
         line = lines.get(key)
         at = f"{where}:{line}" if line else where
         if key in SECRET_KEYS:
-            raise RagsiftError(f"{at}: {key}: a key is never written in the project file (it "
-                               f"would be committed with it): set {KEY_VARIABLE} instead")
+            raise RagsiftError(
+                f"{at}: {key}: a key is never written in the project file (it "
+                f"would be committed with it): set {KEY_VARIABLE} instead"
+            )
         if key not in KEYS:
             raise RagsiftError(f"{at}: unknown key {key!r} (known: {', '.join(KEYS)})")
         types, want = KEYS[key]
@@ -148,14 +150,19 @@ def load_project(path: str | os.PathLike) -> Project:
         if line:
             project.lines[key] = line
     for key in PATH_KEYS:
-        if key in project.settings and "://" not in project.settings[key] \
-                and not (key == "model" and project.settings[key] in NAMED_MODELS):
+        if (
+            key in project.settings
+            and "://" not in project.settings[key]
+            and not (key == "model" and project.settings[key] in NAMED_MODELS)
+        ):
             project.settings[key] = os.path.normpath(
-                os.path.join(project.root, os.path.expanduser(project.settings[key])))
+                os.path.join(project.root, os.path.expanduser(project.settings[key]))
+            )
     if "paths" in project.settings:
         project.settings["paths"] = [
             os.path.normpath(os.path.join(project.root, os.path.expanduser(p)))
-            for p in project.settings["paths"]]
+            for p in project.settings["paths"]
+        ]
     return project
 
 
@@ -166,7 +173,7 @@ def _syntax_error(path: str, message: str, text: str) -> str:
     """A TOML syntax error as ``FILE:LINE: what`` (tomllib puts the position in its text)."""
     m = _AT.search(message)
     if m:
-        return f"{path}:{m.group(1)}: {message[:m.start()]} (column {m.group(2)})"
+        return f"{path}:{m.group(1)}: {message[: m.start()]} (column {m.group(2)})"
     if "end of document" in message:
         line = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
         return f"{path}:{max(line, 1)}: {_AT.sub('', message).replace(' (at end of document)', '')} (at the end of the file)"
@@ -186,8 +193,10 @@ def _checked(key: str, value: Any, at: str) -> Any:
     if key == "threshold":
         if isinstance(value, str):
             if value.strip().lower() not in ("auto", "none"):
-                raise RagsiftError(f"{at}: threshold must be a number between 0 and 1, "
-                                   f"\"auto\" or \"none\", not {value!r}")
+                raise RagsiftError(
+                    f"{at}: threshold must be a number between 0 and 1, "
+                    f'"auto" or "none", not {value!r}'
+                )
             return value.strip().lower()
         if not 0.0 <= value <= 1.0:
             raise RagsiftError(f"{at}: threshold must be between 0 and 1, not {value}")
@@ -200,8 +209,10 @@ def _checked(key: str, value: Any, at: str) -> Any:
         except ValueError:
             secret = False  # not a URL: the endpoint's own check names what is wrong
         if secret:
-            raise RagsiftError(f"{at}: model: credentials do not belong in the URL (the file "
-                               f"would hold them): set {KEY_VARIABLE} instead")
+            raise RagsiftError(
+                f"{at}: model: credentials do not belong in the URL (the file "
+                f"would hold them): set {KEY_VARIABLE} instead"
+            )
     if key == "paths" and not value:
         raise RagsiftError(f"{at}: paths must name at least one folder or file")
     if key in ("paths", "include", "exclude") and any(not v.strip() for v in value):
@@ -241,7 +252,7 @@ def relative_to_root(path: str, root: str | None) -> str | None:
     return "." if rel == "." else rel.replace(os.sep, "/")
 
 
-STARTER = '''\
+STARTER = """\
 # ragsift project file: `ragsift embed`, `query`, `explain`, `tune`, `ls`, `rm`, `info` and
 # `mcp` run in this folder (or below it) read their settings here. Flags override it.
 # Paths are relative to this file's folder; documents are stored by their path relative to
@@ -269,14 +280,16 @@ exclude = [{exclude}]
 # ("http://127.0.0.1:11434/v1#nomic-embed-text"; its key only in RAGSIFT_API_KEY, never
 # here); default: the bundled all-MiniLM-L6-v2.
 # model = "models/my-model"
-'''
+"""
 
 
 def starter(folder: str) -> str:
     """A commented starter file for ``folder``: its ``docs/`` (or ``doc/``) folder if it has
     one, else the folder itself."""
-    docs = next((d for d in ("docs", "doc", "documentation")
-                 if os.path.isdir(os.path.join(folder, d))), None)
+    docs = next(
+        (d for d in ("docs", "doc", "documentation") if os.path.isdir(os.path.join(folder, d))),
+        None,
+    )
     paths = f'"{docs}"' if docs else '"."'
     exclude = '"ragsift.db*"' if not docs else ""
     return STARTER.format(index="ragsift.db", paths=paths, exclude=exclude)

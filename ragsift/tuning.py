@@ -80,8 +80,16 @@ class Relevant:
     def as_dict(self) -> Any:
         if self.ref is not None:
             return self.ref
-        return {k: v for k, v in (("path", self.path), ("id", self.id), ("start", self.start),
-                                  ("end", self.end)) if v is not None}
+        return {
+            k: v
+            for k, v in (
+                ("path", self.path),
+                ("id", self.id),
+                ("start", self.start),
+                ("end", self.end),
+            )
+            if v is not None
+        }
 
 
 @dataclass(frozen=True)
@@ -98,8 +106,9 @@ def parse_relevant(item: Any, where: str) -> Relevant:
         start, end = item.get("start"), item.get("end")
         if (start is None) != (end is None):
             raise RagsiftError(f"{where}: a span needs both 'start' and 'end'")
-        if start is not None and (not isinstance(start, int) or not isinstance(end, int)
-                                  or end < start):
+        if start is not None and (
+            not isinstance(start, int) or not isinstance(end, int) or end < start
+        ):
             raise RagsiftError(f"{where}: span start/end must be integers with start <= end")
         if path is None and cid is None:
             raise RagsiftError(f"{where}: a relevant item needs 'path' or 'id'")
@@ -142,8 +151,9 @@ def judge(retrieval: Retrieval, lq: LabelledQuery) -> Judged:
         query=lq.query,
         scores=tuple(c.score for c in cands),
         chars=tuple(c.chars for c in cands),
-        matched=tuple(frozenset(i for i, r in enumerate(lq.relevant) if r.matches(c))
-                      for c in cands),
+        matched=tuple(
+            frozenset(i for i, r in enumerate(lq.relevant) if r.matches(c)) for c in cands
+        ),
         n_relevant=len(lq.relevant),
     )
 
@@ -166,12 +176,18 @@ class Objective:
             return cls()
         m = _OBJECTIVE.match(text)
         if not m or m.group(1) == m.group(2):
-            raise RagsiftError("{objective} {got}: use f1, recall@precision=0.8 or "
-                               "precision@recall=0.9", param="objective", values={"got": repr(text)})
+            raise RagsiftError(
+                "{objective} {got}: use f1, recall@precision=0.8 or precision@recall=0.9",
+                param="objective",
+                values={"got": repr(text)},
+            )
         target = float(m.group(3))
         if not 0.0 <= target <= 1.0:
-            raise RagsiftError("{objective} {got}: the target must be between 0 and 1",
-                               param="objective", values={"got": repr(text)})
+            raise RagsiftError(
+                "{objective} {got}: the target must be between 0 and 1",
+                param="objective",
+                values={"got": repr(text)},
+            )
         return cls(m.group(1), m.group(2), target)
 
     def __str__(self) -> str:
@@ -182,9 +198,12 @@ class Objective:
     def choose(self, rows: Sequence[SweepRow]) -> SweepRow | None:
         """Best row; ties go to the middle of the run of equal values. None if no row meets
         the constraint."""
-        ok = [i for i, r in enumerate(rows)
-              if self.constraint is None
-              or getattr(r, self.constraint) >= (self.target or 0.0) - 1e-12]
+        ok = [
+            i
+            for i, r in enumerate(rows)
+            if self.constraint is None
+            or getattr(r, self.constraint) >= (self.target or 0.0) - 1e-12
+        ]
         if not ok:
             return None
         best = max(getattr(rows[i], self.maximise) for i in ok)
@@ -226,10 +245,11 @@ class TuneReport:
         if not self.unmatched:
             return None
         n, m = len(self.unmatched), self.labelled_items
-        shape = (f"; stored paths look like {self.stored_example!r}"
-                 if self.stored_example else "")
-        return (f"{n} of {m} labelled relevant items match no indexed document (e.g. "
-                f"{self.unmatched[0]!r}{shape})")
+        shape = f"; stored paths look like {self.stored_example!r}" if self.stored_example else ""
+        return (
+            f"{n} of {m} labelled relevant items match no indexed document (e.g. "
+            f"{self.unmatched[0]!r}{shape})"
+        )
 
     def distributions(self, bins: int = 20) -> dict[str, Any]:
         allv = [v for v in self.relevant_scores + self.irrelevant_scores if math.isfinite(v)]
@@ -237,16 +257,24 @@ class TuneReport:
         hi = math.ceil(max(allv) * 20) / 20 if allv else 1.0
         if hi <= lo:
             hi = lo + 0.05
-        return {"lo": lo, "hi": hi, "bins": bins,
-                "relevant": histogram(self.relevant_scores, lo, hi, bins),
-                "irrelevant": histogram(self.irrelevant_scores, lo, hi, bins),
-                "relevant_median": median(self.relevant_scores),
-                "irrelevant_median": median(self.irrelevant_scores)}
+        return {
+            "lo": lo,
+            "hi": hi,
+            "bins": bins,
+            "relevant": histogram(self.relevant_scores, lo, hi, bins),
+            "irrelevant": histogram(self.irrelevant_scores, lo, hi, bins),
+            "relevant_median": median(self.relevant_scores),
+            "irrelevant_median": median(self.irrelevant_scores),
+        }
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "model": self.model, "k": self.k, "reject_window": self.reject_window,
-            "max_chars": self.max_chars, "objective": self.objective, "queries": self.queries,
+            "model": self.model,
+            "k": self.k,
+            "reject_window": self.reject_window,
+            "max_chars": self.max_chars,
+            "objective": self.objective,
+            "queries": self.queries,
             "recommended": self.recommended.as_dict() if self.recommended else None,
             "current_threshold": self.current_threshold,
             "current": self.current.as_dict() if self.current else None,
@@ -260,37 +288,70 @@ class TuneReport:
         }
 
 
-def analyse(judged: Sequence[Judged], *, k: int, reject_window: int, max_chars: int | None,
-            objective: Objective, thresholds: Sequence[float] | None = None,
-            current_threshold: float | None = None, model: str = "",
-            step: float = 0.01) -> TuneReport:
+def analyse(
+    judged: Sequence[Judged],
+    *,
+    k: int,
+    reject_window: int,
+    max_chars: int | None,
+    objective: Objective,
+    thresholds: Sequence[float] | None = None,
+    current_threshold: float | None = None,
+    model: str = "",
+    step: float = 0.01,
+) -> TuneReport:
     """Sweep thresholds over judged queries and pick one (pure: no model, no index)."""
     grid = list(thresholds) if thresholds else threshold_grid(judged, k, step)
     rows = [metrics_at(judged, t, k, max_chars) for t in grid]
     rel = [s for j in judged for s, m in zip(j.scores, j.matched) if m]
     irr = [s for j in judged for s, m in zip(j.scores, j.matched) if not m]
     return TuneReport(
-        k=k, reject_window=reject_window, max_chars=max_chars, objective=str(objective),
-        queries=len(judged), rows=rows, recommended=objective.choose(rows),
-        ranking=ranking_metrics(judged, k), relevant_scores=rel, irrelevant_scores=irr,
-        model=model, current_threshold=current_threshold,
-        current=(metrics_at(judged, current_threshold, k, max_chars)
-                 if current_threshold is not None else None),
+        k=k,
+        reject_window=reject_window,
+        max_chars=max_chars,
+        objective=str(objective),
+        queries=len(judged),
+        rows=rows,
+        recommended=objective.choose(rows),
+        ranking=ranking_metrics(judged, k),
+        relevant_scores=rel,
+        irrelevant_scores=irr,
+        model=model,
+        current_threshold=current_threshold,
+        current=(
+            metrics_at(judged, current_threshold, k, max_chars)
+            if current_threshold is not None
+            else None
+        ),
     )
 
 
-def tune(searcher: Any, queries: Sequence[LabelledQuery], strategy: TopK, *,
-         objective: Objective, thresholds: Sequence[float] | None = None,
-         path_glob: str | None = None, step: float = 0.01) -> TuneReport:
+def tune(
+    searcher: Any,
+    queries: Sequence[LabelledQuery],
+    strategy: TopK,
+    *,
+    objective: Objective,
+    thresholds: Sequence[float] | None = None,
+    path_glob: str | None = None,
+    step: float = 0.01,
+) -> TuneReport:
     """Search every query once (no floor) and analyse the sweep. ``strategy.threshold`` is
     reported as the current threshold for comparison."""
-    probe = TopK(k=strategy.k, threshold=None, reject_window=strategy.reject_window,
-                 max_chars=None)
+    probe = TopK(k=strategy.k, threshold=None, reject_window=strategy.reject_window, max_chars=None)
     retrievals = searcher.retrieve_many([q.query for q in queries], probe, path_glob=path_glob)
     judged = [judge(r, q) for r, q in zip(retrievals, queries)]
-    report = analyse(judged, k=strategy.k, reject_window=strategy.reject_window,
-                     max_chars=strategy.max_chars, objective=objective, thresholds=thresholds,
-                     current_threshold=strategy.threshold, model=searcher.model, step=step)
+    report = analyse(
+        judged,
+        k=strategy.k,
+        reject_window=strategy.reject_window,
+        max_chars=strategy.max_chars,
+        objective=objective,
+        thresholds=thresholds,
+        current_threshold=strategy.threshold,
+        model=searcher.model,
+        step=step,
+    )
     paths = sorted(searcher.store.paths())
     items = [r for q in queries for r in q.relevant]
     report.labelled_items = len(items)
@@ -308,10 +369,12 @@ def withhold(report: TuneReport) -> None:
     if report.labelled_items and len(report.unmatched) == report.labelled_items:
         report.no_recommendation = (
             f"none of the {report.labelled_items} labelled relevant items matches an indexed "
-            "document, so the sweep measured nothing")
+            "document, so the sweep measured nothing"
+        )
     elif rec is not None and rec.f1 == 0 and rec.recall == 0:
-        report.no_recommendation = ("no threshold admits a single labelled relevant hit "
-                                    "(F1 0 at every threshold)")
+        report.no_recommendation = (
+            "no threshold admits a single labelled relevant hit (F1 0 at every threshold)"
+        )
     elif rec is None:
         report.no_recommendation = f"no threshold meets {report.objective}"
     if report.no_recommendation:
@@ -339,16 +402,26 @@ def save_threshold(index: str, report: TuneReport, *, mode: str) -> dict[str, An
 
     rec = report.recommended
     if report.labelled_items and len(report.unmatched) == report.labelled_items:
-        raise RagsiftError(f"none of the {report.labelled_items} labelled relevant items "
-                           "matches an indexed document, so the sweep measured nothing; "
-                           f"nothing was saved ({report.unmatched_line()})")
+        raise RagsiftError(
+            f"none of the {report.labelled_items} labelled relevant items "
+            "matches an indexed document, so the sweep measured nothing; "
+            f"nothing was saved ({report.unmatched_line()})"
+        )
     if rec is None:
-        raise RagsiftError(f"{report.no_recommendation or 'no threshold meets ' + report.objective}"
-                           "; nothing was saved")
+        raise RagsiftError(
+            f"{report.no_recommendation or 'no threshold meets ' + report.objective}"
+            "; nothing was saved"
+        )
     with open_index(index, "w") as store:
         # the coefficients the sweep scored with: the index's calibration, else the shipped
-        value = tuned_setting(rec.threshold, queries=report.queries, k=report.k, mode=mode,
-                              objective=report.objective, settings=dict(store.settings() or {}))
+        value = tuned_setting(
+            rec.threshold,
+            queries=report.queries,
+            k=report.k,
+            mode=mode,
+            objective=report.objective,
+            settings=dict(store.settings() or {}),
+        )
         store.set_settings(tuned_threshold=value)
     report.saved = value
     return value

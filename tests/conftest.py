@@ -17,8 +17,16 @@ SHARED_EVAL = REPO.parent / "shared" / "eval"
 # What a user's shell may export that changes ragsift's output or the index it opens is not
 # the tests' to inherit: the terminal's width and colour, and ragsift's own variables (a test
 # that wants one sets it). Cleared here, so every worker and every child starts without them.
-for _var in ("COLUMNS", "LINES", "FORCE_COLOR", "NO_COLOR", "CLICOLOR_FORCE", "RAGSIFT_DEBUG",
-             "RAGSIFT_INDEX", "RAGSIFT_NO_PROJECT"):
+for _var in (
+    "COLUMNS",
+    "LINES",
+    "FORCE_COLOR",
+    "NO_COLOR",
+    "CLICOLOR_FORCE",
+    "RAGSIFT_DEBUG",
+    "RAGSIFT_INDEX",
+    "RAGSIFT_NO_PROJECT",
+):
     os.environ.pop(_var, None)
 
 # The suite runs on every core with pytest-xdist (``-n auto --dist loadgroup``, pyproject.toml).
@@ -68,13 +76,23 @@ def start_cli(*args: str, cwd: Path, env: dict) -> subprocess.Popen:
     """Start ``python -m ragsift ARGS`` as a child the test will signal (Ctrl-C): stdout and
     stderr piped as text, SIGINT at its default (``default_signals``)."""
     return subprocess.Popen(
-        [sys.executable, "-m", "ragsift", *args], cwd=cwd, env=env, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True,
-        preexec_fn=default_signals)
+        [sys.executable, "-m", "ragsift", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_signals,
+    )
 
 
-def run_cli(*args: str, cwd: Path | None = None, input: str | None = None,
-            env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+def run_cli(
+    *args: str,
+    cwd: Path | None = None,
+    input: str | None = None,
+    env: dict | None = None,
+    timeout: float = 300,
+) -> subprocess.CompletedProcess:
     """Run ``python -m ragsift ARGS`` as a real subprocess (what a shell user gets)."""
     full_env = {**os.environ, **(env or {})}
     full_env.pop("RAGSIFT_DEBUG", None)

@@ -12,25 +12,64 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED_EVAL = Path(os.environ.get("RAGSIFT_SHARED_EVAL", REPO.parent / "shared" / "eval"))
 CHROMA_DEV = SHARED_EVAL / "chroma-dev" / "corpora"
 # the markdown, text and reStructuredText fixtures (the formats whose parse this guards)
-FIXTURE_PATHS = ["fixtures/" + p for p in (
-    "beekeeping/handbook.md", "lantern/guide.md", "field-notes.txt",
-    "legacy/market-notes.txt", "sourdough.rst")]
+FIXTURE_PATHS = [
+    "fixtures/" + p
+    for p in (
+        "beekeeping/handbook.md",
+        "lantern/guide.md",
+        "field-notes.txt",
+        "legacy/market-notes.txt",
+        "sourdough.rst",
+    )
+]
 
 CASES: dict[str, list[str]] = {
     "recursive-512": ["--strategy", "recursive", "--size", "512", "--tokenizer", "cl100k"],
-    "recursive-64-headers": ["--strategy", "recursive", "--size", "64", "--tokenizer",
-                             "cl100k", "--retain-headers", "--overlap", "8"],
-    "recursive-md-rules-chars": ["--strategy", "recursive", "--rules", "markdown",
-                                 "--size", "300", "--unit", "chars"],
+    "recursive-64-headers": [
+        "--strategy",
+        "recursive",
+        "--size",
+        "64",
+        "--tokenizer",
+        "cl100k",
+        "--retain-headers",
+        "--overlap",
+        "8",
+    ],
+    "recursive-md-rules-chars": [
+        "--strategy",
+        "recursive",
+        "--rules",
+        "markdown",
+        "--size",
+        "300",
+        "--unit",
+        "chars",
+    ],
     "sentence-64": ["--strategy", "sentence", "--size", "64", "--tokenizer", "cl100k"],
-    "markdown-128-pages": ["--strategy", "markdown", "--size", "128", "--tokenizer", "cl100k",
-                           "--page-break-tags"],
+    "markdown-128-pages": [
+        "--strategy",
+        "markdown",
+        "--size",
+        "128",
+        "--tokenizer",
+        "cl100k",
+        "--page-break-tags",
+    ],
     "heading": ["--strategy", "heading", "--max-chars", "600", "--tokenizer", "cl100k"],
     "paragraph": ["--strategy", "paragraph", "--max-chars", "400", "--tokenizer", "cl100k"],
     # main's default tokenizer was cl100k; `chunk` now defaults to embed's (model tokens), so
     # every case names its tokenizer
-    "tokens-100": ["--strategy", "tokens", "--size", "100", "--overlap", "10",
-                   "--tokenizer", "cl100k"],
+    "tokens-100": [
+        "--strategy",
+        "tokens",
+        "--size",
+        "100",
+        "--overlap",
+        "10",
+        "--tokenizer",
+        "cl100k",
+    ],
     "chars-500": ["--strategy", "chars", "--max-chars", "500", "--tokenizer", "cl100k"],
     "whole": ["--strategy", "whole", "--tokenizer", "cl100k"],
 }

@@ -8,8 +8,15 @@ from ragsift.retrieval.relevance import Ranked
 from ragsift.retrieval.topk import build_retrieval
 
 _FIELDS = set(ChunkRecord.__slots__)
-_RANKED = ("dense_score", "lexical_score", "lexical_rank", "fused_rank", "source",
-           "lexical_share", "dense_rank")
+_RANKED = (
+    "dense_score",
+    "lexical_score",
+    "lexical_rank",
+    "fused_rank",
+    "source",
+    "lexical_share",
+    "dense_rank",
+)
 
 
 def chunk(d: dict, i: int = 0) -> ChunkRecord:

@@ -11,9 +11,24 @@ PACKAGE = Path(__file__).resolve().parent.parent / "ragsift"
 
 # Layers, lowest first (docs/ARCHITECTURE.md): a module may import its own layer and below.
 LAYERS = {
-    "errors": 0, "counting": 0, "paths": 0, "version": 0, "project": 0,
-    "sources": 1, "chunkers": 2, "embedders": 3, "index": 4, "retrieval": 5, "metrics": 6,
-    "ingest": 7, "tuning": 7, "calibration": 7, "api": 8, "evaluation": 9, "mcp_server": 10, "cli": 10,
+    "errors": 0,
+    "counting": 0,
+    "paths": 0,
+    "version": 0,
+    "project": 0,
+    "sources": 1,
+    "chunkers": 2,
+    "embedders": 3,
+    "index": 4,
+    "retrieval": 5,
+    "metrics": 6,
+    "ingest": 7,
+    "tuning": 7,
+    "calibration": 7,
+    "api": 8,
+    "evaluation": 9,
+    "mcp_server": 10,
+    "cli": 10,
     "__main__": 11,
 }
 ROOT = 11  # ragsift/__init__.py: the package root wires the layers
@@ -64,8 +79,9 @@ def test_every_module_has_a_layer():
 
 
 def test_no_module_imports_a_higher_layer():
-    up = [f"{a} -> {b}" for a, targets in _graph().items() for b in targets
-          if _layer(b) > _layer(a)]
+    up = [
+        f"{a} -> {b}" for a, targets in _graph().items() for b in targets if _layer(b) > _layer(a)
+    ]
     assert up == []
 
 
@@ -78,7 +94,7 @@ def test_no_import_circles():
         state[node] = 1
         for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == 1:
-                circles.append(path[path.index(nxt):] + [nxt])
+                circles.append(path[path.index(nxt) :] + [nxt])
             elif nxt not in state:
                 visit(nxt, path + [nxt])
         state[node] = 2
@@ -95,21 +111,39 @@ def test_ingest_never_touches_a_backend():
     modules = _modules()
     for path in (PACKAGE / "ingest").glob("*.py"):
         mod = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
-        assert not {m for m in _imports(path, mod, modules)
-                    if m in ("ragsift.index.store", "ragsift.index.lance")}, path.name
+        assert not {
+            m
+            for m in _imports(path, mod, modules)
+            if m in ("ragsift.index.store", "ragsift.index.lance")
+        }, path.name
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import | ast.ImportFrom):
-                names = [a.name for a in node.names] if isinstance(node, ast.Import) \
+                names = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
                     else [node.module or ""]
-                assert not [n for n in names if n.split(".")[0] in
-                            ("sqlite3", "lance", "lancedb", "pyarrow")], (path.name, names)
+                )
+                assert not [
+                    n
+                    for n in names
+                    if n.split(".")[0] in ("sqlite3", "lance", "lancedb", "pyarrow")
+                ], (path.name, names)
 
 
 # -- one door (issue 29): the front ends reach the package through ``ragsift.api`` ------------
 FRONT_ENDS = ("ragsift.cli", "ragsift.mcp_server")
 DOOR = ("ragsift.api", "ragsift.errors", "ragsift.version")
-INNER = ("retrieval", "index", "ingest", "sources", "chunkers", "embedders", "metrics",
-         "tuning", "calibration")
+INNER = (
+    "retrieval",
+    "index",
+    "ingest",
+    "sources",
+    "chunkers",
+    "embedders",
+    "metrics",
+    "tuning",
+    "calibration",
+)
 
 
 def _front_end_imports() -> list[str]:
@@ -122,8 +156,10 @@ def _front_end_imports() -> list[str]:
         if not mod.startswith(FRONT_ENDS):
             continue
         for target in sorted(_imports(path, mod, modules)):
-            if target.startswith(DOOR + FRONT_ENDS + ("ragsift.evaluation",)) \
-                    or target == "ragsift":
+            if (
+                target.startswith(DOOR + FRONT_ENDS + ("ragsift.evaluation",))
+                or target == "ragsift"
+            ):
                 continue
             bad.append(f"{mod} -> {target}")
     return bad
@@ -145,7 +181,12 @@ def test_evaluation_builds_and_searches_through_the_api():
     modules = _modules()
     for path in (PACKAGE / "evaluation").glob("*.py"):
         mod = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(
-            ".__init__")
+            ".__init__"
+        )
         reached = _imports(path, mod, modules)
-        assert not reached & {"ragsift.ingest", "ragsift.retrieval.search",
-                              "ragsift.retrieval.engine", "ragsift.index"}, mod
+        assert not reached & {
+            "ragsift.ingest",
+            "ragsift.retrieval.search",
+            "ragsift.retrieval.engine",
+            "ragsift.index",
+        }, mod

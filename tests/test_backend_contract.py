@@ -67,14 +67,36 @@ def _units(text, vector):
 
 
 def _doc(path, texts, vectors, key=None):
-    records = [{"index": i, "text": t, "start": 0, "end": len(t), "tokens": len(t.split()),
-                "chars": len(t), "line_start": i + 1, "line_end": i + 1, "headings": ["H"],
-                "page": None, "level": 0, "content_hash": f"{path}-{i}-{t}", "truncated": 0,
-                "units": _units(t, vectors[min(i, len(vectors) - 1)])}
-               for i, t in enumerate(texts)]
-    return DocumentWrite(key=key or path, path=path, sha256="0" * 64, records=records,
-                         vectors=vectors, size=100, mtime=1.0, format="markdown",
-                         chunker="test")
+    records = [
+        {
+            "index": i,
+            "text": t,
+            "start": 0,
+            "end": len(t),
+            "tokens": len(t.split()),
+            "chars": len(t),
+            "line_start": i + 1,
+            "line_end": i + 1,
+            "headings": ["H"],
+            "page": None,
+            "level": 0,
+            "content_hash": f"{path}-{i}-{t}",
+            "truncated": 0,
+            "units": _units(t, vectors[min(i, len(vectors) - 1)]),
+        }
+        for i, t in enumerate(texts)
+    ]
+    return DocumentWrite(
+        key=key or path,
+        path=path,
+        sha256="0" * 64,
+        records=records,
+        vectors=vectors,
+        size=100,
+        mtime=1.0,
+        format="markdown",
+        chunker="test",
+    )
 
 
 TEXTS = {
@@ -130,10 +152,16 @@ def test_documents_and_records_are_typed(filled, open_backend):
         cats = next(d for d in docs if d.path == "docs/cats.md")
         assert (cats.chunks, cats.tokens, cats.size) == (2, 9, 100) and cats.indexed_at > 0
         recs = _all(b)
-        assert len(recs) == 5 == b.count() and all(isinstance(r, ChunkRecord) for r in recs.values())
+        assert len(recs) == 5 == b.count() and all(
+            isinstance(r, ChunkRecord) for r in recs.values()
+        )
         r = next(r for r in recs.values() if r.path == "docs/dogs.md" and r.index == 1)
         assert (r.id, r.text, r.headings, r.line_start) == (
-            "docs/dogs.md#1", "a dog wags its tail", ("H",), 2)
+            "docs/dogs.md#1",
+            "a dog wags its tail",
+            ("H",),
+            2,
+        )
         ids = list(recs)
         asked = [ids[3], 10**9, ids[0]]
         assert [x.rowid for x in b.chunk_records(asked)] == [ids[3], ids[0]]  # order asked
@@ -148,8 +176,9 @@ def test_dense_candidates_are_exact_ordered_and_filtered(filled, open_backend):
         vec_of = {rid: vectors[r.path][r.index] for rid, r in recs.items()}
         batch = b.dense_candidates(queries, 3)
         for q, hits in zip(queries, batch):
-            want = sorted(((rid, float(v @ q)) for rid, v in vec_of.items()),
-                          key=lambda x: (-x[1], x[0]))[:3]
+            want = sorted(
+                ((rid, float(v @ q)) for rid, v in vec_of.items()), key=lambda x: (-x[1], x[0])
+            )[:3]
             assert [r for r, _ in hits] == [r for r, _ in want]
             assert [s for _, s in hits] == pytest.approx([s for _, s in want], abs=1e-5)
             # a query's scores never depend on the batch; a deeper list extends, never reshuffles
@@ -180,9 +209,9 @@ def test_lexical_candidates(filled, open_backend):
         assert all(s > 0 for _, s in hits)  # larger is better
         both = b.lexical_candidates("cat dog", 10)
         assert [s for _, s in both] == sorted((s for _, s in both), reverse=True)
-        assert {recs[r].path for r, _ in b.lexical_candidates("cat dog", 10,
-                                                               paths={"docs/dogs.md"})} == {
-            "docs/dogs.md"}
+        assert {
+            recs[r].path for r, _ in b.lexical_candidates("cat dog", 10, paths={"docs/dogs.md"})
+        } == {"docs/dogs.md"}
         assert len(b.lexical_candidates("cat dog", 1)) == 1
         for text in ("", "   ", '"AND OR NOT (*', "NEAR(", "-- ; DROP TABLE"):
             assert isinstance(b.lexical_candidates(text, 5), list)
@@ -191,10 +220,20 @@ def test_lexical_candidates(filled, open_backend):
 def test_identifiers_match_whole_first_and_by_their_parts(tmp_path, open_backend):
     # issue 28: an identifier is a term whole (`url_for`, `--dry-run`, `typer.echo`) beside
     # its parts, and a camelCase word is findable by its parts, on every backend alike
-    texts = {"docs/api.md": ["build a link with url_for here", "pass --dry-run first",
-                             "print with typer.echo", "names in camelCase style"],
-             "docs/decoys.md": ["url url for url for rules", "a dry run, run run dry",
-                                "typer echo typer echo", "a camel in case of camel"]}
+    texts = {
+        "docs/api.md": [
+            "build a link with url_for here",
+            "pass --dry-run first",
+            "print with typer.echo",
+            "names in camelCase style",
+        ],
+        "docs/decoys.md": [
+            "url url for url for rules",
+            "a dry run, run run dry",
+            "typer echo typer echo",
+            "a camel in case of camel",
+        ],
+    }
     rng = np.random.default_rng(11)
     with open_backend(tmp_path / "ids", "w") as b:
         b.write_documents([_doc(p, t, _unit(rng, len(t))) for p, t in texts.items()])
@@ -206,10 +245,11 @@ def test_identifiers_match_whole_first_and_by_their_parts(tmp_path, open_backend
             return [recs[r].text for r, _ in b.lexical_candidates(query, 10)]
 
         for query, whole, parts in [
-                ("url_for", "build a link with url_for here", "url url for url for rules"),
-                ("--dry-run", "pass --dry-run first", "a dry run, run run dry"),
-                ("typer.echo", "print with typer.echo", "typer echo typer echo"),
-                ("camelCase", "names in camelCase style", "a camel in case of camel")]:
+            ("url_for", "build a link with url_for here", "url url for url for rules"),
+            ("--dry-run", "pass --dry-run first", "a dry run, run run dry"),
+            ("typer.echo", "print with typer.echo", "typer echo typer echo"),
+            ("camelCase", "names in camelCase style", "a camel in case of camel"),
+        ]:
             got = texts_of(query)
             assert got[:2] == [whole, parts], (query, got)  # whole first; parts still match
             assert b.lexical_ceiling(query) >= max(s for _, s in b.lexical_candidates(query, 10))
@@ -242,9 +282,9 @@ def test_replace_and_remove_keep_every_side_in_step(filled, open_backend):
         assert b.remove_documents(["docs/dogs.md", "missing.md"]) == 1
         assert b.paths() == ["docs/cats.md", "notes/log.md"] and b.count() == 2
         assert b.lexical_candidates("dog", 5) == []
-        assert {recs[r].path for r, _ in b.dense_candidates(np.eye(DIM, dtype=np.float32)[:1],
-                                                            10)[0]} == {"docs/cats.md",
-                                                                        "notes/log.md"}
+        assert {
+            recs[r].path for r, _ in b.dense_candidates(np.eye(DIM, dtype=np.float32)[:1], 10)[0]
+        } == {"docs/cats.md", "notes/log.md"}
 
 
 def test_a_failed_write_changes_nothing(filled, open_backend):
@@ -306,6 +346,7 @@ def test_a_reader_knows_when_it_is_stale_and_refreshes(filled, open_backend):
 
 # -- the writer's side (IndexWriter) ------------------------------------------------------------
 
+
 def test_documents_state_is_what_change_detection_compares(filled, open_backend):
     path, _ = filled
     with open_backend(path, "w") as b:
@@ -313,8 +354,13 @@ def test_documents_state_is_what_change_detection_compares(filled, open_backend)
         assert set(state) == set(TEXTS)
         st = state["docs/cats.md"]
         assert isinstance(st, DocState)
-        assert (st.path, st.sha256, st.chunker, st.size, st.mtime) == \
-            ("docs/cats.md", "0" * 64, "test", 100, 1.0)
+        assert (st.path, st.sha256, st.chunker, st.size, st.mtime) == (
+            "docs/cats.md",
+            "0" * 64,
+            "test",
+            100,
+            1.0,
+        )
 
 
 def test_touch_document_changes_only_what_it_names(filled, open_backend):
@@ -354,7 +400,7 @@ def test_unit_evidence_gives_back_each_chunks_units(filled, open_backend):
         probe = np.eye(DIM, dtype=np.float32)[:1]
         (hits,) = b.dense_candidates(probe, 1000)
         by_rowid = {r.rowid: r for r in b.chunk_records([r for r, _ in hits])}
-        got = b.unit_evidence(list(by_rowid) + [10 ** 9])
+        got = b.unit_evidence(list(by_rowid) + [10**9])
         assert set(got) == set(by_rowid)  # an unknown rowid is left out
         for rowid, blob in got.items():
             rec = by_rowid[rowid]
@@ -390,11 +436,17 @@ def test_compact_never_changes_what_a_reader_sees(filled, open_backend):
             b.write_documents([_doc(f"more/{i}.md", [f"note {i} on hives"], _unit(rng, 1))])
         b.remove_documents(["more/2.md"])
         probe = np.eye(DIM, dtype=np.float32)[:2]
-        before = (b.dense_candidates(probe, 20), b.lexical_candidates("hives", 20),
-                  sorted(b.paths()))
+        before = (
+            b.dense_candidates(probe, 20),
+            b.lexical_candidates("hives", 20),
+            sorted(b.paths()),
+        )
         b.compact()
-        after = (b.dense_candidates(probe, 20), b.lexical_candidates("hives", 20),
-                 sorted(b.paths()))
+        after = (
+            b.dense_candidates(probe, 20),
+            b.lexical_candidates("hives", 20),
+            sorted(b.paths()),
+        )
         assert [[r for r, _ in q] for q in after[0]] == [[r for r, _ in q] for q in before[0]]
         assert [r for r, _ in after[1]] == [r for r, _ in before[1]] and after[2] == before[2]
         assert b.verify() == []
@@ -433,8 +485,11 @@ def test_fragment_commits_is_a_declared_capability(filled, open_backend):
             import pickle
 
             writer = pickle.loads(pickle.dumps(b.fragment_writer()))  # goes to a worker
-            row = b.chunk_row("docs/cats.md", first, {"index": 0, "text": "t", "context": "",
-                                                      "content_hash": "h", "truncated": 0})
+            row = b.chunk_row(
+                "docs/cats.md",
+                first,
+                {"index": 0, "text": "t", "context": "", "content_hash": "h", "truncated": 0},
+            )
             assert callable(writer) and row["rowid"] == first
 
 
@@ -465,8 +520,7 @@ def test_a_killed_writer_loses_only_its_uncommitted_work(filled, open_backend, r
     path, _ = filled
     name = request.node.callspec.params["open_backend"]
     code = _KILLED_WRITER.format(tests=str(Path(__file__).parent), name=name, path=str(path))
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == -9, proc.stderr
     with open_backend(path) as r:
         paths = set(r.paths())
@@ -482,8 +536,13 @@ def _damage(path):
     from pathlib import Path
 
     root = Path(str(path))
-    files = [root] if root.is_file() else sorted(
-        p for p in Path(f"{path}.lance").rglob("*") if p.is_file() and p.suffix == ".lance")
+    files = (
+        [root]
+        if root.is_file()
+        else sorted(
+            p for p in Path(f"{path}.lance").rglob("*") if p.is_file() and p.suffix == ".lance"
+        )
+    )
     if not files:  # the SQLite index is one file named as given
         files = [root]
     for f in files:
@@ -499,8 +558,11 @@ def test_storage_errors_are_ragsift_errors(filled, open_backend):
     rng = np.random.default_rng(4)
     probe = np.eye(DIM, dtype=np.float32)[:1]
     calls = [
-        lambda b: b.settings(), lambda b: b.documents_state(), lambda b: b.count(),
-        lambda b: b.dense_candidates(probe, 5), lambda b: b.lexical_candidates("cat", 5),
+        lambda b: b.settings(),
+        lambda b: b.documents_state(),
+        lambda b: b.count(),
+        lambda b: b.dense_candidates(probe, 5),
+        lambda b: b.lexical_candidates("cat", 5),
         lambda b: b.vectors_for_hashes(["docs/cats.md-0-cats purr when content"]),
         lambda b: b.write_documents([_doc("docs/new.md", ["fresh"], _unit(rng, 1))]),
         lambda b: b.compact(),
@@ -521,19 +583,54 @@ def test_storage_errors_are_ragsift_errors(filled, open_backend):
 # Varied queries over fixtures/: questions, keywords, identifiers, numbers, single words,
 # stemming and accents, punctuation, and off-topic ones (weak or no lexical evidence).
 ANSWER_QUERIES = [
-    "What does a queen excluder do?", "How long does honey take to crystallise?",
-    "When should I add a super to the hive?", "How do I treat varroa mites?",
-    "swarm prevention in spring", "beeswax candles", "smoker fuel",
-    "How do I feed a sourdough starter?", "starter hydration ratio", "oven temperature for bread",
-    "proofing dough overnight in the fridge", "What lives in a tide pool?",
-    "sea anemones and crabs", "low tide safety", "How do I trim a lantern wick?",
-    "kerosene lantern chimney soot", "lamp oil", "field notes from the marsh",
-    "birds seen at dawn", "recipe with lentils", "kitchen notes about knives", "market prices",
-    "legacy notes", "bees", "honey", "tide", "wick", "flour", "salt", "water", "crystallised",
-    "crystallization", "Bienenkönigin", "café crème", "25", "1.5 kg", "350 °F", "2024",
-    "queen_excluder", "hiveTool", "starter.feed()", "tide-pool", "What is the capital of France?",
-    "quantum chromodynamics lattice", "How do I configure nginx as a reverse proxy?",
-    "the of and", "?!", "honey honey honey bees bees",
+    "What does a queen excluder do?",
+    "How long does honey take to crystallise?",
+    "When should I add a super to the hive?",
+    "How do I treat varroa mites?",
+    "swarm prevention in spring",
+    "beeswax candles",
+    "smoker fuel",
+    "How do I feed a sourdough starter?",
+    "starter hydration ratio",
+    "oven temperature for bread",
+    "proofing dough overnight in the fridge",
+    "What lives in a tide pool?",
+    "sea anemones and crabs",
+    "low tide safety",
+    "How do I trim a lantern wick?",
+    "kerosene lantern chimney soot",
+    "lamp oil",
+    "field notes from the marsh",
+    "birds seen at dawn",
+    "recipe with lentils",
+    "kitchen notes about knives",
+    "market prices",
+    "legacy notes",
+    "bees",
+    "honey",
+    "tide",
+    "wick",
+    "flour",
+    "salt",
+    "water",
+    "crystallised",
+    "crystallization",
+    "Bienenkönigin",
+    "café crème",
+    "25",
+    "1.5 kg",
+    "350 °F",
+    "2024",
+    "queen_excluder",
+    "hiveTool",
+    "starter.feed()",
+    "tide-pool",
+    "What is the capital of France?",
+    "quantum chromodynamics lattice",
+    "How do I configure nginx as a reverse proxy?",
+    "the of and",
+    "?!",
+    "honey honey honey bees bees",
     "a very long question about how to keep bees healthy through a cold and wet winter",
     "HONEY Extraction",
 ]
@@ -550,8 +647,10 @@ def _answers(index: str) -> dict:
     for mode in ANSWER_MODES:
         for q in ANSWER_QUERIES:
             r = ix.query(q, k=10, threshold=None, mode=mode)
-            out[mode, q] = [(c.id, c.score, c.dense_score, c.lexical_score, c.lexical_share,
-                             c.unit_score) for c in r.admitted]
+            out[mode, q] = [
+                (c.id, c.score, c.dense_score, c.lexical_score, c.lexical_share, c.unit_score)
+                for c in r.admitted
+            ]
     return out
 
 

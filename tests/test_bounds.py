@@ -26,8 +26,20 @@ from ragsift.sources.loader import load_document
 from ragsift.sources.sourcefile import SourceFile
 from tests.conftest import run_cli
 
-WORDS = ["the", "quick", "brown", "fox", "honey", "garden", "index", "query", "token",
-         "section", "vector", "model"]
+WORDS = [
+    "the",
+    "quick",
+    "brown",
+    "fox",
+    "honey",
+    "garden",
+    "index",
+    "query",
+    "token",
+    "section",
+    "vector",
+    "model",
+]
 
 
 def _sentence(rng: random.Random) -> str:
@@ -41,8 +53,10 @@ def _sphinx_like(sections: int, seed: int = 30) -> str:
     out = ["=========\nThe guide\n=========\n\n", "Intro |project| text.\n\n"]
     for k in range(sections):
         title = f"Section {k}"
-        out.append(f"{title}\n{'=' * len(title)}\n\n{_sentence(rng)} See `Section {max(k - 3, 0)}`_"
-                   f" and :func:`run_{k}`.\n\n")
+        out.append(
+            f"{title}\n{'=' * len(title)}\n\n{_sentence(rng)} See `Section {max(k - 3, 0)}`_"
+            f" and :func:`run_{k}`.\n\n"
+        )
         for j in range(2):
             sub = f"Part {k}.{j}"
             out.append(f"{sub}\n{'-' * len(sub)}\n\n{_sentence(rng)} {_sentence(rng)}\n\n")
@@ -58,8 +72,7 @@ def _sphinx_like(sections: int, seed: int = 30) -> str:
 
 def _load(path: Path):
     data = path.read_bytes()
-    return load_document(SourceFile(path=path, relpath=path.name, size=len(data), mtime=0.0),
-                         data)
+    return load_document(SourceFile(path=path, relpath=path.name, size=len(data), mtime=0.0), data)
 
 
 def _rst(tmp_path: Path, text: str, name: str = "doc.rst"):
@@ -79,6 +92,7 @@ def _peak(fn) -> int:
 
 # -- reStructuredText ---------------------------------------------------------------------
 
+
 def test_a_long_rst_is_parsed_in_bounded_pieces_as_the_whole_would_be(tmp_path, monkeypatch):
     from ragsift.sources import rst
 
@@ -96,8 +110,7 @@ def test_a_long_rst_is_parsed_in_bounded_pieces_as_the_whole_would_be(tmp_path, 
     assert cut.text == whole.text  # references across pieces render as in the whole parse
     assert "Ragsift again" in cut.text and "`Section" not in cut.text
     assert cut.lines == whole.lines and cut.headings == whole.headings
-    assert cut.headings.at(cut.text.index("Part 41.1")) == ("The guide", "Section 41",
-                                                             "Part 41.1")
+    assert cut.headings.at(cut.text.index("Part 41.1")) == ("The guide", "Section 41", "Part 41.1")
 
 
 def test_pieces_slice_the_file_exactly_and_start_at_the_top_level():
@@ -108,10 +121,10 @@ def test_pieces_slice_the_file_exactly_and_start_at_the_top_level():
     bounds = [p.first_line for p in parts] + [len(lines)]
     assert bounds[0] == 0 and bounds == sorted(set(bounds))
     for p, end in zip(parts, bounds[1:]):
-        own = "".join(lines[p.first_line:end])
+        own = "".join(lines[p.first_line : end])
         assert p.text.startswith(own)  # the file's lines, then any stub targets
         assert not p.text[:1].isspace()  # never inside an indented block
-        stubs = p.text[len(own):]
+        stubs = p.text[len(own) :]
         assert all(s.startswith(".. ") for s in stubs.split("\n\n") if s.strip()), stubs
 
 
@@ -125,12 +138,15 @@ def test_rst_chunks_slice_the_document_exactly(tmp_path, monkeypatch):
     chunks = chunker.chunk(prepared(chunker, doc))
     assert len(chunks) > 20
     for c in chunks:
-        assert doc.text[c.start:c.end] == c.text
+        assert doc.text[c.start : c.end] == c.text
 
 
 def _simple_table(rows: int) -> str:
-    out = ["Data\n====\n\nThe rows.\n\n", "=====  =======  =====\nid     name     value\n",
-           "=====  =======  =====\n"]
+    out = [
+        "Data\n====\n\nThe rows.\n\n",
+        "=====  =======  =====\nid     name     value\n",
+        "=====  =======  =====\n",
+    ]
     out += [f"{i:<5}  {WORDS[i % len(WORDS)]:<7}  {i * 7 % 1000}\n" for i in range(rows)]
     out.append("=====  =======  =====\n\nAfter the table.\n")
     return "".join(out)
@@ -158,10 +174,12 @@ def test_nesting_past_the_depth_bound_is_read_as_text(tmp_path):
     text = "".join("  " * i + f"- item {i}\n\n" for i in range(40))
     doc = _rst(tmp_path, text)
     assert doc.text == text
-    assert doc.warnings == (f"line {2 * rst_pieces.MAX_DEPTH + 3} is nested more than "
-                            f"{rst_pieces.MAX_DEPTH} indentation levels deep, past the "
-                            f"reStructuredText reader's bound of {rst_pieces.MAX_DEPTH}; "
-                            "read as plain text",)
+    assert doc.warnings == (
+        f"line {2 * rst_pieces.MAX_DEPTH + 3} is nested more than "
+        f"{rst_pieces.MAX_DEPTH} indentation levels deep, past the "
+        f"reStructuredText reader's bound of {rst_pieces.MAX_DEPTH}; "
+        "read as plain text",
+    )
 
 
 def test_list_markers_on_one_line_count_as_nesting(tmp_path):
@@ -204,15 +222,15 @@ def test_a_table_dense_rst_holds_one_bounded_doctree_at_a_time(tmp_path, monkeyp
     def recording(text):
         tree = real(text)
         nodes = list(tree.findall())[1:]  # (the document's empty shell stays with its parser)
-        trees.append(([weakref.ref(n) for n in nodes[::20] if not isinstance(n, str)],
-                      len(nodes)))
+        trees.append(([weakref.ref(n) for n in nodes[::20] if not isinstance(n, str)], len(nodes)))
         return tree
 
     monkeypatch.setattr(rst, "_doctree", recording)
     most: list[int] = []
     for tables in (20, 80):
-        text = "".join(f"Table {k}\n\n" + _simple_table(60).split("\n\n", 2)[2] + "\n"
-                       for k in range(tables))
+        text = "".join(
+            f"Table {k}\n\n" + _simple_table(60).split("\n\n", 2)[2] + "\n" for k in range(tables)
+        )
         trees.clear()
         gc.disable()
         try:
@@ -235,6 +253,7 @@ def test_a_giant_rst_table_stays_under_20x_its_bytes(tmp_path):
 
 # -- long tables, cut between rows (issue 30) ----------------------------------------------
 
+
 def _whole_and_cut(tmp_path, monkeypatch, text: str):
     """The document of ``text`` with its tables parsed whole, and as the reader parses it."""
     monkeypatch.setattr(rst_pieces, "PIECE_ROWS", 10**9)
@@ -247,9 +266,11 @@ def _long_simple_table(rows: int, continued: bool = True) -> str:
     """A simple table with a header, rows that go on over lines whose first column is blank,
     blank lines between some rows, and cells with inline literals and roles (``continued``;
     else a line a row)."""
-    out = ["Data\n====\n\nThe rows, see :func:`load`.\n\n",
-           "=======  ================  ======\nid       name              value\n",
-           "=======  ================  ======\n"]
+    out = [
+        "Data\n====\n\nThe rows, see :func:`load`.\n\n",
+        "=======  ================  ======\nid       name              value\n",
+        "=======  ================  ======\n",
+    ]
     for i in range(rows):
         out.append(f"r{i:04d}    {WORDS[i % 12]:<16}  {i * 7}\n")
         if i % 7 == 3 and continued:
@@ -262,6 +283,7 @@ def _long_simple_table(rows: int, continued: bool = True) -> str:
 
 def _long_grid_table(rows: int) -> str:
     """A grid table with a header and rows of one to three lines."""
+
     def line(a: str, b: str) -> str:
         return f"| {a:<6} | {b:<14} |\n"
 
@@ -277,8 +299,7 @@ def _long_grid_table(rows: int) -> str:
 
 
 @pytest.mark.parametrize("make", [_long_simple_table, _long_grid_table])
-def test_a_long_rst_table_is_cut_between_rows_as_the_whole_would_be(tmp_path, monkeypatch,
-                                                                    make):
+def test_a_long_rst_table_is_cut_between_rows_as_the_whole_would_be(tmp_path, monkeypatch, make):
     text = make(600)
     whole, cut = _whole_and_cut(tmp_path, monkeypatch, text)
     parts = rst_pieces.pieces(text)
@@ -303,12 +324,12 @@ def test_table_pieces_slice_the_file_exactly():
         assert starts[0] == 0 and starts == sorted(set(starts))
         assert any(p.lead for p in parts) == text.startswith("Data")
         for p, end in zip(parts, starts[1:]):
-            head = p.text.splitlines(keepends=True)[:p.lead]
+            head = p.text.splitlines(keepends=True)[: p.lead]
             assert all(rst_pieces._TABLE_BORDER.match(h) for h in head)
-            own = "".join(lines[p.first_line + p.lead:end])
-            rest = p.text[len("".join(head)):]
+            own = "".join(lines[p.first_line + p.lead : end])
+            rest = p.text[len("".join(head)) :]
             assert rest.startswith(own)
-            closing = rest[len(own):]
+            closing = rest[len(own) :]
             if closing:  # (a piece cut in a table; the last piece ends as the file does)
                 assert closing in (lines[5], "+--------+----------------+\n")
             else:
@@ -316,14 +337,18 @@ def test_table_pieces_slice_the_file_exactly():
 
 
 def test_rows_that_repeat_or_follow_a_long_block_are_cut_as_the_whole_would_be(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     """Each row says the lines docutils numbers its cells with, cut or whole: rows that
     repeat (which a search for a row's words found at the first of them) and a table after
     a long block are cut, and give the whole table's document."""
-    repeated = ("=====  =====\na      b\n=====  =====\n" + "yes    no\n" * 200
-                + "=====  =====\n")
-    after_code = ("Code::\n\n" + "".join(f"    line {i}\n" for i in range(100)) + "\n"
-                  + _long_simple_table(200).split("\n\n", 2)[2])
+    repeated = "=====  =====\na      b\n=====  =====\n" + "yes    no\n" * 200 + "=====  =====\n"
+    after_code = (
+        "Code::\n\n"
+        + "".join(f"    line {i}\n" for i in range(100))
+        + "\n"
+        + _long_simple_table(200).split("\n\n", 2)[2]
+    )
     grid = _long_grid_table(200).replace("g0", "gg").replace("| gg", "| g0", 1)
     for text in (repeated, after_code, grid):
         assert len(rst_pieces.pieces(text)) > 3
@@ -331,13 +356,12 @@ def test_rows_that_repeat_or_follow_a_long_block_are_cut_as_the_whole_would_be(
         assert (cut.text, cut.lines, cut.headings) == (whole.text, whole.lines, whole.headings)
     source = text.splitlines()
     rendered = cut.text.split("\n")
-    for k, line in enumerate(rendered[:len(cut.lines.values)]):  # (rows of 1 to 3 lines)
+    for k, line in enumerate(rendered[: len(cut.lines.values)]):  # (rows of 1 to 3 lines)
         if line.startswith(("gg", "line ")):
             assert line.split(" | ")[-1] in source[cut.lines.values[k] - 1], line
 
 
-def test_a_table_docutils_may_number_nothing_in_a_row_of_is_parsed_whole(tmp_path,
-                                                                        monkeypatch):
+def test_a_table_docutils_may_number_nothing_in_a_row_of_is_parsed_whole(tmp_path, monkeypatch):
     """A row whose only cell is a comment, or a grid row with no words: docutils numbers
     nothing in it, and the renderer searches for it near the block before, which a piece
     does not see: not cut, the same document. So is any table of a document with
@@ -346,10 +370,10 @@ def test_a_table_docutils_may_number_nothing_in_a_row_of_is_parsed_whole(tmp_pat
 
     # (rows that would start a piece: r0032, g0015)
     comment = re.sub(r"(?m)^r0032 .*$", ".. c", _long_simple_table(200))
-    blank_row = re.sub(r"(?m)^\| g0015 .*$", "|        |                |",
-                       _long_grid_table(200))
-    footnotes = ("Before [#]_.\n\n" + _long_simple_table(200)
-                 + "\nAfter [#]_.\n\n.. [#] A.\n.. [#] B.\n")
+    blank_row = re.sub(r"(?m)^\| g0015 .*$", "|        |                |", _long_grid_table(200))
+    footnotes = (
+        "Before [#]_.\n\n" + _long_simple_table(200) + "\nAfter [#]_.\n\n.. [#] A.\n.. [#] B.\n"
+    )
     for text in (comment, blank_row, footnotes):
         assert max(p.text.count("\n") for p in rst_pieces.pieces(text)) > 250  # (whole)
         whole, cut = _whole_and_cut(tmp_path, monkeypatch, text)
@@ -361,8 +385,21 @@ def test_long_tables_of_random_cells_are_cut_as_the_whole_would_be(tmp_path, mon
     substitutions, empty cells, rows of several lines, repeated rows), cut every few rows:
     the whole table's document."""
     rng = random.Random(30)
-    cells = ["", "", "x", "``lit``", ":func:`f`", "*em*", "**st** x", "`ref`_", "|s|", "\\",
-             "a `ref`_ b", "word, (x)", *WORDS]
+    cells = [
+        "",
+        "",
+        "x",
+        "``lit``",
+        ":func:`f`",
+        "*em*",
+        "**st** x",
+        "`ref`_",
+        "|s|",
+        "\\",
+        "a `ref`_ b",
+        "word, (x)",
+        *WORDS,
+    ]
     cut_tables = 0
     for _ in range(12):
         rows = []
@@ -377,18 +414,24 @@ def test_long_tables_of_random_cells_are_cut_as_the_whole_would_be(tmp_path, mon
             for block in rows:
                 block[0][0] = block[0][0].strip() or "z"
                 for k, row in enumerate(block):
-                    table.append("  ".join(f"{c if k == 0 or j else '':<12}"
-                                           for j, c in enumerate(row)).rstrip() + "\n")
+                    table.append(
+                        "  ".join(
+                            f"{c if k == 0 or j else '':<12}" for j, c in enumerate(row)
+                        ).rstrip()
+                        + "\n"
+                    )
             table.append(border)
         else:
             sep = "+" + "+".join(["-" * 14] * 3) + "+\n"
-            table = [sep, "| a            | b            | c            |\n",
-                     sep.replace("-", "=")]
+            table = [sep, "| a            | b            | c            |\n", sep.replace("-", "=")]
             for block in rows:
                 table += ["|" + "|".join(f" {c:<12} " for c in row) + "|\n" for row in block]
                 table.append(sep)
-        text = ("Title\n=====\n\nIntro |s|.\n\n" + "".join(table)
-                + "\nAfter.\n\n.. _ref: https://example.com\n.. |s| replace:: Ragsift\n")
+        text = (
+            "Title\n=====\n\nIntro |s|.\n\n"
+            + "".join(table)
+            + "\nAfter.\n\n.. _ref: https://example.com\n.. |s| replace:: Ragsift\n"
+        )
         monkeypatch.setattr(rst_pieces, "PIECE_ROWS", 8)
         cut_tables += len(rst_pieces.pieces(text)) > 1
         monkeypatch.undo()
@@ -409,15 +452,39 @@ def test_the_target_scan_finds_what_one_pattern_did():
 
     # an inline target starts a text or follows whitespace, an opener or a delimiter
     # (docutils' rule: ``[1]_`ref`_`` defines nothing)
-    old = re.compile(r"^\.\. _(`[^`]+`|[^:`\n][^:\n]*):|(?:(?<![\s\S])|(?<=[\s'\"(<\[{\-/:]))"
-                     r"_`([^`\n]+)`", re.MULTILINE)
-    bits = [".. _", ".. |", "_`", "`", ":", "\n", " ", "a", "B", "x y", "_", "|", "é",
-            "\r\n", ".. _`a\nb`:", "w_`v`", "]", "(", "-", "."]
+    old = re.compile(
+        r"^\.\. _(`[^`]+`|[^:`\n][^:\n]*):|(?:(?<![\s\S])|(?<=[\s'\"(<\[{\-/:]))"
+        r"_`([^`\n]+)`",
+        re.MULTILINE,
+    )
+    bits = [
+        ".. _",
+        ".. |",
+        "_`",
+        "`",
+        ":",
+        "\n",
+        " ",
+        "a",
+        "B",
+        "x y",
+        "_",
+        "|",
+        "é",
+        "\r\n",
+        ".. _`a\nb`:",
+        "w_`v`",
+        "]",
+        "(",
+        "-",
+        ".",
+    ]
     rng = random.Random(30)
     for _ in range(20_000):
         text = "".join(rng.choice(bits) for _ in range(rng.randint(0, 14)))
         assert rst_pieces._targets(text) == {
-            rst_pieces._name(m.group(1) or m.group(2)) for m in old.finditer(text)}, text
+            rst_pieces._name(m.group(1) or m.group(2)) for m in old.finditer(text)
+        }, text
 
 
 def _peak_collected(fn) -> int:
@@ -453,15 +520,18 @@ def test_an_rst_table_within_the_bound_stays_under_20x_its_bytes(tmp_path):
 
 # -- markdown -----------------------------------------------------------------------------
 
+
 def _markdown(sections: int, seed: int = 5) -> str:
     rng = random.Random(seed)
     out = ["# Guide [intro][ref]\n\nSome <b>bold</b> text &amp; more.\n\n"]
     for k in range(sections):
-        out.append(f"## Part {k}\n\n{_sentence(rng)}\n\n| a | b |\n|---|---|\n"
-                   f"| {k} | x <i>y</i> |\n| {k + 1} | z |\n\n"
-                   f"```\n# not a heading {k}\n\n\nstill code\n```\n\n"
-                   f"- {_sentence(rng)}\n\n  {_sentence(rng)}\n- item\n\n<!-- a comment\n\n"
-                   f"# inside it -->\n\nSetext {k}\n---------\n\n")
+        out.append(
+            f"## Part {k}\n\n{_sentence(rng)}\n\n| a | b |\n|---|---|\n"
+            f"| {k} | x <i>y</i> |\n| {k + 1} | z |\n\n"
+            f"```\n# not a heading {k}\n\n\nstill code\n```\n\n"
+            f"- {_sentence(rng)}\n\n  {_sentence(rng)}\n- item\n\n<!-- a comment\n\n"
+            f"# inside it -->\n\nSetext {k}\n---------\n\n"
+        )
     out.append("[ref]: https://example.com\n")
     return "".join(out)
 
@@ -498,14 +568,18 @@ def test_a_long_markdown_is_parsed_in_pieces_as_the_whole_would_be(monkeypatch):
     assert not cut.warnings
     assert (cut.text, cut.lines, cut.headings) == (whole.text, whole.lines, whole.headings)
     assert (cut_tables.text, cut_tables.lines, cut_tables.headings) == (
-        whole_tables.text, whole_tables.lines, whole_tables.headings)
+        whole_tables.text,
+        whole_tables.lines,
+        whole_tables.headings,
+    )
     assert cut.headings.at(cut.text.index("Setext 70")) == ("Guide intro", "Setext 70")
     assert "<b>" not in cut.text and "not a heading 3" in cut.text
 
 
 def _md_table(rows: int) -> str:
     return "# Data\n\nIntro.\n\n| id | name | value |\n|---|---|---|\n" + "".join(
-        f"| {i} | {WORDS[i % len(WORDS)]} | {i * 7} |\n" for i in range(rows))
+        f"| {i} | {WORDS[i % len(WORDS)]} | {i * 7} |\n" for i in range(rows)
+    )
 
 
 def test_past_the_block_bound_a_markdown_file_is_read_as_text(monkeypatch):
@@ -514,7 +588,8 @@ def test_past_the_block_bound_a_markdown_file_is_read_as_text(monkeypatch):
     doc = md.parse_markdown(text, "t.md")
     assert doc.text == text and doc.headings is None
     assert len(doc.warnings) == 1 and doc.warnings[0].startswith(
-        f"lines 5-{md.MAX_BLOCK_LINES + 7} are one block of {md.MAX_BLOCK_LINES + 3:,} lines")
+        f"lines 5-{md.MAX_BLOCK_LINES + 7} are one block of {md.MAX_BLOCK_LINES + 3:,} lines"
+    )
     assert md.render_markdown_tables(doc) is doc
 
 
@@ -541,10 +616,12 @@ def _md_long_table(rows: int) -> str:
     reference defined after it."""
     out = ["# Data\n\nIntro.\n\n| id | name | note |\n|:---|---:|---|\n"]
     for i in range(rows):
-        note = ("<b>bold</b> &amp; [ref][r]" if i % 5 == 0 else f"`code {i}`" if i % 5 == 1
-                else "")
-        out.append(f"| {i} | {WORDS[i % 12]} | {note} |\n" if i % 4 else
-                   f"r{i} | {WORDS[i % 12]} \\| x | {note}\n")
+        note = "<b>bold</b> &amp; [ref][r]" if i % 5 == 0 else f"`code {i}`" if i % 5 == 1 else ""
+        out.append(
+            f"| {i} | {WORDS[i % 12]} | {note} |\n"
+            if i % 4
+            else f"r{i} | {WORDS[i % 12]} \\| x | {note}\n"
+        )
     out.append("\n## After\n\ntext\n\n[r]: https://example.com\n")
     return "".join(out)
 
@@ -562,7 +639,12 @@ def test_a_long_markdown_table_is_cut_between_rows_as_the_whole_would_be(monkeyp
     assert max(src.count("\n") for src in parsed) <= md.PIECE_ROWS + 3
     for a, b in ((whole, cut), (whole_tables, cut_tables)):
         assert (b.text, b.lines, b.headings, b.pages, b.warnings) == (
-            a.text, a.lines, a.headings, a.pages, a.warnings)
+            a.text,
+            a.lines,
+            a.headings,
+            a.pages,
+            a.warnings,
+        )
     assert "<b>" not in cut.text and "bold & [ref][r]" in cut.text
     assert "500. id: 499; name: query" in cut_tables.text  # numbered on across the pieces
 
@@ -574,14 +656,22 @@ def test_a_markdown_table_cut_gives_its_rows_tokens_once():
     starts = md.OffsetMap.of_lines(text).starts
     pieces = list(md._token_pieces(text, starts))
     assert len(pieces) >= 200 // md.PIECE_ROWS
-    rows = [tok.map[0] for tokens, _ in pieces for tok in tokens
-            if tok.type == "tr_open" and tok.map is not None]
+    rows = [
+        tok.map[0]
+        for tokens, _ in pieces
+        for tok in tokens
+        if tok.type == "tr_open" and tok.map is not None
+    ]
     assert rows == sorted(set(rows)) and len(rows) == 201  # the header once, every row once
     for tokens, _ in pieces[1:]:
         if tokens[0].type == "table_open":
             assert tokens[0].meta.get("continues")
-            assert all(t.map is None for t in tokens[1:tokens.index(
-                next(t for t in tokens if t.type == "thead_close")) + 1])
+            assert all(
+                t.map is None
+                for t in tokens[
+                    1 : tokens.index(next(t for t in tokens if t.type == "thead_close")) + 1
+                ]
+            )
 
 
 @pytest.mark.parametrize("rows", [2_000, 3_900])
@@ -596,13 +686,17 @@ def test_a_markdown_table_within_the_bound_stays_under_20x_its_bytes(rows):
 
 # -- HTML and JSON ------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("kind", ["table", "nested", "unclosed"])
 def test_html_tables_and_nesting_stay_under_20x_their_bytes(kind):
     from ragsift.sources.html import parse_html
 
     if kind == "table":
-        text = "<h1>Data</h1><table>" + "".join(
-            f"<tr><td>{i}</td><td>{WORDS[i % 12]}</td></tr>\n" for i in range(20_000)) + "</table>"
+        text = (
+            "<h1>Data</h1><table>"
+            + "".join(f"<tr><td>{i}</td><td>{WORDS[i % 12]}</td></tr>\n" for i in range(20_000))
+            + "</table>"
+        )
     elif kind == "nested":
         text = "<body>" + "<div>" * 20_000 + "deep" + "</div>" * 20_000
     else:
@@ -628,8 +722,10 @@ def test_json_rows_stay_under_20x_their_bytes(kind):
 def test_a_long_fence_does_not_count_towards_the_markdown_bound(monkeypatch):
     """A fence is one token however long: 5,000 lines of code leave the file parsed."""
     monkeypatch.setattr(md, "PIECE_CHARS", 1024)
-    text = ("# Title\n\n```python\n" + "x = 1\n" * (md.MAX_BLOCK_LINES + 1000) + "```\n\n"
-            "## After\n\ntext\n")
+    text = (
+        "# Title\n\n```python\n" + "x = 1\n" * (md.MAX_BLOCK_LINES + 1000) + "```\n\n"
+        "## After\n\ntext\n"
+    )
     doc = md.parse_markdown(text, "t.md")
     assert not doc.warnings
     assert doc.headings.at(text.index("text")) == ("Title", "After")

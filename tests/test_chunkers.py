@@ -36,29 +36,83 @@ CORPORA = REPO.parent / "shared" / "eval" / "chroma-dev" / "corpora"
 CL100K = get_counter("cl100k")
 
 FRAGMENTS = [
-    "word", "Hello", "the", " ", "  ", "\n", "\n\n", "\r\n", "\r\n\r\n", "\r", "\t", ". ",
-    "! ", "? ", ",", ";", ":", "—", "...", "e.g.", "(", ")", "\"", "'s", "don't",
-    "<|endoftext|>", "<|fim_prefix|>", "日本語のテキストです。", "中文句子", "😀", "👩‍👩‍👧",
-    "e\u0301", "\u0301\u0302", "\u00a0", "\u3000", "12345", "3.14", "x" * 40,
-    "https://example.com/a?b=c", "# Title\n", "## Section two\n", "### Deep\n",
-    "```\ncode line\n# not a heading\n```\n", "| a | b |\n|---|---|\n| 1 | 2 |\n",
-    "<page_break page=2>", "- item\n", "Ünïcödé", "ß", "İ",
+    "word",
+    "Hello",
+    "the",
+    " ",
+    "  ",
+    "\n",
+    "\n\n",
+    "\r\n",
+    "\r\n\r\n",
+    "\r",
+    "\t",
+    ". ",
+    "! ",
+    "? ",
+    ",",
+    ";",
+    ":",
+    "—",
+    "...",
+    "e.g.",
+    "(",
+    ")",
+    '"',
+    "'s",
+    "don't",
+    "<|endoftext|>",
+    "<|fim_prefix|>",
+    "日本語のテキストです。",
+    "中文句子",
+    "😀",
+    "👩‍👩‍👧",
+    "e\u0301",
+    "\u0301\u0302",
+    "\u00a0",
+    "\u3000",
+    "12345",
+    "3.14",
+    "x" * 40,
+    "https://example.com/a?b=c",
+    "# Title\n",
+    "## Section two\n",
+    "### Deep\n",
+    "```\ncode line\n# not a heading\n```\n",
+    "| a | b |\n|---|---|\n| 1 | 2 |\n",
+    "<page_break page=2>",
+    "- item\n",
+    "Ünïcödé",
+    "ß",
+    "İ",
 ]
-TEXTS = st.lists(
-    st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=6)), max_size=50
-).map("".join)
-SETTINGS = settings(max_examples=int(__import__("os").environ.get("RAGSIFT_HYPOTHESIS_EXAMPLES", "1200")),
-                    deadline=None, derandomize=True,
-                    suppress_health_check=[HealthCheck.too_slow])
+TEXTS = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=6)), max_size=50).map(
+    "".join
+)
+SETTINGS = settings(
+    max_examples=int(__import__("os").environ.get("RAGSIFT_HYPOTHESIS_EXAMPLES", "1200")),
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 
-def check(text: str, chunks, chunker, *, overlap: bool = False, covers: bool = True,
-          counter=CL100K, slack: int = 0, source=None) -> None:
+def check(
+    text: str,
+    chunks,
+    chunker,
+    *,
+    overlap: bool = False,
+    covers: bool = True,
+    counter=CL100K,
+    slack: int = 0,
+    source=None,
+) -> None:
     """Assert every invariant of ``chunks`` cut from ``text``."""
     covered = bytearray(len(text))
     prev = None
     for c in chunks:
-        assert text[c.start:c.end] == c.text
+        assert text[c.start : c.end] == c.text
         assert c.text.strip(), f"whitespace-only chunk {c!r}"
         assert c.tokens == counter.count(c.context + c.text), c
         if chunker.budget is not None:
@@ -71,7 +125,7 @@ def check(text: str, chunks, chunker, *, overlap: bool = False, covers: bool = T
             assert c.end > prev.end
             if not overlap:
                 assert c.start >= prev.end
-        covered[c.start:c.end] = b"\x01" * (c.end - c.start)
+        covered[c.start : c.end] = b"\x01" * (c.end - c.start)
         prev = c
     if covers:
         missing = [i for i, ch in enumerate(text) if not ch.isspace() and not covered[i]]
@@ -165,11 +219,17 @@ def test_recursive_headers_prefix_rules(text, size, rules):
 
 
 @SETTINGS
-@given(TEXTS, st.integers(8, 60), st.integers(0, 7), st.sampled_from(["prev", "next", "none"]),
-       st.integers(1, 3))
+@given(
+    TEXTS,
+    st.integers(8, 60),
+    st.integers(0, 7),
+    st.sampled_from(["prev", "next", "none"]),
+    st.integers(1, 3),
+)
 def test_sentence(text, size, overlap, include_delim, min_sentences):
-    ch = SentenceChunker(size=size, overlap=overlap, include_delim=include_delim,
-                         min_sentences=min_sentences)
+    ch = SentenceChunker(
+        size=size, overlap=overlap, include_delim=include_delim, min_sentences=min_sentences
+    )
     check(text, ch.chunk(text), ch, overlap=overlap > 0, covers=include_delim != "none")
 
 
@@ -190,9 +250,8 @@ def test_heading(text, max_chars, max_level):
     check(text, chunks, ch)
     for c in chunks:
         lines = c.text.strip().splitlines()
-        at_line_start = not text[text.rfind("\n", 0, c.start) + 1:c.start].strip()
-        alone = (len(lines) == 1 and at_line_start
-                 and re.match(r" {0,3}#{1,6}(?:[ \t]|$)", lines[0]))
+        at_line_start = not text[text.rfind("\n", 0, c.start) + 1 : c.start].strip()
+        alone = len(lines) == 1 and at_line_start and re.match(r" {0,3}#{1,6}(?:[ \t]|$)", lines[0])
         # the one allowed case: a document ending in a heading that cannot merge backward
         assert not alone or c is chunks[-1], f"a heading alone: {c.text!r}"
 
@@ -249,8 +308,9 @@ EDGE_TEXTS = {
 
 
 @pytest.mark.parametrize("name", list(EDGE_TEXTS))
-@pytest.mark.parametrize("strategy", ["recursive", "sentence", "markdown", "heading",
-                                      "paragraph", "chars", "tokens"])
+@pytest.mark.parametrize(
+    "strategy", ["recursive", "sentence", "markdown", "heading", "paragraph", "chars", "tokens"]
+)
 def test_edge_cases(name, strategy):
     text = EDGE_TEXTS[name]
     ch = make_chunker(strategy, size=128)
@@ -267,12 +327,18 @@ def _fixture_documents():
 
 
 REAL_CONFIGS = [
-    ("recursive", {}), ("recursive", {"size": 64, "retain_headers": True}),
+    ("recursive", {}),
+    ("recursive", {"size": 64, "retain_headers": True}),
     ("recursive", {"size": 96, "rules": "markdown"}),
-    ("sentence", {"size": 64}), ("sentence", {"size": 64, "overlap": 16}),
+    ("sentence", {"size": 64}),
+    ("sentence", {"size": 64, "overlap": 16}),
     ("recursive", {"size": 64, "overlap": 16}),
-    ("markdown", {"size": 128}), ("heading", {}), ("heading", {"max_chars": 400}),
-    ("paragraph", {"max_chars": 300}), ("chars", {}), ("tokens", {"size": 64, "overlap": 8}),
+    ("markdown", {"size": 128}),
+    ("heading", {}),
+    ("heading", {"max_chars": 400}),
+    ("paragraph", {"max_chars": 300}),
+    ("chars", {}),
+    ("tokens", {"size": 64, "overlap": 8}),
     ("whole", {}),
 ]
 
@@ -284,8 +350,14 @@ def test_fixture_corpus(strategy, options):
     assert docs, "the fixture corpus is empty"
     for doc in docs:
         doc = ch.prepare(doc)
-        check(doc.text, ch.chunk(doc), ch, overlap="overlap" in options or strategy == "chars",
-              slack=49, source=doc)
+        check(
+            doc.text,
+            ch.chunk(doc),
+            ch,
+            overlap="overlap" in options or strategy == "chars",
+            slack=49,
+            source=doc,
+        )
 
 
 @pytest.mark.parametrize("strategy,options", REAL_CONFIGS[:8])

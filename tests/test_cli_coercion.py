@@ -28,8 +28,11 @@ class Color(str, Enum):
 
 CASES = [
     (str, {}, ["abc", "", " x ", "0", "é", b"bytes"]),
-    (int, {}, ["512", "0", "007", "-3", "+4", " 5", "1_000", "1.0", "abc", "", 7, True, 2.0,
-               "9" * 30]),
+    (
+        int,
+        {},
+        ["512", "0", "007", "-3", "+4", " 5", "1_000", "1.0", "abc", "", 7, True, 2.0, "9" * 30],
+    ),
     (int, {"min": 1}, ["1", "0", "512", 0, 5]),
     (int, {"min": 2, "max": 512}, ["2", "1", "512", "513"]),
     (int, {"min": 1, "clamp": True}, ["0", "5"]),
@@ -51,8 +54,9 @@ def _outcome(runtime, value):
     return ("ok", type(out), repr(out))  # repr: nan == nan
 
 
-@pytest.mark.parametrize(("annotation", "kw", "values"), CASES,
-                         ids=[f"{a}-{k}" for a, k, _ in CASES])
+@pytest.mark.parametrize(
+    ("annotation", "kw", "values"), CASES, ids=[f"{a}-{k}" for a, k, _ in CASES]
+)
 def test_light_coercion_answers_as_typer_does(annotation, kw, values):
     descriptor = resolve_type_descriptor(annotation, OptionInfo(**kw))
     light = light_param(descriptor)
@@ -76,8 +80,9 @@ def test_cli_errors_are_still_typers(cli):
         assert proc.returncode == 2
         return " ".join(proc.stderr.replace("\u2502", " ").split())  # the box, unwrapped
 
-    assert "Invalid value for '--size' / '-n': Input should be greater than or equal to 1" \
-        in error("--size", "0")
+    assert "Invalid value for '--size' / '-n': Input should be greater than or equal to 1" in error(
+        "--size", "0"
+    )
     message = error("--strategy", "nope")
     assert "Invalid value for '--strategy' / '-s': Value error, 'nope' is not one of" in message
     assert "'recursive'" in message
@@ -86,15 +91,16 @@ def test_cli_errors_are_still_typers(cli):
 def test_chunk_command_does_not_import_pydantic(tmp_path):
     doc = tmp_path / "a.md"
     doc.write_text("# Title\n\nSome text here.\n", encoding="utf-8")
-    code = ("import sys\nfrom ragsift.cli import app\n"
-            "try:\n"
-            f"    app(['chunk', {str(doc)!r}, '--tokenizer', 'chars', '--size', '64',"
-            " '--strategy', 'recursive', '--include', '*.md'])\n"
-            "except SystemExit as exc:\n"
-            "    print('exit', exc.code, file=sys.stderr)\n"
-            "print('pydantic' in sys.modules, file=sys.stderr)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=False)
+    code = (
+        "import sys\nfrom ragsift.cli import app\n"
+        "try:\n"
+        f"    app(['chunk', {str(doc)!r}, '--tokenizer', 'chars', '--size', '64',"
+        " '--strategy', 'recursive', '--include', '*.md'])\n"
+        "except SystemExit as exc:\n"
+        "    print('exit', exc.code, file=sys.stderr)\n"
+        "print('pydantic' in sys.modules, file=sys.stderr)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert out.stderr.strip().splitlines()[-2:] == ["exit 0", "False"], out.stderr
     assert '"text": "Some text here."' in out.stdout or "Some text here." in out.stdout
 

@@ -38,16 +38,19 @@ def test_a_named_subcommand_is_built_alone():
         assert cli.invoked_commands(args) == cli.app.registered_commands
 
 
-@pytest.mark.parametrize("args", [
-    *([name, "--help"] for name in NAMES),
-    ["chunk", "--bogus"],
-    ["chunk"],
-    ["chunk", "--strategy", "nosuch", "x"],
-    ["--debug", "chunk", "--size", "0", "x"],
-    ["query"],
-    ["nosuch"],
-    ["--help"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        *([name, "--help"] for name in NAMES),
+        ["chunk", "--bogus"],
+        ["chunk"],
+        ["chunk", "--strategy", "nosuch", "x"],
+        ["--debug", "chunk", "--size", "0", "x"],
+        ["query"],
+        ["nosuch"],
+        ["--help"],
+    ],
+)
 def test_help_errors_and_exit_codes_are_the_full_groups(monkeypatch, capsys, args):
     want = run_main(monkeypatch, capsys, args, every=True)
     got = run_main(monkeypatch, capsys, args, every=False)

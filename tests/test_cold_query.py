@@ -57,8 +57,7 @@ def test_prefetched_lists_are_not_used_under_a_path_filter(index):
     with open_index(index, "r") as store:
         glob = next(p for p in store.paths() if "bee" in p)
         plain = Searcher(store).retrieve_many(QUERIES, strategy, path_glob=glob)
-        ahead = Searcher(store, prefetch=QUERIES).retrieve_many(QUERIES, strategy,
-                                                                path_glob=glob)
+        ahead = Searcher(store, prefetch=QUERIES).retrieve_many(QUERIES, strategy, path_glob=glob)
         assert ahead == plain
         assert any(r.candidates for r in ahead)
         assert all(c.path == glob for r in ahead for c in r.candidates)
@@ -77,8 +76,10 @@ def test_cosines_find_rows_by_binary_search_in_any_row_order():
         wanted = [int(rowids[7]), 5, int(rowids[0]), int(rowids[49]), 10**9, int(rowids[7])]
         got = dm.cosines(q, wanted)
         where = {int(r): i for i, r in enumerate(rowids.tolist())}
-        expect = [None if where.get(r) is None
-                  else float(dot_rows(matrix[[where[r]]], q)[0]) for r in wanted]
+        expect = [
+            None if where.get(r) is None else float(dot_rows(matrix[[where[r]]], q)[0])
+            for r in wanted
+        ]
         assert got == expect and got[1] is None and got[4] is None
         assert dm.cosines(q, []) == []
         assert dm.cosines(q, [1, 2]) == [None, None]
@@ -108,8 +109,10 @@ def test_numpy_is_imported_before_the_model_thread_starts(index):
         f"with open_index({index!r}, 'r') as store:\n"
         "    s = search.Searcher(store, preload_embedder=True, prefetch=['bees'])\n"
         "    assert s.embedder is not None\n"
-        "print(seen)\n")
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          check=False, timeout=300)
+        "print(seen)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[True]"

@@ -20,7 +20,9 @@ def _check_commands(idx: str) -> None:
         assert proc.returncode == 2, (args, proc.stderr)
         lines = proc.stderr.splitlines()
         assert len(lines) == 1 and "index damaged: " in lines[0] and "--rebuild" in lines[0], (
-            args, proc.stderr)
+            args,
+            proc.stderr,
+        )
         assert "internal error" not in proc.stderr
 
 
@@ -77,4 +79,6 @@ def test_sqlite_pages_damaged_under_an_open_index(tmp_path):
         assert proc.returncode == 2, (args, proc.stderr)
         lines = proc.stderr.splitlines()
         assert len(lines) == 1 and "is corrupt" in lines[0] and "--rebuild" in lines[0], (
-            args, proc.stderr)
+            args,
+            proc.stderr,
+        )

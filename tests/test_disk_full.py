@@ -23,9 +23,24 @@ def _no_room() -> None:
 def test_no_room_for_the_lock_file_is_exit_4_and_leaves_nothing(tmp_path):
     folder = tmp_path / "out"
     folder.mkdir()
-    proc = subprocess.run([sys.executable, "-m", "ragsift", "embed", "fixtures/sourdough.rst",
-                           "--index", str(folder / "idx.db")], cwd=REPO, preexec_fn=_no_room, env=ENV,
-                          capture_output=True, text=True, timeout=300, check=False)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ragsift",
+            "embed",
+            "fixtures/sourdough.rst",
+            "--index",
+            str(folder / "idx.db"),
+        ],
+        cwd=REPO,
+        preexec_fn=_no_room,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode == 4, proc.stderr
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("ragsift: cannot write index "), lines
@@ -41,15 +56,26 @@ def test_an_index_deleted_while_embed_runs_is_an_error(tmp_path):
     import shutil
     import time
 
-    records = subprocess.run([sys.executable, "-m", "ragsift", "chunk", "fixtures/sourdough.rst"],
-                             cwd=REPO, capture_output=True, text=True, check=True,
-                             env=ENV).stdout
+    records = subprocess.run(
+        [sys.executable, "-m", "ragsift", "chunk", "fixtures/sourdough.rst"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+        env=ENV,
+    ).stdout
     folder = tmp_path / "out"
     folder.mkdir()
     idx = folder / "idx.db"
-    proc = subprocess.Popen([sys.executable, "-m", "ragsift", "embed", "-", "--index", str(idx)],
-                            cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=ENV)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ragsift", "embed", "-", "--index", str(idx)],
+        cwd=REPO,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+    )
     deadline = time.monotonic() + 120  # a bound on the wait for the index, not an outcome
     while not idx.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)

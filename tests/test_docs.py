@@ -16,8 +16,12 @@ ROOT = typer.main.get_command(app)
 
 
 def long_flags(command) -> list[str]:
-    return [o for p in command.params for o in (*p.opts, *p.secondary_opts)
-            if o.startswith("--") and o != "--help"]
+    return [
+        o
+        for p in command.params
+        for o in (*p.opts, *p.secondary_opts)
+        if o.startswith("--") and o != "--help"
+    ]
 
 
 def section(heading_start: str) -> str:

@@ -23,14 +23,22 @@ REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
 
 
-def run(*args: str, cwd: Path | None = None, input: str | None = None,
-        env: dict | None = None) -> subprocess.CompletedProcess:
+def run(
+    *args: str, cwd: Path | None = None, input: str | None = None, env: dict | None = None
+) -> subprocess.CompletedProcess:
     full_env = {k: v for k, v in os.environ.items() if k not in ("RAGSIFT_DEBUG", "RAGSIFT_INDEX")}
     full_env["PYTHONPATH"] = str(REPO) + os.pathsep + full_env.get("PYTHONPATH", "")
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "ragsift", *args], cwd=cwd or REPO,
-                          input=input, capture_output=True, text=True, env=full_env,
-                          timeout=300, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "ragsift", *args],
+        cwd=cwd or REPO,
+        input=input,
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=300,
+        check=False,
+    )
 
 
 def embed_json(*args: str, **kw) -> tuple[int, dict, str]:
@@ -49,7 +57,8 @@ def _write_corpus(root: Path) -> None:
     root.mkdir()
     (root / "bees.md").write_text(
         "# Bees\n\nHoneybees live in colonies with one queen.\n\n"
-        "## Hives\n\nWorkers build wax combs and store nectar as honey.\n")
+        "## Hives\n\nWorkers build wax combs and store nectar as honey.\n"
+    )
     (root / "tides.txt").write_text("Tide pools hold anemones, crabs and sea stars.\n")
     (root / "bread.txt").write_text("Sourdough needs a lively starter and a long, cool rise.\n")
     sub = root / "sub"
@@ -75,8 +84,18 @@ def test_embed_fixtures_end_to_end(fixtures_index):
     assert s["parsed"] >= 6 and s["chunks"] == s["embedded"] > 0 and s["reused"] == 0
     assert s["truncated"] == 0  # the default chunker fits the model
     assert s["model_loaded"] is True
-    for key in ("discovered", "unchanged", "parsed", "chunks", "embedded", "reused",
-                "removed", "skipped", "truncated", "seconds"):
+    for key in (
+        "discovered",
+        "unchanged",
+        "parsed",
+        "chunks",
+        "embedded",
+        "reused",
+        "removed",
+        "skipped",
+        "truncated",
+        "seconds",
+    ):
         assert key in s
     got = info(index)
     assert got["documents"] == s["parsed"] and got["chunks"] == got["vectors"] == s["chunks"]
@@ -104,8 +123,15 @@ def test_info_table_and_missing_index(fixtures_index, tmp_path):
     index = fixtures_index[0]
     proc = run("info", "--index", str(index))
     assert proc.returncode == 0
-    for word in ("documents", "chunks", "vectors", "truncated", "all-MiniLM-L6-v2", "recursive",
-                 "size on disk"):
+    for word in (
+        "documents",
+        "chunks",
+        "vectors",
+        "truncated",
+        "all-MiniLM-L6-v2",
+        "recursive",
+        "size on disk",
+    ):
         assert word in proc.stdout
     proc = run("info", "--index", str(tmp_path / "none.db"))
     assert proc.returncode == 2 and "no index at" in proc.stderr
@@ -186,13 +212,18 @@ def test_stdin_chunk_records(tmp_path):
     rc, s, _ = embed_json("-", "--index", str(index), input=chunked.stdout)
     assert (s["unchanged"], s["embedded"]) == (4, 0)
     # bad lines are reported one by one, good ones indexed, exit 3
-    bad = "\n".join([
-        "not json",
-        json.dumps({"path": "x.md", "text": "no index"}),
-        json.dumps({"path": "x.md", "index": 0, "text": 5}),
-        json.dumps([1, 2]),
-        json.dumps({"path": "y.md", "index": 0, "text": "fine text here"}),
-    ]) + "\n"
+    bad = (
+        "\n".join(
+            [
+                "not json",
+                json.dumps({"path": "x.md", "text": "no index"}),
+                json.dumps({"path": "x.md", "index": 0, "text": 5}),
+                json.dumps([1, 2]),
+                json.dumps({"path": "y.md", "index": 0, "text": "fine text here"}),
+            ]
+        )
+        + "\n"
+    )
     proc = run("embed", "-", "--index", str(tmp_path / "b.db"), input=bad)
     assert proc.returncode == 3
     for n in (1, 2, 3, 4):
@@ -208,8 +239,9 @@ def test_truncation_is_counted_and_warned(tmp_path):
     corpus.mkdir()
     (corpus / "long.txt").write_text(" ".join(f"word{i}" for i in range(600)) + "\n")
     index = tmp_path / "t.db"
-    rc, s, err = embed_json(str(corpus), "--index", str(index), "--tokenizer", "chars",
-                            "--size", "20000")
+    rc, s, err = embed_json(
+        str(corpus), "--index", str(index), "--tokenizer", "chars", "--size", "20000"
+    )
     assert rc == 0 and s["truncated"] == 1 and s["truncated_tokens"] > 0
     assert "1 chunks were longer than the model's max length" in err
     assert info(index)["truncated"] == 1
@@ -234,9 +266,23 @@ def test_foreign_index_busy_index_and_exit_codes(tmp_path):
         assert proc.returncode == 2
         assert f"is being written by PID {os.getpid()}" in proc.stderr
         waiter = subprocess.Popen(
-            [sys.executable, "-m", "ragsift", "embed", str(corpus), "--index", str(index),
-             "--wait", "--json"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+            [
+                sys.executable,
+                "-m",
+                "ragsift",
+                "embed",
+                str(corpus),
+                "--index",
+                str(index),
+                "--wait",
+                "--json",
+            ],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
         time.sleep(1.0)
         assert waiter.poll() is None  # waiting for the lock
     finally:
@@ -265,11 +311,14 @@ def test_default_index_and_env(tmp_path):
 
 
 def test_cli_modules_import_nothing_heavy():
-    code = ("import sys, ragsift.cli; "
-            "heavy = [m for m in ('numpy', 'onnxruntime', 'tokenizers', 'sqlite3', 'tiktoken') "
-            "if m in sys.modules]; print(heavy)")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
-                          text=True, check=True)
+    code = (
+        "import sys, ragsift.cli; "
+        "heavy = [m for m in ('numpy', 'onnxruntime', 'tokenizers', 'sqlite3', 'tiktoken') "
+        "if m in sys.modules]; print(heavy)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
+    )
     assert proc.stdout.strip() == "[]"
 
 

@@ -112,8 +112,9 @@ def test_query_and_passage_prefixes(_private_cache):
     q = e5.embed_query("cats")
     assert q.shape == (384,)
     assert np.allclose(q, plain.embed(["query: cats"]).vectors[0], atol=1e-6)
-    assert np.allclose(e5.embed(["cats"]).vectors[0], plain.embed(["passage: cats"]).vectors[0],
-                       atol=1e-6)
+    assert np.allclose(
+        e5.embed(["cats"]).vectors[0], plain.embed(["passage: cats"]).vectors[0], atol=1e-6
+    )
     assert e5.fingerprint != plain.fingerprint  # stored vectors differ
     with pytest.raises(ValueError):
         plain.embed(["x"], kind="document")
@@ -126,7 +127,7 @@ def test_counter_is_a_token_counter(embedder):
     assert counter.count(text) == embedder.count_tokens([text])[0]
     offsets = counter.offsets(text)
     assert offsets[0] == 0 and offsets == sorted(set(offsets))
-    assert text[offsets[1]:].startswith("wörld")
+    assert text[offsets[1] :].startswith("wörld")
     assert counter.count("") == 2 and counter.offsets("") == []
     # a text whose count is exactly max_length is embedded whole
     text = "word " * 254
@@ -177,11 +178,15 @@ def _model_folder(tmp_path: Path, pooling: str = "mean") -> Path:
     (folder / "1_Pooling").mkdir(parents=True)
     os.symlink(weights_mod.default_weights_path(), folder / "model.onnx")
     shutil.copyfile(MODEL_FILES / "all-MiniLM-L6-v2" / "tokenizer.json", folder / "tokenizer.json")
-    (folder / "1_Pooling" / "config.json").write_text(json.dumps({
-        "word_embedding_dimension": 384,
-        "pooling_mode_cls_token": pooling == "cls",
-        "pooling_mode_mean_tokens": pooling == "mean",
-    }))
+    (folder / "1_Pooling" / "config.json").write_text(
+        json.dumps(
+            {
+                "word_embedding_dimension": 384,
+                "pooling_mode_cls_token": pooling == "cls",
+                "pooling_mode_mean_tokens": pooling == "mean",
+            }
+        )
+    )
     return folder
 
 

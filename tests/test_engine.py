@@ -13,8 +13,12 @@ import pytest
 from tests.conftest import REPO, run_cli
 from tests.test_query_cli import fixture_index
 
-QUERIES = ["when do honey bees swarm", "how warm should the oven be", "zq7x reference code",
-           "sourdough starter feeding"]
+QUERIES = [
+    "when do honey bees swarm",
+    "how warm should the oven be",
+    "zq7x reference code",
+    "sourdough starter feeding",
+]
 
 
 @pytest.fixture(scope="module")
@@ -35,9 +39,23 @@ def test_eval_and_query_json_rank_and_score_identically(index, mode):
     from ragsift.evaluation.runner import ranked
 
     k = 6
-    proc = run_cli("query", "-", "-i", index, "--json", "--rejected", "--threshold", "none",
-                   "-k", str(k), "--reject-window", "0", "--mode", mode,
-                   input="\n".join(QUERIES) + "\n")
+    proc = run_cli(
+        "query",
+        "-",
+        "-i",
+        index,
+        "--json",
+        "--rejected",
+        "--threshold",
+        "none",
+        "-k",
+        str(k),
+        "--reject-window",
+        "0",
+        "--mode",
+        mode,
+        input="\n".join(QUERIES) + "\n",
+    )
     assert proc.returncode == 0, proc.stderr
     by_query: dict[str, list[tuple[str, float]]] = {q: [] for q in QUERIES}
     for row in jsonl(proc.stdout):
@@ -105,14 +123,21 @@ def test_rm_removes_documents_atomically_and_respects_the_lock(small_index):
 def test_tune_save_is_used_by_query_and_explain(small_index):
     path, cwd = small_index
     labelled = cwd / "labelled.jsonl"
-    labelled.write_text("\n".join(json.dumps(x) for x in [
-        {"query": "when do bees swarm", "relevant": ["docs/bees.md"]},
-        {"query": "feeding a sourdough starter", "relevant": ["docs/bread.md"]},
-        {"query": "oven temperature for bread", "relevant": ["docs/sub/oven.md"]},
-        {"query": "quantum chromodynamics", "relevant": []},
-    ]) + "\n")
-    before = json.loads(run_cli("explain", "when do bees swarm", "-i", path, "--json",
-                                cwd=cwd).stdout)
+    labelled.write_text(
+        "\n".join(
+            json.dumps(x)
+            for x in [
+                {"query": "when do bees swarm", "relevant": ["docs/bees.md"]},
+                {"query": "feeding a sourdough starter", "relevant": ["docs/bread.md"]},
+                {"query": "oven temperature for bread", "relevant": ["docs/sub/oven.md"]},
+                {"query": "quantum chromodynamics", "relevant": []},
+            ]
+        )
+        + "\n"
+    )
+    before = json.loads(
+        run_cli("explain", "when do bees swarm", "-i", path, "--json", cwd=cwd).stdout
+    )
     from ragsift.retrieval.relevance import DEFAULT_THRESHOLDS
 
     assert before["threshold_source"] == "model default"
@@ -128,19 +153,22 @@ def test_tune_save_is_used_by_query_and_explain(small_index):
 
     assert report["saved"]["score"] == SCORE_KIND
     assert report["saved"]["calibration"] == score_digest(MODELS)
-    after = json.loads(run_cli("explain", "when do bees swarm", "-i", path, "--json",
-                               cwd=cwd).stdout)
+    after = json.loads(
+        run_cli("explain", "when do bees swarm", "-i", path, "--json", cwd=cwd).stdout
+    )
     assert after["threshold"] == value and after["threshold_source"] == "tuned"
     assert after["threshold_origin"] == "tuned on 4 queries"
     text = run_cli("explain", "when do bees swarm", "-i", path, cwd=cwd).stdout
     assert "tuned on 4 queries" in text
     info = json.loads(run_cli("info", "-i", path, "--json", cwd=cwd).stdout)
     assert (info["threshold"], info["threshold_origin"]) == (value, "tuned on 4 queries")
-    flag = json.loads(run_cli("explain", "when do bees swarm", "-i", path, "--json", "-t", "0.2",
-                              cwd=cwd).stdout)
+    flag = json.loads(
+        run_cli("explain", "when do bees swarm", "-i", path, "--json", "-t", "0.2", cwd=cwd).stdout
+    )
     assert flag["threshold"] == 0.2 and flag["threshold_origin"] == "given on the command line"
-    rows = jsonl(run_cli("query", "when do bees swarm", "-i", path, "--json", "--rejected",
-                         cwd=cwd).stdout)
+    rows = jsonl(
+        run_cli("query", "when do bees swarm", "-i", path, "--json", "--rejected", cwd=cwd).stdout
+    )
     assert rows and all(r["admitted"] == (r["score"] >= value) for r in rows[:3])
 
 
@@ -174,8 +202,12 @@ def test_an_index_without_chunks(tmp_path):
     empty.mkdir()
     path = str(tmp_path / "empty.db")
     run_cli("embed", str(empty), "-i", path)
-    for args in (("query", "bees"), ("explain", "bees"), ("query", "bees", "--mode", "dense"),
-                 ("explain", "bees", "--json")):
+    for args in (
+        ("query", "bees"),
+        ("explain", "bees"),
+        ("query", "bees", "--mode", "dense"),
+        ("explain", "bees", "--json"),
+    ):
         proc = run_cli(*args, "-i", path)
         assert proc.returncode == 1, (args, proc.stderr)
         assert "the index holds no chunks" in proc.stderr and "internal error" not in proc.stderr
@@ -183,7 +215,7 @@ def test_an_index_without_chunks(tmp_path):
 
 def test_the_readme_python_example_runs():
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## Python API"):]
+    section = readme[readme.index("## Python API") :]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     import contextlib
     import io
@@ -204,11 +236,14 @@ def test_model_tokenizer_counts_without_an_onnxruntime_session():
     import subprocess
     import sys
 
-    code = ("import sys; from ragsift.chunkers.counters import get_counter; "
-            "c = get_counter('model'); n = c.count('honey bees swarm'); "
-            "print(n, c.max_length, 'onnxruntime' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=REPO, check=True).stdout.split()
+    code = (
+        "import sys; from ragsift.chunkers.counters import get_counter; "
+        "c = get_counter('model'); n = c.count('honey bees swarm'); "
+        "print(n, c.max_length, 'onnxruntime' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True
+    ).stdout.split()
     assert out == ["5", "256", "False"]
 
 

@@ -21,8 +21,10 @@ from tests.test_query_cli import BEES, fixture_index
 
 NARROW = {"COLUMNS": "80"}
 WIDE = {"COLUMNS": "120"}
-BRACKETS = ("See [red] and [pytest](https://docs.pytest.org) failures.\n"
-            "Write [bold]care[/bold] into the notes.\n")
+BRACKETS = (
+    "See [red] and [pytest](https://docs.pytest.org) failures.\n"
+    "Write [bold]care[/bold] into the notes.\n"
+)
 
 
 @pytest.fixture(scope="session")
@@ -42,8 +44,9 @@ def bracket_index(tmp_path_factory) -> tuple[str, str]:
 
 
 def explain(index: str, query: str, env: dict, *args: str):
-    return run_cli("explain", query, "-i", index, "-k", "3", "--reject-window", "10", *args,
-                   env=env)
+    return run_cli(
+        "explain", query, "-i", index, "-k", "3", "--reject-window", "10", *args, env=env
+    )
 
 
 def record(index: str, query: str, *args: str) -> dict:
@@ -86,8 +89,11 @@ def test_explain_fits_80_columns_and_names_every_candidate(index, mode):
         # one head line per candidate: rank, score, margin or gap, under its reason
         margin = c["score"] - rec["threshold"]
         sign = "+" if margin >= 0 else "−"
-        head = re.compile(rf"^\s*{c['rank']} {c['score']:.3f}\s+{re.escape(sign)}"
-                          rf"{abs(margin):.2f} ", re.MULTILINE)
+        head = re.compile(
+            rf"^\s*{c['rank']} {c['score']:.3f}\s+{re.escape(sign)}"
+            rf"{abs(margin):.2f} ",
+            re.MULTILINE,
+        )
         assert head.search(proc.stdout), (c["rank"], proc.stdout)
         assert reasons[c["rank"]] == ("admitted" if c["admitted"] else c["reason"])
         location = f"{c['path']}:{c['line_start']}"
@@ -113,7 +119,8 @@ def test_wide_layout_labels_columns_once_and_shows_everything(index):
         assert re.search(rf"^\s*{c['rank']} {c['score']:.3f} ", out, re.MULTILINE)
         assert reasons[c["rank"]] == ("admitted" if c["admitted"] else c["reason"])
     assert "over-k (rank > k 3)" in out or not any(
-        c["reason"] == "over-k" for c in rec["candidates"])
+        c["reason"] == "over-k" for c in rec["candidates"]
+    )
 
 
 def test_over_k_says_the_rule_and_the_hint_what_k_would_admit(index):
@@ -140,8 +147,9 @@ def test_over_k_says_the_rule_and_the_hint_what_k_would_admit(index):
 def test_empty_result_names_the_best_candidate_and_tune_save(index):
     proc = run_cli("query", "required option", "-i", index, "--threshold", "0.9")
     assert proc.returncode == 1 and proc.stdout == ""
-    rec = json.loads(run_cli("explain", "required option", "-i", index, "--threshold", "0.9",
-                             "--json").stdout)
+    rec = json.loads(
+        run_cli("explain", "required option", "-i", index, "--threshold", "0.9", "--json").stdout
+    )
     best = max(rec["candidates"][:3], key=lambda c: c["score"])  # the best that k admits
     assert "nothing cleared the threshold 0.90" in proc.stderr
     assert f"{best['path']}:{best['line_start']}" in proc.stderr
@@ -165,8 +173,11 @@ def test_path_without_match_shows_the_stored_paths(index):
 def test_long_query_warns_and_explain_marks_it(index):
     long_query = "when do honey bees swarm and how do I stop it " * 60
     proc = run_cli("query", long_query, "-i", index)
-    warning = re.search(r"ragsift: warning: query truncated to (\d+) model tokens; (\d+) tokens "
-                        r"ignored", proc.stderr)
+    warning = re.search(
+        r"ragsift: warning: query truncated to (\d+) model tokens; (\d+) tokens "
+        r"ignored",
+        proc.stderr,
+    )
     assert warning, proc.stderr
     assert int(warning.group(1)) == 256 and int(warning.group(2)) > 300
     proc = explain(index, long_query, NARROW)
@@ -180,16 +191,20 @@ def test_long_query_warns_and_explain_marks_it(index):
 
 
 def test_query_format_grep_one_line_per_hit(index):
-    hits = [json.loads(line) for line in
-            run_cli("query", BEES, "-i", index, "--json").stdout.splitlines()]
+    hits = [
+        json.loads(line)
+        for line in run_cli("query", BEES, "-i", index, "--json").stdout.splitlines()
+    ]
     proc = run_cli("query", BEES, "-i", index, "--format", "grep")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert len(lines) == len(hits) >= 1
     for line, hit in zip(lines, hits):
         assert line.startswith(f"{hit['path']}:{hit['line_start']}: ")
-        assert line[len(f"{hit['path']}:{hit['line_start']}: "):][:30] == " ".join(
-            hit["text"].split())[:30]
+        assert (
+            line[len(f"{hit['path']}:{hit['line_start']}: ") :][:30]
+            == " ".join(hit["text"].split())[:30]
+        )
     same = run_cli("query", BEES, "-i", index, "--format", "json")
     assert same.stdout == run_cli("query", BEES, "-i", index, "--json").stdout
     bad = run_cli("query", BEES, "-i", index, "--format", "table")
@@ -208,8 +223,10 @@ def test_query_text_fits_80_columns(index):
 @pytest.mark.parametrize("env", [NARROW, WIDE])
 def test_bracketed_text_is_shown_literally(bracket_index, env):
     db, folder = bracket_index
-    for args in (("query", "pytest failures", "-i", db, "--threshold", "none"),
-                 ("explain", "pytest failures", "-i", db, "--threshold", "none")):
+    for args in (
+        ("query", "pytest failures", "-i", db, "--threshold", "none"),
+        ("explain", "pytest failures", "-i", db, "--threshold", "none"),
+    ):
         proc = run_cli(*args, env=env)
         assert proc.returncode == 0, proc.stderr
         flat = " ".join(proc.stdout.replace("│", " ").split())
@@ -222,14 +239,28 @@ def test_bracketed_text_is_shown_literally(bracket_index, env):
 
 # -- the words, on records built without an index (pure arithmetic, no model) ----------------
 
+
 def _record(scores, k=3, threshold=0.4, max_chars=None, texts=None):
     from ragsift.retrieval.topk import TopK
     from tests.records import retrieval
 
-    recs = [{"id": f"doc.md#{i}", "path": "doc.md", "line_start": 10 * i + 1,
-             "text": (texts or {}).get(i, f"chunk {i} [red] text")} for i in range(len(scores))]
-    return retrieval(TopK(k=k, threshold=threshold, reject_window=len(scores), max_chars=max_chars),
-                     scores=scores, records=recs, dimensions=3, model="m", searched=len(scores))
+    recs = [
+        {
+            "id": f"doc.md#{i}",
+            "path": "doc.md",
+            "line_start": 10 * i + 1,
+            "text": (texts or {}).get(i, f"chunk {i} [red] text"),
+        }
+        for i in range(len(scores))
+    ]
+    return retrieval(
+        TopK(k=k, threshold=threshold, reject_window=len(scores), max_chars=max_chars),
+        scores=scores,
+        records=recs,
+        dimensions=3,
+        model="m",
+        searched=len(scores),
+    )
 
 
 def test_reason_labels_say_the_rule():
@@ -237,8 +268,12 @@ def test_reason_labels_say_the_rule():
 
     r = _record([0.9, 0.8, 0.7, 0.6, 0.3], k=2)
     assert [reason_label(c, r) for c in r.candidates] == [
-        "admitted", "admitted", "over-k (rank 3 > k 2)", "over-k (rank 4 > k 2)",
-        "below-threshold"]
+        "admitted",
+        "admitted",
+        "over-k (rank 3 > k 2)",
+        "over-k (rank 4 > k 2)",
+        "below-threshold",
+    ]
     budget = _record([0.9, 0.8], k=2, max_chars=25, texts={0: "x" * 20, 1: "y" * 20})
     assert reason_label(budget.candidates[1], budget) == "over-char-budget (--max-chars 25)"
 
@@ -282,7 +317,8 @@ def test_chunk_table_under_100_columns_is_one_block_per_chunk(tmp_path):
     folder.mkdir()
     (folder / "guide.md").write_text(
         "# Guide\n\n## Setup\n\nRun [red]pytest[/red] with care; " + "words " * 60 + "\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     (folder / "bell\x07name.txt").write_text("a note \x1b[31mred\x1b[0m here\n", encoding="utf-8")
     want = [json.loads(line)["id"] for line in run_cli("chunk", str(folder)).stdout.splitlines()]
     proc = run_cli("chunk", str(folder), "--format", "table", env=NARROW)
@@ -298,8 +334,11 @@ def test_chunk_table_under_100_columns_is_one_block_per_chunk(tmp_path):
         assert name == shown or (name.startswith("…") and shown.endswith(name[1:])), head
         assert shown.endswith(("guide.md#0", "␇name.txt#0"))
     assert "  Guide" in lines  # the heading trail
-    assert any(line.startswith("  # Guide ## Setup Run [red]pytest[/red] with care; words")
-               and line.endswith("…") for line in lines)
+    assert any(
+        line.startswith("  # Guide ## Setup Run [red]pytest[/red] with care; words")
+        and line.endswith("…")
+        for line in lines
+    )
     assert "  a note ␛[31mred␛[0m here" in lines
     wide = run_cli("chunk", str(folder), "--format", "table", env=WIDE)
     assert "┃" in wide.stdout

@@ -33,9 +33,13 @@ main()
 
 def run_probe(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, Path]:
     mark = tmp_path / "mark"
-    proc = subprocess.run([sys.executable, "-c", PROBE, str(mark), *args],
-                          capture_output=True, text=True, timeout=120,
-                          env={"PATH": "/usr/bin:/bin", "COLUMNS": "80", "NO_COLOR": "1"})
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, str(mark), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", "COLUMNS": "80", "NO_COLOR": "1"},
+    )
     return proc, mark
 
 
@@ -65,16 +69,20 @@ def test_a_large_output_through_a_pipe_is_not_cut(tmp_path):
 def test_embed_leaves_a_whole_index_without_teardown(tmp_path):
     # embed commits and closes its index before it returns: nothing is left for a teardown
     index = tmp_path / "i.sqlite"
-    proc, mark = run_probe(tmp_path, "embed", str(FIXTURES / "beekeeping"), "--index",
-                           str(index), "--json")
+    proc, mark = run_probe(
+        tmp_path, "embed", str(FIXTURES / "beekeeping"), "--index", str(index), "--json"
+    )
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)
     assert (mark.parent / "mark.atexit").read_text() == "ran"
     assert not (mark.parent / "mark.teardown").exists()
     assert not Path(str(index) + "-wal").exists()  # checkpointed and closed
-    check = subprocess.run([sys.executable, "-m", "ragsift", "info", "--check", "--json",
-                            "--index", str(index)], capture_output=True, text=True,
-                           timeout=120)
+    check = subprocess.run(
+        [sys.executable, "-m", "ragsift", "info", "--check", "--json", "--index", str(index)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert check.returncode == 0, check.stderr
     info = json.loads(check.stdout)
     assert info["chunks"] == summary["chunks"] > 0

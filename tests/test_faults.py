@@ -41,12 +41,54 @@ N_FILES = 48
 SLICE = 0.02  # seconds the writer runs between two looks (only how often we look)
 
 WORDS = [
-    "amber", "basalt", "cedar", "delta", "ember", "fjord", "glacier", "harbor", "iris",
-    "juniper", "kelp", "lagoon", "meadow", "nectar", "orchard", "pollen", "quartz", "river",
-    "saffron", "tundra", "umber", "valley", "willow", "xylem", "yarrow", "zephyr", "beacon",
-    "canyon", "dune", "estuary", "forest", "grove", "heath", "inlet", "jetty", "knoll",
-    "lichen", "moss", "nettle", "oasis", "prairie", "quarry", "reef", "spruce", "thicket",
-    "upland", "vale", "wetland",
+    "amber",
+    "basalt",
+    "cedar",
+    "delta",
+    "ember",
+    "fjord",
+    "glacier",
+    "harbor",
+    "iris",
+    "juniper",
+    "kelp",
+    "lagoon",
+    "meadow",
+    "nectar",
+    "orchard",
+    "pollen",
+    "quartz",
+    "river",
+    "saffron",
+    "tundra",
+    "umber",
+    "valley",
+    "willow",
+    "xylem",
+    "yarrow",
+    "zephyr",
+    "beacon",
+    "canyon",
+    "dune",
+    "estuary",
+    "forest",
+    "grove",
+    "heath",
+    "inlet",
+    "jetty",
+    "knoll",
+    "lichen",
+    "moss",
+    "nettle",
+    "oasis",
+    "prairie",
+    "quarry",
+    "reef",
+    "spruce",
+    "thicket",
+    "upland",
+    "vale",
+    "wetland",
 ]
 
 
@@ -59,8 +101,19 @@ def _corpus(root, seed: int = 7) -> None:
 
 
 def _cmd(corpus, index) -> list[str]:
-    return [sys.executable, "-m", "ragsift", "embed", str(corpus), "--index", str(index),
-            "--size", "48", "--quiet", "--json"]
+    return [
+        sys.executable,
+        "-m",
+        "ragsift",
+        "embed",
+        str(corpus),
+        "--index",
+        str(index),
+        "--size",
+        "48",
+        "--quiet",
+        "--json",
+    ]
 
 
 def _env() -> dict:
@@ -83,8 +136,9 @@ class _Sliced:
     """A subprocess run in slices: ``step()`` lets it run briefly and stops it again."""
 
     def __init__(self, cmd: list[str]) -> None:
-        self.proc = subprocess.Popen(cmd, cwd=REPO, env=_env(), stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            cmd, cwd=REPO, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         self.exited = False
         self._stop()
 
@@ -141,8 +195,15 @@ def _check_after_kill(index, seen: int) -> set[str]:
 
 
 def _run_to_end(corpus, index) -> dict:
-    proc = subprocess.run(_cmd(corpus, index), cwd=REPO, env=_env(), capture_output=True,
-                          text=True, timeout=120, check=False)
+    proc = subprocess.run(
+        _cmd(corpus, index),
+        cwd=REPO,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -150,8 +211,9 @@ def _run_to_end(corpus, index) -> dict:
 def _snapshot(index) -> dict[str, tuple[str, np.ndarray]]:
     with open_index(index) as r:
         rowids, matrix = r.load_matrix()
-        return {rec["id"]: (rec["text"], matrix[i])
-                for i, rec in enumerate(r.chunks(rowids.tolist()))}
+        return {
+            rec["id"]: (rec["text"], matrix[i]) for i, rec in enumerate(r.chunks(rowids.tolist()))
+        }
 
 
 @pytest.mark.slow

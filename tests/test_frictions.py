@@ -18,8 +18,12 @@ def test_ls_to_a_pipe_is_one_tab_separated_line_per_document(index):
     proc = run_cli("ls", "-i", index, env={"COLUMNS": "40"})
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    listed = [r["path"] for r in map(__import__("json").loads, run_cli(
-        "ls", "-i", index, "--json").stdout.splitlines())]
+    listed = [
+        r["path"]
+        for r in map(
+            __import__("json").loads, run_cli("ls", "-i", index, "--json").stdout.splitlines()
+        )
+    ]
     assert [line.split("\t")[0] for line in lines] == listed
     assert all(len(line.split("\t")) == 5 for line in lines)
 
@@ -37,10 +41,17 @@ def test_tune_says_when_labels_name_no_document_and_refuses_to_save_nothing(inde
     copy = tmp_path / "copy.db"
     shutil.copy(index, copy)
     labels = tmp_path / "labels.jsonl"
-    labels.write_text("\n".join(json.dumps(x) for x in [
-        {"query": "when do honey bees swarm", "relevant": ["beekeeping/handbook.md"]},
-        {"query": "feeding a sourdough starter", "relevant": ["sourdough.rst"]},
-        {"query": "kubernetes ingress", "relevant": []}]) + "\n")
+    labels.write_text(
+        "\n".join(
+            json.dumps(x)
+            for x in [
+                {"query": "when do honey bees swarm", "relevant": ["beekeeping/handbook.md"]},
+                {"query": "feeding a sourdough starter", "relevant": ["sourdough.rst"]},
+                {"query": "kubernetes ingress", "relevant": []},
+            ]
+        )
+        + "\n"
+    )
     proc = run_cli("tune", "-i", str(copy), "--queries", str(labels), "--save", "--json")
     assert proc.returncode == 2
     assert "none of the 2 labelled relevant items matches an indexed document" in proc.stderr
@@ -96,11 +107,11 @@ def test_batch_grep_numbers_each_line_with_its_query_and_one_query_keeps_grep_fo
         for line in proc.stdout.splitlines():
             path, lineno, rest = line.split(":", 2)
             assert path.startswith("fixtures/") and lineno.isdigit() and rest.startswith(" ")
-    batch = run_cli("query", "-", "-i", index, "--format", "grep",
-                    input="\n".join(queries) + "\n")
+    batch = run_cli("query", "-", "-i", index, "--format", "grep", input="\n".join(queries) + "\n")
     assert batch.returncode == 0, batch.stderr
-    assert batch.stdout == "".join(f"{n}:{line}\n" for n, proc in enumerate(singles, 1)
-                                   for line in proc.stdout.splitlines())
+    assert batch.stdout == "".join(
+        f"{n}:{line}\n" for n, proc in enumerate(singles, 1) for line in proc.stdout.splitlines()
+    )
     # what a shell user does with it: the query number is field 1, the rest the grep line
     assert {line.split(":", 1)[0] for line in batch.stdout.splitlines()} == {"1", "3"}
 

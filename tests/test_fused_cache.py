@@ -13,9 +13,12 @@ from ragsift.embedders import load_embedder
 from ragsift.embedders.fused import _file_sha256, fused_cache_path
 from ragsift.embedders.weights import DEFAULT_SHA256
 
-TEXTS = ["Bees cluster in winter to keep the queen warm.",
-         "A lantern needs a dry wick and clean glass.",
-         "short", "x " * 300]  # the last one is truncated at the model's max length
+TEXTS = [
+    "Bees cluster in winter to keep the queen warm.",
+    "A lantern needs a dry wick and clean glass.",
+    "short",
+    "x " * 300,
+]  # the last one is truncated at the model's max length
 
 
 def _vectors(emb):
@@ -35,7 +38,8 @@ def in_memory(tmp_path, monkeypatch):
 
 
 def test_first_load_writes_the_cache_and_every_load_gives_identical_vectors(
-        in_memory, tmp_path, monkeypatch):
+    in_memory, tmp_path, monkeypatch
+):
     monkeypatch.setenv("RAGSIFT_CACHE_DIR", str(tmp_path / "cache"))
     path = fused_cache_path(DEFAULT_SHA256)
     assert not path.exists()

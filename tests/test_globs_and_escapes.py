@@ -14,9 +14,16 @@ def index(tmp_path_factory) -> str:
     return fixture_index(tmp_path_factory)
 
 
-@pytest.mark.parametrize("args", [["ls", "[z-a]"], ["rm", "[z-a]"], ["rm", "--dry-run", "[z-a]"],
-                                  ["query", "bees", "--path", "[z-a]"],
-                                  ["explain", "bees", "--path", "[z-a]"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["ls", "[z-a]"],
+        ["rm", "[z-a]"],
+        ["rm", "--dry-run", "[z-a]"],
+        ["query", "bees", "--path", "[z-a]"],
+        ["explain", "bees", "--path", "[z-a]"],
+    ],
+)
 def test_an_invalid_glob_is_a_usage_error(index, args):
     proc = run_cli(*args, "-i", index)
     assert proc.returncode == 2, proc.stderr

@@ -8,8 +8,31 @@ from hypothesis import strategies as st
 
 from ragsift.sources.markdown import _HEADING_LINE, _may_have_headings
 
-_PIECES = ["#", "##", " ", "   ", "    ", "\t", "=", "==", "-", "---", "\n", "\r", "\r\n", "a",
-           "x y", "# t", "* ", "+", "`", ">", "\u2028", "\x0b", "\x0c"]
+_PIECES = [
+    "#",
+    "##",
+    " ",
+    "   ",
+    "    ",
+    "\t",
+    "=",
+    "==",
+    "-",
+    "---",
+    "\n",
+    "\r",
+    "\r\n",
+    "a",
+    "x y",
+    "# t",
+    "* ",
+    "+",
+    "`",
+    ">",
+    "\u2028",
+    "\x0b",
+    "\x0c",
+]
 
 
 @settings(max_examples=1000, deadline=None)
@@ -19,8 +42,18 @@ def test_the_fast_scan_answers_as_the_original(text):
 
 
 def test_the_fast_scan_on_examples():
-    for text, want in [("", False), ("# a", True), ("x\n# a", True), ("x\r# a", True),
-                       ("x\r\n  # a", True), ("x\n    # code", False), ("a\n===", True),
-                       ("a\r---\r", True), ("a\n--- x", False), ("a # b\nc", False),
-                       ("-", True), ("a\n==\t \nb", True)]:
+    for text, want in [
+        ("", False),
+        ("# a", True),
+        ("x\n# a", True),
+        ("x\r# a", True),
+        ("x\r\n  # a", True),
+        ("x\n    # code", False),
+        ("a\n===", True),
+        ("a\r---\r", True),
+        ("a\n--- x", False),
+        ("a # b\nc", False),
+        ("-", True),
+        ("a\n==\t \nb", True),
+    ]:
         assert _may_have_headings(text) is want, text

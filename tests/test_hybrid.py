@@ -102,8 +102,7 @@ def test_fusion_is_the_only_home_of_the_defaults():
     from ragsift.retrieval import hybrid
 
     f = Fusion()
-    assert (f.fusion, f.alpha, f.norm, f.rrf_k, f.depth) == ("relevance", 0.6, "minmax", 60,
-                                                             1000)
+    assert (f.fusion, f.alpha, f.norm, f.rrf_k, f.depth) == ("relevance", 0.6, "minmax", 60, 1000)
     assert inspect.signature(hybrid.rrf_scores).parameters["rrf_k"].default == f.rrf_k
     assert inspect.signature(hybrid.fuse).parameters["fusion"].default == f
     assert EvalConfig().fusion_settings() == f
@@ -138,8 +137,11 @@ class _MemoryBackend:
 
 
 def test_engine_hybrid_fuses_what_the_backend_returns():
-    b = _MemoryBackend({1: 0.9, 2: 0.8, 3: 0.1, 4: 0.7, 5: 0.2}, [(3, 8.0), (4, 2.0)],
-                       {1: "a", 2: "a", 3: "b", 4: "a", 5: "a"})
+    b = _MemoryBackend(
+        {1: 0.9, 2: 0.8, 3: 0.1, 4: 0.7, 5: 0.2},
+        [(3, 8.0), (4, 2.0)],
+        {1: "a", 2: "a", 3: "b", 4: "a", 5: "a"},
+    )
     q = np.zeros((1, 2), np.float32)
     # each side gives max(depth, n) = 3 candidates
     # convex 0.5 minmax over dense {1, 2, 4} and lexical {3, 4}: 1 and 3 tie at 0.5 (the
@@ -254,16 +256,14 @@ def test_a_lexical_only_hit_is_identifiable(tmp_path, embedder):
         records = {r.rowid: r for r in store.chunk_records(rowids.tolist())}
         # each side gives max(depth, n) = 2; convex fusion puts cats (best cosine) and log
         # (best BM25) at 0.5 each, dogs below
-        (fused,) = rank(store, [query], qvec[None, :], mode="hybrid", n=2,
-                        fusion=Fusion(depth=1))
+        (fused,) = rank(store, [query], qvec[None, :], mode="hybrid", n=2, fusion=Fusion(depth=1))
     by_path = {records[c.rowid].path.rsplit("/", 1)[-1]: c for c in fused}
     assert set(by_path) == {"cats.md", "log.md"}
     cat, log = by_path["cats.md"], by_path["log.md"]
     assert cat.source == "dense" and cat.lexical_rank is None
     assert log.lexical_rank == 1 and log.lexical_score > 0
     # its cosine is reported beside the relevance score the threshold applies to
-    assert log.dense_score == pytest.approx(float(scores[list(rowids).index(log.rowid)]),
-                                            abs=1e-6)
+    assert log.dense_score == pytest.approx(float(scores[list(rowids).index(log.rowid)]), abs=1e-6)
     assert 0.0 < log.score < 1.0 and log.lexical_share > 0
 
 
@@ -278,7 +278,8 @@ def test_searcher_builds_the_retrieval_record_in_every_mode(tmp_path, embedder):
         hybrid = Searcher(store, embedder=embedder, fusion=Fusion(depth=1))
         r = hybrid.retrieve("purring felines zq7x", strategy)
         dense_only = Searcher(store, embedder=embedder, mode="dense").retrieve(
-            "purring felines zq7x", strategy)
+            "purring felines zq7x", strategy
+        )
         lexical = Searcher(store, embedder=embedder, mode="lexical")
         lex = lexical.retrieve("zq7x", strategy)
         filtered = lexical.retrieve("zq7x cats", strategy, path_glob="*cats.md")
@@ -315,7 +316,9 @@ def test_searcher_mode_dispatches_to_the_fusion(tmp_path, embedder):
     _build(docs, index, embedder)
     strategy = TopK(k=1, threshold=None, reject_window=0)
     with open_index(index, "r") as store:
-        dense = Searcher(store, embedder=embedder, mode="dense").retrieve("purring felines zq7x", strategy)
+        dense = Searcher(store, embedder=embedder, mode="dense").retrieve(
+            "purring felines zq7x", strategy
+        )
         hybrid = Searcher(store, embedder=embedder, mode="hybrid", fusion=Fusion(depth=1))
         fused = hybrid.retrieve("purring felines zq7x", strategy)
     assert dense.mode == "dense" and dense.candidates[0].source is None
@@ -352,8 +355,18 @@ def test_explain_shows_a_lexical_only_hit(tmp_path, embedder, monkeypatch):
     query = "purring felines zq7x"
     # a window wide enough to show every candidate: the lexical-only hit is ranked by its
     # relevance score among them (its one word of three is weak evidence beside 110 close cats)
-    args = ["explain", query, "--index", index, "--mode", "hybrid", "--threshold", "none",
-            "--reject-window", "90"]
+    args = [
+        "explain",
+        query,
+        "--index",
+        index,
+        "--mode",
+        "hybrid",
+        "--threshold",
+        "none",
+        "--reject-window",
+        "90",
+    ]
     result = CliRunner().invoke(app, [*args, "--json"])
     assert result.exit_code == 0, result.output
     record = json.loads(result.stdout)
@@ -375,10 +388,12 @@ def test_fuse_limit_is_the_head_of_the_whole_order(how):
 
     rng = random.Random(7)
     for _ in range(30):
-        dense = sorted(((i, round(rng.random(), 1)) for i in rng.sample(range(60), 25)),
-                       key=lambda x: -x[1])
-        lexical = sorted(((i, float(rng.randint(0, 3))) for i in rng.sample(range(60), 25)),
-                         key=lambda x: -x[1])
+        dense = sorted(
+            ((i, round(rng.random(), 1)) for i in rng.sample(range(60), 25)), key=lambda x: -x[1]
+        )
+        lexical = sorted(
+            ((i, float(rng.randint(0, 3))) for i in rng.sample(range(60), 25)), key=lambda x: -x[1]
+        )
         cos = {i: round(rng.random(), 1) for i in range(60)}
         whole = fuse(dense, lexical, how, dense_score_of=cos.get)
         for k in (0, 1, 5, 13, len(whole), len(whole) + 5):

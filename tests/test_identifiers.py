@@ -17,22 +17,25 @@ from ragsift.index.terms import camel_parts, identifier_terms, query_terms, quer
 # ---- the rule: a pure function of the text ------------------------------------------------
 
 
-@pytest.mark.parametrize(("text", "terms"), [
-    ("url_for", ["urlfor"]),
-    ("before_request", ["beforerequest"]),
-    ("MAX_CONTENT_LENGTH", ["maxcontentlength"]),
-    ("camelCase", ["camel", "case"]),
-    ("flask.Flask.route", ["flaskflaskroute", "flaskroute"]),  # a query names the tail
-    ("@app.before_request", ["appbeforerequest", "beforerequest"]),  # and a segment
-    ("--dry-run", ["dryrun"]),
-    ("typer.echo", ["typerecho"]),
-    ("std::vector", ["stdvector"]),
-    ("docs/api.rst", ["docsapirst", "apirst"]),
-    ("getHTTPResponse", ["get", "http", "response"]),
-    ("call url_for twice: url_for()", ["urlfor", "urlfor"]),  # every occurrence counts
-    ("plain words, APIs, URLs, md5, Flask, HTTP, __init__ and 3.14", []),
-    ("x" * 30 + "_" + "y" * 20, []),  # a whole form over MAX_WHOLE (Lance drops such tokens)
-])
+@pytest.mark.parametrize(
+    ("text", "terms"),
+    [
+        ("url_for", ["urlfor"]),
+        ("before_request", ["beforerequest"]),
+        ("MAX_CONTENT_LENGTH", ["maxcontentlength"]),
+        ("camelCase", ["camel", "case"]),
+        ("flask.Flask.route", ["flaskflaskroute", "flaskroute"]),  # a query names the tail
+        ("@app.before_request", ["appbeforerequest", "beforerequest"]),  # and a segment
+        ("--dry-run", ["dryrun"]),
+        ("typer.echo", ["typerecho"]),
+        ("std::vector", ["stdvector"]),
+        ("docs/api.rst", ["docsapirst", "apirst"]),
+        ("getHTTPResponse", ["get", "http", "response"]),
+        ("call url_for twice: url_for()", ["urlfor", "urlfor"]),  # every occurrence counts
+        ("plain words, APIs, URLs, md5, Flask, HTTP, __init__ and 3.14", []),
+        ("x" * 30 + "_" + "y" * 20, []),  # a whole form over MAX_WHOLE (Lance drops such tokens)
+    ],
+)
 def test_identifier_terms(text, terms):
     assert list(identifier_terms(text)) == terms
 
@@ -52,7 +55,12 @@ def test_query_terms_add_the_whole_identifier_to_the_query_words():
     assert query_terms("--dry-run") == ["dry", "run", "dryrun"]
     assert query_terms("camelCase") == ["camelcase", "camel", "case"]
     assert query_terms("how do I use flask.Flask.route") == [
-        "use", "flask", "route", "flaskflaskroute", "flaskroute"]
+        "use",
+        "flask",
+        "route",
+        "flaskflaskroute",
+        "flaskroute",
+    ]
     assert query_terms("url_for", identifiers=False) == ["url"]  # an index without terms
     assert query_terms("plain words only") == query_words("plain words only")
     assert query_terms("") == []
@@ -78,9 +86,14 @@ DOCS = {
     "style.md": "Names are written in camelCase in this module.",
     "animals.md": "A camel walks. In case of rain, the camel sits: case by case.",
 }
-WHOLE = {"url_for": "routing.md", "before_request": "hooks.md",
-         "MAX_CONTENT_LENGTH": "limits.md", "flask.Flask.route": "decorator.md",
-         "--dry-run": "cli.md", "typer.echo": "printing.md"}
+WHOLE = {
+    "url_for": "routing.md",
+    "before_request": "hooks.md",
+    "MAX_CONTENT_LENGTH": "limits.md",
+    "flask.Flask.route": "decorator.md",
+    "--dry-run": "cli.md",
+    "typer.echo": "printing.md",
+}
 
 
 @pytest.fixture(scope="module")
@@ -194,8 +207,7 @@ def as_schema_3(path) -> None:
         db.close()
 
 
-def test_an_index_from_schema_3_is_read_as_it_is_then_migrated_by_a_writer(
-        tmp_path, real_index):
+def test_an_index_from_schema_3_is_read_as_it_is_then_migrated_by_a_writer(tmp_path, real_index):
     import shutil
 
     path = tmp_path / "old.db"
@@ -211,8 +223,10 @@ def test_an_index_from_schema_3_is_read_as_it_is_then_migrated_by_a_writer(
     with open_index(str(path), "w") as ix:  # a writer migrates: the terms of every row
         ix.compact()  # with its first write (issue 40: opening writes nothing)
         assert migrations.schema_version(ix.db) == migrations.LATEST >= 4
-        assert ix.db.execute("SELECT terms FROM chunks c JOIN documents d ON d.id = c.doc_id "
-                             "WHERE d.path LIKE '%routing.md'").fetchone() == ("urlfor",)
+        assert ix.db.execute(
+            "SELECT terms FROM chunks c JOIN documents d ON d.id = c.doc_id "
+            "WHERE d.path LIKE '%routing.md'"
+        ).fetchone() == ("urlfor",)
         assert ix.verify() == []
     with open_index(str(path), "r") as ix:
         assert ix._lexical_postings() is not None  # postings rewritten with the terms
@@ -239,9 +253,16 @@ def test_a_lance_index_from_schema_1_is_read_as_it_is_then_upgraded(tmp_path, mo
     names = list(DOCS)
     vecs = rng.standard_normal((len(names), 8)).astype(np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    docs = [DocumentWrite(key=n, path=n, sha256="0" * 64, vectors=vecs[i:i + 1], records=[
-        {"index": 0, "text": DOCS[n], "content_hash": n, "tokens": 9}]) for i, n in
-        enumerate(names)]
+    docs = [
+        DocumentWrite(
+            key=n,
+            path=n,
+            sha256="0" * 64,
+            vectors=vecs[i : i + 1],
+            records=[{"index": 0, "text": DOCS[n], "content_hash": n, "tokens": 9}],
+        )
+        for i, n in enumerate(names)
+    ]
     path = str(tmp_path / "old.lance")
     with monkeypatch.context() as m:  # written as schema 1 was: `fts` = context + text
         m.setattr(lance_module, "SCHEMA_VERSION", 1)

@@ -44,8 +44,10 @@ def _docs(index: Path) -> list[str]:
 @pytest.fixture
 def guard():
     """Fail instead of hanging if a read ever blocks (a FIFO opened without O_NONBLOCK)."""
+
     def boom(*_):
         raise TimeoutError("blocked on a read")
+
     old = signal.signal(signal.SIGALRM, boom)
     signal.alarm(60)
     yield
@@ -54,6 +56,7 @@ def guard():
 
 
 # -- item 1: a PATH that does not exist is a usage error ---------------------------------------
+
 
 def test_missing_path_is_a_usage_error_and_leaves_the_index_alone(tmp_path):
     docs = tmp_path / "docs"
@@ -66,7 +69,8 @@ def test_missing_path_is_a_usage_error_and_leaves_the_index_alone(tmp_path):
     proc = run_cli("embed", str(tmp_path / "typo"), "--index", str(index))
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        f"ragsift: {tmp_path / 'typo'}: no such file or directory"]
+        f"ragsift: {tmp_path / 'typo'}: no such file or directory"
+    ]
     assert _docs(index) == [f"{docs}/a.md"]
     assert index.read_bytes() == before
 
@@ -90,13 +94,15 @@ def test_invalid_include_or_exclude_glob_is_one_usage_line(tmp_path):
         proc = run_cli("chunk", str(tmp_path / "d"), flag, "[z-a]")
         assert proc.returncode == 2
         assert proc.stderr.splitlines() == [
-            f"ragsift: {flag}: invalid pattern '[z-a]': bad character range z-a"]
+            f"ragsift: {flag}: invalid pattern '[z-a]': bad character range z-a"
+        ]
     new = tmp_path / "new.db"
     proc = run_cli("embed", str(tmp_path / "d"), "--include", "[z-a]", "--index", str(new))
     assert proc.returncode == 2 and not new.exists()
 
 
 # -- item 2: prune only what is certainly gone ---------------------------------------------------
+
 
 def test_unlistable_folder_is_kept_and_reported_vanished_file_is_pruned(tmp_path, monkeypatch):
     from ragsift.ingest import build_index
@@ -151,9 +157,15 @@ def test_walk_reports_listed_folders_and_may_prune(tmp_path, monkeypatch):
     _w(tmp_path, "a/x.md")
     _w(tmp_path, "b/y.md")
     real_scandir = os.scandir
-    monkeypatch.setattr(os, "scandir", lambda p=".": (_ for _ in ()).throw(
-        OSError(5, "Input/output error")) if os.fspath(p) == str(tmp_path / "b")
-        else real_scandir(p))
+    monkeypatch.setattr(
+        os,
+        "scandir",
+        lambda p=".": (
+            (_ for _ in ()).throw(OSError(5, "Input/output error"))
+            if os.fspath(p) == str(tmp_path / "b")
+            else real_scandir(p)
+        ),
+    )
     w = walk([str(tmp_path)])
     assert str(tmp_path) in w.listed and str(tmp_path / "a") in w.listed
     assert str(tmp_path / "b") not in w.listed
@@ -165,6 +177,7 @@ def test_walk_reports_listed_folders_and_may_prune(tmp_path, monkeypatch):
 
 
 # -- item 8: one bad file never stops a run --------------------------------------------------------
+
 
 def _messy(root: Path) -> None:
     _w(root, "good.md", "# Good\n\nHoneybees store nectar as honey in wax combs.\n")
@@ -182,15 +195,19 @@ def test_messy_folder_one_line_per_problem_and_the_rest_is_indexed(tmp_path):
     proc = run_cli("chunk", str(docs))
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
-    records = [json.loads(line) for line in proc.stdout.encode("utf-8").decode("utf-8")
-               .splitlines()]
+    records = [
+        json.loads(line) for line in proc.stdout.encode("utf-8").decode("utf-8").splitlines()
+    ]
     paths = sorted({r["path"] for r in records})
-    assert paths == sorted(f"{docs}/{n}" for n in
-                           ("good.md", "other.txt", "latin\\xe9-\\xff.md", "escape.txt",
-                            "big.json"))
+    assert paths == sorted(
+        f"{docs}/{n}"
+        for n in ("good.md", "other.txt", "latin\\xe9-\\xff.md", "escape.txt", "big.json")
+    )
     assert any("7" * 5000 in r["text"] for r in records)
-    assert f"ragsift: warning: {docs}/.gitignore: line 1: invalid pattern '[z-a]': bad " \
-           "character range z-a (pattern ignored)" in proc.stderr.splitlines()
+    assert (
+        f"ragsift: warning: {docs}/.gitignore: line 1: invalid pattern '[z-a]': bad "
+        "character range z-a (pattern ignored)" in proc.stderr.splitlines()
+    )
     assert "scratch.tmp" not in proc.stdout  # the file's other patterns still apply
     escape = [r for r in records if r["path"].endswith("escape.txt")]
     assert "\\ud800" in escape[0]["text"]  # text as written, never a lone surrogate
@@ -214,7 +231,7 @@ def test_chunk_jsonl_is_valid_utf8_for_undecodable_names(tmp_path):
 
 
 def test_huge_json_integer_is_kept_as_written(tmp_path):
-    p = _w(tmp_path, "n.json", '[' + "9" * 5000 + ']')
+    p = _w(tmp_path, "n.json", "[" + "9" * 5000 + "]")
     doc = load_document(SourceFile(p, "n.json", p.stat().st_size, 0.0))
     assert "9" * 5000 in doc.text
 
@@ -228,11 +245,14 @@ def test_declared_unicode_escape_never_yields_surrogates(tmp_path):
 
 # -- item 9: only regular files, bounded reads ---------------------------------------------------
 
+
 def test_devices_are_refused_and_fifos_never_block(tmp_path, guard):
     proc = run_cli("chunk", "/dev/zero", timeout=120)
     assert proc.returncode == 3
-    assert proc.stderr.splitlines()[0] == \
-        "ragsift: skipped /dev/zero: not a regular file (character device)"
+    assert (
+        proc.stderr.splitlines()[0]
+        == "ragsift: skipped /dev/zero: not a regular file (character device)"
+    )
 
     docs = tmp_path / "docs"
     _w(docs, "a.md")
@@ -241,13 +261,19 @@ def test_devices_are_refused_and_fifos_never_block(tmp_path, guard):
     (docs / "rand.txt").symlink_to("/dev/urandom")
     proc = run_cli("chunk", str(docs), timeout=120)
     assert proc.returncode == 3
-    assert _skip_lines(proc.stderr) == [(f"ragsift: skipped {docs}/pipe.md: not a regular file "
-                                        "(FIFO)")]
+    assert _skip_lines(proc.stderr) == [
+        (f"ragsift: skipped {docs}/pipe.md: not a regular file (FIFO)")
+    ]
     assert "2 ignored: symlink out of the folder (see --follow-links)" in proc.stderr
     proc = run_cli("chunk", str(docs), "--follow-links", timeout=120)
     assert sorted(_skip_lines(proc.stderr)) == sorted(
-        f"ragsift: skipped {docs}/{n}: not a regular file ({k})" for n, k in
-        (("pipe.md", "FIFO"), ("zero.md", "character device"), ("rand.txt", "character device")))
+        f"ragsift: skipped {docs}/{n}: not a regular file ({k})"
+        for n, k in (
+            ("pipe.md", "FIFO"),
+            ("zero.md", "character device"),
+            ("rand.txt", "character device"),
+        )
+    )
 
 
 def test_a_file_replaced_by_a_fifo_after_listing_is_skipped(tmp_path, guard):
@@ -265,8 +291,11 @@ def test_size_cap_skips_with_one_line_and_a_flag_raises_it(tmp_path):
     proc = run_cli("chunk", str(tmp_path), "--max-file-size", "4k")
     assert proc.returncode == 3
     assert _skip_lines(proc.stderr) == [
-        (f"ragsift: skipped {tmp_path}/big.txt: too large (4.9 KiB; the cap is 4 KiB; "
-        "--max-file-size raises it)")]
+        (
+            f"ragsift: skipped {tmp_path}/big.txt: too large (4.9 KiB; the cap is 4 KiB; "
+            "--max-file-size raises it)"
+        )
+    ]
     assert run_cli("chunk", str(tmp_path), "--max-file-size", "8k").returncode == 0
     assert run_cli("chunk", str(tmp_path), "--max-file-size", "lots").returncode == 2
 
@@ -287,33 +316,46 @@ def test_explicit_fifo_argument_is_read_as_a_stream(tmp_path):
 
 # -- item 10: embed - records --------------------------------------------------------------------
 
+
 def test_stdin_records_with_surrogates_huge_numbers_or_bad_bytes_are_one_line_each(tmp_path):
     index = tmp_path / "s.db"
     good = {"path": "a", "index": 0, "text": "Honeybees make honey."}
-    lines = [json.dumps(good),
-             json.dumps({**good, "index": 1, "text": "bad \ud800 text"}),
-             json.dumps({**good, "index": 2, "page": 10 ** 30}),
-             json.dumps({**good, "index": 3, "level": -(10 ** 40)})]
+    lines = [
+        json.dumps(good),
+        json.dumps({**good, "index": 1, "text": "bad \ud800 text"}),
+        json.dumps({**good, "index": 2, "page": 10**30}),
+        json.dumps({**good, "index": 3, "level": -(10**40)}),
+    ]
     data = ("\n".join(lines) + "\n").encode() + b'{"path": "b\xff", "index": 0}\n'
     import subprocess
 
-    proc = subprocess.run([sys.executable, "-m", "ragsift", "embed", "-", "--index", str(index)],
-                          input=data, capture_output=True, timeout=300, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "ragsift", "embed", "-", "--index", str(index)],
+        input=data,
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
     err = proc.stderr.decode()
     assert proc.returncode == 3, err
     assert "Traceback" not in err and "internal error" not in err
     assert _skip_lines(err) == [
-        ("ragsift: skipped stdin line 2: field 'text' holds a lone surrogate (\\ud800-\\udfff "
-        "is not text)"),
+        (
+            "ragsift: skipped stdin line 2: field 'text' holds a lone surrogate (\\ud800-\\udfff "
+            "is not text)"
+        ),
         "ragsift: skipped stdin line 3: field 'page' is out of range (31 digits)",
         "ragsift: skipped stdin line 4: field 'level' is out of range (41 digits)",
-        ("ragsift: skipped stdin line 5: not UTF-8 (byte 11); expected records as printed by "
-        "`ragsift chunk`"),
+        (
+            "ragsift: skipped stdin line 5: not UTF-8 (byte 11); expected records as printed by "
+            "`ragsift chunk`"
+        ),
     ]
     assert _docs(index) == ["a"]
 
 
 # -- item 11: pypdf stays quiet ------------------------------------------------------------------
+
 
 def test_broken_pdf_is_one_skip_line(tmp_path):
     pytest.importorskip("pypdf")
@@ -325,11 +367,14 @@ def test_broken_pdf_is_one_skip_line(tmp_path):
     lines = proc.stderr.splitlines()
     assert all(ln.startswith("ragsift: ") for ln in lines), lines
     assert [ln.split(":")[1] for ln in _skip_lines(proc.stderr)] == [
-        f" skipped {tmp_path}/cut.pdf", f" skipped {tmp_path}/junk.pdf"]
+        f" skipped {tmp_path}/cut.pdf",
+        f" skipped {tmp_path}/junk.pdf",
+    ]
     assert len(lines) == 3  # two skips and the summary
 
 
 # -- item 14: symlink policy ---------------------------------------------------------------------
+
 
 def test_links_inside_the_tree_are_followed_links_out_need_follow_links(tmp_path):
     outside = tmp_path / "outside"
@@ -347,12 +392,16 @@ def test_links_inside_the_tree_are_followed_links_out_need_follow_links(tmp_path
     assert w.ignored_counts() == {"symlink out of the folder (see --follow-links)": 2}
     w = walk([str(docs)], follow_links=True)
     assert [f.relpath for f in w.files] == [
-        f"{docs}/alias.md", f"{docs}/link-in/page.md", f"{docs}/out.md"]  # = link-out/secret.md
+        f"{docs}/alias.md",
+        f"{docs}/link-in/page.md",
+        f"{docs}/out.md",
+    ]  # = link-out/secret.md
     # a link named as an argument is what the user asked for
     assert [f.relpath for f in walk([str(docs / "out.md")]).files] == [f"{docs}/out.md"]
 
 
 # -- issue 10 §1: doc folders as they are ----------------------------------------------------
+
 
 def _docs_with_assets(root: Path) -> None:
     _w(root, "index.md", "# Guide\n\nRun the tool with a required option.\n")
@@ -373,8 +422,9 @@ def test_assets_are_ignored_counted_and_do_not_change_the_exit_code(tmp_path):
     assert _skip_lines(proc.stderr) == []
     assert "0 skipped, 4 ignored: not a document type" in proc.stderr
     # --include widens (and replaces) the default set; containers stay out
-    proc = run_cli("chunk", str(docs), "--include", "*.css", "--include", "*.md",
-                   "--include", "*.png")
+    proc = run_cli(
+        "chunk", str(docs), "--include", "*.css", "--include", "*.md", "--include", "*.png"
+    )
     paths = sorted({json.loads(x)["path"] for x in proc.stdout.splitlines()})
     assert paths == [f"{docs}/css/site.css", f"{docs}/index.md"] and proc.returncode == 0
     # named on the command line: always read
@@ -394,8 +444,11 @@ def test_make_step_green_when_complete_red_on_a_real_failure(tmp_path):
     proc = run_cli("embed", str(docs), "--index", str(index))
     assert proc.returncode == 3  # a document that failed to parse is still a skip
     assert _skip_lines(proc.stderr) == [
-        (f"ragsift: skipped {docs}/broken.json: unparsable JSON: Expecting property name "
-        "enclosed in double quotes at line 1 column 3")]
+        (
+            f"ragsift: skipped {docs}/broken.json: unparsable JSON: Expecting property name "
+            "enclosed in double quotes at line 1 column 3"
+        )
+    ]
     proc = run_cli("embed", str(docs), "--index", str(index), "--skips-ok")
     assert proc.returncode == 0 and len(_skip_lines(proc.stderr)) == 1
     proc = run_cli("embed", str(tmp_path / "nope"), "--index", str(index), "--skips-ok")
@@ -416,10 +469,11 @@ def test_chunk_prints_exactly_what_embed_indexes(tmp_path, fixtures_dir):
         rowids, _ = store.load_matrix()
         stored = store.chunks([int(r) for r in rowids])
     fields = list(printed[0])
+
     def key(r):
         return (r["path"], r["index"])
-    assert [{f: r[f] for f in fields} for r in sorted(stored, key=key)] == \
-        sorted(printed, key=key)
+
+    assert [{f: r[f] for f in fields} for r in sorted(stored, key=key)] == sorted(printed, key=key)
     assert max(r["tokens"] for r in printed) <= 256  # the model's max length, not 512 cl100k
 
 
@@ -457,4 +511,6 @@ def test_pdfs_are_ignored_with_a_reason_when_the_extra_is_missing(tmp_path, monk
     assert w.ignored_counts() == {"PDF (needs the pdf extra: pip install 'ragsift[pdf]')": 1}
     monkeypatch.setattr(formats, "_PDF", [True])
     assert [f.relpath for f in walk([str(tmp_path)]).files] == [
-        f"{tmp_path}/a.md", f"{tmp_path}/b.pdf"]
+        f"{tmp_path}/a.md",
+        f"{tmp_path}/b.pdf",
+    ]

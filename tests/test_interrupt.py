@@ -71,8 +71,7 @@ def test_an_interrupt_while_the_cli_loads_is_exit_130(tmp_path):
         "from ragsift.__main__ import main\n"
         "main()\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=60)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 130
     assert proc.stderr == "ragsift: interrupted\n"
     assert proc.stdout == ""

@@ -20,8 +20,12 @@ from tests.conftest import run_cli
 
 pytest.importorskip("lance", reason="the Lance backend needs: pip install 'ragsift[lance]'")
 
-QUERIES = ["when do honey bees swarm", "sourdough starter feeding", "tide pool animals",
-           "trimming a lantern wick"]
+QUERIES = [
+    "when do honey bees swarm",
+    "sourdough starter feeding",
+    "tide pool animals",
+    "trimming a lantern wick",
+]
 
 
 def jsonl(text: str) -> list[dict]:
@@ -32,7 +36,8 @@ def _corpus(root: Path) -> Path:
     (root / "sub").mkdir(parents=True)
     (root / "bees.md").write_text(
         "# Bees\n\nHoneybees live in colonies with one queen and swarm in late spring.\n\n"
-        "## Hives\n\nWorkers build wax combs and store nectar as honey.\n")
+        "## Hives\n\nWorkers build wax combs and store nectar as honey.\n"
+    )
     (root / "tides.txt").write_text("Tide pools hold anemones, crabs and sea stars.\n")
     (root / "bread.txt").write_text("Sourdough needs a lively starter fed every day.\n")
     (root / "sub" / "lamp.txt").write_text("A lantern's wick must be trimmed before lighting.\n")
@@ -57,9 +62,24 @@ def both(tmp_path_factory) -> Path:
 
 
 def _query(cwd: Path, index: str, mode: str) -> list[dict]:
-    proc = run_cli("query", "-", "-i", index, "--json", "--rejected", "--threshold", "none",
-                   "-k", "4", "--reject-window", "0", "--mode", mode, cwd=cwd,
-                   input="\n".join(QUERIES) + "\n")
+    proc = run_cli(
+        "query",
+        "-",
+        "-i",
+        index,
+        "--json",
+        "--rejected",
+        "--threshold",
+        "none",
+        "-k",
+        "4",
+        "--reject-window",
+        "0",
+        "--mode",
+        mode,
+        cwd=cwd,
+        input="\n".join(QUERIES) + "\n",
+    )
     assert proc.returncode == 0, proc.stderr
     return jsonl(proc.stdout)
 
@@ -67,14 +87,26 @@ def _query(cwd: Path, index: str, mode: str) -> list[dict]:
 def test_every_mode_gives_the_records_sqlite_gives(both):
     """The CLI's JSON records are the same on both backends in every mode: one tokenizer, one
     BM25, one relevance score (the contract suite's answers test checks 50 queries)."""
-    fields = ("query", "id", "path", "text", "score", "line_start", "line_end", "headings",
-              "dense_score", "lexical_score", "lexical_share")
+    fields = (
+        "query",
+        "id",
+        "path",
+        "text",
+        "score",
+        "line_start",
+        "line_end",
+        "headings",
+        "dense_score",
+        "lexical_score",
+        "lexical_share",
+    )
     for mode in ("dense", "lexical", "hybrid"):
         sqlite = _query(both, "i.db", mode)
         lance = _query(both, "i.lance", mode)
         assert len(sqlite) == (4 * len(QUERIES) if mode == "dense" else len(sqlite)) > 0
-        assert [{f: r.get(f) for f in fields} for r in lance] == \
-            [{f: r.get(f) for f in fields} for r in sqlite], mode
+        assert [{f: r.get(f) for f in fields} for r in lance] == [
+            {f: r.get(f) for f in fields} for r in sqlite
+        ], mode
         assert [set(r) for r in lance] == [set(r) for r in sqlite]  # same JSON record shape
 
 
@@ -94,8 +126,10 @@ def test_an_index_from_schema_2_is_read_alike_then_upgraded(both, tmp_path, monk
         d = rec.as_dict()
         by_doc[rec.path][0].append(d)
         by_doc[rec.path][1].append(vec)
-    docs = [DocumentWrite(key=p, path=p, sha256="0" * 64, records=r, vectors=v)
-            for p, (r, v) in by_doc.items()]
+    docs = [
+        DocumentWrite(key=p, path=p, sha256="0" * 64, records=r, vectors=v)
+        for p, (r, v) in by_doc.items()
+    ]
     path = str(tmp_path / "old.lance")
     with monkeypatch.context() as m:  # written as schema 2 was: no postings columns or rows
         m.setattr(lance_module, "SCHEMA_VERSION", 2)
@@ -127,33 +161,73 @@ def test_info_ls_explain_tune_on_lance(both):
     assert info.returncode == 0, info.stderr
     got = json.loads(info.stdout)
     ref = json.loads(run_cli("info", "--index", "i.db", "--json", cwd=both).stdout)
-    for key in ("documents", "chunks", "vectors", "tokens", "model", "model_fingerprint",
-                "dimensions", "chunker", "chunker_options"):
+    for key in (
+        "documents",
+        "chunks",
+        "vectors",
+        "tokens",
+        "model",
+        "model_fingerprint",
+        "dimensions",
+        "chunker",
+        "chunker_options",
+    ):
         assert got[key] == ref[key], key
     assert got["problems"] == [] and got["size_bytes"] > 0
-    ls = [{k: r[k] for k in ("path", "chunks", "tokens", "size")}
-          for r in jsonl(run_cli("ls", "--index", "i.lance", "--json", cwd=both).stdout)]
-    assert ls == [{k: r[k] for k in ("path", "chunks", "tokens", "size")}
-                  for r in jsonl(run_cli("ls", "--index", "i.db", "--json", cwd=both).stdout)]
+    ls = [
+        {k: r[k] for k in ("path", "chunks", "tokens", "size")}
+        for r in jsonl(run_cli("ls", "--index", "i.lance", "--json", cwd=both).stdout)
+    ]
+    assert ls == [
+        {k: r[k] for k in ("path", "chunks", "tokens", "size")}
+        for r in jsonl(run_cli("ls", "--index", "i.db", "--json", cwd=both).stdout)
+    ]
     assert run_cli("ls", "nothing/*", "--index", "i.lance", cwd=both).returncode == 1
-    ex = [json.loads(run_cli("explain", "when do honey bees swarm", "-i", ix, "--json",
-                             "--mode", "dense", cwd=both).stdout) for ix in ("i.db", "i.lance")]
+    ex = [
+        json.loads(
+            run_cli(
+                "explain",
+                "when do honey bees swarm",
+                "-i",
+                ix,
+                "--json",
+                "--mode",
+                "dense",
+                cwd=both,
+            ).stdout
+        )
+        for ix in ("i.db", "i.lance")
+    ]
     assert ex[1]["threshold_origin"] == "measured default" and ex[1]["candidates"]
     assert ex[1]["candidates"] == ex[0]["candidates"]
     assert ex[1]["attributions"] == ex[0]["attributions"]
     labelled = both / "labelled.jsonl"
-    labelled.write_text("\n".join(json.dumps(x) for x in [
-        {"query": "when do bees swarm", "relevant": ["docs/bees.md"]},
-        {"query": "feeding a sourdough starter", "relevant": ["docs/bread.txt"]},
-        {"query": "crabs in rock pools", "relevant": ["docs/tides.txt"]},
-        {"query": "quantum chromodynamics", "relevant": []},
-    ]) + "\n")
+    labelled.write_text(
+        "\n".join(
+            json.dumps(x)
+            for x in [
+                {"query": "when do bees swarm", "relevant": ["docs/bees.md"]},
+                {"query": "feeding a sourdough starter", "relevant": ["docs/bread.txt"]},
+                {"query": "crabs in rock pools", "relevant": ["docs/tides.txt"]},
+                {"query": "quantum chromodynamics", "relevant": []},
+            ]
+        )
+        + "\n"
+    )
     work = both / "tuned.lance"
     shutil.copytree(both / "i.lance", work)
     reports = []
     for ix in ("i.db", str(work)):
-        proc = run_cli("tune", "-i", ix, "--queries", str(labelled), "--json",
-                       *(["--save"] if ix.endswith(".lance") else []), cwd=both)
+        proc = run_cli(
+            "tune",
+            "-i",
+            ix,
+            "--queries",
+            str(labelled),
+            "--json",
+            *(["--save"] if ix.endswith(".lance") else []),
+            cwd=both,
+        )
         assert proc.returncode == 0, proc.stderr
         reports.append(json.loads(proc.stdout))
     assert reports[1]["recommended"] == reports[0]["recommended"]
@@ -208,12 +282,26 @@ def test_incremental_runs_behave_as_on_sqlite(tmp_path):
         steps.append(_embed(cwd, name, "--size", "12")[1])
         with open_index(str(cwd / name)) as r:
             assert r.verify() == []
-            steps.append((sorted(r.paths()), r.count(),
-                          [x for x, _ in r.lexical_candidates("sourdough", 5)],
-                          len(r.lexical_candidates("rye", 5))))
+            steps.append(
+                (
+                    sorted(r.paths()),
+                    r.count(),
+                    [x for x, _ in r.lexical_candidates("sourdough", 5)],
+                    len(r.lexical_candidates("rye", 5)),
+                )
+            )
         results[name] = steps
-    keys = ("discovered", "unchanged", "parsed", "removed", "chunks", "embedded", "reused",
-            "model_loaded", "skipped")
+    keys = (
+        "discovered",
+        "unchanged",
+        "parsed",
+        "removed",
+        "chunks",
+        "embedded",
+        "reused",
+        "model_loaded",
+        "skipped",
+    )
     for a, b in zip(results["i.db"][:-1], results["i.lance"][:-1]):
         assert {k: a[k] for k in keys} == {k: b[k] for k in keys}
     assert results["i.db"][-1] == results["i.lance"][-1]
@@ -270,26 +358,29 @@ def test_ann_path_refines_by_exact_cosine(tmp_path, monkeypatch):
 
     rng = np.random.default_rng(0)
     centres = rng.standard_normal((40, 384)).astype(np.float32)
-    vecs = centres[rng.integers(0, 40, 3000)] + 0.7 * rng.standard_normal((3000, 384),
-                                                                           dtype=np.float32)
+    vecs = centres[rng.integers(0, 40, 3000)] + 0.7 * rng.standard_normal(
+        (3000, 384), dtype=np.float32
+    )
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
 
     def doc(d, rows):
-        recs = [{"index": i, "text": f"chunk {d} {i}", "content_hash": f"{d}-{i}", "tokens": 3}
-                for i in range(len(rows))]
-        return DocumentWrite(key=f"k{d}", path=f"doc{d}.md", sha256="0", records=recs,
-                             vectors=rows)
+        recs = [
+            {"index": i, "text": f"chunk {d} {i}", "content_hash": f"{d}-{i}", "tokens": 3}
+            for i in range(len(rows))
+        ]
+        return DocumentWrite(key=f"k{d}", path=f"doc{d}.md", sha256="0", records=recs, vectors=rows)
 
     monkeypatch.setattr(ann, "ANN_MIN_ROWS", 1000)
     path = str(tmp_path / "ann.lance")
     with LanceIndex.open(path, "w") as w:
-        w.write_documents([doc(d, vecs[d * 100:(d + 1) * 100]) for d in range(30)])
+        w.write_documents([doc(d, vecs[d * 100 : (d + 1) * 100]) for d in range(30)])
         w.compact()
         assert w._has_index("vector")
         fresh = vecs[:5] * -1  # written after the ANN index: searched flat until compacted
         w.write_documents([doc(99, fresh)])
-    queries = vecs[rng.integers(0, 3000, 20)] + 0.1 * rng.standard_normal((20, 384),
-                                                                           dtype=np.float32)
+    queries = vecs[rng.integers(0, 3000, 20)] + 0.1 * rng.standard_normal(
+        (20, 384), dtype=np.float32
+    )
     queries /= np.linalg.norm(queries, axis=1, keepdims=True)
     with LanceIndex.open(path) as r:
         assert ann.use_ann(r, None)
@@ -301,8 +392,9 @@ def test_ann_path_refines_by_exact_cosine(tmp_path, monkeypatch):
         exact = r.dense_candidates(queries, 10)
         monkeypatch.setattr(ann, "ANN_MIN_ROWS", 1000)
         r._ann = None
-        recall = np.mean([len({a for a, _ in x} & {e for e, _ in y}) / 10
-                          for x, y in zip(approx, exact)])
+        recall = np.mean(
+            [len({a for a, _ in x} & {e for e, _ in y}) / 10 for x, y in zip(approx, exact)]
+        )
         assert recall >= 0.9
         # a deep list (hybrid fuses 1,000 per side) gets proposals for its first REFINE_DEPTH
         # ranks only: 10 ranks × REFINE here, the same proposals as n = 10, so the same head
@@ -345,16 +437,23 @@ def test_eval_scores_the_same_on_a_lance_index(tmp_path):
         make_span_dataset,
     )
 
-    root = make_span_dataset(tmp_path / "tiny", {"animals": ANIMALS, "planets": PLANETS}, [
-        ("Which animal drinks water with its trunk?", "animals", [ELEPHANT]),
-        ("Which planet has rings of ice and rock?", "planets", [SATURN]),
-    ])
+    root = make_span_dataset(
+        tmp_path / "tiny",
+        {"animals": ANIMALS, "planets": PLANETS},
+        [
+            ("Which animal drinks water with its trunk?", "animals", [ELEPHANT]),
+            ("Which planet has rings of ice and rock?", "planets", [SATURN]),
+        ],
+    )
     chunker = 'strategy = "recursive"\ntokenizer = "cl100k"\nsize = 20\nmin_chars = 0'
     runs = []
     for backend in ("sqlite", "lance"):
         for mode in ("dense", "hybrid"):
-            cfg = _write_config(tmp_path / f"{backend}-{mode}.toml", chunker,
-                                f'mode = "{mode}"\nk = 2\nbackend = "{backend}"')
+            cfg = _write_config(
+                tmp_path / f"{backend}-{mode}.toml",
+                chunker,
+                f'mode = "{mode}"\nk = 2\nbackend = "{backend}"',
+            )
             (r,) = _eval_json(str(root), "--config", str(cfg))
             runs.append(r)
     assert runs[2]["chunks"] == runs[0]["chunks"] == 6

@@ -29,23 +29,65 @@ from ragsift.index.backend import DocumentWrite
 from ragsift.index.store import IndexStore
 
 DIM = 4
-WORDS = ["bee", "bees", "hive", "hives", "honey", "queen", "Queens", "larva", "larvae", "wax",
-         "café", "cafe", "naïve", "résumé", "Straße", "temperature", "of", "the", "and", "x2",
-         "42", "nectar", "pollen", "swarm", "swarming", "ΔT", "日本"]
+WORDS = [
+    "bee",
+    "bees",
+    "hive",
+    "hives",
+    "honey",
+    "queen",
+    "Queens",
+    "larva",
+    "larvae",
+    "wax",
+    "café",
+    "cafe",
+    "naïve",
+    "résumé",
+    "Straße",
+    "temperature",
+    "of",
+    "the",
+    "and",
+    "x2",
+    "42",
+    "nectar",
+    "pollen",
+    "swarm",
+    "swarming",
+    "ΔT",
+    "日本",
+]
 
 
 def record(i: int, text: str, context: str = "") -> dict:
-    return {"index": i, "text": text, "context": context, "start": 0, "end": len(text),
-            "tokens": len(text.split()), "line_start": 1, "line_end": 1, "headings": [],
-            "page": None, "level": 0, "content_hash": f"{i}:{hash(text)}", "truncated": 0}
+    return {
+        "index": i,
+        "text": text,
+        "context": context,
+        "start": 0,
+        "end": len(text),
+        "tokens": len(text.split()),
+        "line_start": 1,
+        "line_end": 1,
+        "headings": [],
+        "page": None,
+        "level": 0,
+        "content_hash": f"{i}:{hash(text)}",
+        "truncated": 0,
+    }
 
 
 def doc(key: str, texts: list[tuple[str, str]], rng: np.random.Generator) -> DocumentWrite:
     vecs = rng.standard_normal((len(texts), DIM)).astype(np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    return DocumentWrite(key=key, path=key, sha256="0" * 64,
-                         records=[record(i, t, c) for i, (t, c) in enumerate(texts)],
-                         vectors=vecs)
+    return DocumentWrite(
+        key=key,
+        path=key,
+        sha256="0" * 64,
+        records=[record(i, t, c) for i, (t, c) in enumerate(texts)],
+        vectors=vecs,
+    )
 
 
 FTS5_CONSTANTS = {"K1": 1.2, "B": 0.75}  # fts5_aux.c: what FTS5's bm25() always uses
@@ -59,17 +101,23 @@ def fts5(store: IndexStore, query: str, limit: int, rowids=None) -> list[tuple[i
     db, table = store.db, "chunks_fts"
     if store.db.execute("SELECT 1 FROM chunks WHERE terms != '' LIMIT 1").fetchone():
         db, table = sqlite3.connect(":memory:"), "oracle"
-        db.execute(f"CREATE VIRTUAL TABLE oracle USING fts5(context, text, "
-                   f"tokenize='{lexical.FTS5_TOKENIZE}')")
-        db.executemany("INSERT INTO oracle(rowid, context, text) VALUES (?, ?, ?)",
-                       store.db.execute("SELECT id, context, text FROM chunks"))
+        db.execute(
+            f"CREATE VIRTUAL TABLE oracle USING fts5(context, text, "
+            f"tokenize='{lexical.FTS5_TOKENIZE}')"
+        )
+        db.executemany(
+            "INSERT INTO oracle(rowid, context, text) VALUES (?, ?, ?)",
+            store.db.execute("SELECT id, context, text FROM chunks"),
+        )
     sql = f"SELECT rowid, bm25({table}) AS s FROM {table} WHERE {table} MATCH ?"
     params: list = [match]
     if rowids is not None:
         sql += " AND rowid IN (SELECT value FROM json_each(?))"
         params.append(json.dumps(list(rowids)))
-    return [(int(r), float(s)) for r, s in
-            db.execute(sql + " ORDER BY s, rowid LIMIT ?", [*params, limit])]
+    return [
+        (int(r), float(s))
+        for r, s in db.execute(sql + " ORDER BY s, rowid LIMIT ?", [*params, limit])
+    ]
 
 
 def both(store: IndexStore, query: str, limit: int, rowids=None):
@@ -95,26 +143,41 @@ def all_agree(store: IndexStore, query: str, limit: int, rowids=None) -> list:
 text = st.lists(st.sampled_from(WORDS), min_size=1, max_size=30).map(" ".join)
 chunk = st.tuples(text, st.one_of(st.just(""), text))
 documents = st.lists(st.lists(chunk, min_size=1, max_size=6), min_size=1, max_size=8)
-queries = st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join),
-                   min_size=1, max_size=5)
+queries = st.lists(
+    st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join), min_size=1, max_size=5
+)
 
 
-@settings(max_examples=40, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(docs=documents, edits=st.lists(st.tuples(st.sampled_from(["replace", "remove"]),
-                                                st.integers(0, 7), st.lists(chunk, min_size=1,
-                                                                            max_size=4)),
-                                      max_size=4),
-       qs=queries, limit=st.integers(1, 40), compact=st.booleans(),
-       small=st.sampled_from([1, store_module.SMALL_BLOCK]))
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    docs=documents,
+    edits=st.lists(
+        st.tuples(
+            st.sampled_from(["replace", "remove"]),
+            st.integers(0, 7),
+            st.lists(chunk, min_size=1, max_size=4),
+        ),
+        max_size=4,
+    ),
+    qs=queries,
+    limit=st.integers(1, 40),
+    compact=st.booleans(),
+    small=st.sampled_from([1, store_module.SMALL_BLOCK]),
+)
 def test_postings_scan_and_fts5_agree(docs, edits, qs, limit, compact, small):
     # ``small``: the rows below which a written block waits for ``compact`` to get its
     # postings on disk. 1 stands in for blocks of a big run (postings at once, then rows
     # deleted inside them); the real value leaves these small blocks to ``compact``, and a
     # reader before it builds their postings in memory.
     rng = np.random.default_rng(0)
-    with tempfile.TemporaryDirectory() as tmp, \
-            mock.patch.object(store_module, "SMALL_BLOCK", small):
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        mock.patch.object(store_module, "SMALL_BLOCK", small),
+    ):
         path = str(Path(tmp) / "i.sqlite")
         with open_index(path, "w") as store:
             store.write_documents([doc(f"d{i}", t, rng) for i, t in enumerate(docs)])
@@ -149,8 +212,14 @@ def test_real_text_many_blocks_and_deletions(tmp_path, monkeypatch):
     corpus = (Path(__file__).resolve().parent.parent / "fixtures").rglob("*.md")
     sentences = [s.strip() for p in corpus for s in p.read_text().split(".") if s.strip()]
     assert len(sentences) > 50
-    docs = [doc(f"d{i}", [(sentences[(i * 7 + j) % len(sentences)], "Heading " + str(i % 9))
-                          for j in range(25)], rng) for i in range(100)]
+    docs = [
+        doc(
+            f"d{i}",
+            [(sentences[(i * 7 + j) % len(sentences)], "Heading " + str(i % 9)) for j in range(25)],
+            rng,
+        )
+        for i in range(100)
+    ]
     path = str(tmp_path / "i.sqlite")
     with open_index(path, "w") as store:
         store.write_documents(docs[:50])
@@ -159,8 +228,14 @@ def test_real_text_many_blocks_and_deletions(tmp_path, monkeypatch):
         assert store.db.execute("SELECT count(*) FROM vec_blocks").fetchone()[0] >= 2
         assert store.db.execute("SELECT sum(dead) FROM vec_blocks").fetchone()[0] > 0
     with open_index(path, "r") as store:
-        for q in ["the honey bees", "queen larvae temperature", "Heading 3", "swarm of bees",
-                  "what is wax made of", "the"]:
+        for q in [
+            "the honey bees",
+            "queen larvae temperature",
+            "Heading 3",
+            "swarm of bees",
+            "what is wax made of",
+            "the",
+        ]:
             assert all_agree(store, q, 1000)
 
 
@@ -172,23 +247,36 @@ def _write_schema_1(store, docs) -> None:
         for d in docs:
             cur = store.db.execute(
                 "INSERT INTO documents(key, path, sha256, n_chunks, indexed_at) "
-                "VALUES (?, ?, ?, ?, 0)", (d.key, d.path, d.sha256, len(d.records)))
+                "VALUES (?, ?, ?, ?, 0)",
+                (d.key, d.path, d.sha256, len(d.records)),
+            )
             for rec, vec in zip(d.records, d.vectors):
                 c = store.db.execute(
-                    "INSERT INTO chunks(doc_id, idx, text, context, start, \"end\", tokens, "
+                    'INSERT INTO chunks(doc_id, idx, text, context, start, "end", tokens, '
                     "content_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (cur.lastrowid, rec["index"], rec["text"], rec["context"], rec["start"],
-                     rec["end"], rec["tokens"], rec["content_hash"]))
+                    (
+                        cur.lastrowid,
+                        rec["index"],
+                        rec["text"],
+                        rec["context"],
+                        rec["start"],
+                        rec["end"],
+                        rec["tokens"],
+                        rec["content_hash"],
+                    ),
+                )
                 ids.append(c.lastrowid)
                 vecs.append(vec)
         data = np.asarray(vecs, "<f4")
         b = store.db.execute(
             "INSERT INTO vec_blocks(n, dead, dim, rowids, data) VALUES (?, 0, ?, ?, ?)",
-            (len(ids), DIM, np.asarray(ids, "<i8").tobytes(), data.tobytes()))
-        store.db.executemany("UPDATE chunks SET block_id = ?, block_pos = ? WHERE id = ?",
-                             [(b.lastrowid, i, r) for i, r in enumerate(ids)])
-        store.db.execute("INSERT INTO settings(key, value) VALUES ('dimensions', ?)",
-                         (str(DIM),))
+            (len(ids), DIM, np.asarray(ids, "<i8").tobytes(), data.tobytes()),
+        )
+        store.db.executemany(
+            "UPDATE chunks SET block_id = ?, block_pos = ? WHERE id = ?",
+            [(b.lastrowid, i, r) for i, r in enumerate(ids)],
+        )
+        store.db.execute("INSERT INTO settings(key, value) VALUES ('dimensions', ?)", (str(DIM),))
 
 
 def test_an_index_from_before_the_postings_is_scanned_then_upgraded(tmp_path, monkeypatch):
@@ -198,9 +286,13 @@ def test_an_index_from_before_the_postings_is_scanned_then_upgraded(tmp_path, mo
         m.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:1])
         m.setattr(migrations, "LATEST", 1)
         with open_index(path, "w") as store:
-            _write_schema_1(store, [doc("a", [("honey bees and wax", ""), ("queen bee", "")],
-                                        rng),
-                                    doc("b", [("the hive temperature", "Hive")], rng)])
+            _write_schema_1(
+                store,
+                [
+                    doc("a", [("honey bees and wax", ""), ("queen bee", "")], rng),
+                    doc("b", [("the hive temperature", "Hive")], rng),
+                ],
+            )
     with open_index(path, "r") as store:
         assert migrations.schema_version(store.db) == 1
         assert store._lexical_postings() is None  # no lex tables: the scan answers
@@ -251,12 +343,14 @@ def test_query_words_are_tokenized_by_fts5_itself(tmp_path):
 
 
 @pytest.mark.parametrize("pathological", ["rows", "count"])
-def test_a_block_beyond_uint16_has_postings_in_memory_only(tmp_path, monkeypatch,
-                                                          pathological):
+def test_a_block_beyond_uint16_has_postings_in_memory_only(tmp_path, monkeypatch, pathological):
     monkeypatch.setattr(lexical, "MAX_FIELD", 2)  # stands in for 65,535
     rng = np.random.default_rng(5)
-    texts = ([("bee", ""), ("wax", ""), ("hive", "")] if pathological == "rows"
-             else [("bee bee bee", "")])
+    texts = (
+        [("bee", ""), ("wax", ""), ("hive", "")]
+        if pathological == "rows"
+        else [("bee bee bee", "")]
+    )
     path = str(tmp_path / "i.sqlite")
     with open_index(path, "w") as store:
         store.write_documents([doc("a", texts, rng)])
@@ -313,8 +407,13 @@ def test_the_scan_counts_a_word_fts5_splits_as_a_phrase(tmp_path):
     # one column, overlapping instances counted each (``"bee bee"`` twice in "bee bee bee")
     rng = np.random.default_rng(8)
     path = str(tmp_path / "i.sqlite")
-    texts = [("honey bees make wax", ""), ("bees honey", "honey bees"), ("bee bee bee", ""),
-             ("honey", "bees"), ("wax honey bees honey bees", "")]
+    texts = [
+        ("honey bees make wax", ""),
+        ("bees honey", "honey bees"),
+        ("bee bee bee", ""),
+        ("honey", "bees"),
+        ("wax honey bees honey bees", ""),
+    ]
     with open_index(path, "w") as store:
         store.write_documents([doc("a", texts, rng)])
         store.compact()
@@ -323,7 +422,11 @@ def test_the_scan_counts_a_word_fts5_splits_as_a_phrase(tmp_path):
         got = lexical.scan(store.db, words, 10)
         assert {r for r, _ in got} == {1, 2, 3, 5}  # not 4: the tokens are in two columns
         with mock.patch.multiple(lexical, **FTS5_CONSTANTS):
-            want = [(int(r), float(s)) for r, s in store.db.execute(
-                "SELECT rowid, bm25(chunks_fts) AS s FROM chunks_fts WHERE chunks_fts MATCH "
-                "'\"honey bees\" OR \"bee bee\" OR \"wax\"' ORDER BY s, rowid")]
+            want = [
+                (int(r), float(s))
+                for r, s in store.db.execute(
+                    "SELECT rowid, bm25(chunks_fts) AS s FROM chunks_fts WHERE chunks_fts MATCH "
+                    '\'"honey bees" OR "bee bee" OR "wax"\' ORDER BY s, rowid'
+                )
+            ]
             assert lexical.scan(store.db, words, 10) == want

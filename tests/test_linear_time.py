@@ -50,8 +50,33 @@ def identifier_terms_before(text: str) -> Iterator[str]:
             yield part.lower()
 
 
-PIECES = ["a", "B", "z", "Q", "1", "0", "_", "-", ".", ":", "::", "/", " ", "文", "é", "İ",
-          "Σ", "ß", "x" * 12, "Y" * 9, "--", "__", "getHTTP", "url_for", "\n"]
+PIECES = [
+    "a",
+    "B",
+    "z",
+    "Q",
+    "1",
+    "0",
+    "_",
+    "-",
+    ".",
+    ":",
+    "::",
+    "/",
+    " ",
+    "文",
+    "é",
+    "İ",
+    "Σ",
+    "ß",
+    "x" * 12,
+    "Y" * 9,
+    "--",
+    "__",
+    "getHTTP",
+    "url_for",
+    "\n",
+]
 
 
 def test_the_terms_are_those_of_the_rule_before_on_random_identifiers():
@@ -73,17 +98,19 @@ def test_the_terms_of_the_repository_texts_are_those_of_the_rule_before(repo_roo
     seen = 0
     for top in ("fixtures", "docs", "ragsift"):
         for path in sorted((repo_root / top).rglob("*")):
-            if path.suffix not in (".md", ".rst", ".txt", ".py", ".json", ".html") or \
-                    path.stat().st_size > 400_000:
+            if (
+                path.suffix not in (".md", ".rst", ".txt", ".py", ".json", ".html")
+                or path.stat().st_size > 400_000
+            ):
                 continue
             text = path.read_text(encoding="utf-8", errors="replace")
-            assert list(terms.identifier_terms(text)) == list(identifier_terms_before(text)), \
-                path
+            assert list(terms.identifier_terms(text)) == list(identifier_terms_before(text)), path
             seen += 1
     assert seen > 100
 
 
 # ---- counted: the characters handed to the regexes -------------------------------------------
+
 
 class Counting:
     """A compiled pattern that counts the characters of every string it is handed."""
@@ -121,6 +148,7 @@ def test_a_long_qualified_name_hands_each_character_to_a_regex_a_few_times(monke
 
 # ---- one slope by the clock: a ratio, interleaved, with a wide margin -----------------------
 
+
 def _cpu(fn, text: str, calls: int) -> float:
     t0 = time.process_time()
     for _ in range(calls):
@@ -150,6 +178,7 @@ def test_the_terms_of_one_long_word_take_time_linear_in_its_length():
 
 # ---- readers and the query path --------------------------------------------------------------
 
+
 @pytest.mark.parametrize("size", [1 << 20, 1 << 21])
 def test_a_markdown_file_past_the_bound_still_loses_its_html_attributes(size):
     """A one-line 1 MiB inlined image puts a markdown file past the block bound (read as
@@ -161,8 +190,10 @@ def test_a_markdown_file_past_the_bound_still_loses_its_html_attributes(size):
     from ragsift.sources import markdown as md
 
     image = base64.b64encode(random.Random(size).randbytes(size)).decode()
-    text = (f"# A page\n\nSome text before, and <img alt=\"a picture\" "
-            f"src=\"data:image/png;base64,{image}\"> after it.\n\nA last &amp; paragraph.\n")
+    text = (
+        f'# A page\n\nSome text before, and <img alt="a picture" '
+        f'src="data:image/png;base64,{image}"> after it.\n\nA last &amp; paragraph.\n'
+    )
     doc = md.parse_markdown(text, "page.md")
     assert len(doc.warnings) == 1 and doc.warnings[0].endswith("read as plain text")
     assert doc.text == "# A page\n\nSome text before, and  after it.\n\nA last & paragraph.\n"
@@ -210,7 +241,7 @@ def test_a_long_query_is_cut_where_it_comes_in():
     store, embedder = Store(), Embedder()
     query = "honey bees " * 20_000
     searcher = search.Searcher(store, embedder=embedder, mode="lexical", prefetch=[query])
-    assert store.asked == [query[:search.MAX_QUERY_CHARS]]
+    assert store.asked == [query[: search.MAX_QUERY_CHARS]]
     searcher.embed_queries([query, "short"])
-    assert embedder.seen == [query[:search.MAX_QUERY_CHARS], "short"]
-    assert search.bounded([query]) == [query[:search.MAX_QUERY_CHARS]]
+    assert embedder.seen == [query[: search.MAX_QUERY_CHARS], "short"]
+    assert search.bounded([query]) == [query[: search.MAX_QUERY_CHARS]]

@@ -35,9 +35,11 @@ def with_server(index: str, body, *extra: str):
     from mcp.client.stdio import StdioServerParameters
 
     async def main():
-        params = StdioServerParameters(command=sys.executable,
-                                       args=["-m", "ragsift", "mcp", "--index", index, *extra],
-                                       cwd=str(REPO))
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "ragsift", "mcp", "--index", index, *extra],
+            cwd=str(REPO),
+        )
         async with Client(params) as client:
             return await body(client)
 
@@ -59,8 +61,7 @@ def approx_equal(a, b, tol: float = SCORE_TOLERANCE) -> bool:
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(approx_equal(x, y, tol) for x, y in zip(a, b))
     if isinstance(a, float) or isinstance(b, float):
-        return (isinstance(a, (int, float)) and isinstance(b, (int, float))
-                and abs(a - b) <= tol)
+        return isinstance(a, (int, float)) and isinstance(b, (int, float)) and abs(a - b) <= tol
     return a == b
 
 
@@ -69,8 +70,7 @@ def mcp_only(record: dict) -> dict:
     return {k: v for k, v in record.items() if k not in ("floor", "floor_origin")}
 
 
-def test_tools_are_listed_with_schemas_and_descriptions_that_say_what_the_threshold_means(
-        index):
+def test_tools_are_listed_with_schemas_and_descriptions_that_say_what_the_threshold_means(index):
     async def body(client):
         return (await client.list_tools()).tools
 
@@ -92,11 +92,15 @@ def test_every_result_matches_its_output_schema(index):
 
     async def body(client):
         schemas = {t.name: t.output_schema for t in (await client.list_tools()).tools}
-        calls = [("search", {"query": BEES}), ("search", {"query": NONSENSE}),
-                 ("explain", {"query": BEES}), ("explain", {"query": NONSENSE}),
-                 ("list_documents", {}), ("read", {"path": "fixtures/beekeeping/handbook.md"}),
-                 ("read", {"path": "fixtures/beekeeping/handbook.md", "line_start": 3,
-                           "line_end": 9})]
+        calls = [
+            ("search", {"query": BEES}),
+            ("search", {"query": NONSENSE}),
+            ("explain", {"query": BEES}),
+            ("explain", {"query": NONSENSE}),
+            ("list_documents", {}),
+            ("read", {"path": "fixtures/beekeeping/handbook.md"}),
+            ("read", {"path": "fixtures/beekeeping/handbook.md", "line_start": 3, "line_end": 9}),
+        ]
         return schemas, [(name, await client.call_tool(name, args)) for name, args in calls]
 
     schemas, results = with_server(index, body, "--span", "best")
@@ -107,20 +111,27 @@ def test_every_result_matches_its_output_schema(index):
 
 def test_search_and_explain_return_the_cli_records(index):
     async def body(client):
-        return ([await client.call_tool("search", {"query": BEES}),
-                 await client.call_tool("explain", {"query": BEES}),
-                 await client.call_tool("search", {"query": BEES, "k": 2, "path": "*bee*"})])
+        return [
+            await client.call_tool("search", {"query": BEES}),
+            await client.call_tool("explain", {"query": BEES}),
+            await client.call_tool("search", {"query": BEES, "k": 2, "path": "*bee*"}),
+        ]
 
     search, explain, narrowed = with_server(index, body)
     assert not search.is_error and search.structured_content["admitted"]
-    assert approx_equal(search.structured_content["admitted"], cli_json_lines(
-        "query", BEES, "-i", index, "--json"))
+    assert approx_equal(
+        search.structured_content["admitted"], cli_json_lines("query", BEES, "-i", index, "--json")
+    )
     assert search.structured_content["near_miss"] is None
     assert search.structured_content["floor"] == FLOOR
-    assert approx_equal(mcp_only(explain.structured_content), json.loads(run_cli(
-        "explain", BEES, "-i", index, "--json").stdout))
-    assert approx_equal(narrowed.structured_content["admitted"], cli_json_lines(
-        "query", BEES, "-i", index, "--json", "-k", "2", "--path", "*bee*"))
+    assert approx_equal(
+        mcp_only(explain.structured_content),
+        json.loads(run_cli("explain", BEES, "-i", index, "--json").stdout),
+    )
+    assert approx_equal(
+        narrowed.structured_content["admitted"],
+        cli_json_lines("query", BEES, "-i", index, "--json", "-k", "2", "--path", "*bee*"),
+    )
 
 
 def test_the_text_content_cites_each_hit_with_its_lines_score_and_text(index):
@@ -190,7 +201,7 @@ BAD_ARGUMENTS = [
     ({"query": BEES, "k": 2.5}, "k must be a whole number"),
     ({"query": BEES, "k": "3"}, "k must be a whole number"),
     ({"query": BEES, "k": True}, "k must be a whole number"),
-    ({"query": BEES, "k": 10 ** 400}, "k must be from 1 to 5"),
+    ({"query": BEES, "k": 10**400}, "k must be from 1 to 5"),
     ({"query": BEES, "threshold": 1.5}, "between 0 and 1"),
     ({"query": BEES, "threshold": -0.1}, "between 0 and 1"),
     ({"query": BEES, "threshold": "0.5"}, "threshold must be a number"),
@@ -224,12 +235,15 @@ def test_bad_arguments_are_tool_errors_a_model_can_read_and_the_server_goes_on(i
 
 
 def test_other_tools_report_bad_arguments_as_tool_errors(index):
-    bad = [("list_documents", {"glob": "[z-a]"}), ("list_documents", {"glob": 3}),
-           ("read", {}), ("read", {"path": "no/such.md"}),
-           ("read", {"path": "fixtures/beekeeping/handbook.md", "line_start": 0}),
-           ("read", {"path": "fixtures/beekeeping/handbook.md", "line_start": 9,
-                     "line_end": 3}),
-           ("read", {"path": "fixtures/beekeeping/handbook.md", "line_start": 10 ** 6})]
+    bad = [
+        ("list_documents", {"glob": "[z-a]"}),
+        ("list_documents", {"glob": 3}),
+        ("read", {}),
+        ("read", {"path": "no/such.md"}),
+        ("read", {"path": "fixtures/beekeeping/handbook.md", "line_start": 0}),
+        ("read", {"path": "fixtures/beekeeping/handbook.md", "line_start": 9, "line_end": 3}),
+        ("read", {"path": "fixtures/beekeeping/handbook.md", "line_start": 10**6}),
+    ]
 
     async def body(client):
         return [await client.call_tool(name, args) for name, args in bad]
@@ -244,11 +258,11 @@ def test_resources_and_the_read_tool_resolve_absolute_stored_paths(tmp_path):
     absolute paths ("/tmp/.../docs/a.md"); the URI list_documents gives must read."""
     docs = tmp_path / "docs"
     docs.mkdir()
-    lines = [f"Line {n}: the hives of colony {n} were inspected on day {n}." for n in
-             range(1, 31)]
+    lines = [f"Line {n}: the hives of colony {n} were inspected on day {n}." for n in range(1, 31)]
     (docs / "a.md").write_text("# Hive log\n\n" + "\n".join(lines) + "\n", encoding="utf-8")
-    (docs / "b c.txt").write_text("Queen excluders keep the queen out of the supers.\n",
-                                  encoding="utf-8")
+    (docs / "b c.txt").write_text(
+        "Queen excluders keep the queen out of the supers.\n", encoding="utf-8"
+    )
     index = str(tmp_path / "abs.db")
     proc = run_cli("embed", str(docs), "--index", index, cwd=tmp_path.parent)
     assert proc.returncode == 0, proc.stderr
@@ -258,8 +272,7 @@ def test_resources_and_the_read_tool_resolve_absolute_stored_paths(tmp_path):
         texts = [await client.read_resource(d["uri"]) for d in listed["documents"]]
         resources = (await client.list_resources()).resources
         path = next(d["path"] for d in listed["documents"] if d["path"].endswith("a.md"))
-        part = await client.call_tool("read", {"path": path, "line_start": 5,
-                                               "line_end": 7})
+        part = await client.call_tool("read", {"path": path, "line_start": 5, "line_end": 7})
         whole = await client.call_tool("read", {"path": path})
         return listed, texts, resources, part, whole
 
@@ -268,8 +281,7 @@ def test_resources_and_the_read_tool_resolve_absolute_stored_paths(tmp_path):
     assert all(p.startswith("/") for p in paths), paths
     for d, text in zip(listed["documents"], texts):
         assert text.contents[0].text.startswith(f"# {d['path']}")
-    assert sorted(str(r.uri) for r in resources) == sorted(d["uri"] for d in
-                                                          listed["documents"])
+    assert sorted(str(r.uri) for r in resources) == sorted(d["uri"] for d in listed["documents"])
     rec = part.structured_content
     assert (rec["line_start"], rec["line_end"], rec["lines"]) == (5, 7, 32)
     assert rec["text"] == "\n".join(lines[2:5])  # file lines 5-7: log lines 3-5
@@ -287,25 +299,39 @@ def test_list_documents_and_document_resources(index):
     listed, some, text = with_server(index, body)
     docs = listed.structured_content["documents"]
     assert [{k: v for k, v in d.items() if k != "uri"} for d in docs] == cli_json_lines(
-        "ls", "-i", index, "--json")
+        "ls", "-i", index, "--json"
+    )
     assert [d["path"] for d in some.structured_content["documents"]] == [
-        "fixtures/beekeeping/handbook.md"]
+        "fixtures/beekeeping/handbook.md"
+    ]
     body_text = text.contents[0].text
     assert body_text.startswith(f"# {docs[0]['path']}") and "[lines 1-" in body_text
-    first = cli_json_lines("query", BEES, "-i", index, "--json", "--path", docs[0]["path"],
-                           "--threshold", "none", "-k", "1")[0]
+    first = cli_json_lines(
+        "query",
+        BEES,
+        "-i",
+        index,
+        "--json",
+        "--path",
+        docs[0]["path"],
+        "--threshold",
+        "none",
+        "-k",
+        "1",
+    )[0]
     assert first["text"][:200] in body_text
 
 
 def test_read_gives_a_hits_lines(index):
     """The read tool, for clients without resources: a hit's own line numbers give its
     lines of the indexed text."""
+
     async def body(client):
-        hit = (await client.call_tool("search", {"query": BEES})).structured_content[
-            "admitted"][0]
-        read = await client.call_tool("read", {"path": hit["path"],
-                                               "line_start": hit["line_start"],
-                                               "line_end": hit["line_end"]})
+        hit = (await client.call_tool("search", {"query": BEES})).structured_content["admitted"][0]
+        read = await client.call_tool(
+            "read",
+            {"path": hit["path"], "line_start": hit["line_start"], "line_end": hit["line_end"]},
+        )
         return hit, read
 
     hit, read = with_server(index, body)
@@ -313,11 +339,16 @@ def test_read_gives_a_hits_lines(index):
     assert f"lines {hit['line_start']}-{hit['line_end']}" in read.content[0].text
 
 
-@pytest.mark.parametrize("args, words", [
-    (["--path", "[z-a]"], "invalid glob"), (["--threshold", "1.5"], "--threshold"),
-    (["--threshold", "lots"], "--threshold"), (["--mode", "psychic"], "mode"),
-    (["--span", "page"], "span"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--path", "[z-a]"], "invalid glob"),
+        (["--threshold", "1.5"], "--threshold"),
+        (["--threshold", "lots"], "--threshold"),
+        (["--mode", "psychic"], "mode"),
+        (["--span", "page"], "span"),
+    ],
+)
 def test_bad_start_up_options_exit_2_with_one_line_before_serving(index, args, words):
     proc = run_cli("mcp", "--index", index, *args, input="")
     assert proc.returncode == 2, proc.stderr
@@ -336,13 +367,14 @@ def test_the_server_path_option_bounds_every_call(index):
         docs = await client.call_tool("list_documents", {})
         return hits, docs
 
-    hits, docs = with_server(index, body, "--path", "fixtures/beekeeping/*", "--threshold",
-                             "0")
-    assert all(h["path"].startswith("fixtures/beekeeping/")
-               for h in hits.structured_content["admitted"])
+    hits, docs = with_server(index, body, "--path", "fixtures/beekeeping/*", "--threshold", "0")
+    assert all(
+        h["path"].startswith("fixtures/beekeeping/") for h in hits.structured_content["admitted"]
+    )
     assert hits.structured_content["admitted"]
     assert [d["path"] for d in docs.structured_content["documents"]] == [
-        "fixtures/beekeeping/handbook.md"]
+        "fixtures/beekeeping/handbook.md"
+    ]
 
 
 def test_it_answers_while_a_writer_holds_the_index_and_sees_its_commits(index, tmp_path):
@@ -355,21 +387,29 @@ def test_it_answers_while_a_writer_holds_the_index_and_sees_its_commits(index, t
     shutil.copy(index, copy)
     extra = tmp_path / "more"
     extra.mkdir()
-    (extra / "owls.md").write_text("# Owls\n\nBarn owls hunt voles at dusk over rough "
-                                   "grassland.\n", encoding="utf-8")
+    (extra / "owls.md").write_text(
+        "# Owls\n\nBarn owls hunt voles at dusk over rough grassland.\n", encoding="utf-8"
+    )
 
     async def body(client):
         before = await client.call_tool("list_documents", {})
-        key = next(d["key"] for d in before.structured_content["documents"]
-                   if d["path"] == "fixtures/recipes.json")
+        key = next(
+            d["key"]
+            for d in before.structured_content["documents"]
+            if d["path"] == "fixtures/recipes.json"
+        )
         with open_index(str(copy), "w") as writer:
             with writer.transaction():
                 held = await client.call_tool("search", {"query": BEES})
                 writer.remove_documents([key])
         after = await client.call_tool("list_documents", {})
-        proc = subprocess.Popen([sys.executable, "-m", "ragsift", "embed", str(extra),
-                                 "--index", str(copy)], cwd=str(REPO),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ragsift", "embed", str(extra), "--index", str(copy)],
+            cwd=str(REPO),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         answered = []
         while True:
             done = proc.poll() is not None
@@ -383,8 +423,7 @@ def test_it_answers_while_a_writer_holds_the_index_and_sees_its_commits(index, t
     before, held, after, rc, err, answered, owls = with_server(str(copy), body)
     paths = [d["path"] for d in before.structured_content["documents"]]
     assert "fixtures/recipes.json" in paths and held.structured_content["admitted"]
-    assert "fixtures/recipes.json" not in [
-        d["path"] for d in after.structured_content["documents"]]
+    assert "fixtures/recipes.json" not in [d["path"] for d in after.structured_content["documents"]]
     assert rc == 0, err
     assert answered and all(answered)
     assert owls.structured_content["admitted"][0]["path"].endswith("owls.md")
@@ -398,12 +437,14 @@ def test_without_the_extra_it_says_which_to_install(tmp_path):
     proc = run_cli("mcp", "--index", "x.db", env={"PYTHONPATH": str(stub.parent)})
     assert proc.returncode == 2
     assert proc.stderr.strip() == (
-        "ragsift: `ragsift mcp` needs the mcp extra: pip install 'ragsift[mcp]'")
+        "ragsift: `ragsift mcp` needs the mcp extra: pip install 'ragsift[mcp]'"
+    )
 
 
 def test_hints_name_the_tools_arguments_not_the_cli_flags(index):
     """A hint says what to change in the tool's own words (`k=5`, `path`), never `-k 5`
     or `--path`, which an agent cannot pass."""
+
     async def body(client):
         narrow = await client.call_tool("search", {"query": BEES, "k": 1, "threshold": 0.0})
         explained = await client.call_tool("explain", {"query": BEES, "k": 1, "threshold": 0.0})

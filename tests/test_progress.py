@@ -21,13 +21,32 @@ class Recorder(EmbedProgress):
         self.started = (files, work)
 
     def advance(self, files=0, chunks=0, tokens=0, *, work=0, unneeded=0, seconds=0.0):
-        self.events.append(dict(files=files, chunks=chunks, tokens=tokens, work=work,
-                                unneeded=unneeded, seconds=seconds, queued_work=0,
-                                queued_tokens=0))
+        self.events.append(
+            dict(
+                files=files,
+                chunks=chunks,
+                tokens=tokens,
+                work=work,
+                unneeded=unneeded,
+                seconds=seconds,
+                queued_work=0,
+                queued_tokens=0,
+            )
+        )
 
     def queued(self, work=0, tokens=0):
-        self.events.append(dict(files=0, chunks=0, tokens=0, work=0, unneeded=0, seconds=0.0,
-                                queued_work=work, queued_tokens=tokens))
+        self.events.append(
+            dict(
+                files=0,
+                chunks=0,
+                tokens=0,
+                work=0,
+                unneeded=0,
+                seconds=0.0,
+                queued_work=work,
+                queued_tokens=tokens,
+            )
+        )
 
     def total(self, key):
         return sum(e[key] for e in self.events)

@@ -47,8 +47,10 @@ def test_init_embed_query_with_no_flags(tmp_path):
     assert hit["path"] == "docs/guide/handbook.md"  # relative to the project root
     # from a folder below the root, the same file governs
     proc = run_cli("query", QUESTION, "--json", cwd=site / "docs" / "guide")
-    assert proc.returncode == 0 and json.loads(proc.stdout.splitlines()[0])["path"] == \
-        "docs/guide/handbook.md"
+    assert (
+        proc.returncode == 0
+        and json.loads(proc.stdout.splitlines()[0])["path"] == "docs/guide/handbook.md"
+    )
     assert [d["path"] for d in _ls(site, "docs/guide/*")] == ["docs/guide/handbook.md"]
 
 
@@ -102,7 +104,8 @@ def test_an_index_with_absolute_keys_keeps_working_and_never_doubles(tmp_path):
 def test_flags_override_the_file_and_the_file_overrides_defaults(tmp_path):
     site = _site(tmp_path)
     (site / "ragsift.toml").write_text(
-        'index = "idx.db"\npaths = ["docs"]\nk = 1\nthreshold = "none"\n')
+        'index = "idx.db"\npaths = ["docs"]\nk = 1\nthreshold = "none"\n'
+    )
     assert run_cli("embed", cwd=site).returncode == 0
     one = run_cli("query", QUESTION, "--json", cwd=site)
     assert len(one.stdout.splitlines()) == 1  # k from the file
@@ -119,15 +122,18 @@ def test_flags_override_the_file_and_the_file_overrides_defaults(tmp_path):
     assert info["index_from"] == "--index"
 
 
-@pytest.mark.parametrize("text, words", [
-    ('index = "x.db"\nk = [\n', ["ragsift.toml:2", "at the end of the file"]),
-    ('index = "x.db"\nk = 3 3\n', ["ragsift.toml:2", "column"]),
-    ('index = "x.db"\n\ncolour = "blue"\n', ["ragsift.toml:3", "unknown key 'colour'"]),
-    ('k = "three"\n', ["ragsift.toml:1", "k must be a whole number"]),
-    ('mode = "sparse"\n', ["ragsift.toml:1", "mode must be dense, lexical or hybrid"]),
-    ('threshold = 1.5\n', ["ragsift.toml:1", "threshold must be between 0 and 1"]),
-    ('normalize = "yes"\n', ["ragsift.toml:1", "normalize must be true or false"]),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ('index = "x.db"\nk = [\n', ["ragsift.toml:2", "at the end of the file"]),
+        ('index = "x.db"\nk = 3 3\n', ["ragsift.toml:2", "column"]),
+        ('index = "x.db"\n\ncolour = "blue"\n', ["ragsift.toml:3", "unknown key 'colour'"]),
+        ('k = "three"\n', ["ragsift.toml:1", "k must be a whole number"]),
+        ('mode = "sparse"\n', ["ragsift.toml:1", "mode must be dense, lexical or hybrid"]),
+        ("threshold = 1.5\n", ["ragsift.toml:1", "threshold must be between 0 and 1"]),
+        ('normalize = "yes"\n', ["ragsift.toml:1", "normalize must be true or false"]),
+    ],
+)
 def test_a_bad_project_file_is_one_line_naming_file_key_and_line(tmp_path, text, words):
     (tmp_path / "ragsift.toml").write_text(text)
     for args in (("query", "bees"), ("embed",), ("ls",), ("info",)):
@@ -142,7 +148,8 @@ def test_a_bad_project_file_is_one_line_naming_file_key_and_line(tmp_path, text,
 def test_pyproject_tool_table_is_a_project_file(tmp_path):
     site = _site(tmp_path)
     (site / "pyproject.toml").write_text(
-        '[project]\nname = "x"\n\n[tool.ragsift]\nindex = "py.db"\npaths = ["docs"]\n')
+        '[project]\nname = "x"\n\n[tool.ragsift]\nindex = "py.db"\npaths = ["docs"]\n'
+    )
     assert run_cli("embed", cwd=site / "docs").returncode == 0  # found from below
     assert (site / "py.db").exists()
     (site / "pyproject.toml").write_text('[tool.ragsift]\nindex = "py.db"\nwhat = 1\n')
@@ -155,7 +162,9 @@ def test_no_project_file_keeps_todays_rule(tmp_path):
     proc = run_cli("embed", "docs", "-i", "idx.db", cwd=site)
     assert proc.returncode == 0
     assert sorted(d["path"] for d in _ls(site, "-i", "idx.db")) == [
-        "docs/guide/handbook.md", "docs/sourdough.rst"]
+        "docs/guide/handbook.md",
+        "docs/sourdough.rst",
+    ]
     assert all(os.path.isabs(d["key"]) for d in _ls(site, "-i", "idx.db"))
     proc = run_cli("embed", cwd=site)  # no PATH and no project file: a usage error
     assert proc.returncode == 2
@@ -174,8 +183,9 @@ def test_tune_without_a_matching_label_recommends_nothing_and_exits_1(tmp_path):
     proc = run_cli("tune", "--queries", str(labels), "--json", cwd=site)
     assert proc.returncode == 1 and json.loads(proc.stdout)["recommended"] is None
     # labels relative to the project root match
-    labels.write_text(json.dumps({"query": QUESTION, "relevant": ["docs/guide/handbook.md"]})
-                      + "\n")
+    labels.write_text(
+        json.dumps({"query": QUESTION, "relevant": ["docs/guide/handbook.md"]}) + "\n"
+    )
     proc = run_cli("tune", "--queries", str(labels), "--json", cwd=site)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["recommended"] is not None
@@ -188,8 +198,12 @@ def _makefile(docs: str) -> str:
     import sys
 
     ragsift = f"{sys.executable} -m ragsift"
-    return block.replace("ragsift embed", ragsift + " embed").replace("docs", docs) \
-        .replace(f"{docs}.db", "docs.db").replace(f"{docs}.list", "docs.list")
+    return (
+        block.replace("ragsift embed", ragsift + " embed")
+        .replace("docs", docs)
+        .replace(f"{docs}.db", "docs.db")
+        .replace(f"{docs}.list", "docs.list")
+    )
 
 
 def test_the_documented_make_rule_notices_a_deleted_document(tmp_path):
@@ -200,8 +214,14 @@ def test_the_documented_make_rule_notices_a_deleted_document(tmp_path):
     def make():
         import subprocess
 
-        return subprocess.run(["make", "-s", "docs.db"], cwd=site, capture_output=True,
-                              text=True, env={**os.environ, **env}, timeout=300)
+        return subprocess.run(
+            ["make", "-s", "docs.db"],
+            cwd=site,
+            capture_output=True,
+            text=True,
+            env={**os.environ, **env},
+            timeout=300,
+        )
 
     assert make().returncode == 0
     listed = lambda: sorted(d["path"] for d in _ls(site, "-i", "docs.db"))  # noqa: E731

@@ -35,11 +35,23 @@ def truncated_index(tmp_path_factory) -> str:
     into smaller units) is longer than the model reads, so it truncates it. (Prose chunks of
     any length are no longer truncated: each of their units is embedded on its own.)"""
     folder = tmp_path_factory.mktemp("long")
-    (folder / "swarm.md").write_text("When do honey bees swarm? In spring. "
-                                     + "-".join(["swarming"] * 330) + "\n", encoding="utf-8")
+    (folder / "swarm.md").write_text(
+        "When do honey bees swarm? In spring. " + "-".join(["swarming"] * 330) + "\n",
+        encoding="utf-8",
+    )
     path = tmp_path_factory.mktemp("idx") / "long.db"
-    proc = run_cli("embed", str(folder), "--index", str(path), "--strategy", "chars",
-                   "--size", "3000", "--tokenizer", "chars")
+    proc = run_cli(
+        "embed",
+        str(folder),
+        "--index",
+        str(path),
+        "--strategy",
+        "chars",
+        "--size",
+        "3000",
+        "--tokenizer",
+        "chars",
+    )
     assert proc.returncode == 0, proc.stderr
     return str(path)
 
@@ -64,8 +76,20 @@ def test_query_json_lines_and_rejected(index):
     assert [h["rank"] for h in hits] == list(range(1, len(hits) + 1))
     for key in ("id", "score", "path", "line_start", "line_end", "headings", "text", "page"):
         assert key in hits[0]
-    proc = run_cli("query", BEES, "-i", index, "--json", "-k", "2", "--rejected",
-                   "--reject-window", "4", "--threshold", "0.2")
+    proc = run_cli(
+        "query",
+        BEES,
+        "-i",
+        index,
+        "--json",
+        "-k",
+        "2",
+        "--rejected",
+        "--reject-window",
+        "4",
+        "--threshold",
+        "0.2",
+    )
     rows = jsonl(proc.stdout)
     assert len(rows) == 6
     rejected = [r for r in rows if not r["admitted"]]
@@ -82,11 +106,14 @@ def test_nothing_above_the_floor_exits_1_and_says_why(index):
     assert proc.returncode == 0 and len(jsonl(proc.stdout)) == 3  # no floor: top k
 
 
-@pytest.mark.parametrize("args, message", [
-    (("--index", "/nonexistent/x.db"), "no index"),
-    (("--threshold", "high"), "--threshold"),
-    (("--threshold", "1.5"), "between 0 and 1"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("--index", "/nonexistent/x.db"), "no index"),
+        (("--threshold", "high"), "--threshold"),
+        (("--threshold", "1.5"), "between 0 and 1"),
+    ],
+)
 def test_errors_exit_2(index, args, message):
     full = ["query", BEES, "--index", index, *args]
     if args[0] == "--index":
@@ -97,8 +124,16 @@ def test_errors_exit_2(index, args, message):
 
 
 def test_stdin_batch_carries_the_query(index):
-    proc = run_cli("query", "-", "-i", index, "--json", "--threshold", "0.3",
-                   input=f"{BEES}\n\n{NONSENSE}\nfeeding a sourdough starter\n")
+    proc = run_cli(
+        "query",
+        "-",
+        "-i",
+        index,
+        "--json",
+        "--threshold",
+        "0.3",
+        input=f"{BEES}\n\n{NONSENSE}\nfeeding a sourdough starter\n",
+    )
     assert proc.returncode == 0, proc.stderr
     rows = jsonl(proc.stdout)
     assert {r["query"] for r in rows} == {BEES, "feeding a sourdough starter"}
@@ -106,8 +141,7 @@ def test_stdin_batch_carries_the_query(index):
 
 
 def test_path_filter(index):
-    proc = run_cli("query", BEES, "-i", index, "--json", "--threshold", "none",
-                   "--path", "*.rst")
+    proc = run_cli("query", BEES, "-i", index, "--json", "--threshold", "none", "--path", "*.rst")
     rows = jsonl(proc.stdout)
     assert rows and all(r["path"].endswith(".rst") for r in rows)
     proc = run_cli("query", BEES, "-i", index, "--path", "nowhere/*")
@@ -134,8 +168,17 @@ def test_explain_admitted_with_attribution(index):
 
 def test_explain_json_and_window_independence(index):
     def admitted(window):
-        proc = run_cli("explain", BEES, "-i", index, "--json", "--threshold", "0.25",
-                       "--reject-window", str(window))
+        proc = run_cli(
+            "explain",
+            BEES,
+            "-i",
+            index,
+            "--json",
+            "--threshold",
+            "0.25",
+            "--reject-window",
+            str(window),
+        )
         assert proc.returncode == 0, proc.stderr
         rec = json.loads(proc.stdout)
         return rec, [c["id"] for c in rec["candidates"] if c["admitted"]]
@@ -148,15 +191,26 @@ def test_explain_json_and_window_independence(index):
     assert "proxy" in rec20["attribution_note"]
     units = rec20["attributions"][0]["units"]
     assert sum(u["share"] for u in units) <= 1.0 + 1e-6
-    for key in ("strategy", "query_hash", "k", "threshold", "dimensions", "considered",
-                "admitted", "rejected", "candidates_complete", "corpus_empty"):
+    for key in (
+        "strategy",
+        "query_hash",
+        "k",
+        "threshold",
+        "dimensions",
+        "considered",
+        "admitted",
+        "rejected",
+        "candidates_complete",
+        "corpus_empty",
+    ):
         assert key in rec20
     assert rec20["dimensions"] == 384
 
 
 def test_explain_marks_truncated_hits(truncated_index):
-    proc = run_cli("explain", BEES, "-i", truncated_index, "--threshold", "none",
-                   env={"COLUMNS": "200"})
+    proc = run_cli(
+        "explain", BEES, "-i", truncated_index, "--threshold", "none", env={"COLUMNS": "200"}
+    )
     assert proc.returncode == 0, proc.stderr
     assert "⚠ truncated:" in proc.stdout
     proc = run_cli("query", BEES, "-i", truncated_index, "--json", "--threshold", "none")
@@ -166,21 +220,37 @@ def test_explain_marks_truncated_hits(truncated_index):
 def test_help_does_not_import_numpy():
     import subprocess
 
-    code = ("import sys, ragsift.cli; import ragsift.cli.query, ragsift.cli.explain, "
-            "ragsift.cli.tune; print('numpy' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False,
-                         cwd=REPO).stdout.strip()
+    code = (
+        "import sys, ragsift.cli; import ragsift.cli.query, ragsift.cli.explain, "
+        "ragsift.cli.tune; print('numpy' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=REPO
+    ).stdout.strip()
     assert out == "False"
 
 
 def test_char_budget_and_human_rejected(index):
     proc = run_cli("query", BEES, "-i", index, "--threshold", "none", "--max-chars", "10")
     assert proc.returncode == 1 and "does not fit --max-chars 10" in proc.stderr
-    proc = run_cli("query", BEES, "-i", index, "--threshold", "0.2", "-k", "1", "--rejected",
-                   "--reject-window", "2")
+    proc = run_cli(
+        "query",
+        BEES,
+        "-i",
+        index,
+        "--threshold",
+        "0.2",
+        "-k",
+        "1",
+        "--rejected",
+        "--reject-window",
+        "2",
+    )
     assert proc.returncode == 0
-    assert proc.stdout.count("rejected (over-k)") + proc.stdout.count(
-        "rejected (below-threshold)") == 2
+    assert (
+        proc.stdout.count("rejected (over-k)") + proc.stdout.count("rejected (below-threshold)")
+        == 2
+    )
 
 
 def test_highlight_keeps_unit_offsets_after_joining_wrapped_lines():
@@ -191,16 +261,30 @@ def test_highlight_keeps_unit_offsets_after_joining_wrapped_lines():
     from ragsift.retrieval.topk import TopK
 
     text = "Swarming is how colonies\nreproduce. Split the colony\nbefore it swarms.\n\n- item"
-    r = build_retrieval(TopK(k=1, threshold=0.5, reject_window=1), query="q",
-                        scores=[0.7, 0.2], dimensions=3, model="m", searched=2,
-                        records=[{"rowid": 1, "id": "a#0", "path": "a.md", "text": text},
-                                 {"rowid": 2, "id": "a#1", "path": "a.md", "text": "x"}])
+    r = build_retrieval(
+        TopK(k=1, threshold=0.5, reject_window=1),
+        query="q",
+        scores=[0.7, 0.2],
+        dimensions=3,
+        model="m",
+        searched=2,
+        records=[
+            {"rowid": 1, "id": "a#0", "path": "a.md", "text": text},
+            {"rowid": 2, "id": "a#1", "path": "a.md", "text": "x"},
+        ],
+    )
     start = text.index("Split")
-    unit = UnitScore(text="Split the colony before it swarms.", score=0.6, share=1.0, rank=1,
-                     start=start, end=text.index("swarms.") + len("swarms."))
+    unit = UnitScore(
+        text="Split the colony before it swarms.",
+        score=0.6,
+        share=1.0,
+        rank=1,
+        start=start,
+        end=text.index("swarms.") + len("swarms."),
+    )
     shown = highlighted(r.candidates[0], Attribution(id="a#0", units=(unit,), total_units=1))
     assert "colonies reproduce." in shown.plain and "\n\n- item" in shown.plain
     [span] = shown.spans
-    assert shown.plain[span.start:span.end] == "Split the colony before it swarms."
+    assert shown.plain[span.start : span.end] == "Split the colony before it swarms."
     lines = score_picture(r)
     assert "✓" in lines[0] and "┃" in lines[0] and "threshold 0.50" in lines[-1]

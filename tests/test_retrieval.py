@@ -56,8 +56,13 @@ def test_reject_window_never_changes_admission(case, w1, w2):
         reasons = strat.decide(scores[:n], chars[:n])
         return [i for i, r in enumerate(reasons) if r is None]
 
-    full = [i for i, r in enumerate(admission(scores, chars, k=k, threshold=threshold,
-                                              max_chars=max_chars)) if r is None]
+    full = [
+        i
+        for i, r in enumerate(
+            admission(scores, chars, k=k, threshold=threshold, max_chars=max_chars)
+        )
+        if r is None
+    ]
     assert admitted(w1) == admitted(w2) == full
 
 
@@ -69,8 +74,11 @@ def test_window_independence_holds_in_any_order(scores, k, threshold, w1, w2):
 
     def admitted(window):
         n = k + window
-        return [i for i, r in enumerate(admission(scores[:n], chars[:n], k=k,
-                                                  threshold=threshold)) if r is None]
+        return [
+            i
+            for i, r in enumerate(admission(scores[:n], chars[:n], k=k, threshold=threshold))
+            if r is None
+        ]
 
     assert admitted(w1) == admitted(w2)
     assert all(scores[i] >= threshold for i in admitted(w1))
@@ -99,37 +107,72 @@ def test_admission_invariants(case):
 def test_reasons_are_specific():
     scores = [0.9, 0.8, 0.7, 0.6, 0.3]
     assert admission(scores, [10] * 5, k=2, threshold=0.5) == [
-        None, None, OVER_K, OVER_K, BELOW_THRESHOLD]
+        None,
+        None,
+        OVER_K,
+        OVER_K,
+        BELOW_THRESHOLD,
+    ]
     # the budget stops admission at the first chunk that does not fit; no skipping ahead
     assert admission(scores, [10, 50, 5, 5, 5], k=4, threshold=0.5, max_chars=30) == [
-        None, OVER_CHAR_BUDGET, OVER_CHAR_BUDGET, OVER_CHAR_BUDGET, BELOW_THRESHOLD]
+        None,
+        OVER_CHAR_BUDGET,
+        OVER_CHAR_BUDGET,
+        OVER_CHAR_BUDGET,
+        BELOW_THRESHOLD,
+    ]
     # no fallback to a weak match
     assert admission([0.58, 0.55], [1, 1], k=3, threshold=0.7) == [BELOW_THRESHOLD] * 2
     assert admission([0.58, 0.55], [1, 1], k=3, threshold=None) == [None, None]
     assert admission([float("nan")], [1], k=3, threshold=0.1) == [BELOW_THRESHOLD]
 
 
-@pytest.mark.parametrize("kwargs", [{"k": 0}, {"reject_window": -1}, {"max_chars": 0},
-                                    {"threshold": float("inf")}])
+@pytest.mark.parametrize(
+    "kwargs", [{"k": 0}, {"reject_window": -1}, {"max_chars": 0}, {"threshold": float("inf")}]
+)
 def test_topk_rejects_bad_options(kwargs):
     with pytest.raises(RagsiftError):
         TopK(**kwargs)
 
 
 def _records(n, text="x" * 10):
-    return [{"rowid": i, "id": f"doc{i % 3}.md#{i}", "path": f"doc{i % 3}.md", "text": text,
-             "start": 0, "end": len(text), "line_start": i + 1, "line_end": i + 2,
-             "headings": ["A", "B"], "page": None, "truncated": 7 if i == 0 else 0}
-            for i in range(n)]
+    return [
+        {
+            "rowid": i,
+            "id": f"doc{i % 3}.md#{i}",
+            "path": f"doc{i % 3}.md",
+            "text": text,
+            "start": 0,
+            "end": len(text),
+            "line_start": i + 1,
+            "line_end": i + 2,
+            "headings": ["A", "B"],
+            "page": None,
+            "truncated": 7 if i == 0 else 0,
+        }
+        for i in range(n)
+    ]
 
 
 def test_record_carries_hybrid_evidence():
     rec = dict(_records(1)[0], dense_score=0.41, lexical_score=7.5, lexical_rank=1, fused_rank=1)
-    r = build_retrieval(TopK(k=1, threshold=0.4), query="q", scores=[0.41], records=[rec],
-                        dimensions=4, model="m", searched=1, mode="hybrid")
+    r = build_retrieval(
+        TopK(k=1, threshold=0.4),
+        query="q",
+        scores=[0.41],
+        records=[rec],
+        dimensions=4,
+        model="m",
+        searched=1,
+        mode="hybrid",
+    )
     c = r.candidates[0].as_dict()
     assert (c["dense_score"], c["lexical_score"], c["lexical_rank"], c["fused_rank"]) == (
-        0.41, 7.5, 1, 1)
+        0.41,
+        7.5,
+        1,
+        1,
+    )
     assert r.as_dict()["mode"] == "hybrid"
 
 
@@ -138,20 +181,35 @@ def test_hint_names_the_best_admissible_cosine_in_fused_order():
     # the best cosine among the k admissible positions, and its suggestion must admit it
     from ragsift.retrieval.topk import outcome_hint
 
-    r = build_retrieval(TopK(k=3, threshold=0.6), query="q", scores=[-0.1, 0.45, 0.3, 0.58],
-                        records=_records(4), dimensions=4, model="m", searched=4, mode="hybrid")
+    r = build_retrieval(
+        TopK(k=3, threshold=0.6),
+        query="q",
+        scores=[-0.1, 0.45, 0.3, 0.58],
+        records=_records(4),
+        dimensions=4,
+        model="m",
+        searched=4,
+        mode="hybrid",
+    )
     assert not r.admitted
     assert r.best is r.candidates[1] and r.best.score == pytest.approx(0.45)
     hint = outcome_hint(r)
     assert hint is not None and hint.startswith(
-        "nothing cleared the threshold 0.60: best candidate 0.450")
+        "nothing cleared the threshold 0.60: best candidate 0.450"
+    )
     assert "`--threshold 0.45` would admit 1" in hint
 
 
 def test_record_as_dict_is_json_and_complete():
-    r = build_retrieval(TopK(k=2, threshold=0.5, reject_window=2), query="q",
-                        scores=[0.9, 0.6, 0.55, 0.2, 0.1], records=_records(5),
-                        dimensions=4, model="m", searched=5)
+    r = build_retrieval(
+        TopK(k=2, threshold=0.5, reject_window=2),
+        query="q",
+        scores=[0.9, 0.6, 0.55, 0.2, 0.1],
+        records=_records(5),
+        dimensions=4,
+        model="m",
+        searched=5,
+    )
     d = json.loads(json.dumps(r.as_dict()))
     assert (d["considered"], d["admitted"], d["rejected"]) == (4, 2, 2)
     assert d["candidates_complete"] is False and d["corpus_empty"] is False
@@ -160,22 +218,44 @@ def test_record_as_dict_is_json_and_complete():
     c0, c2, c3 = d["candidates"][0], d["candidates"][2], d["candidates"][3]
     assert c0["admitted"] and c0["rank"] == 1 and c0["reason"] is None and c0["truncated"] == 7
     assert c2["reason"] == OVER_K and c3["reason"] == BELOW_THRESHOLD
-    for key in ("id", "score", "rank", "admitted", "reason", "path", "page", "headings",
-                "line_start", "line_end", "dense_score", "lexical_score", "lexical_rank",
-                "fused_rank"):
+    for key in (
+        "id",
+        "score",
+        "rank",
+        "admitted",
+        "reason",
+        "path",
+        "page",
+        "headings",
+        "line_start",
+        "line_end",
+        "dense_score",
+        "lexical_score",
+        "lexical_rank",
+        "fused_rank",
+    ):
         assert key in c0
     assert r.candidates[0].location == "doc0.md:1-2"
     assert r.candidates[0].margin(0.5) == pytest.approx(0.4)
-    small = build_retrieval(TopK(k=2, reject_window=5), query="q", scores=[0.3],
-                            records=_records(1), dimensions=4, model="m", searched=1)
+    small = build_retrieval(
+        TopK(k=2, reject_window=5),
+        query="q",
+        scores=[0.3],
+        records=_records(1),
+        dimensions=4,
+        model="m",
+        searched=1,
+    )
     assert small.candidates_complete is True
 
 
 # -- exact search -------------------------------------------------------------------------
 
+
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.integers(-5, 5), min_size=1, max_size=60), st.integers(1, 70),
-       st.integers(0, 20))
+@given(
+    st.lists(st.integers(-5, 5), min_size=1, max_size=60), st.integers(1, 70), st.integers(0, 20)
+)
 def test_top_order_is_a_prefix_of_the_total_order(values, n, extra):
     # small integers force many ties: argpartition must not decide them
     scores = np.array(values, dtype=np.float32)
@@ -193,12 +273,22 @@ class FakeStore:
     def __init__(self, matrix, paths):
         self.matrix = np.asarray(matrix, dtype=np.float32)
         self.rows = {
-            100 + i: ChunkRecord(rowid=100 + i, path=p, index=i, text=f"chunk {i}", start=0,
-                                 end=7, line_start=1, line_end=1)
-            for i, p in enumerate(paths)}
+            100 + i: ChunkRecord(
+                rowid=100 + i,
+                path=p,
+                index=i,
+                text=f"chunk {i}",
+                start=0,
+                end=7,
+                line_start=1,
+                line_end=1,
+            )
+            for i, p in enumerate(paths)
+        }
         rowids = np.array(sorted(self.rows), dtype=np.int64)
-        self.dense = DenseMatrix(rowids, self.matrix, lambda ps: [
-            r for r, rec in self.rows.items() if rec.path in ps])
+        self.dense = DenseMatrix(
+            rowids, self.matrix, lambda ps: [r for r, rec in self.rows.items() if rec.path in ps]
+        )
 
     def settings(self):
         return {"model": "fake", "dimensions": self.matrix.shape[1] if self.matrix.size else 3}
@@ -245,10 +335,8 @@ def test_searcher_exact_order_filter_and_nan():
     ref = np.nan_to_num(m @ q, nan=-np.inf)
     expected = [100 + i for i in np.argsort(-ref, kind="stable")[:8]]
     assert [c.rowid for c in r.candidates] == expected
-    assert [c.dense_score for c in r.candidates] == pytest.approx(
-        sorted(ref, reverse=True)[:8])
-    assert [c.score for c in r.candidates] == sorted((c.score for c in r.candidates),
-                                                     reverse=True)
+    assert [c.dense_score for c in r.candidates] == pytest.approx(sorted(ref, reverse=True)[:8])
+    assert [c.score for c in r.candidates] == sorted((c.score for c in r.candidates), reverse=True)
     assert r.searched == 50 and len(r.admitted) == 3
     f = s.retrieve("q", TopK(k=3, threshold=None, reject_window=40), qvec=q, path_glob="docs/*")
     assert f.searched == 25 and all(c.path.startswith("docs/") for c in f.candidates)
@@ -281,6 +369,7 @@ def test_searcher_empty_index():
 
 # -- attribution ----------------------------------------------------------------------------
 
+
 class UnitsStore:
     """The one backend call attribution makes (``unit_evidence``), over units encoded from
     hand-made vectors: no model is needed to test how stored units are ranked, and the test
@@ -296,9 +385,15 @@ class UnitsStore:
 
 
 def _cand(text, path="a.md", cid="a.md#0", rowid=1):
-    return build_retrieval(TopK(k=1), query="q", scores=[0.9],
-                           records=[{"rowid": rowid, "id": cid, "path": path, "text": text}],
-                           dimensions=4, model="test", searched=1).candidates[0]
+    return build_retrieval(
+        TopK(k=1),
+        query="q",
+        scores=[0.9],
+        records=[{"rowid": rowid, "id": cid, "path": path, "text": text}],
+        dimensions=4,
+        model="test",
+        searched=1,
+    ).candidates[0]
 
 
 def test_attribution_ranks_the_stored_units_and_shares_sum_to_one():
@@ -310,7 +405,7 @@ def test_attribution_ranks_the_stored_units_and_shares_sum_to_one():
     store = UnitsStore({1: evidence.encode(bounds, vecs)})
     [a] = attr.attribute(store, np.array([0, 1, 0, 0], np.float32), [_cand(text)], top=3)
     assert a.total_units == 3 and a.best.text == "Rockets reach orbit quickly."
-    assert text[a.best.start:a.best.end] == a.best.text
+    assert text[a.best.start : a.best.end] == a.best.text
     assert a.best.score == pytest.approx(0.8, abs=0.01)
     assert [u.rank for u in a.units] == [1, 2, 3]
     assert sum(u.share for u in a.units) == pytest.approx(1.0)
@@ -364,10 +459,13 @@ def test_model_mismatch_is_refused_and_preload_raises_on_use(monkeypatch):
 
     monkeypatch.setattr(ragsift.embedders, "load_embedder", lambda model_dir=None: Other())
     with pytest.raises(RagsiftError, match="--model"):
-        search.embedder_for({"model": "minilm", "model_fingerprint": "minilm/384/def",
-                             "evidence": EVIDENCE_KIND})
-    assert search.embedder_for({"model_fingerprint": "other/384/abc",
-                                "evidence": EVIDENCE_KIND}).name == "other"
+        search.embedder_for(
+            {"model": "minilm", "model_fingerprint": "minilm/384/def", "evidence": EVIDENCE_KIND}
+        )
+    assert (
+        search.embedder_for({"model_fingerprint": "other/384/abc", "evidence": EVIDENCE_KIND}).name
+        == "other"
+    )
 
     store = FakeStore(np.eye(3, dtype=np.float32), ["a.md"] * 3)
     store.settings = lambda: {"model_fingerprint": "minilm/384/def", "evidence": EVIDENCE_KIND}

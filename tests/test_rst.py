@@ -42,8 +42,16 @@ def test_the_rendered_text_keeps_meaning_and_drops_markup():
     assert "Note: Set SECRET_KEY before using sessions." in text
     assert "Warning: Never run the debugger in production." in text
     assert "DEBUG | enables debug" in text and "second item, see Flask" in text
-    for gone in (":members:", "maxdepth", "quickstart", "module:: flask", "single:",
-                 "Sphinx-style API page", "some-directive-nobody-knows", "|project|"):
+    for gone in (
+        ":members:",
+        "maxdepth",
+        "quickstart",
+        "module:: flask",
+        "single:",
+        "Sphinx-style API page",
+        "some-directive-nobody-knows",
+        "|project|",
+    ):
         assert gone not in text, gone
     assert not MARKUP.search(FENCE.sub("", text))
     assert not any(ADORNMENT.match(line) for line in text.splitlines())
@@ -55,11 +63,16 @@ def test_headings_are_trails_and_lines_point_into_the_rst_file():
     at = doc.text.index("Use the Flask.route decorator")
     assert doc.headings_at(at) == ("Flask API", "Routing")
     assert doc.headings_at(doc.text.index("DEBUG |")) == (
-        "Flask API", "Application Object", "Configuration Handling")
-    for phrase, needle in (("Use the Flask.route decorator", "Use the :meth:"),
-                           ('return "Hello"', 'return "Hello"'),
-                           ("Never run the debugger", "Never run the debugger"),
-                           ("app = Flask(__name__)", "app = Flask(__name__)")):
+        "Flask API",
+        "Application Object",
+        "Configuration Handling",
+    )
+    for phrase, needle in (
+        ("Use the Flask.route decorator", "Use the :meth:"),
+        ('return "Hello"', 'return "Hello"'),
+        ("Never run the debugger", "Never run the debugger"),
+        ("app = Flask(__name__)", "app = Flask(__name__)"),
+    ):
         line = doc.line_at(doc.text.index(phrase))
         assert needle in source[line - 1], (phrase, line, source[line - 1])
 
@@ -71,7 +84,7 @@ def test_chunks_of_the_defaults_hold_offsets_trails_and_no_markup():
     doc = _doc()
     assert len(rows) > 3
     for r in rows:
-        assert doc.text[r["start"]:r["end"]] == r["text"]
+        assert doc.text[r["start"] : r["end"]] == r["text"]
         assert r["headings"] and r["headings"][0] == "Flask API"
         assert not ADORNMENT.match(r["text"].splitlines()[0])
         assert not MARKUP.search(FENCE.sub("", r["text"]))
@@ -88,24 +101,38 @@ def test_a_file_docutils_cannot_parse_is_read_as_text_with_one_warning(monkeypat
     monkeypatch.setattr(rst, "_doctree", broken)
     doc = _doc()
     assert doc.format == "rst" and doc.text == SAMPLE.read_text(encoding="utf-8")
-    assert doc.warnings == ("docutils could not parse it (SystemMessage: boom); read as plain "
-                            "text",)
+    assert doc.warnings == (
+        "docutils could not parse it (SystemMessage: boom); read as plain text",
+    )
 
 
 def test_without_docutils_rst_is_read_as_text_with_one_warning(tmp_path):
     stub = tmp_path / "stub" / "docutils"
     stub.mkdir(parents=True)
     (stub / "__init__.py").write_text("raise ImportError('hidden for this test')\n")
-    proc = run_cli("chunk", str(SAMPLE), "fixtures/sourdough.rst", "--tokenizer", "cl100k",
-                   env={"PYTHONPATH": str(stub.parent)})
+    proc = run_cli(
+        "chunk",
+        str(SAMPLE),
+        "fixtures/sourdough.rst",
+        "--tokenizer",
+        "cl100k",
+        env={"PYTHONPATH": str(stub.parent)},
+    )
     assert proc.returncode == 0, proc.stderr
     warnings = [line for line in proc.stderr.splitlines() if "docutils" in line]
     assert len(warnings) == 1 and "pip install docutils" in warnings[0]
     assert ".. autoclass:: Flask" in proc.stdout  # today's text reading
 
 
-@pytest.mark.parametrize("text", ["Title\n=====\n\n.. code-block::\n", "`unclosed\n\n.. |x|\n",
-                                  "=====\n\nno title above\n\n* list\ntext\n", ""])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Title\n=====\n\n.. code-block::\n",
+        "`unclosed\n\n.. |x|\n",
+        "=====\n\nno title above\n\n* list\ntext\n",
+        "",
+    ],
+)
 def test_odd_rst_never_fails(text, tmp_path):
     f = tmp_path / "odd.rst"
     f.write_text(text + "\nSome words.\n", encoding="utf-8")
@@ -138,7 +165,6 @@ def test_a_code_block_that_fits_is_never_cut(size):
         assert holders[0].start <= a and b <= holders[0].end
 
 
-
 def _rendered_lines(text: str) -> list[tuple[str, int]]:
     """Each rendered line of ``text`` with the source line it says it comes from."""
     from ragsift.sources.rst import parse_rst
@@ -152,8 +178,14 @@ def test_repeated_table_rows_each_map_to_their_own_line():
     a search for the row's words put at the first of them) each say their own line, after a
     long block too (which such a search did not reach past)."""
     rows = "".join("yes    no\n" + ("\n" if k % 3 == 2 else "") for k in range(12))
-    text = ("Intro::\n\n" + "".join(f"    code {i}\n" for i in range(80)) + "\n"
-            + "=====  =====\na      b\n=====  =====\n" + rows + "=====  =====\n\nAfter.\n")
+    text = (
+        "Intro::\n\n"
+        + "".join(f"    code {i}\n" for i in range(80))
+        + "\n"
+        + "=====  =====\na      b\n=====  =====\n"
+        + rows
+        + "=====  =====\n\nAfter.\n"
+    )
     source = text.splitlines()
     said = [line for rendered, line in _rendered_lines(text) if rendered == "yes | no"]
     expected = [n for n, line in enumerate(source, start=1) if line.startswith("yes")]
@@ -165,8 +197,10 @@ def test_a_code_block_whose_first_row_repeats_above_it_maps_to_its_own_lines():
     """``make`` in one ``::`` block and ``make`` / ``make install`` in the next, two lines
     apart: the second block's rows point at their own lines, not at the first block's (every
     row of a block is matched, not only its first); doctest and nested blocks too."""
-    text = ("Run this::\n\n    make\n\nand then this::\n\n    make\n    make install\n"
-            "    echo done\n\n>>> make\n1\n\n- item::\n\n      make\n      make install\n")
+    text = (
+        "Run this::\n\n    make\n\nand then this::\n\n    make\n    make install\n"
+        "    echo done\n\n>>> make\n1\n\n- item::\n\n      make\n      make install\n"
+    )
     source = text.splitlines()
     said = _rendered_lines(text)
     for row in ("make install", "echo done", ">>> make"):
@@ -205,18 +239,28 @@ def test_a_grid_table_with_rows_of_several_lines_maps_each_line():
 After.
 """
     got = [(r, n) for r, n in _rendered_lines(text) if r]
-    assert got == [("# Grid", 1), ("id | text | more", 5),
-                   ("r1 | one", 7), ("two", 8), ("three | x", 9),
-                   ("r2 | empty first", 11), ("four | y", 12),
-                   ("r1 | one", 14), ("two", 15), ("three | x", 16),
-                   ("r3 | a | b", 18), ("c", 19), ("d", 20), ("After.", 23)]
+    assert got == [
+        ("# Grid", 1),
+        ("id | text | more", 5),
+        ("r1 | one", 7),
+        ("two", 8),
+        ("three | x", 9),
+        ("r2 | empty first", 11),
+        ("four | y", 12),
+        ("r1 | one", 14),
+        ("two", 15),
+        ("three | x", 16),
+        ("r3 | a | b", 18),
+        ("c", 19),
+        ("d", 20),
+        ("After.", 23),
+    ]
 
 
 def test_a_csv_table_rows_are_found_by_their_words():
     """docutils numbers a ``csv-table``'s cells from 1 whatever its line: its rows are
     found by their words, as any block whose line is not known."""
-    text = ('Intro.\n\n.. csv-table:: Data\n   :header: "h1", "h2"\n\n'
-            '   "c1", "c2"\n   "c3", "c4"\n')
+    text = 'Intro.\n\n.. csv-table:: Data\n   :header: "h1", "h2"\n\n   "c1", "c2"\n   "c3", "c4"\n'
     got = dict(_rendered_lines(text))
     assert (got["h1 | h2"], got["c1 | c2"], got["c3 | c4"]) == (4, 6, 7)
 
@@ -225,13 +269,15 @@ def test_what_docutils_cannot_parse_keeps_its_words_on_their_lines():
     """A malformed table, an unknown directive and a code block with Sphinx's options
     (`:caption:`) were dropped with docutils' error message: every word a reader reads was
     lost without a warning. Their text is kept, each line mapped to its own source line."""
-    text = ("Title\n=====\n\nBefore.\n\n"
-            "+-------+--------+\n| a     | b      |\n+-------+--------+\n"
-            "| honey | bees  swarm |\n+-------+--------+\n\n"
-            ".. unknowndirective:: arg\n   :opt: 1\n\n   Important words inside.\n\n"
-            "   .. nested-unknown::\n\n      Deeper words.\n\n"
-            ".. code-block:: python\n   :caption: ``app.py``\n   :emphasize-lines: 2\n\n"
-            "   app = Flask(__name__)\n   app.run()\n\nAfter.\n")
+    text = (
+        "Title\n=====\n\nBefore.\n\n"
+        "+-------+--------+\n| a     | b      |\n+-------+--------+\n"
+        "| honey | bees  swarm |\n+-------+--------+\n\n"
+        ".. unknowndirective:: arg\n   :opt: 1\n\n   Important words inside.\n\n"
+        "   .. nested-unknown::\n\n      Deeper words.\n\n"
+        ".. code-block:: python\n   :caption: ``app.py``\n   :emphasize-lines: 2\n\n"
+        "   app = Flask(__name__)\n   app.run()\n\nAfter.\n"
+    )
     rows = _rendered_lines(text)
     src = text.splitlines()
     for row, line in rows:
@@ -252,8 +298,9 @@ def test_a_line_past_docutils_limit_is_read_as_text_with_one_warning(tmp_path):
     from ragsift.sources.loader import load_document
 
     path = tmp_path / "long.rst"
-    path.write_text("Title\n=====\n\nA paragraph.\n\n" + "word " * 2_500 + "\n\nAfter.\n",
-                    encoding="utf-8")
+    path.write_text(
+        "Title\n=====\n\nA paragraph.\n\n" + "word " * 2_500 + "\n\nAfter.\n", encoding="utf-8"
+    )
     st = path.stat()
     doc = load_document(SourceFile(path, "long.rst", st.st_size, st.st_mtime))
     assert "After." in doc.text and doc.text.count("word") == 2_500

@@ -32,9 +32,13 @@ def test_two_processes_render_the_document_one_process_renders(small_pieces, mon
     monkeypatch.setattr(rst, "render_piece", lambda t, d: here.append(1) or real(t, d))
     monkeypatch.setattr(rst_parallel, "PARALLEL_CHARS", 0)
     real_rendered = rst_parallel.rendered
-    monkeypatch.setattr(rst_parallel, "rendered",
-                        lambda parts, render, size, module: real_rendered(
-                            parts, render, size, module, helper_first=True))
+    monkeypatch.setattr(
+        rst_parallel,
+        "rendered",
+        lambda parts, render, size, module: real_rendered(
+            parts, render, size, module, helper_first=True
+        ),
+    )
     both = rst.parse_rst(text, "guide.rst")
     count = len(rst_pieces.pieces(text))
     assert count >= 10
@@ -58,8 +62,11 @@ def test_the_helper_is_stopped_when_the_parent_stops_early(small_pieces, monkeyp
     monkeypatch.setattr(rst_parallel, "PARALLEL_CHARS", 0)
     started: list[rst_parallel._Helper] = []
     real_start = rst_parallel._Helper.start
-    monkeypatch.setattr(rst_parallel._Helper, "start",
-                        classmethod(lambda cls, p, m: started.append(real_start(p, m)) or started[-1]))
+    monkeypatch.setattr(
+        rst_parallel._Helper,
+        "start",
+        classmethod(lambda cls, p, m: started.append(real_start(p, m)) or started[-1]),
+    )
     it = rst_parallel.rendered(parts, rst.render_piece, 10**9, "ragsift.sources.rst")
     next(it)
     it.close()  # (an exception in the consumer, a KeyboardInterrupt: the same finally)

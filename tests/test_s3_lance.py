@@ -30,14 +30,22 @@ def s3_env():
     try:
         host, port = server.get_host_and_port()
         assert host == "127.0.0.1"
-        env = {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "testing",
-               "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1",
-               "AWS_ALLOW_HTTP": "true"}
+        env = {
+            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_REGION": "us-east-1",
+            "AWS_ALLOW_HTTP": "true",
+        }
         import boto3
 
-        boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"], region_name="us-east-1",
-                     aws_access_key_id="testing",
-                     aws_secret_access_key="testing").create_bucket(Bucket=BUCKET)
+        boto3.client(
+            "s3",
+            endpoint_url=env["AWS_ENDPOINT_URL"],
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        ).create_bucket(Bucket=BUCKET)
         yield env
     finally:
         server.stop()
@@ -70,8 +78,7 @@ def test_create_update_concurrent_reader_and_hybrid_query(s3_env, tmp_path):
     index = f"s3://{BUCKET}/team/docs.lance"
 
     def embed(*args):
-        proc = run_cli("embed", "docs", "--index", index, "--json", *args, cwd=tmp_path,
-                       env=s3_env)
+        proc = run_cli("embed", "docs", "--index", index, "--json", *args, cwd=tmp_path, env=s3_env)
         assert proc.returncode == 0, proc.stderr
         return json.loads(proc.stdout)
 
@@ -82,9 +89,15 @@ def test_create_update_concurrent_reader_and_hybrid_query(s3_env, tmp_path):
 
     # a second process holds a snapshot while this one commits a change
     env = {**os.environ, **s3_env, "PYTHONPATH": str(REPO)}
-    reader = subprocess.Popen([sys.executable, "-c", READER, index], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env=env, cwd=tmp_path)
+    reader = subprocess.Popen(
+        [sys.executable, "-c", READER, index],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     try:
         first = json.loads(reader.stdout.readline())
         assert first["paths"] == ["docs/bees.md", "docs/bread.txt"]
@@ -98,8 +111,7 @@ def test_create_update_concurrent_reader_and_hybrid_query(s3_env, tmp_path):
             reader.kill()
     assert reader.returncode == 0, err
     during, after = (json.loads(line) for line in out.splitlines())
-    assert during == {"count": first["count"], "records": first["count"],
-                      "paths": first["paths"]}
+    assert during == {"count": first["count"], "records": first["count"], "paths": first["paths"]}
     assert after["paths"] == ["docs/bees.md", "docs/tides.txt"]
 
     info = run_cli("info", "-i", index, "--json", "--check", cwd=tmp_path, env=s3_env)
@@ -107,13 +119,28 @@ def test_create_update_concurrent_reader_and_hybrid_query(s3_env, tmp_path):
     got = json.loads(info.stdout)
     assert got["documents"] == 2 and got["problems"] == [] and got["size_bytes"] > 0
     # no threshold: two short documents give BM25 no idf to speak of (scored as on SQLite)
-    proc = run_cli("query", "crabs in rock pools", "-i", index, "--mode", "hybrid", "--json",
-                   "--threshold", "none", cwd=tmp_path, env=s3_env)
+    proc = run_cli(
+        "query",
+        "crabs in rock pools",
+        "-i",
+        index,
+        "--mode",
+        "hybrid",
+        "--json",
+        "--threshold",
+        "none",
+        cwd=tmp_path,
+        env=s3_env,
+    )
     assert proc.returncode == 0, proc.stderr
     rows = [json.loads(x) for x in proc.stdout.splitlines()]
     assert rows[0]["path"] == "docs/tides.txt" and rows[0]["admitted"]
-    assert run_cli("query", "x", "-i", f"s3://{BUCKET}/nothing.lance", cwd=tmp_path,
-                   env=s3_env).returncode == 2
+    assert (
+        run_cli(
+            "query", "x", "-i", f"s3://{BUCKET}/nothing.lance", cwd=tmp_path, env=s3_env
+        ).returncode
+        == 2
+    )
 
 
 def test_ray_engine_writes_an_s3_index(s3_env, tmp_path):
@@ -123,27 +150,47 @@ def test_ray_engine_writes_an_s3_index(s3_env, tmp_path):
     pytest.importorskip("ray", reason="the Ray engine needs: pip install 'ragsift[ray]'")
     docs = tmp_path / "docs"
     docs.mkdir()
-    for i, topic in enumerate(["bees swarm in late spring", "sourdough starters need flour",
-                               "varroa mites weaken colonies", "bread crust browns in ovens"]):
+    for i, topic in enumerate(
+        [
+            "bees swarm in late spring",
+            "sourdough starters need flour",
+            "varroa mites weaken colonies",
+            "bread crust browns in ovens",
+        ]
+    ):
         (docs / f"note{i}.md").write_text(f"# Note {i}\n\n{topic.capitalize()}.\n" * 3)
     index = f"s3://{BUCKET}/ray/docs.lance"
     env = s3_env
-    proc = run_cli("embed", "docs", "--index", index, "--engine", "ray", "--json", cwd=tmp_path,
-                   env=env)
+    proc = run_cli(
+        "embed", "docs", "--index", index, "--engine", "ray", "--json", cwd=tmp_path, env=env
+    )
     assert proc.returncode == 0, proc.stderr
     s = json.loads(proc.stdout)
     assert s["parsed"] == 4 and s["embedded"] == s["chunks"] > 0
-    local = run_cli("embed", "docs", "--index", str(tmp_path / "local.db"), "--json",
-                    cwd=tmp_path)
+    local = run_cli("embed", "docs", "--index", str(tmp_path / "local.db"), "--json", cwd=tmp_path)
     assert json.loads(local.stdout)["chunks"] == s["chunks"]
-    rerun = run_cli("embed", "docs", "--index", index, "--engine", "ray", "--json",
-                    cwd=tmp_path, env=env)
+    rerun = run_cli(
+        "embed", "docs", "--index", index, "--engine", "ray", "--json", cwd=tmp_path, env=env
+    )
     assert rerun.returncode == 0, rerun.stderr
     assert (json.loads(rerun.stdout)["unchanged"], json.loads(rerun.stdout)["embedded"]) == (4, 0)
 
     def hits(idx, extra_env=None):
-        q = run_cli("query", "when do bees swarm", "--index", idx, "--json", "--mode", "dense",
-                    "--threshold", "none", "-k", "4", cwd=tmp_path, env=extra_env)
+        q = run_cli(
+            "query",
+            "when do bees swarm",
+            "--index",
+            idx,
+            "--json",
+            "--mode",
+            "dense",
+            "--threshold",
+            "none",
+            "-k",
+            "4",
+            cwd=tmp_path,
+            env=extra_env,
+        )
         assert q.returncode == 0, q.stderr
         return [(r["path"], r["score"]) for r in map(json.loads, q.stdout.splitlines())]
 

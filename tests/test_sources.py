@@ -79,9 +79,21 @@ def _line_of(path: Path, needle: str) -> int:
 
 
 def test_discover_sorted_skips_defaults_and_prefixes_root(tmp_path, monkeypatch):
-    for rel in ["b.md", "a/x.md", "a-b/y.md", "a/deep/z.txt", ".hidden.md", ".config/c.md",
-                "node_modules/m.js", "__pycache__/p.txt", "venv/v.txt", ".venv/v.txt",
-                "myenv/pyvenv.cfg", "myenv/lib.txt", "sub/.git/HEAD"]:
+    for rel in [
+        "b.md",
+        "a/x.md",
+        "a-b/y.md",
+        "a/deep/z.txt",
+        ".hidden.md",
+        ".config/c.md",
+        "node_modules/m.js",
+        "__pycache__/p.txt",
+        "venv/v.txt",
+        ".venv/v.txt",
+        "myenv/pyvenv.cfg",
+        "myenv/lib.txt",
+        "sub/.git/HEAD",
+    ]:
         _write(tmp_path, rel)
     monkeypatch.chdir(tmp_path)
     expected = ["a/deep/z.txt", "a/x.md", "a-b/y.md", "b.md"]
@@ -105,19 +117,41 @@ def test_explicit_hidden_file_missing_path_dedupe_and_stdin(tmp_path, monkeypatc
 
 
 def test_gitignore_subset(tmp_path, monkeypatch):
-    _write(tmp_path, ".gitignore", "# comment\n\n*.log\n!keep.log\nbuild/\n/top.txt\n"
-                                   "docs/**/*.tmp\nfile?.md\n")
-    for rel in ["a.log", "keep.log", "build/out.md", "src/build", "top.txt", "src/top.txt",
-                "docs/x.tmp", "docs/a/b/y.tmp", "file1.md", "file10.md", "sub/secret.md",
-                "other/secret.md", "sub/inner/deep.md", "sub/inner/keep.md"]:
+    _write(
+        tmp_path,
+        ".gitignore",
+        "# comment\n\n*.log\n!keep.log\nbuild/\n/top.txt\ndocs/**/*.tmp\nfile?.md\n",
+    )
+    for rel in [
+        "a.log",
+        "keep.log",
+        "build/out.md",
+        "src/build",
+        "top.txt",
+        "src/top.txt",
+        "docs/x.tmp",
+        "docs/a/b/y.tmp",
+        "file1.md",
+        "file10.md",
+        "sub/secret.md",
+        "other/secret.md",
+        "sub/inner/deep.md",
+        "sub/inner/keep.md",
+    ]:
         _write(tmp_path, rel)
     # A nested .gitignore applies to its subtree only and can override its parent.
     _write(tmp_path, "sub/.gitignore", "secret.md\n/inner/*\n!/inner/keep.md\n")
     monkeypatch.chdir(tmp_path)
     # --include '*': every type, so only the .gitignore rules decide here
     files, _ = discover(["."], include=["*"])
-    assert [f.relpath for f in files] == ["file10.md", "keep.log", "other/secret.md",
-                                          "src/build", "src/top.txt", "sub/inner/keep.md"]
+    assert [f.relpath for f in files] == [
+        "file10.md",
+        "keep.log",
+        "other/secret.md",
+        "src/build",
+        "src/top.txt",
+        "sub/inner/keep.md",
+    ]
 
 
 def test_gitignore_of_enclosing_work_tree_applies_to_a_subfolder_root(tmp_path, monkeypatch):
@@ -155,7 +189,10 @@ def test_include_exclude_globs(tmp_path, monkeypatch):
     # Folders above the root never match: the root's own parents are not "inside" it.
     root = str(tmp_path / "docs")
     assert _rels([root], exclude=[tmp_path.parent.name[:3] + "*"]) == [
-        f"{root}/b.md", f"{root}/drafts/c.md", f"{root}/drafts/d.txt"]
+        f"{root}/b.md",
+        f"{root}/drafts/c.md",
+        f"{root}/drafts/d.txt",
+    ]
     assert _rels([root], exclude=[f"{root}/drafts"]) == [f"{root}/b.md"]
 
 
@@ -181,9 +218,14 @@ def test_markdown_text_lines_headings_pages():
     assert doc.line_at(at) == _line_of(HANDBOOK, "How long it takes depends")
     assert doc.headings_at(at) == ("A Small Beekeeping Handbook", "Honey", "Crystallisation")
     assert doc.headings_at(doc.text.index("Swarming is how")) == (
-        "A Small Beekeeping Handbook", "Inspections", "Swarm control")
+        "A Small Beekeeping Handbook",
+        "Inspections",
+        "Swarm control",
+    )
     assert doc.headings_at(doc.text.index("The varroa mite")) == (
-        "A Small Beekeeping Handbook", "Varroa")
+        "A Small Beekeeping Handbook",
+        "Varroa",
+    )
     assert doc.page_at(0) == 1
     assert doc.page_at(doc.text.index("| National")) == 1
     assert doc.page_at(doc.text.index("## Inspections")) == 2
@@ -210,8 +252,10 @@ def test_render_markdown_tables_keeps_original_lines_and_remaps_maps():
     doc = _load(HANDBOOK, "beekeeping/handbook.md")
     out = render_markdown_tables(doc)
     assert "| National" not in out.text
-    row = "1. hive: National; frames: 11; strengths: common in the UK, parts easy to find; " \
-          "drawbacks: brood box is small for prolific queens"
+    row = (
+        "1. hive: National; frames: 11; strengths: common in the UK, parts easy to find; "
+        "drawbacks: brood box is small for prolific queens"
+    )
     assert row in out.text
     assert "4. hive: Warré; frames: 8" in out.text
     at = out.text.index(row)
@@ -224,7 +268,7 @@ def test_render_markdown_tables_keeps_original_lines_and_remaps_maps():
     assert out.page_at(later) == 3
     assert out.headings_at(later) == ("A Small Beekeeping Handbook", "Varroa")
     # Unchanged text outside the table is identical.
-    assert out.text.endswith(doc.text[doc.text.index("Light the smoker"):])
+    assert out.text.endswith(doc.text[doc.text.index("Light the smoker") :])
 
 
 def test_render_markdown_tables_without_tables_is_identity():
@@ -258,7 +302,9 @@ def test_html_visible_text_headings_and_source_lines():
     # A paragraph spanning source lines: each word run points at its own line.
     assert doc.line_at(doc.text.index("just far enough")) == _line_of(path, "just far enough")
     assert doc.headings_at(doc.text.index("Check the tide table")) == (
-        "Exploring Tide Pools", "Visiting safely")
+        "Exploring Tide Pools",
+        "Visiting safely",
+    )
     assert "Tide table | to know when the water turns\n" in doc.text
     assert "The high zone is covered only by the highest tides." in doc.text
 
@@ -313,10 +359,21 @@ def test_bad_json_reports_line_and_column(tmp_path):
 
 
 def test_json_units_rules():
-    assert json_units("One. Two!\n  Three  \n\nFour? five") == ["One.", "Two!", "Three",
-                                                               "Four?", "five"]
-    record = {"name": "Ada", "born": 1815, "alive": False, "spouse": None, "note": "",
-              "bio": "Wrote notes.\nPublished 1843."}
+    assert json_units("One. Two!\n  Three  \n\nFour? five") == [
+        "One.",
+        "Two!",
+        "Three",
+        "Four?",
+        "five",
+    ]
+    record = {
+        "name": "Ada",
+        "born": 1815,
+        "alive": False,
+        "spouse": None,
+        "note": "",
+        "bio": "Wrote notes.\nPublished 1843.",
+    }
     assert json_units([record]) == ["name: Ada; born: 1815; bio: Wrote notes. Published 1843."]
     nested = {"a": 1, "b": {"c": "d", "e": [{"f": 2.5}, "g h. i"]}, "years": [1, 2, 3], "z": "w"}
     assert json_units(nested) == ["a: 1; z: w", "c: d", "f: 2.5", "g h.", "i", "years: 1, 2, 3"]
@@ -354,11 +411,14 @@ def test_json_units_cycles_and_deep_nesting_never_raise():
 # -- encodings -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("bom,encoding", [
-    (codecs.BOM_UTF8, "utf-8"),
-    (codecs.BOM_UTF16_LE, "utf-16-le"),
-    (codecs.BOM_UTF16_BE, "utf-16-be"),
-])
+@pytest.mark.parametrize(
+    "bom,encoding",
+    [
+        (codecs.BOM_UTF8, "utf-8"),
+        (codecs.BOM_UTF16_LE, "utf-16-le"),
+        (codecs.BOM_UTF16_BE, "utf-16-be"),
+    ],
+)
 def test_bom_encodings_strip_the_bom(tmp_path, bom, encoding):
     text = "# Café\n\nNaïve “quotes”.\n"
     p = _write(tmp_path, "f.md", bom + text.encode(encoding))
@@ -390,10 +450,13 @@ def test_latin1_and_declared_fallbacks_warn(tmp_path):
 # -- unusable files ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name,reason", [
-    ("blob.bin", "binary file (NUL bytes)"),
-    ("empty.txt", "empty file"),
-])
+@pytest.mark.parametrize(
+    "name,reason",
+    [
+        ("blob.bin", "binary file (NUL bytes)"),
+        ("empty.txt", "empty file"),
+    ],
+)
 def test_bad_fixtures_are_skipped_with_a_reason(name, reason):
     with pytest.raises(SkipFile) as exc:
         _load(FIXTURES / "bad" / name)
@@ -404,7 +467,7 @@ def test_other_unusable_files(tmp_path, monkeypatch):
     with pytest.raises(SkipFile, match=r"^empty file \(only whitespace\)$"):
         _load(_write(tmp_path, "w.md", " \n\t\n"))
     with pytest.raises(SkipFile, match="binary file"):
-        _load(_write(tmp_path, "ctl.txt", bytes([0x01, 0x02, 0x03, 0xff] * 50)))
+        _load(_write(tmp_path, "ctl.txt", bytes([0x01, 0x02, 0x03, 0xFF] * 50)))
     with pytest.raises(SkipFile, match="undecodable"):
         _load(_write(tmp_path, "odd.txt", codecs.BOM_UTF16_LE + b"a\x00b"))
     with pytest.raises(SkipFile, match="no visible text"):
@@ -432,13 +495,17 @@ def _make_pdf(pages: list[list[str]]) -> bytes:
     """A minimal valid PDF with one Helvetica text line per entry."""
     n = len(pages)
     font = 3 + 2 * n
-    objs = [b"<< /Type /Catalog /Pages 2 0 R >>",
-            f"<< /Type /Pages /Kids [{' '.join(f'{3 + 2 * i} 0 R' for i in range(n))}] "
-            f"/Count {n} >>".encode()]
+    objs = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        f"<< /Type /Pages /Kids [{' '.join(f'{3 + 2 * i} 0 R' for i in range(n))}] "
+        f"/Count {n} >>".encode(),
+    ]
     for i, lines in enumerate(pages):
         content = "BT /F1 12 Tf 72 720 Td 14 TL " + " ".join(f"({t}) Tj T*" for t in lines) + " ET"
-        objs.append(f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources "
-                    f"<< /Font << /F1 {font} 0 R >> >> /Contents {4 + 2 * i} 0 R >>".encode())
+        objs.append(
+            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources "
+            f"<< /Font << /F1 {font} 0 R >> >> /Contents {4 + 2 * i} 0 R >>".encode()
+        )
         objs.append(f"<< /Length {len(content)} >>\nstream\n{content}\nendstream".encode())
     objs.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
     out = bytearray(b"%PDF-1.4\n")
@@ -449,8 +516,9 @@ def _make_pdf(pages: list[list[str]]) -> bytes:
     xref = len(out)
     out += f"xref\n0 {len(objs) + 1}\n0000000000 65535 f \n".encode()
     out += b"".join(f"{o:010d} 00000 n \n".encode() for o in offsets)
-    out += (f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n"
-            "%%EOF\n").encode()
+    out += (
+        f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n"
+    ).encode()
     return bytes(out)
 
 
@@ -485,9 +553,13 @@ def test_pipeline_iter_documents_on_fixtures(monkeypatch):
     summary = ChunkSummary()
     docs = list(iter_documents(["fixtures/"], summary=summary))
     assert [d.path for d in docs] == [
-        "fixtures/beekeeping/handbook.md", "fixtures/field-notes.txt",
-        "fixtures/kitchen-notes.jsonl", "fixtures/lantern/guide.md",
-        "fixtures/legacy/market-notes.txt", "fixtures/recipes.json", "fixtures/sourdough.rst",
+        "fixtures/beekeeping/handbook.md",
+        "fixtures/field-notes.txt",
+        "fixtures/kitchen-notes.jsonl",
+        "fixtures/lantern/guide.md",
+        "fixtures/legacy/market-notes.txt",
+        "fixtures/recipes.json",
+        "fixtures/sourdough.rst",
         "fixtures/tidepools.html",
     ]
     assert {s.path: s.reason for s in summary.skipped} == {
@@ -498,5 +570,6 @@ def test_pipeline_iter_documents_on_fixtures(monkeypatch):
     assert summary.files == 10 and summary.parsed == 8
     words = sum(len(d.text.split()) for d in docs)
     assert words > 2500
-    assert json.dumps([d.warnings for d in docs if d.warnings]) == \
-        '[["not UTF-8; decoded as cp1252"]]'
+    assert (
+        json.dumps([d.warnings for d in docs if d.warnings]) == '[["not UTF-8; decoded as cp1252"]]'
+    )

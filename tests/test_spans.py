@@ -25,28 +25,37 @@ from tests.conftest import REPO, run_cli
 from tests.test_eval import _eval_json, _write_config, make_span_dataset
 
 TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=400)
-WORDY = st.lists(st.sampled_from(["bee", "swarm", "hive", "queen", ". ", "\n", "\n\n", " ",
-                                  "Bees!", "é", "日本", "x"]), max_size=120).map("".join)
+WORDY = st.lists(
+    st.sampled_from(
+        ["bee", "swarm", "hive", "queen", ". ", "\n", "\n\n", " ", "Bees!", "é", "日本", "x"]
+    ),
+    max_size=120,
+).map("".join)
 
 
 @settings(max_examples=300, deadline=None)
-@given(document=st.one_of(TEXT, WORDY), query=st.one_of(TEXT, WORDY),
-       cuts=st.lists(st.integers(0, 10_000), min_size=2, max_size=8),
-       min_chars=st.integers(0, 600),
-       cosines=st.one_of(st.none(), st.lists(st.floats(-1, 1), min_size=8, max_size=8)),
-       strong=st.sampled_from([0.0, STRONG, 1.0, math.inf]))
-def test_a_span_is_always_a_slice_of_the_document_inside_its_chunk(document, query, cuts,
-                                                                   min_chars, cosines, strong):
+@given(
+    document=st.one_of(TEXT, WORDY),
+    query=st.one_of(TEXT, WORDY),
+    cuts=st.lists(st.integers(0, 10_000), min_size=2, max_size=8),
+    min_chars=st.integers(0, 600),
+    cosines=st.one_of(st.none(), st.lists(st.floats(-1, 1), min_size=8, max_size=8)),
+    strong=st.sampled_from([0.0, STRONG, 1.0, math.inf]),
+)
+def test_a_span_is_always_a_slice_of_the_document_inside_its_chunk(
+    document, query, cuts, min_chars, cosines, strong
+):
     # chunks: arbitrary slices of one document (a chunk's text is document.text[start:end])
     bounds = sorted({c % (len(document) + 1) for c in cuts})
     chunks = [(s, e) for s, e in zip(bounds, bounds[1:])] or [(0, len(document))]
-    scores = None if cosines is None else cosines[:len(chunks)]
-    spans = best_spans(query, [document[s:e] for s, e in chunks], [s for s, _ in chunks],
-                       min_chars, scores, strong)
+    scores = None if cosines is None else cosines[: len(chunks)]
+    spans = best_spans(
+        query, [document[s:e] for s, e in chunks], [s for s, _ in chunks], min_chars, scores, strong
+    )
     assert len(spans) == len(chunks)
     for (s, e), span in zip(chunks, spans):
         assert s <= span.start <= span.end <= e
-        assert document[span.start:span.end] == span.text
+        assert document[span.start : span.end] == span.text
         if document[s:e].strip():
             assert span.text.strip()  # a chunk with any text never gets an empty span
         assert 0.0 <= span.strength <= 1.0
@@ -63,22 +72,25 @@ def test_units_are_verbatim_ordered_slices(text):
         last = e
 
 
-HIVE = ("The apiary sits behind the barn. Honey is harvested in late summer. "
-        "A colony swarms when the queen leaves with half the workers, usually in spring. "
-        "Smoke calms the bees during inspections. The shed stores spare frames.")
+HIVE = (
+    "The apiary sits behind the barn. Honey is harvested in late summer. "
+    "A colony swarms when the queen leaves with half the workers, usually in spring. "
+    "Smoke calms the bees during inspections. The shed stores spare frames."
+)
 
 
 CUT = math.inf  # no hit is strong enough to keep its chunk: every hit is cut to its window
 
 
 def test_the_span_is_the_evidence_and_grows_over_every_query_term():
-    (span,) = best_spans("when does a colony swarm with its queen", [HIVE], [100], min_chars=0,
-                         strong=CUT)
+    (span,) = best_spans(
+        "when does a colony swarm with its queen", [HIVE], [100], min_chars=0, strong=CUT
+    )
     sentence = "A colony swarms when the queen leaves with half the workers, usually in spring."
     assert span.text == sentence and span.start == 100 + HIVE.index(sentence)
     # a second query term two sentences away pulls the window over the sentence between
     (span,) = best_spans("swarm queen smoke", [HIVE], min_chars=0, strong=CUT)
-    assert span.text == HIVE[HIVE.index("A colony"):HIVE.index("The shed")].strip()
+    assert span.text == HIVE[HIVE.index("A colony") : HIVE.index("The shed")].strip()
     # min_chars widens the window with context around the evidence, up to the whole chunk
     (wide,) = best_spans("swarm queen", [HIVE], min_chars=10_000, strong=CUT)
     assert wide.text == HIVE
@@ -140,11 +152,22 @@ def test_query_span_best_json_fields(tmp_path):
     index = str(tmp_path / "idx.db")
     proc = run_cli("embed", "fixtures/field-notes.txt", "fixtures/beekeeping", "-i", index)
     assert proc.returncode == 0, proc.stderr
-    plain = _jsonl(run_cli("query", "when do honey bees swarm", "-i", index, "--json",
-                           "-k", "3").stdout)
+    plain = _jsonl(
+        run_cli("query", "when do honey bees swarm", "-i", index, "--json", "-k", "3").stdout
+    )
     assert plain and not any("span_start" in h for h in plain)
-    proc = run_cli("query", "when do honey bees swarm", "-i", index, "--json", "-k", "3",
-                   "--span", "best", "--rejected")
+    proc = run_cli(
+        "query",
+        "when do honey bees swarm",
+        "-i",
+        index,
+        "--json",
+        "-k",
+        "3",
+        "--span",
+        "best",
+        "--rejected",
+    )
     assert proc.returncode == 0, proc.stderr
     hits = _jsonl(proc.stdout)
     assert [h["id"] for h in hits if h["admitted"]] == [h["id"] for h in plain]
@@ -154,7 +177,7 @@ def test_query_span_best_json_fields(tmp_path):
             continue
         s, e = h["span_start"], h["span_end"]
         assert h["start"] <= s < e <= h["end"]
-        assert h["text"][s - h["start"]:e - h["start"]] == h["span_text"]
+        assert h["text"][s - h["start"] : e - h["start"]] == h["span_text"]
         if h["path"].endswith(".txt"):  # a plain text file's document text is the file
             text = (REPO / h["path"]).read_text(encoding="utf-8")
             assert text[s:e] == h["span_text"]
@@ -164,38 +187,47 @@ def test_query_span_best_json_fields(tmp_path):
     assert "swarm" in best["span_text"].lower()
     assert len(best["span_text"]) <= max(len(best["text"]), MIN_CHARS)
     # explain carries the same span fields in its JSON record
-    proc = run_cli("explain", "when do honey bees swarm", "-i", index, "--json", "-k", "3",
-                   "--span", "best")
+    proc = run_cli(
+        "explain", "when do honey bees swarm", "-i", index, "--json", "-k", "3", "--span", "best"
+    )
     assert proc.returncode == 0, proc.stderr
     record = json.loads(proc.stdout)
     admitted = [c for c in record["candidates"] if c["admitted"]]
-    assert [(c["span_start"], c["span_text"]) for c in admitted] == \
-        [(h["span_start"], h["span_text"]) for h in hits if h["admitted"]]
+    assert [(c["span_start"], c["span_text"]) for c in admitted] == [
+        (h["span_start"], h["span_text"]) for h in hits if h["admitted"]
+    ]
     bad = run_cli("query", "bees", "-i", index, "--span", "sentence")
     assert bad.returncode == 2 and "--span must be chunk or best" in bad.stderr
     assert "Traceback" not in bad.stderr
 
 
-ANIMALS = ("Cats sleep for most of the day in warm places. "
-           "Elephants are the largest land mammals and use their trunks to drink water. "
-           "Dogs were domesticated from wolves thousands of years ago. "
-           "Owls hunt at night and can turn their heads very far. "
-           "Salmon swim upstream to spawn in the rivers where they hatched. "
-           "Bats find insects in the dark by listening to the echoes of their calls. "
-           "Penguins cannot fly but they are fast swimmers in cold southern seas. "
-           "Octopuses have three hearts and blue blood. "
-           "Camels store fat in their humps and cross deserts for days. "
-           "Honey bees dance to tell the hive where flowers are. "
-           "Tortoises can live for more than a century on dry land.")
+ANIMALS = (
+    "Cats sleep for most of the day in warm places. "
+    "Elephants are the largest land mammals and use their trunks to drink water. "
+    "Dogs were domesticated from wolves thousands of years ago. "
+    "Owls hunt at night and can turn their heads very far. "
+    "Salmon swim upstream to spawn in the rivers where they hatched. "
+    "Bats find insects in the dark by listening to the echoes of their calls. "
+    "Penguins cannot fly but they are fast swimmers in cold southern seas. "
+    "Octopuses have three hearts and blue blood. "
+    "Camels store fat in their humps and cross deserts for days. "
+    "Honey bees dance to tell the hive where flowers are. "
+    "Tortoises can live for more than a century on dry land."
+)
 
 
 def test_eval_span_best_scores_the_spans(tmp_path):
     ref = "Elephants are the largest land mammals and use their trunks to drink water."
     root = make_span_dataset(
-        tmp_path / "tiny", {"animals": ANIMALS},
-        [("Which animal drinks water with its trunk?", "animals", [ref])])
-    cfg = _write_config(tmp_path / "one.toml", 'strategy = "chars"\ntokenizer = "chars"\n'
-                        "size = 200\noverlap = 0", 'mode = "hybrid"\nk = 3')
+        tmp_path / "tiny",
+        {"animals": ANIMALS},
+        [("Which animal drinks water with its trunk?", "animals", [ref])],
+    )
+    cfg = _write_config(
+        tmp_path / "one.toml",
+        'strategy = "chars"\ntokenizer = "chars"\nsize = 200\noverlap = 0',
+        'mode = "hybrid"\nk = 3',
+    )
     cache = str(tmp_path / "cache.sqlite")
     (chunk,) = _eval_json(str(root), "--config", str(cfg), "--cache", cache)
     (span,) = _eval_json(str(root), "--config", str(cfg), "--cache", cache, "--span", "best")
@@ -213,14 +245,30 @@ def test_explain_underlines_the_span():
     from ragsift.retrieval.topk import Candidate
 
     (span,) = best_spans("swarm queen", [HIVE], [1000], min_chars=0)
-    c = Candidate(id="x", rowid=1, score=0.5, rank=1, admitted=True, reason=None, path="h.md",
-                  start=1000, end=1000 + len(HIVE), text=HIVE, span_start=span.start,
-                  span_end=span.end, span_text=span.text)
+    c = Candidate(
+        id="x",
+        rowid=1,
+        score=0.5,
+        rank=1,
+        admitted=True,
+        reason=None,
+        path="h.md",
+        start=1000,
+        end=1000 + len(HIVE),
+        text=HIVE,
+        span_start=span.start,
+        span_end=span.end,
+        span_text=span.text,
+    )
     out = highlighted(c, None)
     under = [(s.start, s.end) for s in out.spans if "underline" in str(s.style)]
     assert [out.plain[s:e] for s, e in under] == [span.text]
-    assert [s.style for s in highlighted(Candidate(**{**c.__dict__, "span_start": None,
-                                                       "span_end": None}), None).spans] == []
+    assert [
+        s.style
+        for s in highlighted(
+            Candidate(**{**c.__dict__, "span_start": None, "span_end": None}), None
+        ).spans
+    ] == []
 
 
 def test_a_cut_hit_starts_from_its_best_unit():
@@ -232,10 +280,10 @@ def test_a_cut_hit_starts_from_its_best_unit():
     strong = "Swarming bees leave the hive with the old queen in spring."
     weak = "Intro line here. The colony splits when it runs out of room. Unrelated end."
     seed = (weak.index("The colony"), weak.index("room.") + len("room."))
-    [_, cut] = best_spans("when do bees swarm", [strong, weak], [0, 100],
-                          scores=[0.9, 0.1], seeds=[None, seed])
+    [_, cut] = best_spans(
+        "when do bees swarm", [strong, weak], [0, 100], scores=[0.9, 0.1], seeds=[None, seed]
+    )
     assert cut.text == "The colony splits when it runs out of room."
     assert (cut.start, cut.end) == (100 + seed[0], 100 + seed[1])
-    [_, unseeded] = best_spans("when do bees swarm", [strong, weak], [0, 100],
-                               scores=[0.9, 0.1])
+    [_, unseeded] = best_spans("when do bees swarm", [strong, weak], [0, 100], scores=[0.9, 0.1])
     assert unseeded.text == "Intro line here."

@@ -34,8 +34,11 @@ def _old_of_lines(text: str) -> tuple[int, ...]:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(["a", "b", " ", "\n", "\r", "\r\n", "\u2028", "\x0b"]),
-                max_size=60).map("".join))
+@given(
+    st.lists(
+        st.sampled_from(["a", "b", " ", "\n", "\r", "\r\n", "\u2028", "\x0b"]), max_size=60
+    ).map("".join)
+)
 def test_of_lines_matches_the_per_line_search(text):
     m = OffsetMap.of_lines(text, first_line=3)
     assert m.starts == _old_of_lines(text)
@@ -108,14 +111,36 @@ def test_table_rendering_reads_inline_cells_as_the_full_parse_did():
     assert "1. name em: Ada L; code: x|y; link: © r\n2. code: only middle\n" in out.text
 
 
-_LINES = ["# a", "## b *c*", "  ### d", "    # code", "\t# tab", "e", "===", " ---", "--- x",
-          "- item", "- # in list", "> # quoted", "```", "~~~", "<div>", "", "", "[r]: /u",
-          "#nospace", "f | g", "--- |", "text\\", "  ==  ", "#"]
+_LINES = [
+    "# a",
+    "## b *c*",
+    "  ### d",
+    "    # code",
+    "\t# tab",
+    "e",
+    "===",
+    " ---",
+    "--- x",
+    "- item",
+    "- # in list",
+    "> # quoted",
+    "```",
+    "~~~",
+    "<div>",
+    "",
+    "",
+    "[r]: /u",
+    "#nospace",
+    "f | g",
+    "--- |",
+    "text\\",
+    "  ==  ",
+    "#",
+]
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.lists(st.sampled_from(_LINES), max_size=14),
-       st.sampled_from(["\n", "\r\n", "\r"]))
+@given(st.lists(st.sampled_from(_LINES), max_size=14), st.sampled_from(["\n", "\r\n", "\r"]))
 def test_heading_trails_match_the_full_parse_on_random_markdown(lines, newline):
     text = newline.join(lines)
     doc = parse_markdown(text, "t.md")
@@ -138,13 +163,34 @@ def test_the_cl100k_char_tables_match_a_per_token_count():
     assert sum(want_mid) > 0 and max(want_starts) > 1
 
 
-_PIECES = ["word", " ", "\n", "\r\n", "  ", "!", "#", "'s", "é", "日本", "\u200b", "12345",
-           "<|endoftext|>", "\t", "\n\n", "x\n", " \n", "...", "🙂"]
+_PIECES = [
+    "word",
+    " ",
+    "\n",
+    "\r\n",
+    "  ",
+    "!",
+    "#",
+    "'s",
+    "é",
+    "日本",
+    "\u200b",
+    "12345",
+    "<|endoftext|>",
+    "\t",
+    "\n\n",
+    "x\n",
+    " \n",
+    "...",
+    "🙂",
+]
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(_PIECES), max_size=80).map("".join),
-       st.integers(min_value=2, max_value=5))
+@given(
+    st.lists(st.sampled_from(_PIECES), max_size=80).map("".join),
+    st.integers(min_value=2, max_value=5),
+)
 def test_threaded_encoding_gives_the_tokens_of_one_encode(text, threads):
     from ragsift.chunkers.counters import encode_all, get_counter
 

@@ -30,14 +30,26 @@ def _records(path: str, texts: list[str], context: str = "") -> list[dict]:
     out = []
     pos = 0
     for i, t in enumerate(texts):
-        out.append({
-            "id": f"{path}#{i}", "path": path, "index": i, "text": t, "start": pos,
-            "end": pos + len(t), "context": context, "tokens": len(t.split()),
-            "chars": len(t), "line_start": i + 1, "line_end": i + 1,
-            "headings": ["Top", f"Sec {i}"], "page": None, "level": i % 2,
-            "content_hash": hashlib.sha256((context + t).encode()).hexdigest()[:32],
-            "truncated": 0,
-        })
+        out.append(
+            {
+                "id": f"{path}#{i}",
+                "path": path,
+                "index": i,
+                "text": t,
+                "start": pos,
+                "end": pos + len(t),
+                "context": context,
+                "tokens": len(t.split()),
+                "chars": len(t),
+                "line_start": i + 1,
+                "line_end": i + 1,
+                "headings": ["Top", f"Sec {i}"],
+                "page": None,
+                "level": i % 2,
+                "content_hash": hashlib.sha256((context + t).encode()).hexdigest()[:32],
+                "truncated": 0,
+            }
+        )
         pos += len(t) + 1
     return out
 
@@ -45,8 +57,14 @@ def _records(path: str, texts: list[str], context: str = "") -> list[dict]:
 def _doc(path: str, texts: list[str], seed: int = 0, **kw) -> DocumentWrite:
     rng = np.random.default_rng(seed)
     vecs = rng.standard_normal((len(texts), DIM)).astype(np.float32)
-    return DocumentWrite(key="/abs/" + path, path=path, sha256=f"sha-{path}-{seed}",
-                         records=_records(path, texts), vectors=vecs, **kw)
+    return DocumentWrite(
+        key="/abs/" + path,
+        path=path,
+        sha256=f"sha-{path}-{seed}",
+        records=_records(path, texts),
+        vectors=vecs,
+        **kw,
+    )
 
 
 def _file_digest(path) -> str:
@@ -62,8 +80,13 @@ def test_roundtrip_settings_matrix_and_chunks(index):
     a = _doc("a.md", ["alpha one", "beta two", "gamma three"], seed=1)
     b = _doc("b.md", ["delta four"], seed=2)
     with open_index(index, "w") as s:
-        s.set_settings(model="m", model_fingerprint="fp", dimensions=DIM, chunker="recursive",
-                       chunker_options={"size": 10})
+        s.set_settings(
+            model="m",
+            model_fingerprint="fp",
+            dimensions=DIM,
+            chunker="recursive",
+            chunker_options={"size": 10},
+        )
         s.write_documents([a, b])
     with open_index(index) as r:
         st_ = r.settings()
@@ -83,7 +106,9 @@ def test_roundtrip_settings_matrix_and_chunks(index):
         assert got == want
         # in the order asked, unknown ids left out
         assert [x["id"] for x in r.chunks([int(rowids[3]), 999, int(rowids[0])])] == [
-            "b.md#0", "a.md#0"]
+            "b.md#0",
+            "a.md#0",
+        ]
         assert r.paths() == ["a.md", "b.md"]
         stats = r.stats()
         assert stats["documents"] == 2 and stats["chunks"] == 4 and stats["vectors"] == 4
@@ -92,8 +117,9 @@ def test_roundtrip_settings_matrix_and_chunks(index):
 
 def test_replacing_a_document_keeps_vectors_chunks_and_fts_in_step(index):
     with open_index(index, "w") as s:
-        s.write_documents([_doc("a.md", ["apple pie", "banana split"], 1),
-                           _doc("b.md", ["cherry tart"], 2)])
+        s.write_documents(
+            [_doc("a.md", ["apple pie", "banana split"], 1), _doc("b.md", ["cherry tart"], 2)]
+        )
         old_ids, _ = s.load_matrix()
         assert [i for i, _ in s.lexical_search("banana", 5)] == [int(old_ids[1])]
         new = _doc("a.md", ["durian cake"], 3)
@@ -138,9 +164,31 @@ def test_vectors_for_hashes_reuses_stored_vectors(index):
     np.testing.assert_array_equal(found[d.records[1]["content_hash"]][0], d.vectors[1])
 
 
-NASTY = ['"', "'", '"unterminated', "a AND OR NOT b", "NEAR(a b)", "col:term", "x*", "^start",
-         "(", ")", "{a b}", "-", "+", "a - b", "C++", "naïve café", "", "   ", "\x00", "日本語",
-         '""""', "AND", "*"]
+NASTY = [
+    '"',
+    "'",
+    '"unterminated',
+    "a AND OR NOT b",
+    "NEAR(a b)",
+    "col:term",
+    "x*",
+    "^start",
+    "(",
+    ")",
+    "{a b}",
+    "-",
+    "+",
+    "a - b",
+    "C++",
+    "naïve café",
+    "",
+    "   ",
+    "\x00",
+    "日本語",
+    '""""',
+    "AND",
+    "*",
+]
 
 
 @pytest.mark.parametrize("query", NASTY)
@@ -151,7 +199,9 @@ def test_lexical_search_never_raises_on_punctuation(index, query):
         assert all(isinstance(r, int) and isinstance(x, float) for r, x in hits)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(st.text(max_size=40))
 def test_lexical_search_any_text(tmp_path, text):
     index = tmp_path / "h.db"
@@ -164,8 +214,9 @@ def test_lexical_search_any_text(tmp_path, text):
 def test_lexical_search_drops_function_words_unless_nothing_else(index):
     # "of"/"the" would match every row below; dropped, only the content word decides
     with open_index(index, "w") as s:
-        s.write_documents([_doc("a.md", ["the history of the bees", "the end of the road",
-                                          "rules of the game"])])
+        s.write_documents(
+            [_doc("a.md", ["the history of the bees", "the end of the road", "rules of the game"])]
+        )
         ids, _ = s.load_matrix()
         assert [r for r, _ in s.lexical_search("the history of", 10)] == [int(ids[0])]
         # a query made only of function words still searches with them
@@ -180,7 +231,8 @@ def test_lexical_search_ranks_filters_and_stems(index):
         assert hits[0][0] == int(ids[1]) and hits[0][1] < 0  # raw bm25: negative, best first
         assert {r for r, _ in s.lexical_search("cat", 10)} == {int(ids[0]), int(ids[1])}
         assert [r for r, _ in s.lexical_search("cat", 10, rowids_filter=[int(ids[0])])] == [
-            int(ids[0])]
+            int(ids[0])
+        ]
         assert s.lexical_search("cat", 10, rowids_filter=[]) == []
         assert len(s.lexical_search("cat", 1)) == 1
 
@@ -194,7 +246,9 @@ def test_context_is_searchable(index):
         assert len(s.lexical_search("installation", 5)) == 1
 
 
-@pytest.mark.parametrize("content", [b"just some text\n" * 20, os.urandom(4096), b"SQLite format 3\x00" + b"\x00" * 50])
+@pytest.mark.parametrize(
+    "content", [b"just some text\n" * 20, os.urandom(4096), b"SQLite format 3\x00" + b"\x00" * 50]
+)
 def test_foreign_files_are_refused_and_untouched(tmp_path, content):
     f = tmp_path / "notes.db"
     f.write_bytes(content)
@@ -318,7 +372,16 @@ def test_dimension_mismatch_and_clear(index):
 
 def test_empty_document_is_recorded(index):
     with open_index(index, "w") as s:
-        s.write_documents([DocumentWrite(key="/e", path="e.txt", sha256="0", records=[],
-                                         vectors=np.zeros((0, DIM), np.float32))])
+        s.write_documents(
+            [
+                DocumentWrite(
+                    key="/e",
+                    path="e.txt",
+                    sha256="0",
+                    records=[],
+                    vectors=np.zeros((0, DIM), np.float32),
+                )
+            ]
+        )
         assert s.paths() == ["e.txt"] and s.stats()["chunks"] == 0
         assert s.documents_state()["/e"].n_chunks == 0

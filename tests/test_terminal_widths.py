@@ -35,38 +35,35 @@ BLOCKS = "█▏▎▍▌▋▊▉"
 HEAD = re.compile(r"^\s*(\d+) (\d\.\d{3})\s+([+−]\d\.\d{2}) (.+)$")
 
 MESSY = {
-    "docs/patterns/very_long_directory_name_for_testing_wrapping/javascript_fetch_examples.rst":
-        "JavaScript fetch examples\n=========================\n\n"
-        "Handling errors\n---------------\n\n"
-        "A ``fetch`` promise only rejects on network failure. An HTTP error status such as 404\n"
-        "still resolves; check ``response.ok`` before reading the body. Timeouts need an\n"
-        "``AbortController``: call ``controller.abort()`` after a delay and pass\n"
-        "``controller.signal`` to ``fetch``.\n\n"
-        "Streaming responses\n-------------------\n\n"
-        "``response.body`` is a readable stream. Read it chunk by chunk with ``getReader()``.\n",
-    "docs/patterns/javascript.rst":
-        "JavaScript, fetch, and JSON\n===========================\n\n"
-        "You may want to make your HTML page dynamic, by changing data without reloading the\n"
-        "entire page. Instead of submitting a form, add JavaScript that calls fetch and\n"
-        "replaces content on the page. fetch takes a URL and an object with other options.\n",
-    "docs/api reference [v2]/request handling (draft).md":
-        "# Request handling\n\n## Reading JSON bodies\n\n`request.get_json()` parses the body "
-        "as JSON when the mimetype is `application/json`.\n\n## Timeouts\n\nThe development "
-        "server has no request timeout. Behind a production server, set the timeout in the "
-        "server's own configuration.\n",
-    "docs/日本語ガイド/はじめに_とても長いファイル名のドキュメント.md":
-        "# はじめに\n\nこのガイドでは fetch を使って JSON を送信する方法を説明します。"
-        "fetch の timeout は AbortController で設定します。\n",
+    "docs/patterns/very_long_directory_name_for_testing_wrapping/javascript_fetch_examples.rst": "JavaScript fetch examples\n=========================\n\n"
+    "Handling errors\n---------------\n\n"
+    "A ``fetch`` promise only rejects on network failure. An HTTP error status such as 404\n"
+    "still resolves; check ``response.ok`` before reading the body. Timeouts need an\n"
+    "``AbortController``: call ``controller.abort()`` after a delay and pass\n"
+    "``controller.signal`` to ``fetch``.\n\n"
+    "Streaming responses\n-------------------\n\n"
+    "``response.body`` is a readable stream. Read it chunk by chunk with ``getReader()``.\n",
+    "docs/patterns/javascript.rst": "JavaScript, fetch, and JSON\n===========================\n\n"
+    "You may want to make your HTML page dynamic, by changing data without reloading the\n"
+    "entire page. Instead of submitting a form, add JavaScript that calls fetch and\n"
+    "replaces content on the page. fetch takes a URL and an object with other options.\n",
+    "docs/api reference [v2]/request handling (draft).md": "# Request handling\n\n## Reading JSON bodies\n\n`request.get_json()` parses the body "
+    "as JSON when the mimetype is `application/json`.\n\n## Timeouts\n\nThe development "
+    "server has no request timeout. Behind a production server, set the timeout in the "
+    "server's own configuration.\n",
+    "docs/日本語ガイド/はじめに_とても長いファイル名のドキュメント.md": "# はじめに\n\nこのガイドでは fetch を使って JSON を送信する方法を説明します。"
+    "fetch の timeout は AbortController で設定します。\n",
     "docs/reference/extremely/deeply/nested/folder/structure/that/keeps/going/"
-    "an_unreasonably_long_file_name_for_the_fetch_api_timeout_options.md":
-        "# Fetch API\n\n## Options\n\n### Timeouts and cancellation in long running requests\n\n"
-        "There is no timeout option in fetch itself. Use an AbortController and call abort "
-        "after a delay; the promise then rejects with an AbortError.\n\n"
-        + "Supercalifragilisticexpialidocious" * 4 + " is one word longer than a line.\n",
-    **{f"docs/patterns/other pattern {i} (notes).md":
-       f"# Pattern {i}\n\nThis pattern covers caching, blueprints and request handling {i} "
-       "with views and templates; fetch calls a view and a timeout guards it.\n"
-       for i in range(10)},
+    "an_unreasonably_long_file_name_for_the_fetch_api_timeout_options.md": "# Fetch API\n\n## Options\n\n### Timeouts and cancellation in long running requests\n\n"
+    "There is no timeout option in fetch itself. Use an AbortController and call abort "
+    "after a delay; the promise then rejects with an AbortError.\n\n"
+    + "Supercalifragilisticexpialidocious" * 4
+    + " is one word longer than a line.\n",
+    **{
+        f"docs/patterns/other pattern {i} (notes).md": f"# Pattern {i}\n\nThis pattern covers caching, blueprints and request handling {i} "
+        "with views and templates; fetch calls a view and a timeout guards it.\n"
+        for i in range(10)
+    },
 }
 FETCH = "how do I set a timeout on fetch"
 
@@ -160,8 +157,12 @@ def check_layout(stdout: str, rec: dict, width: int) -> None:
     text = "\n".join(lines)
 
     # the header's counts, and what they mean
-    counts = re.search(r"^(\d+) candidates = k (\d+) \+ reject window (\d+) · (\d+) admitted · "
-                       r"(\d+) rejected$", text, re.MULTILINE)
+    counts = re.search(
+        r"^(\d+) candidates = k (\d+) \+ reject window (\d+) · (\d+) admitted · "
+        r"(\d+) rejected$",
+        text,
+        re.MULTILINE,
+    )
     assert counts, stdout
     n, kk, ww, a, rj = map(int, counts.groups())
     assert (n, kk, ww, a, rj) == (len(cands), k, window, len(admitted), len(cands) - a)
@@ -252,12 +253,34 @@ def test_explain_default_threshold_fits(messy_index, width):
 
 # -- info --------------------------------------------------------------------------------------
 
-INFO_KEYS = {"path", "documents", "chunks", "vectors", "truncated", "tokens", "blocks",
-             "dead_vectors", "size_bytes", "schema_version", "writer_pid", "threshold",
-             "threshold_origin", "threshold_from", "model", "model_fingerprint", "dimensions",
-             "embedder_options", "chunker", "chunker_options", "written_by", "model_source",
-             "model_source_kind",
-             "min_writer_version", "index_from", "project"}
+INFO_KEYS = {
+    "path",
+    "documents",
+    "chunks",
+    "vectors",
+    "truncated",
+    "tokens",
+    "blocks",
+    "dead_vectors",
+    "size_bytes",
+    "schema_version",
+    "writer_pid",
+    "threshold",
+    "threshold_origin",
+    "threshold_from",
+    "model",
+    "model_fingerprint",
+    "dimensions",
+    "embedder_options",
+    "chunker",
+    "chunker_options",
+    "written_by",
+    "model_source",
+    "model_source_kind",
+    "min_writer_version",
+    "index_from",
+    "project",
+}
 
 
 @pytest.mark.parametrize("width", WIDTHS)
@@ -293,6 +316,7 @@ def test_info_json_is_unchanged(fixtures_index):
 
 
 # -- the building blocks (no model) -------------------------------------------------------------
+
 
 def test_fit_location_cuts_folders_in_the_middle():
     from ragsift.cli.render import cut_middle, fit_location
@@ -349,12 +373,24 @@ def test_counts_line_and_rejected_title_agree():
 
     recs = [{"id": f"d.md#{i}", "path": "d.md", "text": f"chunk {i}"} for i in range(13)]
     scores = [0.9, 0.3, 0.2] + [0.1] * 10
-    r = retrieval(TopK(k=3, threshold=0.5, reject_window=10), scores=scores, records=recs,
-                  dimensions=3, model="m", searched=40)
+    r = retrieval(
+        TopK(k=3, threshold=0.5, reject_window=10),
+        scores=scores,
+        records=recs,
+        dimensions=3,
+        model="m",
+        searched=40,
+    )
     assert counts_line(r) == "13 candidates = k 3 + reject window 10 · 1 admitted · 12 rejected"
     assert rejected_title(r) == "rejected (12) = 2 of the top 3 + 10 past k"
-    few = retrieval(TopK(k=3, threshold=0.5, reject_window=10), scores=scores[:5],
-                    records=recs[:5], dimensions=3, model="m", searched=5)
+    few = retrieval(
+        TopK(k=3, threshold=0.5, reject_window=10),
+        scores=scores[:5],
+        records=recs[:5],
+        dimensions=3,
+        model="m",
+        searched=5,
+    )
     assert counts_line(few).startswith("5 candidates: all there are (k 3 + reject window 10")
 
 
@@ -365,7 +401,6 @@ def test_info_value_words():
     assert readable({"name": "default", "levels": [1, 2, 3]}) == "default (3 levels)"
     assert readable(["*.md", "*.rst"]) == "*.md, *.rst"
     assert readable({"a": 1, "b": "x"}) == "a 1, b x"
-
 
 
 def test_a_heading_trail_loses_its_outer_headings_first():
@@ -387,9 +422,22 @@ def test_the_best_unit_comes_from_the_candidates_own_offsets():
     text = "Intro sentence here. Split the colony before it swarms. Closing words."
     s = text.index("Split")
     e = text.index("swarms.") + len("swarms.")
-    c = Candidate(id="h#1", rowid=1, score=0.5, rank=1, admitted=True, reason=None,
-                  path="h.md", start=1000, end=1000 + len(text), text=text, unit_score=0.6,
-                  unit_start=1000 + s, unit_end=1000 + e, unit_text=text[s:e])
+    c = Candidate(
+        id="h#1",
+        rowid=1,
+        score=0.5,
+        rank=1,
+        admitted=True,
+        reason=None,
+        path="h.md",
+        start=1000,
+        end=1000 + len(text),
+        text=text,
+        unit_score=0.6,
+        unit_start=1000 + s,
+        unit_end=1000 + e,
+        unit_text=text[s:e],
+    )
     out = highlighted(c, None)
     [span] = [sp for sp in out.spans if str(sp.style) == UNIT_STYLE]
-    assert out.plain[span.start:span.end] == "Split the colony before it swarms."
+    assert out.plain[span.start : span.end] == "Split the colony before it swarms."

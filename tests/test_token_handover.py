@@ -28,15 +28,18 @@ def embedder():
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory, fixtures_dir):
     folder = tmp_path_factory.mktemp("corpus")
-    for name in ("beekeeping/handbook.md", "lantern/guide.md", "field-notes.txt",
-                 "sourdough.rst"):
+    for name in ("beekeeping/handbook.md", "lantern/guide.md", "field-notes.txt", "sourdough.rst"):
         shutil.copy(fixtures_dir / name, folder / name.replace("/", "-"))
     return folder
 
 
-TEXTS = ["Bees keep the hive warm in winter.", "naïve café — ünïcödé and emoji 🐝!",
-         "x", "Heading > Sub\n\nA paragraph with a [link](http://example.com).",
-         "word " * 300]
+TEXTS = [
+    "Bees keep the hive warm in winter.",
+    "naïve café — ünïcödé and emoji 🐝!",
+    "x",
+    "Heading > Sub\n\nA paragraph with a [link](http://example.com).",
+    "word " * 300,
+]
 
 
 def test_kept_ids_are_a_fresh_encode_and_give_identical_vectors(embedder):
@@ -100,7 +103,8 @@ def _vectors(path) -> dict[str, bytes]:
 
 
 def test_embed_hands_over_no_ids_and_stores_what_each_unit_gets_alone(
-        corpus, tmp_path, monkeypatch, embedder):
+    corpus, tmp_path, monkeypatch, embedder
+):
     """``embed`` embeds each chunk's units (``embedders.evidence``), texts the chunker never
     counted, so the chunker keeps no ids for the embedder (no ``TokenMemo`` is taken from);
     every stored vector is the aggregate of its units each embedded on its own (batch of
@@ -141,13 +145,60 @@ def test_the_chunk_command_keeps_no_ids():
 
 # -- ModelIndex: a range's ids sliced from the document's one encode -------------------------
 
-PIECES = st.sampled_from([
-    " ", "  ", "\n", "\n\n", "\t", "\r\n", "\r", "word", "Bees", "hive's", "U.S.A.", "e-mail",
-    "naïve", "cafe\u0301", "\u0301", "İstanbul", "ǅ", "ß", "日本語", "中", "한국어", "🐝", "😀x",
-    "[SEP]", "[CLS]", "[MASK]", "[UNK]", "##ing", "\x00", "\ufffd", "\u200b", "\xa0", "\u2028",
-    "\x0b", "\x0c", "\x85", "—", "(", ")", "!", "?", "…", "1,000.5", "x" * 120, "a" * 99,
-    "### Heading", "> quote", "| a | b |", "`code`", "https://example.com/a?b=c",
-])
+PIECES = st.sampled_from(
+    [
+        " ",
+        "  ",
+        "\n",
+        "\n\n",
+        "\t",
+        "\r\n",
+        "\r",
+        "word",
+        "Bees",
+        "hive's",
+        "U.S.A.",
+        "e-mail",
+        "naïve",
+        "cafe\u0301",
+        "\u0301",
+        "İstanbul",
+        "ǅ",
+        "ß",
+        "日本語",
+        "中",
+        "한국어",
+        "🐝",
+        "😀x",
+        "[SEP]",
+        "[CLS]",
+        "[MASK]",
+        "[UNK]",
+        "##ing",
+        "\x00",
+        "\ufffd",
+        "\u200b",
+        "\xa0",
+        "\u2028",
+        "\x0b",
+        "\x0c",
+        "\x85",
+        "—",
+        "(",
+        ")",
+        "!",
+        "?",
+        "…",
+        "1,000.5",
+        "x" * 120,
+        "a" * 99,
+        "### Heading",
+        "> quote",
+        "| a | b |",
+        "`code`",
+        "https://example.com/a?b=c",
+    ]
+)
 DOCS = st.lists(PIECES, min_size=1, max_size=40).map("".join)
 CONTEXTS = st.sampled_from(["", "doc: ", "Guide > Install\n\n", "\n", "x", "[SEP] ", "日本 "])
 
@@ -162,8 +213,9 @@ def test_model_index_exact_and_ids_equal_a_fresh_encode(text, data, context):
     spaces = [i for i, c in enumerate(text) if c in " \t\n\r"]
     points = sorted({0, len(text), *spaces, *(i + 1 for i in spaces)})
     s = data.draw(st.sampled_from(points[:-1]) | st.integers(0, len(text) - 1))
-    e = data.draw(st.sampled_from([p for p in points if p > s] or [len(text)])
-                  | st.integers(s + 1, len(text)))
+    e = data.draw(
+        st.sampled_from([p for p in points if p > s] or [len(text)]) | st.integers(s + 1, len(text))
+    )
     fresh = tok.encode(context + text[s:e]).ids
     ids = index.ids(context, s, e)
     assert ids is None or ids == fresh
@@ -196,4 +248,3 @@ def test_only_a_bert_wordpiece_tokenizer_is_sliced():
     assert other.sliceable() is None
     index = other.index("some words here")
     assert index.ids("", 0, 4) is None
-

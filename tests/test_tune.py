@@ -24,8 +24,13 @@ from ragsift.tuning import (
 
 
 def J(scores, matched, n_relevant, chars=None):
-    return Judged(query="q", scores=tuple(scores), chars=tuple(chars or [10] * len(scores)),
-                  matched=tuple(frozenset(m) for m in matched), n_relevant=n_relevant)
+    return Judged(
+        query="q",
+        scores=tuple(scores),
+        chars=tuple(chars or [10] * len(scores)),
+        matched=tuple(frozenset(m) for m in matched),
+        n_relevant=n_relevant,
+    )
 
 
 JUDGED = [
@@ -70,8 +75,14 @@ def test_objective_parse_and_choose():
     for bad in ("recall", "recall@recall=0.5", "f1@precision=2", "precision@recall=x"):
         with pytest.raises(RagsiftError):
             Objective.parse(bad)
-    rep = analyse(JUDGED, k=3, reject_window=1, max_chars=None, objective=Objective.parse("f1"),
-                  thresholds=[i / 100 for i in range(20, 90, 5)])
+    rep = analyse(
+        JUDGED,
+        k=3,
+        reject_window=1,
+        max_chars=None,
+        objective=Objective.parse("f1"),
+        thresholds=[i / 100 for i in range(20, 90, 5)],
+    )
     best = max(r.f1 for r in rep.rows)
     assert rep.recommended.f1 == best
     strict = Objective.parse("recall@precision=0.99").choose(rep.rows)
@@ -80,8 +91,14 @@ def test_objective_parse_and_choose():
 
 
 def test_ties_go_to_the_middle_of_the_plateau():
-    rep = analyse([J([0.8, 0.1], [{0}, set()], 1)], k=1, reject_window=1, max_chars=None,
-                  objective=Objective(), thresholds=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8])
+    rep = analyse(
+        [J([0.8, 0.1], [{0}, set()], 1)],
+        k=1,
+        reject_window=1,
+        max_chars=None,
+        objective=Objective(),
+        thresholds=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8],
+    )
     assert rep.recommended.threshold == 0.5  # F1 is 1.0 from 0.2 to 0.8
     json.dumps(rep.as_dict())
 
@@ -92,11 +109,20 @@ def test_grid_spans_the_scores():
 
 
 def test_relevant_matching_and_judge():
-    recs = [{"rowid": 1, "id": "a.md#0", "path": "a.md", "text": "x", "start": 0, "end": 100},
-            {"rowid": 2, "id": "a.md#1", "path": "a.md", "text": "y", "start": 100, "end": 200},
-            {"rowid": 3, "id": "b.md#0", "path": "b.md", "text": "z", "start": 0, "end": 50}]
-    r = build_retrieval(TopK(k=3), query="q", scores=[0.9, 0.5, 0.4], records=recs,
-                        dimensions=3, model="m", searched=3)
+    recs = [
+        {"rowid": 1, "id": "a.md#0", "path": "a.md", "text": "x", "start": 0, "end": 100},
+        {"rowid": 2, "id": "a.md#1", "path": "a.md", "text": "y", "start": 100, "end": 200},
+        {"rowid": 3, "id": "b.md#0", "path": "b.md", "text": "z", "start": 0, "end": 50},
+    ]
+    r = build_retrieval(
+        TopK(k=3),
+        query="q",
+        scores=[0.9, 0.5, 0.4],
+        records=recs,
+        dimensions=3,
+        model="m",
+        searched=3,
+    )
     a0, a1, b0 = r.candidates
     span = Relevant(path="a.md", start=150, end=160)
     assert not span.matches(a0) and span.matches(a1) and not span.matches(b0)
@@ -104,20 +130,27 @@ def test_relevant_matching_and_judge():
     assert Relevant(ref="b.md").matches(b0) and Relevant(ref="a.md#1").matches(a1)
     assert Relevant(id="a.md#0").matches(a0) and Relevant(path="b.md").matches(b0)
     from ragsift.tuning import LabelledQuery
+
     j = judge(r, LabelledQuery("q", (span, Relevant(ref="b.md"))))
     assert j.matched == (frozenset(), frozenset({0}), frozenset({1}))
 
 
 def test_load_queries(tmp_path):
     p = tmp_path / "q.jsonl"
-    p.write_text('{"query": "a", "relevant": ["x.md", {"path": "y.md", "start": 1, "end": 5}]}'
-                 '\n\n{"query": "b", "relevant": []}\n', encoding="utf-8")
+    p.write_text(
+        '{"query": "a", "relevant": ["x.md", {"path": "y.md", "start": 1, "end": 5}]}'
+        '\n\n{"query": "b", "relevant": []}\n',
+        encoding="utf-8",
+    )
     qs = load_queries(p)
     assert [q.query for q in qs] == ["a", "b"] and len(qs[0].relevant) == 2
-    for bad, msg in (('{"query": 1}', ":1"), ("nope", "not JSON"),
-                     ('{"query": "a", "relevant": [{"start": 1, "end": 2}]}', "path"),
-                     ('{"query": "a", "relevant": [{"path": "a", "start": 3}]}', "start"),
-                     ("", "no queries")):
+    for bad, msg in (
+        ('{"query": 1}', ":1"),
+        ("nope", "not JSON"),
+        ('{"query": "a", "relevant": [{"start": 1, "end": 2}]}', "path"),
+        ('{"query": "a", "relevant": [{"path": "a", "start": 3}]}', "start"),
+        ("", "no queries"),
+    ):
         p.write_text(bad + "\n", encoding="utf-8")
         with pytest.raises(RagsiftError, match=msg):
             load_queries(p)
@@ -126,6 +159,7 @@ def test_load_queries(tmp_path):
 
 
 # -- end to end: the real model on the fixture index --------------------------------------------
+
 
 @pytest.fixture(scope="session")
 def labelled(tmp_path_factory):
@@ -136,7 +170,10 @@ def labelled(tmp_path_factory):
     rows = [
         {"query": "when do honey bees swarm", "relevant": ["fixtures/beekeeping/handbook.md"]},
         {"query": "how often to feed a sourdough starter", "relevant": ["fixtures/sourdough.rst"]},
-        {"query": "animals living in rock pools", "relevant": [{"path": "fixtures/tidepools.html"}]},
+        {
+            "query": "animals living in rock pools",
+            "relevant": [{"path": "fixtures/tidepools.html"}],
+        },
         {"query": "quantum chromodynamics lattice gauge theory", "relevant": []},
     ]
     queries.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
@@ -152,8 +189,18 @@ def test_tune_cli_recommends_a_threshold(labelled):
     out = proc.stdout
     assert "threshold sweep" in out and "recommended threshold" in out
     assert "precision (P), recall (R)" in out and "relevant" in out and "irrelevant" in out
-    proc = run_cli("tune", "-i", index, "--queries", queries, "--json", "-k", "2",
-                   "--optimize", "recall@precision=0.5")
+    proc = run_cli(
+        "tune",
+        "-i",
+        index,
+        "--queries",
+        queries,
+        "--json",
+        "-k",
+        "2",
+        "--optimize",
+        "recall@precision=0.5",
+    )
     assert proc.returncode == 0, proc.stderr
     rep = json.loads(proc.stdout)
     assert rep["k"] == 2 and rep["queries"] == 4 and rep["objective"] == "recall@precision=0.5"
@@ -180,16 +227,30 @@ def test_tune_and_eval_share_one_definition_of_each_metric():
     including the tie rule (a score equal to the threshold is admitted)."""
     from ragsift import metrics
 
-    top = [[(0.8, True), (0.5, False), (0.4, True)], [(0.45, False), (0.3, False), (0.2, False)],
-           [(0.5, True), (0.5, False), (0.1, False)]]
+    top = [
+        [(0.8, True), (0.5, False), (0.4, True)],
+        [(0.45, False), (0.3, False), (0.2, False)],
+        [(0.5, True), (0.5, False), (0.1, False)],
+    ]
     rows = metrics.threshold_sweep(top, [0.0, 0.4, 0.5, 0.9])
-    js = [Judged(query="", scores=tuple(s for s, _ in q), chars=(0,) * 3,
-                 matched=tuple(frozenset({i}) if r else frozenset() for i, (_, r) in enumerate(q)),
-                 n_relevant=sum(r for _, r in q)) for q in top]
+    js = [
+        Judged(
+            query="",
+            scores=tuple(s for s, _ in q),
+            chars=(0,) * 3,
+            matched=tuple(frozenset({i}) if r else frozenset() for i, (_, r) in enumerate(q)),
+            n_relevant=sum(r for _, r in q),
+        )
+        for q in top
+    ]
     for row in rows:
         t = metrics_at(js, row["threshold"], k=3)
         assert (row["precision"], row["recall"], row["f1"], row["empty"], row["answered"]) == (
-            round(t.precision, 4), round(t.recall, 4), round(t.f1, 4), round(t.empty, 4),
-            round(t.answered, 4))
+            round(t.precision, 4),
+            round(t.recall, 4),
+            round(t.f1, 4),
+            round(t.empty, 4),
+            round(t.answered, 4),
+        )
     at_half = rows[2]  # 0.5 admits 0.8 and both 0.5 scores (ties admitted): 2 of 4 relevant
     assert (at_half["precision"], at_half["recall"], at_half["empty"]) == (0.5, 0.6667, 0.3333)

@@ -17,8 +17,11 @@ import ragsift.api as rs
 from tests.conftest import REPO, run_cli
 
 OLD_ROOT = "/tmp/v030/docs"  # where 0.3.0 read the documents (its keys are absolute paths)
-FILES = {"sourdough.rst": "fixtures/sourdough.rst", "field-notes.txt": "fixtures/field-notes.txt",
-         "handbook.md": "fixtures/beekeeping/handbook.md"}
+FILES = {
+    "sourdough.rst": "fixtures/sourdough.rst",
+    "field-notes.txt": "fixtures/field-notes.txt",
+    "handbook.md": "fixtures/beekeeping/handbook.md",
+}
 
 
 def _reweigh(index) -> None:
@@ -35,19 +38,24 @@ def _reweigh(index) -> None:
     for rowid, blob, context in db.execute("SELECT id, units, context FROM chunks"):
         assert not context.strip()
         starts, ends, _, _ = evidence.decode(blob)
-        units[rowid] = evidence.aggregate(evidence.unit_vectors(blob),
-                                          evidence.weights(list(zip(starts, ends))))
+        units[rowid] = evidence.aggregate(
+            evidence.unit_vectors(blob), evidence.weights(list(zip(starts, ends)))
+        )
     for block, rowids, data, dim in db.execute(
-            "SELECT id, rowids, data, dim FROM vec_blocks").fetchall():
+        "SELECT id, rowids, data, dim FROM vec_blocks"
+    ).fetchall():
         ids = np.frombuffer(rowids, "<i8")
         m = np.frombuffer(data, "<f4").reshape(len(ids), dim).copy()
         for i, r in enumerate(ids.tolist()):
             if r >= 0:
                 m[i] = units[r]
-        db.execute("UPDATE vec_blocks SET data = ? WHERE id = ?",
-                   (m.astype("<f4").tobytes(), block))
-    db.execute("UPDATE settings SET value = ? WHERE key = 'evidence'",
-               (json.dumps(evidence.EVIDENCE_KIND),))
+        db.execute(
+            "UPDATE vec_blocks SET data = ? WHERE id = ?", (m.astype("<f4").tobytes(), block)
+        )
+    db.execute(
+        "UPDATE settings SET value = ? WHERE key = 'evidence'",
+        (json.dumps(evidence.EVIDENCE_KIND),),
+    )
     db.commit()
     db.close()
 
@@ -63,8 +71,10 @@ def _old_index(tmp_path):
     index.write_bytes(gzip.decompress((REPO / "tests/data/index-0.3.0.db.gz").read_bytes()))
     db = sqlite3.connect(index)
     assert db.execute("PRAGMA user_version").fetchone()[0] == 4  # what 0.3.0 wrote
-    db.execute("UPDATE documents SET key = replace(key, ?, ?), path = replace(path, ?, ?)",
-               (OLD_ROOT, str(docs), OLD_ROOT, str(docs)))
+    db.execute(
+        "UPDATE documents SET key = replace(key, ?, ?), path = replace(path, ?, ?)",
+        (OLD_ROOT, str(docs), OLD_ROOT, str(docs)),
+    )
     db.commit()
     db.close()
     return index, docs
@@ -141,8 +151,10 @@ def test_an_older_ragsift_never_writes_an_index_a_newer_one_bound(old_index):
     index, docs = old_index
     _embed(docs, index)
     db = sqlite3.connect(index)
-    db.executemany("INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)",
-                   [("written_by", json.dumps("9.1.0")), ("min_writer_version", json.dumps("9.0.0"))])
+    db.executemany(
+        "INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)",
+        [("written_by", json.dumps("9.1.0")), ("min_writer_version", json.dumps("9.0.0"))],
+    )
     db.commit()
     db.close()
     from ragsift.version import __version__
@@ -151,8 +163,10 @@ def test_an_older_ragsift_never_writes_an_index_a_newer_one_bound(old_index):
         proc = run_cli(*args, "-i", str(index))
         assert proc.returncode == 2, (args, proc.stderr)
         assert proc.stderr.count("\n") == 1
-        assert (f"written by ragsift 9.1.0; only ragsift 9.0.0 or newer may write it, and this "
-                f"is ragsift {__version__}") in proc.stderr
+        assert (
+            f"written by ragsift 9.1.0; only ragsift 9.0.0 or newer may write it, and this "
+            f"is ragsift {__version__}"
+        ) in proc.stderr
     assert run_cli("query", "bees", "-i", str(index)).returncode in (0, 1)
     assert run_cli("ls", "-i", str(index)).returncode == 0
     db = sqlite3.connect(index)

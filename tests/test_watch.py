@@ -73,8 +73,15 @@ class Watcher:
 
         def target() -> None:
             try:
-                api.watch(index, [folder], stop=self.stop, on_run=on_run,
-                          on_skip=self.skips.append, on_error=self.errors.append, **kwargs)
+                api.watch(
+                    index,
+                    [folder],
+                    stop=self.stop,
+                    on_run=on_run,
+                    on_skip=self.skips.append,
+                    on_error=self.errors.append,
+                    **kwargs,
+                )
             except BaseException as exc:
                 self.failure = exc
 
@@ -90,9 +97,11 @@ class Watcher:
         try:
             return wait_for(condition, what)
         except AssertionError:
-            raise AssertionError(f"gave up waiting for {what}: runs {[r.events for r in self.runs]}, "
-                                 f"errors {self.errors}, failure {self.failure!r}; the watch "
-                                 f"thread is at:\n{self.where()}") from None
+            raise AssertionError(
+                f"gave up waiting for {what}: runs {[r.events for r in self.runs]}, "
+                f"errors {self.errors}, failure {self.failure!r}; the watch "
+                f"thread is at:\n{self.where()}"
+            ) from None
 
     def where(self) -> str:
         """The watch thread's stack now (where a watch that never runs again is stuck)."""
@@ -168,7 +177,8 @@ def test_create_modify_delete_rename_and_an_editors_save(folder: Path, watching)
     # the model is loaded once, by the initial run, and kept for the runs that embed after
     embedding = [r for r in w.runs if r.number and r.summary.embedded]
     assert embedding and not any(r.summary.model_loaded for r in embedding), [
-        (r.summary.embedded, r.summary.model_loaded) for r in w.runs]
+        (r.summary.embedded, r.summary.model_loaded) for r in w.runs
+    ]
 
 
 def test_open_readers_keep_answering_and_see_each_change(folder: Path, watching):
@@ -238,18 +248,23 @@ def test_a_bad_file_is_skipped_and_the_watch_goes_on(folder: Path, watching):
 def test_a_burst_of_200_files_settles_into_a_handful_of_runs(folder: Path, watching):
     w = watching()
     for i in range(200):
-        (folder / f"note-{i:03}.md").write_text(f"# Note {i}\n\nNote number {i} of the burst.\n",
-                                                encoding="utf-8")
-    w.until(lambda: len(documents(w.index)) == 202 and w.runs[-1].summary.index.get(
-        "documents") == 202, "all 200 files, and the run that brought them")
+        (folder / f"note-{i:03}.md").write_text(
+            f"# Note {i}\n\nNote number {i} of the burst.\n", encoding="utf-8"
+        )
+    w.until(
+        lambda: len(documents(w.index)) == 202 and w.runs[-1].summary.index.get("documents") == 202,
+        "all 200 files, and the run that brought them",
+    )
     # Settled bursts, not a run per event: on an idle machine 200 files make 1 run (1,000
     # make 1, bench/RESULTS.md); a busy CI machine may split a burst where the writer stalls
     # for a settle step (300 ms), so the bound is an order of magnitude under the events.
     assert 1 <= w.later_runs() <= 20, [r.events for r in w.runs]
     for i in range(0, 200, 2):
         (folder / f"note-{i:03}.md").unlink()
-    wait_for(lambda: len(documents(w.index)) == 102 and w.runs[-1].summary.index.get(
-        "documents") == 102, "100 files gone")
+    wait_for(
+        lambda: len(documents(w.index)) == 102 and w.runs[-1].summary.index.get("documents") == 102,
+        "100 files gone",
+    )
     assert w.later_runs() <= 40
 
 
@@ -268,11 +283,19 @@ def test_without_watchfiles_one_line_and_exit_2(tmp_path: Path, folder: Path):
     fake = tmp_path / "fake"
     (fake / "watchfiles").mkdir(parents=True)
     (fake / "watchfiles" / "__init__.py").write_text("raise ImportError('not installed')\n")
-    proc = _cli("embed", str(folder), "-i", str(tmp_path / "idx.db"), "--watch",
-                cwd=tmp_path, pythonpath=fake)
+    proc = _cli(
+        "embed",
+        str(folder),
+        "-i",
+        str(tmp_path / "idx.db"),
+        "--watch",
+        cwd=tmp_path,
+        pythonpath=fake,
+    )
     assert proc.returncode == 2, proc.stderr
-    assert proc.stderr == ("ragsift: --watch needs the watchfiles package: "
-                           "pip install 'ragsift[watch]'\n")
+    assert proc.stderr == (
+        "ragsift: --watch needs the watchfiles package: pip install 'ragsift[watch]'\n"
+    )
     assert not (tmp_path / "idx.db").exists()
 
 
@@ -302,8 +325,9 @@ def test_cli_watch_then_ctrl_c_is_130_and_the_index_verifies(tmp_path: Path, fol
     assert lines[2:] == ["ragsift: interrupted\n"], err
     check = _cli("info", "--check", "-i", str(idx), cwd=tmp_path)
     assert check.returncode == 0, check.stdout + check.stderr
-    query = _cli("query", "what do bees make from honey", "-i", str(idx), "--format", "grep",
-                 cwd=tmp_path)
+    query = _cli(
+        "query", "what do bees make from honey", "-i", str(idx), "--format", "grep", cwd=tmp_path
+    )
     assert "wax.md" in query.stdout, query.stdout + query.stderr
 
 
@@ -311,8 +335,9 @@ def test_ctrl_c_during_a_run_leaves_a_sound_index(tmp_path: Path, folder: Path):
     """Ctrl-C as a run commits its batches (wherever it lands: during the run or after it):
     130, the index verifies, no writer lock is left, and a plain embed finishes the rest."""
     idx = tmp_path / "idx.db"
-    proc = start_cli("embed", str(folder), "-i", str(idx), "--watch", "-q", cwd=tmp_path,
-                     env=_env())
+    proc = start_cli(
+        "embed", str(folder), "-i", str(idx), "--watch", "-q", cwd=tmp_path, env=_env()
+    )
     try:
         wait_for(lambda: set(documents(idx)) == {"bees.md", "honey.md"}, "the initial run")
         for i in range(80):
@@ -342,14 +367,20 @@ def _env(pythonpath: Path | None = None) -> dict[str, str]:
 
 
 def _cli(*args: str, cwd: Path, pythonpath: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ragsift", *args], cwd=cwd,
-                          env=_env(pythonpath), capture_output=True, text=True,
-                          timeout=DEADLINE, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "ragsift", *args],
+        cwd=cwd,
+        env=_env(pythonpath),
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
+        check=False,
+    )
 
 
-def test_a_stream_of_ignored_events_cannot_hold_off_the_look_at_the_folders(tmp_path: Path,
-                                                                         folder: Path,
-                                                                         monkeypatch):
+def test_a_stream_of_ignored_events_cannot_hold_off_the_look_at_the_folders(
+    tmp_path: Path, folder: Path, monkeypatch
+):
     """Readers of an index inside the watched folder create and delete its -wal and -shm
     files at every open: a steady stream of events the filter drops, during which watchfiles
     never reaches its timeout. The look at the folders (which catches a change whose event
@@ -380,8 +411,9 @@ def test_a_stream_of_ignored_events_cannot_hold_off_the_look_at_the_folders(tmp_
         if run.number == 0:  # written with no event: only a look at the folder finds it
             (folder / "late.md").write_text("# Late\n\nNo event announced me.\n", "utf-8")
 
-    thread = threading.Thread(target=api.watch, args=(idx, [folder]),
-                              kwargs={"stop": stop, "on_run": on_run}, daemon=True)
+    thread = threading.Thread(
+        target=api.watch, args=(idx, [folder]), kwargs={"stop": stop, "on_run": on_run}, daemon=True
+    )
     thread.start()
     try:
         wait_for(lambda: "late.md" in documents(idx), "the file no event announced")

@@ -10,8 +10,12 @@ from typing import Any
 T0 = time.perf_counter()  # the importing tool's start (it imports this module first)
 
 
-def timed(obj: Any, name: str, record: Callable[[float, float, str, threading.Thread], None],
-          label: str | None = None) -> None:
+def timed(
+    obj: Any,
+    name: str,
+    record: Callable[[float, float, str, threading.Thread], None],
+    label: str | None = None,
+) -> None:
     """Replace ``obj.name`` with a wrapper that calls ``record(start, end, label, thread)``
     (seconds since ``T0``) after every call, whatever the call raised."""
     f = getattr(obj, name)

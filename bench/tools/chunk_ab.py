@@ -44,8 +44,16 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="ragsift-ab-") as d:
         tmp = Path(d)
         desc = bc.build_corpus(tmp)
-        chunk = [*bc.RAGSIFT, "chunk", "--strategy", "recursive", "--size", "512",
-                 "--tokenizer", "cl100k"]
+        chunk = [
+            *bc.RAGSIFT,
+            "chunk",
+            "--strategy",
+            "recursive",
+            "--size",
+            "512",
+            "--tokenizer",
+            "cl100k",
+        ]
         rows: dict[str, tuple[list[str], str | None]] = {}
         for ext in ("md", "txt"):
             rows[f"ragsift chunk big.{ext}"] = ([*chunk, f"big.{ext}"], None)
@@ -59,35 +67,46 @@ def main() -> int:
         cpu: dict[str, list[float]] = {k: [] for k in rows}
         names = list(rows)
         for r in range(args.rounds):
-            for name in names[r % len(names):] + names[:r % len(names)]:
+            for name in names[r % len(names) :] + names[: r % len(names)]:
                 cmd, src = rows[name]
                 env = {**os.environ, "PYTHONPATH": str(Path(src).resolve())} if src else None
                 ru = resource.getrusage(resource.RUSAGE_CHILDREN)
                 before = ru.ru_utime + ru.ru_stime
                 t = time.perf_counter()
                 with open(tmp / f"{name.replace(' ', '_')}.out", "wb") as out:
-                    subprocess.run(cmd, stdout=out, stderr=subprocess.DEVNULL, cwd=tmp, env=env,
-                                   check=True)
+                    subprocess.run(
+                        cmd, stdout=out, stderr=subprocess.DEVNULL, cwd=tmp, env=env, check=True
+                    )
                 wall[name].append(time.perf_counter() - t)
                 ru = resource.getrusage(resource.RUSAGE_CHILDREN)
                 cpu[name].append(ru.ru_utime + ru.ru_stime - before)
         same = ""
         if args.baseline:
-            same = "; JSONL byte-identical to the baseline's: " + str(all(
-                (tmp / f"ragsift_chunk_big.{ext}.out").read_bytes()
-                == (tmp / f"the_same,_baseline_({ext}).out").read_bytes() for ext in ("md", "txt")))
+            same = "; JSONL byte-identical to the baseline's: " + str(
+                all(
+                    (tmp / f"ragsift_chunk_big.{ext}.out").read_bytes()
+                    == (tmp / f"the_same,_baseline_({ext}).out").read_bytes()
+                    for ext in ("md", "txt")
+                )
+            )
     enc, chonkie = wall["script: encode"], wall["script: chonkie"]
-    print("| command | min s | p25 s | median s | min × encode | p25 × encode | min × chonkie "
-          "| p25 × chonkie | CPU median s |")
+    print(
+        "| command | min s | p25 s | median s | min × encode | p25 × encode | min × chonkie "
+        "| p25 × chonkie | CPU median s |"
+    )
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, w in wall.items():
-        print(f"| {name} | {min(w):.3f} | {quantile(w, .25):.3f} | {statistics.median(w):.3f} | "
-              f"{min(w) / min(enc):.2f} | {quantile(w, .25) / quantile(enc, .25):.2f} | "
-              f"{min(w) / min(chonkie):.2f} | {quantile(w, .25) / quantile(chonkie, .25):.2f} | "
-              f"{statistics.median(cpu[name]):.2f} |")
+        print(
+            f"| {name} | {min(w):.3f} | {quantile(w, 0.25):.3f} | {statistics.median(w):.3f} | "
+            f"{min(w) / min(enc):.2f} | {quantile(w, 0.25) / quantile(enc, 0.25):.2f} | "
+            f"{min(w) / min(chonkie):.2f} | {quantile(w, 0.25) / quantile(chonkie, 0.25):.2f} | "
+            f"{statistics.median(cpu[name]):.2f} |"
+        )
     load1 = os.getloadavg()
-    print(f"\n{desc}; {args.rounds} alternating rounds{same}; load average before "
-          f"{load0[0]:.2f} {load0[1]:.2f}, after {load1[0]:.2f} {load1[1]:.2f}")
+    print(
+        f"\n{desc}; {args.rounds} alternating rounds{same}; load average before "
+        f"{load0[0]:.2f} {load0[1]:.2f}, after {load1[0]:.2f} {load1[1]:.2f}"
+    )
     return 0
 
 

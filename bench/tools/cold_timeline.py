@@ -4,6 +4,7 @@ the thread each ran on, in seconds from interpreter start:
 
     .venv/bin/python -m bench.tools.cold_timeline "QUERY" INDEX
 """
+
 import atexit  # noqa: I001  (bench.tools._timed first: its T0 is the start)
 import sys
 import time
@@ -23,9 +24,16 @@ def add(start, end, name, thread):
     events.append((start, end, name, thread.name[:12]))
 
 
-for obj, name in ((S, "embedder_for"), (EM, "load_embedder"), (O, "load_tokenizer"),
-                  (O.OnnxEmbedder, "_make_session"), (ST.IndexStore, "load"),
-                  (S, "lexical_ahead"), (E, "rank"), (S.Searcher, "embed_queries")):
+for obj, name in (
+    (S, "embedder_for"),
+    (EM, "load_embedder"),
+    (O, "load_tokenizer"),
+    (O.OnnxEmbedder, "_make_session"),
+    (ST.IndexStore, "load"),
+    (S, "lexical_ahead"),
+    (E, "rank"),
+    (S.Searcher, "embed_queries"),
+):
     timed(obj, name, add)
 timed(S.Searcher, "__init__", add, "Searcher()")
 sys.argv = ["ragsift", "query", sys.argv[1], "--index", sys.argv[2], "--json"]

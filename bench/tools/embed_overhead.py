@@ -42,8 +42,14 @@ def child(kind: str, corpus: str, work: Path) -> None:
 
     onnx.OnnxEmbedder._run_batch = zeros
     if kind == "embed":
-        sys.argv = ["ragsift", "embed", corpus, "--index", str(work / f"i{os.getpid()}.db"),
-                    "--quiet"]
+        sys.argv = [
+            "ragsift",
+            "embed",
+            corpus,
+            "--index",
+            str(work / f"i{os.getpid()}.db"),
+            "--quiet",
+        ]
         from ragsift.cli import main
 
         try:
@@ -78,17 +84,21 @@ def main() -> int:
 
     import ragsift
 
-    for src in [Path(ragsift.__file__).parent] + \
-            ([Path(args.baseline) / "ragsift"] if args.baseline else []):
+    for src in [Path(ragsift.__file__).parent] + (
+        [Path(args.baseline) / "ragsift"] if args.baseline else []
+    ):
         compileall.compile_dir(str(src), quiet=1)
     with tempfile.TemporaryDirectory(prefix="ragsift-overhead-") as d:
         work = Path(d)
-        code = ("import json, sys\nfrom ragsift.ingest import default_embed_chunker, iter_chunks\n"
-                "with open(sys.argv[2], 'w') as f:\n"
-                "    for r in iter_chunks([sys.argv[1]], default_embed_chunker()):\n"
-                "        f.write(json.dumps({'text': r['context'] + r['text']}) + '\\n')\n")
-        subprocess.run([sys.executable, "-c", code, args.corpus, str(work / "texts.jsonl")],
-                       check=True)
+        code = (
+            "import json, sys\nfrom ragsift.ingest import default_embed_chunker, iter_chunks\n"
+            "with open(sys.argv[2], 'w') as f:\n"
+            "    for r in iter_chunks([sys.argv[1]], default_embed_chunker()):\n"
+            "        f.write(json.dumps({'text': r['context'] + r['text']}) + '\\n')\n"
+        )
+        subprocess.run(
+            [sys.executable, "-c", code, args.corpus, str(work / "texts.jsonl")], check=True
+        )
         rows = {"embed": ("embed", None), "model": ("model", None)}
         if args.baseline:
             rows["embed-base"] = ("embed", str(Path(args.baseline).resolve()))
@@ -96,20 +106,26 @@ def main() -> int:
         got: dict[str, list[dict]] = {k: [] for k in rows}
         for r in range(args.rounds):
             names = list(rows)
-            for name in names[r % len(names):] + names[:r % len(names)]:
+            for name in names[r % len(names) :] + names[: r % len(names)]:
                 kind, src = rows[name]
                 env = {**os.environ, **({"PYTHONPATH": src} if src else {})}
-                out = subprocess.run([sys.executable, __file__, "--child", kind, "--work",
-                                      str(work), args.corpus], env=env, check=True,
-                                     capture_output=True, text=True).stdout
+                out = subprocess.run(
+                    [sys.executable, __file__, "--child", kind, "--work", str(work), args.corpus],
+                    env=env,
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                ).stdout
                 got[name].append(json.loads(out.strip().splitlines()[-1]))
         load1 = Path("/proc/loadavg").read_text().split()[:3]
     print("| row | CPU s median | min | padded model tokens |\n| --- | ---: | ---: | ---: |")
     for name, runs in got.items():
         cpu = [x["cpu"] for x in runs]
         print(f"| {name} | {statistics.median(cpu):.3f} | {min(cpu):.3f} | {runs[0]['padded']} |")
-    print(f"\n{args.rounds} alternating rounds, model runs replaced by zeros; load average before "
-          f"{' '.join(load0)}, after {' '.join(load1)}")
+    print(
+        f"\n{args.rounds} alternating rounds, model runs replaced by zeros; load average before "
+        f"{' '.join(load0)}, after {' '.join(load1)}"
+    )
     return 0
 
 

@@ -7,6 +7,7 @@ the producer queue's waits with timers (main thread only), runs the CLI and prin
 
 CORPUS defaults to ../shared/eval/chroma-dev/corpora; the index file must not exist yet.
 """
+
 import queue  # noqa: I001  (bench.tools._timed first: its T0 is the start)
 import sys
 import threading
@@ -26,10 +27,15 @@ def add(start, end, name, thread):
         acc[name] = acc.get(name, 0) + end - start
 
 
-for obj, name in ((O.OnnxEmbedder, "_run_batch"), (O.OnnxEmbedder, "_token_ids"),
-                  (S.IndexStore, "write_documents"), (S.IndexStore, "compact"),
-                  (S.IndexStore, "vectors_for_hashes"), (M.ModelSlot, "embedder"),
-                  (queue.Queue, "get")):
+for obj, name in (
+    (O.OnnxEmbedder, "_run_batch"),
+    (O.OnnxEmbedder, "_token_ids"),
+    (S.IndexStore, "write_documents"),
+    (S.IndexStore, "compact"),
+    (S.IndexStore, "vectors_for_hashes"),
+    (M.ModelSlot, "embedder"),
+    (queue.Queue, "get"),
+):
     timed(obj, name, add)
 corpus = sys.argv[2] if len(sys.argv) > 2 else "../shared/eval/chroma-dev/corpora"
 sys.argv = ["ragsift", "embed", corpus, "--index", sys.argv[1], "--quiet"]
@@ -41,5 +47,8 @@ try:
 except SystemExit:
     pass
 end = time.perf_counter()
-print(f"start->main {t_main - T0:.3f} main {end - t_main:.3f}",
-      {k: round(v, 3) for k, v in acc.items()}, file=sys.stderr)
+print(
+    f"start->main {t_main - T0:.3f} main {end - t_main:.3f}",
+    {k: round(v, 3) for k, v in acc.items()},
+    file=sys.stderr,
+)

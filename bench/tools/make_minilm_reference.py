@@ -67,6 +67,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         model = SentenceTransformer(str(fp32_model_dir(Path(tmp))), device="cpu")
+
         def items(texts: list[str]) -> list[dict]:
             vectors = model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
             return [

@@ -4,21 +4,27 @@ threads do not spin (``session.intra_op.allow_spinning=0``): an A/B probe for is
     .venv/bin/python -m bench.tools.ort_nospin cli embed CORPUS --index FILE --quiet
     .venv/bin/python -m bench.tools.ort_nospin run SCRIPT ARGS...
 """
+
 import runpy
 import sys
 
 import onnxruntime as ort
 
 _Orig = ort.SessionOptions
+
+
 class NoSpin(_Orig):
     def __init__(self, *a, **k):
         super().__init__(*a, **k)
         self.add_session_config_entry("session.intra_op.allow_spinning", "0")
+
+
 ort.SessionOptions = NoSpin
 mode = sys.argv.pop(1)
 if mode == "cli":
     sys.argv = ["ragsift", *sys.argv[1:]]
     from ragsift.cli import main
+
     main()
 else:
     sys.argv = sys.argv[1:]

@@ -60,11 +60,18 @@ def load_set(languages: tuple[str, ...] = LANGUAGES) -> list[LanguageSet]:
     out = []
     for lang in languages:
         raw = json.loads((HERE / f"set_{lang}.json").read_text(encoding="utf-8"))
-        out.append(LanguageSet(
-            raw["language"],
-            tuple(Passage(p["id"], p["title"], p["text"], tuple(p["questions"]),
-                          tuple(p["keywords"])) for p in raw["passages"]),
-            tuple(raw["off_topic"])))
+        out.append(
+            LanguageSet(
+                raw["language"],
+                tuple(
+                    Passage(
+                        p["id"], p["title"], p["text"], tuple(p["questions"]), tuple(p["keywords"])
+                    )
+                    for p in raw["passages"]
+                ),
+                tuple(raw["off_topic"]),
+            )
+        )
     return out
 
 

@@ -46,15 +46,15 @@ def grid() -> np.ndarray:
 
 
 # the features each single-side mode may use (hybrid: all); ``log_words`` in every mode
-_OWN = {"dense": ("cosine", "cosine_gap", "cosine_words", "dense_rr", "unit", "unit_gap",
-                  "unit_words"),
-        "lexical": ("share", "share_gap", "share_words", "lexical_rr")}
+_OWN = {
+    "dense": ("cosine", "cosine_gap", "cosine_words", "dense_rr", "unit", "unit_gap", "unit_words"),
+    "lexical": ("share", "share_gap", "share_words", "lexical_rr"),
+}
 
 
 def mode_features(mode: str, features: Sequence[str]) -> list[str]:
     """Those of ``features`` the model of ``mode`` is fitted on, in the given order."""
-    return [f for f in features
-            if mode == "hybrid" or f == "log_words" or f in _OWN[mode]]
+    return [f for f in features if mode == "hybrid" or f == "log_words" or f in _OWN[mode]]
 
 
 @dataclass
@@ -96,8 +96,9 @@ class Case:
         return np.flatnonzero(top)
 
 
-def feature_columns(mode: str, dense: np.ndarray, share: np.ndarray,
-                    words: int) -> dict[str, np.ndarray]:
+def feature_columns(
+    mode: str, dense: np.ndarray, share: np.ndarray, words: int
+) -> dict[str, np.ndarray]:
     """The shipped features (``relevance.FEATURES``) of one query's candidates in ``mode``:
     ``dense`` is the dense evidence (``relevance.dense_evidence``); a side the mode does not
     use is zero, as ``relevance.score_array`` ignores it."""
@@ -106,11 +107,15 @@ def feature_columns(mode: str, dense: np.ndarray, share: np.ndarray,
     cos = dense if mode != "lexical" else np.zeros_like(dense)
     sh = share if mode != "dense" else np.zeros_like(share)
     lw = math.log(max(words, 1))
-    return {"cosine": cos, "share": sh,
-            "cosine_gap": cos - cos.max() if cos.size else cos,
-            "share_gap": sh - sh.max() if sh.size else sh,
-            "log_words": np.full(cos.shape, lw),
-            "cosine_words": cos * lw, "share_words": sh * lw}
+    return {
+        "cosine": cos,
+        "share": sh,
+        "cosine_gap": cos - cos.max() if cos.size else cos,
+        "share_gap": sh - sh.max() if sh.size else sh,
+        "log_words": np.full(cos.shape, lw),
+        "cosine_words": cos * lw,
+        "share_words": sh * lw,
+    }
 
 
 def newton_logistic(x: np.ndarray, y: np.ndarray, w: np.ndarray, l2: float) -> np.ndarray:
@@ -134,8 +139,9 @@ def newton_logistic(x: np.ndarray, y: np.ndarray, w: np.ndarray, l2: float) -> n
     return beta
 
 
-def fit_model(cases: Sequence[Any], mode: str, features: Sequence[str] = FEATURES,
-              l2: float = L2) -> Model:
+def fit_model(
+    cases: Sequence[Any], mode: str, features: Sequence[str] = FEATURES, l2: float = L2
+) -> Model:
     """The logistic model of ``mode`` fitted on ``cases`` (each fold weighted equally, each
     query equally within its fold, over its ``train_rows``)."""
     import numpy as np
@@ -188,8 +194,9 @@ class Rates:
     unanswerable: int
 
 
-def rates(cases: Sequence[Any], orders: dict[int, tuple[np.ndarray, np.ndarray]], t: float,
-          k: int = K) -> Rates:
+def rates(
+    cases: Sequence[Any], orders: dict[int, tuple[np.ndarray, np.ndarray]], t: float, k: int = K
+) -> Rates:
     """``Rates`` of ``cases`` at ``t``; ``orders``: ``id(case)`` → ``scored(...)``."""
     ans = [q for q in cases if q.answerable]
     una = [q for q in cases if not q.answerable]
@@ -199,13 +206,18 @@ def rates(cases: Sequence[Any], orders: dict[int, tuple[np.ndarray, np.ndarray]]
         a += bool(q.label[got].any())
         first += bool(got.size and q.label[got[0]])
     f = sum(admitted(*orders[id(q)], t, k).size > 0 for q in una)
-    return Rates(a / max(len(ans), 1), first / max(len(ans), 1), f / max(len(una), 1),
-                 len(ans), len(una))
+    return Rates(
+        a / max(len(ans), 1), first / max(len(ans), 1), f / max(len(una), 1), len(ans), len(una)
+    )
 
 
-def choose_threshold(cases: Sequence[Any], orders: dict[int, tuple[np.ndarray, np.ndarray]],
-                     folds: Sequence[str], k: int = K,
-                     rate: Callable[..., Any] | None = None) -> float:
+def choose_threshold(
+    cases: Sequence[Any],
+    orders: dict[int, tuple[np.ndarray, np.ndarray]],
+    folds: Sequence[str],
+    k: int = K,
+    rate: Callable[..., Any] | None = None,
+) -> float:
     """The threshold of the grid that maximises ``answered − COST · false`` averaged over
     ``folds`` (each fold's rates computed on its own cases); ties to the lower value.
     ``rate``: a function ``(cases, orders, t) -> (answered, false, ...)`` to use instead of
@@ -319,8 +331,9 @@ def likelihood_map(cases: Sequence[Any], mode: str, model: Model) -> DenseMap:
         beta -= step
         if np.abs(step).max() < 1e-9:
             break
-    return DenseMap(round(float(beta[0]), MAP_DIGITS) + 0.0,
-                    round(float(beta[1]), MAP_DIGITS) + 0.0)
+    return DenseMap(
+        round(float(beta[0]), MAP_DIGITS) + 0.0, round(float(beta[1]), MAP_DIGITS) + 0.0
+    )
 
 
 def mapped(model: Model, dense_map: DenseMap) -> Model:

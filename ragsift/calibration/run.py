@@ -84,8 +84,7 @@ class Cost:
 
 def cost(languages: tuple[str, ...] = LANGUAGES) -> Cost:
     sets = load_set(languages)
-    return Cost(sum(len(s.passages) for s in sets), sum(len(s.queries()) for s in sets),
-                languages)
+    return Cost(sum(len(s.passages) for s in sets), sum(len(s.queries()) for s in sets), languages)
 
 
 @dataclass(frozen=True)
@@ -135,23 +134,39 @@ class Calibration:
         """The ``calibration`` index setting (``relevance.CALIBRATION``)."""
         from ragsift.version import __version__
 
-        return {"fingerprint": self.fingerprint, "model": self.model, "score": SCORE_KIND,
-                "method": self.method, "map": asdict(self.dense_map),
-                "reference": self.reference, "digest": self.digest,
-                "set": self.set, "queries": self.queries,
-                "models": {m: model_record(v) for m, v in self.models.items()},
-                "thresholds": dict(self.thresholds),
-                "folds": [asdict(f) for f in self.folds], "ragsift": __version__}
+        return {
+            "fingerprint": self.fingerprint,
+            "model": self.model,
+            "score": SCORE_KIND,
+            "method": self.method,
+            "map": asdict(self.dense_map),
+            "reference": self.reference,
+            "digest": self.digest,
+            "set": self.set,
+            "queries": self.queries,
+            "models": {m: model_record(v) for m, v in self.models.items()},
+            "thresholds": dict(self.thresholds),
+            "folds": [asdict(f) for f in self.folds],
+            "ragsift": __version__,
+        }
 
     def as_dict(self) -> dict[str, Any]:
-        return {**self.setting(), "in_sample": [asdict(f) for f in self.in_sample],
-                "seconds": round(self.seconds, 2), "embedded": dict(self.embedded)}
+        return {
+            **self.setting(),
+            "in_sample": [asdict(f) for f in self.in_sample],
+            "seconds": round(self.seconds, 2),
+            "embedded": dict(self.embedded),
+        }
 
 
-def calibrate(embedder: Any, model_dir: str | None = None, *,
-              languages: tuple[str, ...] = LANGUAGES,
-              progress: Callable[[str], None] | None = None,
-              reference: Any = None) -> Calibration:
+def calibrate(
+    embedder: Any,
+    model_dir: str | None = None,
+    *,
+    languages: tuple[str, ...] = LANGUAGES,
+    progress: Callable[[str], None] | None = None,
+    reference: Any = None,
+) -> Calibration:
     """The calibration of ``embedder`` (``model_dir``: what ``embed`` would be given for it:
     None for the bundled MiniLM, ``"multilingual"`` or a folder; it picks the chunker).
     ``reference``: the reference embedder (default: the bundled MiniLM, loaded here)."""
@@ -159,8 +174,7 @@ def calibrate(embedder: Any, model_dir: str | None = None, *,
 
     t0 = time.perf_counter()
     embedded: dict[str, int] = {}
-    cases = gather(embedder, model_dir, languages=languages, progress=progress,
-                   embedded=embedded)
+    cases = gather(embedder, model_dir, languages=languages, progress=progress, embedded=embedded)
     if progress:
         progress("asking the English set with the reference model")
     ref = reference if reference is not None else load_embedder(None)
@@ -170,16 +184,25 @@ def calibrate(embedder: Any, model_dir: str | None = None, *,
     own = [q for q in cases["dense"] if q.fold == REFERENCE_LANGUAGE]
     dense_map = align_map(own, ref_cases["dense"])
     models, thresholds, figures = align_all(cases, dense_map, languages)
-    return Calibration(model=str(getattr(embedder, "name", "")),
-                       fingerprint=str(embedder.fingerprint), models=models,
-                       thresholds=thresholds, queries=len(own), folds=figures,
-                       in_sample=figures, set=set_digest(languages),
-                       seconds=time.perf_counter() - t0, embedded=embedded,
-                       dense_map=dense_map, reference=str(ref.fingerprint))
+    return Calibration(
+        model=str(getattr(embedder, "name", "")),
+        fingerprint=str(embedder.fingerprint),
+        models=models,
+        thresholds=thresholds,
+        queries=len(own),
+        folds=figures,
+        in_sample=figures,
+        set=set_digest(languages),
+        seconds=time.perf_counter() - t0,
+        embedded=embedded,
+        dense_map=dense_map,
+        reference=str(ref.fingerprint),
+    )
 
 
-def align_all(cases: dict[str, list[Case]], dense_map: DenseMap, languages: Sequence[str]
-              ) -> tuple[dict[str, Model], dict[str, float], list[FoldFigures]]:
+def align_all(
+    cases: dict[str, list[Case]], dense_map: DenseMap, languages: Sequence[str]
+) -> tuple[dict[str, Model], dict[str, float], list[FoldFigures]]:
     """The shipped models read through ``dense_map``, the shipped thresholds, and their
     figures per mode and language."""
     models = {mode: mapped(MODELS[mode], dense_map) for mode in MODES}
@@ -188,15 +211,21 @@ def align_all(cases: dict[str, list[Case]], dense_map: DenseMap, languages: Sequ
     for mode in MODES:
         qs = cases[mode]
         orders = {id(q): scored(q, mode, models[mode]) for q in qs}
-        figures += [_figures(mode, lang, thresholds[mode], [q for q in qs if q.fold == lang],
-                             orders) for lang in languages]
+        figures += [
+            _figures(mode, lang, thresholds[mode], [q for q in qs if q.fold == lang], orders)
+            for lang in languages
+        ]
     return models, thresholds, figures
 
 
-def gather(embedder: Any, model_dir: str | None = None, *,
-           languages: tuple[str, ...] = LANGUAGES,
-           progress: Callable[[str], None] | None = None,
-           embedded: dict[str, int] | None = None) -> dict[str, list[Case]]:
+def gather(
+    embedder: Any,
+    model_dir: str | None = None,
+    *,
+    languages: tuple[str, ...] = LANGUAGES,
+    progress: Callable[[str], None] | None = None,
+    embedded: dict[str, int] | None = None,
+) -> dict[str, list[Case]]:
     """Steps 1 and 2: every query of the set as a ``Case`` per mode, from the engine's
     candidates over a temporary index of its language built with ``embedder``.
     ``embedded``: filled with the counts embedded (passages, queries)."""
@@ -214,9 +243,9 @@ def gather(embedder: Any, model_dir: str | None = None, *,
     return cases
 
 
-def fit_all(cases: dict[str, list[Case]], languages: Sequence[str]
-            ) -> tuple[dict[str, Model], dict[str, float], list[FoldFigures],
-                       list[FoldFigures]]:
+def fit_all(
+    cases: dict[str, list[Case]], languages: Sequence[str]
+) -> tuple[dict[str, Model], dict[str, float], list[FoldFigures], list[FoldFigures]]:
     """The full refit (the design before ``align``, kept for ``bench/bench_calibrate.py``):
     per mode the model and threshold fitted on every language, the leave-one-language-out
     figures and the final model's in-sample figures per language."""
@@ -237,19 +266,29 @@ def fit_all(cases: dict[str, list[Case]], languages: Sequence[str]
         orders = {id(q): scored(q, mode, model) for q in qs}
         t = choose_threshold(qs, orders, list(languages))
         models[mode], thresholds[mode] = model, t
-        in_sample += [_figures(mode, lang, t, [q for q in qs if q.fold == lang], orders)
-                      for lang in languages]
+        in_sample += [
+            _figures(mode, lang, t, [q for q in qs if q.fold == lang], orders) for lang in languages
+        ]
     return models, thresholds, folds, in_sample
 
 
 def _figures(mode: str, held: str, t: float, test: list[Case], orders: dict) -> FoldFigures:
     r = rates(test, orders, t)
-    return FoldFigures(mode, held, t, round(r.answered, 4), round(r.first_right, 4),
-                       round(r.false, 4), r.answerable, r.unanswerable)
+    return FoldFigures(
+        mode,
+        held,
+        t,
+        round(r.answered, 4),
+        round(r.first_right, 4),
+        round(r.false, 4),
+        r.answerable,
+        r.unanswerable,
+    )
 
 
-def _language_cases(lang_set: LanguageSet, tmp: Path, embedder: Any, model_dir: str | None,
-                    embedded: dict[str, int]) -> dict[str, list[Case]]:
+def _language_cases(
+    lang_set: LanguageSet, tmp: Path, embedder: Any, model_dir: str | None, embedded: dict[str, int]
+) -> dict[str, list[Case]]:
     """Index one language's passages with ``embedder`` and rank its queries in every mode."""
     import numpy as np
 
@@ -263,8 +302,14 @@ def _language_cases(lang_set: LanguageSet, tmp: Path, embedder: Any, model_dir: 
     for p in lang_set.passages:
         (folder / f"{p.id}.md").write_text(p.document(), encoding="utf-8")
     index = tmp / f"{lang_set.language}.sqlite"
-    summary = build_index([str(folder)], index, default_embed_chunker(model_dir), embedder,
-                          model_dir=model_dir, on_warning=lambda *_: None)
+    summary = build_index(
+        [str(folder)],
+        index,
+        default_embed_chunker(model_dir),
+        embedder,
+        model_dir=model_dir,
+        on_warning=lambda *_: None,
+    )
     embedded["passages"] += summary.chunks
     queries = lang_set.queries()
     texts = [q.text for q in queries]
@@ -278,8 +323,10 @@ def _language_cases(lang_set: LanguageSet, tmp: Path, embedder: Any, model_dir: 
         gold_of = {rowid: Path(r.path).stem for rowid, r in records.items()}
         for mode in MODES:
             ranked = rank(store, texts, qvecs, mode=mode, n=count)
-            out[mode] = [_case(lang_set.language, q, len(query_words(q.text)), cands, gold_of)
-                         for q, cands in zip(queries, ranked)]
+            out[mode] = [
+                _case(lang_set.language, q, len(query_words(q.text)), cands, gold_of)
+                for q, cands in zip(queries, ranked)
+            ]
     return out
 
 
@@ -296,12 +343,15 @@ def _case(lang: str, q: Any, words: int, cands: list, gold_of: dict[int, str]) -
 
     cos = arr(c.dense_score or 0.0 for c in cands)
     return Case(
-        fold=lang, kind=q.kind, answerable=q.gold is not None, words=max(words, 1),
-        ids=arr((c.rowid for c in cands), np.int64), cos=cos,
-        unit=arr(c.unit_score if c.unit_score is not None else c.dense_score or 0.0
-                 for c in cands),
+        fold=lang,
+        kind=q.kind,
+        answerable=q.gold is not None,
+        words=max(words, 1),
+        ids=arr((c.rowid for c in cands), np.int64),
+        cos=cos,
+        unit=arr(c.unit_score if c.unit_score is not None else c.dense_score or 0.0 for c in cands),
         share=arr(c.lexical_share or 0.0 for c in cands),
         dense_rank=arr((c.dense_rank or 0 for c in cands), np.int64),
         lexical_rank=arr((c.lexical_rank or 0 for c in cands), np.int64),
-        label=arr((q.gold is not None and gold_of.get(c.rowid) == q.gold for c in cands),
-                  bool))
+        label=arr((q.gold is not None and gold_of.get(c.rowid) == q.gold for c in cands), bool),
+    )

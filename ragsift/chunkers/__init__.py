@@ -34,10 +34,24 @@ STRATEGIES: dict[str, type] = {
 
 # The options each strategy takes (the keyword arguments of its class, minus the counter).
 OPTIONS: dict[str, tuple[str, ...]] = {
-    "recursive": ("size", "overlap", "rules", "min_chars", "prefix", "retain_headers",
-                  "include_delim"),
-    "sentence": ("size", "overlap", "min_sentences", "min_chars_per_sentence", "delimiters",
-                 "include_delim", "allow_oversize"),
+    "recursive": (
+        "size",
+        "overlap",
+        "rules",
+        "min_chars",
+        "prefix",
+        "retain_headers",
+        "include_delim",
+    ),
+    "sentence": (
+        "size",
+        "overlap",
+        "min_sentences",
+        "min_chars_per_sentence",
+        "delimiters",
+        "include_delim",
+        "allow_oversize",
+    ),
     "markdown": ("size", "prefix", "page_break_tags"),
     "heading": ("max_chars", "min_chars", "max_level", "size"),
     "paragraph": ("max_chars", "min_chars", "size"),
@@ -47,8 +61,7 @@ OPTIONS: dict[str, tuple[str, ...]] = {
 }
 
 
-def make_chunker(strategy: str, *, tokenizer: str | TokenCounter = "cl100k",
-                 **options: Any) -> Any:
+def make_chunker(strategy: str, *, tokenizer: str | TokenCounter = "cl100k", **options: Any) -> Any:
     """A chunker for ``strategy`` with ``options`` (``None`` values mean "the default")."""
     cls = STRATEGIES.get(strategy)
     if cls is None:
@@ -60,8 +73,11 @@ def make_chunker(strategy: str, *, tokenizer: str | TokenCounter = "cl100k",
     if unknown:
         flags = ", ".join(f"{{{name}}}" for name in unknown)
         takes = ", ".join(f"{{{name}}}" for name in OPTIONS[strategy])
-        raise RagsiftError(f"{{strategy}} {{name}} does not take {flags} (it takes: {takes})",
-                           param="strategy", values={"name": strategy})
+        raise RagsiftError(
+            f"{{strategy}} {{name}} does not take {flags} (it takes: {takes})",
+            param="strategy",
+            values={"name": strategy},
+        )
     return cls(tokenizer=get_counter(tokenizer), **given)
 
 

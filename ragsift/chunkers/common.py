@@ -74,11 +74,21 @@ class BaseChunker:
 
     def _check_prefix(self, prefix: str, size: int | None) -> None:
         if prefix and size is not None and self.counter.count(prefix) >= size:
-            raise RagsiftError("{prefix} takes {n} tokens, leaving nothing of the {size} {s} budget",
-                               param="prefix", values={"n": self.counter.count(prefix), "s": size})
+            raise RagsiftError(
+                "{prefix} takes {n} tokens, leaving nothing of the {size} {s} budget",
+                param="prefix",
+                values={"n": self.counter.count(prefix), "s": size},
+            )
 
-    def context_fn(self, text: str, doc: Document | None, prefix: str, trail: bool,
-                   size: int | None, outline: Any = None) -> Callable[[int], str] | None:
+    def context_fn(
+        self,
+        text: str,
+        doc: Document | None,
+        prefix: str,
+        trail: bool,
+        size: int | None,
+        outline: Any = None,
+    ) -> Callable[[int], str] | None:
         """``start -> context``: ``prefix`` plus, with ``trail``, the heading trail there.
 
         A trail never takes more than half of the budget: outer headings are dropped first.

@@ -124,8 +124,10 @@ class TiktokenCounter:
         size = max(self._enc.n_vocab, self._enc.max_token_value + 1)
         cached = self._cached_tables  # the same tables, saved with the cached encoding
         if self._tables is None and cached is not None and len(cached[0]) == size:
-            self._tables = (np.frombuffer(cached[0], dtype=np.uint8),
-                            np.frombuffer(cached[1], dtype=np.uint8))
+            self._tables = (
+                np.frombuffer(cached[0], dtype=np.uint8),
+                np.frombuffer(cached[1], dtype=np.uint8),
+            )
         if self._tables is None:
             starts = np.zeros(size, dtype=np.int64)
             mid = np.zeros(size, dtype=np.int64)
@@ -176,8 +178,9 @@ class TiktokenIndex:
         self.n = len(text)
         self._encode = counter.encode
         self._counter = counter
-        self._job: Any = Encode(counter.encoding, text, min_chars=PARALLEL_MIN_CHARS,
-                                background=counter._tables is None)
+        self._job: Any = Encode(
+            counter.encoding, text, min_chars=PARALLEL_MIN_CHARS, background=counter._tables is None
+        )
         self._buf: Any = None  # int64 starts of the pieces taken so far (grown geometrically)
         self._mv: Sequence[int] = memoryview(b"").cast("q")  # bisect works on this view
         self._ntok = 0
@@ -213,9 +216,9 @@ class TiktokenIndex:
         if self._buf is None or end > len(self._buf):
             grown = np.empty(max(end, 2 * self._ntok, 1), dtype=np.int64)
             if self._ntok:
-                grown[:self._ntok] = self._buf[:self._ntok]
+                grown[: self._ntok] = self._buf[: self._ntok]
             self._buf = grown
-        self._buf[self._ntok:end] = part
+        self._buf[self._ntok : end] = part
         self._ntok = end
         self._mv = memoryview(self._buf)[:end]
         self._next_piece = k + 1
@@ -253,7 +256,7 @@ class TiktokenIndex:
     @property
     def _array(self) -> Any:
         self._all()
-        return self._buf[:self._ntok]
+        return self._buf[: self._ntok]
 
     # -- questions ------------------------------------------------------------------------
 
@@ -289,15 +292,26 @@ class TiktokenIndex:
     def exact(self, context: str, s: int, e: int) -> int:
         text = self.text
         # a range that starts or ends at a universal boundary needs no edge encode there
-        if (not context and 0 < s and s + 1 < e and text[s] == " "
-                and "!" <= text[s - 1] <= "~" and "!" <= text[s + 1] <= "~"):
+        if (
+            not context
+            and 0 < s
+            and s + 1 < e
+            and text[s] == " "
+            and "!" <= text[s - 1] <= "~"
+            and "!" <= text[s + 1] <= "~"
+        ):
             x = s
         else:
             x = _first_safe(text, s + 1, e)
             if x < 0:
                 return len(self._encode(context + text[s:e]))
-        if e < self.n and text[e] == " " and "!" <= text[e - 1] <= "~" \
-                and "!" <= text[e + 1:e + 2] <= "~" and e - 1 > x:
+        if (
+            e < self.n
+            and text[e] == " "
+            and "!" <= text[e - 1] <= "~"
+            and "!" <= text[e + 1 : e + 2] <= "~"
+            and e - 1 > x
+        ):
             y = e
         else:
             y = _last_safe(text, x, e)

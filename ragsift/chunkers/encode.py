@@ -19,8 +19,9 @@ PIECE_MIN_CHARS = 1 << 17  # long texts: pieces of at least this size, ~4 per th
 _LINE_START = re.compile(r"\n[!-~]")  # a newline, then printable ASCII: a universal boundary
 
 
-def encode_all(encoding: Any, text: str, min_chars: int = PARALLEL_MIN_CHARS,
-               threads: int | None = None) -> Any:
+def encode_all(
+    encoding: Any, text: str, min_chars: int = PARALLEL_MIN_CHARS, threads: int | None = None
+) -> Any:
     """``encoding.encode_to_numpy(text)`` (special-token text as ordinary text), split across
     threads for long texts: tiktoken releases the GIL while it encodes, and pieces cut at
     universal piece boundaries (after a newline, before printable ASCII; see ``_SAFE``)
@@ -45,16 +46,22 @@ class Encode:
     the whole text, which raises what it raises.
     """
 
-    def __init__(self, encoding: Any, text: str, *, min_chars: int = PARALLEL_MIN_CHARS,
-                 threads: int | None = None, background: bool = False) -> None:
+    def __init__(
+        self,
+        encoding: Any,
+        text: str,
+        *,
+        min_chars: int = PARALLEL_MIN_CHARS,
+        threads: int | None = None,
+        background: bool = False,
+    ) -> None:
         import itertools
         import os
         import threading
 
         self._encoding = encoding
         self._text = text
-        self._raw = getattr(getattr(encoding, "_core_bpe", None),
-                            "encode_to_tiktoken_buffer", None)
+        self._raw = getattr(getattr(encoding, "_core_bpe", None), "encode_to_tiktoken_buffer", None)
         threads = threads or min(os.cpu_count() or 1, 4)
         cuts = [0, len(text)]
         helpers = 1 if background else 0
@@ -84,7 +91,7 @@ class Encode:
         if j >= len(self._out):
             return False
         try:
-            self._out[j] = self._raw(self._text[self.offsets[j]:self.offsets[j + 1]], set())
+            self._out[j] = self._raw(self._text[self.offsets[j] : self.offsets[j + 1]], set())
         except Exception:
             self._out[j] = None
         finally:
@@ -155,8 +162,10 @@ _RUN_CLASSES = (re.compile(r"[A-Za-z]+"), re.compile(r"[!-/:-@\[-`{-~]+"))
 _NOT_IN_RUN = (re.compile(r"[^A-Za-z]"), re.compile(r"[^!-/:-@\[-`{-~]"))
 _pair_tables: dict[int, tuple[Any, Any, int]] = {}
 # the cl100k pattern (tiktoken_ext.openai_public), for which ``_run_cuts`` is shown exact
-_CL100K_PATTERN = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+|"""
-                   r""" ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""")
+_CL100K_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+|"""
+    r""" ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
 
 
 def _long_runs(text: str) -> list[tuple[int, int]]:

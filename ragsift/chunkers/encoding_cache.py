@@ -116,22 +116,33 @@ def _read(path: Any, name: str, stamp: str) -> tuple[Any, tuple[bytes, bytes] | 
     try:
         with open(path, "rb") as fh:
             data = fh.read()
-        head, sep, payload = data[len(_MAGIC):].partition(b"\n")
-        if not data.startswith(_MAGIC) or not sep or \
-                hashlib.sha256(payload).hexdigest().encode() != head:
+        head, sep, payload = data[len(_MAGIC) :].partition(b"\n")
+        if (
+            not data.startswith(_MAGIC)
+            or not sep
+            or hashlib.sha256(payload).hexdigest().encode() != head
+        ):
             return None
         fmt, file_stamp, file_name, pat_str, ranks, special, tables = marshal.loads(payload)
         if fmt != FORMAT or file_stamp != stamp or file_name != name:
             return None
-        if not (isinstance(pat_str, str) and isinstance(ranks, dict) and ranks
-                and isinstance(special, dict)):
+        if not (
+            isinstance(pat_str, str)
+            and isinstance(ranks, dict)
+            and ranks
+            and isinstance(special, dict)
+        ):
             return None
         import tiktoken
 
-        enc = tiktoken.Encoding(name, pat_str=pat_str, mergeable_ranks=ranks,
-                                special_tokens=special)
-        if not (isinstance(tables, tuple) and len(tables) == 2
-                and all(isinstance(t, bytes) and len(t) == enc.n_vocab for t in tables)):
+        enc = tiktoken.Encoding(
+            name, pat_str=pat_str, mergeable_ranks=ranks, special_tokens=special
+        )
+        if not (
+            isinstance(tables, tuple)
+            and len(tables) == 2
+            and all(isinstance(t, bytes) and len(t) == enc.n_vocab for t in tables)
+        ):
             tables = None
         return enc, tables
     except Exception:
@@ -146,8 +157,17 @@ def _write(path: Any, name: str, stamp: str, enc: Any) -> None:
 
     ranks = dict(enc._mergeable_ranks)
     # the fields of tiktoken's own ``Encoding.__getstate__``, then ragsift's tables
-    payload = marshal.dumps((FORMAT, stamp, name, enc._pat_str, ranks, dict(enc._special_tokens),
-                             char_tables(ranks, enc.n_vocab)))
+    payload = marshal.dumps(
+        (
+            FORMAT,
+            stamp,
+            name,
+            enc._pat_str,
+            ranks,
+            dict(enc._special_tokens),
+            char_tables(ranks, enc.n_vocab),
+        )
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:

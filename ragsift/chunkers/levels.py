@@ -152,8 +152,7 @@ class SortedLevel:
 class RegexLevel:
     """Boundaries at ``m.start()`` (``at="start"``) or ``m.end()`` of a regex's matches."""
 
-    def __init__(self, pattern: str | re.Pattern[str], at: str = "start",
-                 reach: int = 16) -> None:
+    def __init__(self, pattern: str | re.Pattern[str], at: str = "start", reach: int = 16) -> None:
         self.pattern = re.compile(pattern) if isinstance(pattern, str) else pattern
         self.at_end = at == "end"
         self.reach = reach  # how far past ``hi`` a match may need to look
@@ -181,7 +180,8 @@ class RegexLevel:
 # a list item, heading, quote, table row, fence, rule or setext underline, rst directive.
 _BLOCK_START = re.compile(
     r"[ \t]*(?:[-*+\u2022\u2023\u25e6](?:[ \t]|$)|\d{1,9}[.)](?:[ \t]|$)|#{1,6}(?:[ \t]|$)"
-    r"|>|\||`{3,}|~{3,}|\.\.[ \t]|(?:[-=*_][ \t]*){3,}$)")
+    r"|>|\||`{3,}|~{3,}|\.\.[ \t]|(?:[-=*_][ \t]*){3,}$)"
+)
 # A line that is a block of its own (the line before a break): a heading, table row, fence, rule.
 _ONE_LINE_BLOCK = re.compile(r"[ \t]*(?:#{1,6}(?:[ \t]|$)|\||`{3,}|~{3,}|(?:[-=*_][ \t]*){3,}$)")
 _QUOTE = re.compile(r"[ \t]*(?:>[ \t]?)+")
@@ -207,8 +207,15 @@ def soft_break(before: str, after: str) -> bool:
     if head == ">" and first == ">":
         before, after = _QUOTE.sub("", before, 1), _QUOTE.sub("", after, 1)
         head, first = after.lstrip(" \t")[:1], before.lstrip(" \t")[:1]
-    if not head or not first or head.isspace() or first.isspace() or not after.strip() \
-            or not before.strip() or len(before.rstrip()) > WRAP_MAX:
+    if (
+        not head
+        or not first
+        or head.isspace()
+        or first.isspace()
+        or not after.strip()
+        or not before.strip()
+        or len(before.rstrip()) > WRAP_MAX
+    ):
         return False
     if before.endswith(("  ", "\\")):
         return False
@@ -273,20 +280,20 @@ class ProseBreakLevel(DelimLevel):
         if p < 0:
             return -1
         stop = text.find("\n", p + 1, p + 1 + _REACH)
-        after = text[p + 1:stop if stop >= 0 else p + 1 + _REACH]
+        after = text[p + 1 : stop if stop >= 0 else p + 1 + _REACH]
         fences = self._facts(text)[1]
         while True:
             reach = max(0, p - _REACH)
             q = text.rfind("\n", reach, p)
             if q >= 0 or reach == 0:
-                before = text[q + 1:p]
+                before = text[q + 1 : p]
             else:  # a longer line: where it starts is not read, it is prose ("x" stands for that)
                 before = "x" + text[reach:p]
             if not soft_break(before, after) or bisect_right(fences, p) % 2:
                 return p + 1
             if q < 0 and reach > lo:  # the line before p is longer than _REACH
                 q = text.rfind("\n", lo, reach)
-                after = text[q + 1:q + 1 + _REACH]
+                after = text[q + 1 : q + 1 + _REACH]
             else:
                 after = before
             if q < lo:
@@ -311,7 +318,7 @@ class ProseBreakLevel(DelimLevel):
         lo = max(0, start - _REACH)  # a line is read up to _REACH characters from the break
         line = max(text.rfind("\n", lo, start), text.rfind("\r", lo, start) if has_cr else -1)
         if line >= 0 or lo == 0:
-            before = text[line + 1:start]
+            before = text[line + 1 : start]
         else:  # a longer line: where it starts is not read, it is prose ("x" stands for that)
             before = "x" + text[lo:start]
         stop = min(len(text), end + _REACH)

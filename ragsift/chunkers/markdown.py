@@ -34,10 +34,17 @@ if TYPE_CHECKING:
 class MarkdownChunker(BaseChunker):
     name = "markdown"
 
-    def __init__(self, *, tokenizer: str | TokenCounter = "cl100k", size: int = DEFAULT_SIZE,
-                 prefix: str = "", page_break_tags: bool = False) -> None:
-        super().__init__(tokenizer, {"size": size, "prefix": prefix,
-                                     "page_break_tags": page_break_tags})
+    def __init__(
+        self,
+        *,
+        tokenizer: str | TokenCounter = "cl100k",
+        size: int = DEFAULT_SIZE,
+        prefix: str = "",
+        page_break_tags: bool = False,
+    ) -> None:
+        super().__init__(
+            tokenizer, {"size": size, "prefix": prefix, "page_break_tags": page_break_tags}
+        )
         self._check_prefix(prefix, size)
         self.size = self.budget = size
         self.prefix = prefix
@@ -77,5 +84,10 @@ class MarkdownChunker(BaseChunker):
         avail = self.size - (self.counter.count(self.prefix) if self.prefix else 0)
         protected = [(a, b) for a, b in outline.fences if index.approx(a, b) <= avail]
         packer = Packer(levels, budget=self.size, heading_floor=True, stats=self.stats)
-        return packer.pack(text, index, context=context, protected=protected,
-                           headings=frozenset(h.start for h in outline.headings))
+        return packer.pack(
+            text,
+            index,
+            context=context,
+            protected=protected,
+            headings=frozenset(h.start for h in outline.headings),
+        )

@@ -48,19 +48,19 @@ def scan(text: str) -> Outline:
         if open_fence is not None:
             if fence and fence[0] == open_fence[0] and len(fence) >= open_fence[1]:
                 eol = text.find("\n", m.end())
-                if not text[m.end(): eol if eol >= 0 else n].strip():
+                if not text[m.end() : eol if eol >= 0 else n].strip():
                     end = n if eol < 0 else eol + 1
                     fences.append((open_fence[2], end))
                     open_fence = None
             continue
         if fence:
-            if fence[0] == "`" and "`" in text[m.end(): _eol(text, m.end())]:
+            if fence[0] == "`" and "`" in text[m.end() : _eol(text, m.end())]:
                 continue  # not a fence: backticks in the info string
             open_fence = (fence[0], len(fence), line_start)
             continue
         hashes = m.group(2)
         eol = _eol(text, m.end())
-        title = text[m.end():eol].strip()
+        title = text[m.end() : eol].strip()
         title = _CLOSING_HASHES.sub("", title).strip() if "#" in title else title
         headings.append(Heading(m.start(2), line_start, len(hashes), title))
     if open_fence is not None:
@@ -102,6 +102,6 @@ class Trails:
         if k < 0:
             return ()
         trail = self.values[k]
-        if trail and not self.text[self.starts[k]:offset].strip():
+        if trail and not self.text[self.starts[k] : offset].strip():
             return trail[:-1]
         return trail

@@ -99,8 +99,14 @@ class Packer:
         starts there must take at least one character of the body below the heading
         (``min_chars`` of it, when the floor can be met within the budget).
         """
-        if (not self.levels and not self.trim and context is None and self.budget
-                and self.max_chars is None and hasattr(index, "starts")):
+        if (
+            not self.levels
+            and not self.trim
+            and context is None
+            and self.budget
+            and self.max_chars is None
+            and hasattr(index, "starts")
+        ):
             return self._token_windows(text, index)
         n = len(text)
         out: list[Chunk] = []
@@ -111,8 +117,9 @@ class Packer:
         self._headings = headings
         while s < n:
             plain = prev_end < 0 or s >= prev_end
-            picked = self._one(text, index, s, n, prev_end if not plain else -1,
-                               context, ctx_units, protected)
+            picked = self._one(
+                text, index, s, n, prev_end if not plain else -1, context, ctx_units, protected
+            )
             if picked is None:  # overlap would force a finer cut: start after prev_end
                 s = first_nonspace(text, prev_end) if self.trim else prev_end
                 prev_end = -1
@@ -122,8 +129,9 @@ class Packer:
                 out.append(Chunk(chunk[0], chunk[1], chunk[2], chunk[3], cut_level, chunk[4]))
             cut_level = level
             nxt = end
-            skip_of = getattr(self.levels[level], "skip_at", None) if level < len(
-                self.levels) else None
+            skip_of = (
+                getattr(self.levels[level], "skip_at", None) if level < len(self.levels) else None
+            )
             if skip_of is not None:
                 nxt += skip_of(text, end)
             if first_nonspace(text, nxt) >= n:
@@ -178,9 +186,17 @@ class Packer:
 
     # -- one chunk ------------------------------------------------------------------------
 
-    def _one(self, text: str, index: Any, s: int, n: int, prev_end: int,
-             context: Callable[[int], str] | None, ctx_units: dict[str, int],
-             protected: Sequence[tuple[int, int]]) -> Any:
+    def _one(
+        self,
+        text: str,
+        index: Any,
+        s: int,
+        n: int,
+        prev_end: int,
+        context: Callable[[int], str] | None,
+        ctx_units: dict[str, int],
+        protected: Sequence[tuple[int, int]],
+    ) -> Any:
         ctx = context(s) if context is not None else ""
         avail = None
         if self.budget is not None:
@@ -207,7 +223,7 @@ class Packer:
                 if first_nonspace(text, s) >= e:  # a whitespace-only window: skip it
                     return None if prev_end >= 0 else (None, end, level)
             tokens = index.exact(ctx, s, e)
-            if (self.budget is None or tokens <= self.budget or e - s <= 1 or forced):
+            if self.budget is None or tokens <= self.budget or e - s <= 1 or forced:
                 break
             shrink += tokens - self.budget
         if self.budget is not None and tokens > self.budget:
@@ -216,8 +232,15 @@ class Packer:
             self.stats.hard_cuts += 1
         return (text[s:e], s, e, tokens, ctx), end, level
 
-    def _choose_end(self, text: str, s: int, n: int, e_max: int, prev_end: int,
-                    protected: Sequence[tuple[int, int]]) -> tuple[int, int, bool]:
+    def _choose_end(
+        self,
+        text: str,
+        s: int,
+        n: int,
+        e_max: int,
+        prev_end: int,
+        protected: Sequence[tuple[int, int]],
+    ) -> tuple[int, int, bool]:
         lo = s + self.min_chars
         lo_min = s
         if self.heading_floor and s in self._headings:
@@ -258,8 +281,9 @@ class Packer:
         return e_max, len(self.levels) + offset, False
 
     @staticmethod
-    def _last_allowed(level: Level, text: str, s: int, lo: int, hi: int,
-                      protected: Sequence[tuple[int, int]]) -> int:
+    def _last_allowed(
+        level: Level, text: str, s: int, lo: int, hi: int, protected: Sequence[tuple[int, int]]
+    ) -> int:
         b = level.last_in(text, s, lo, hi)
         if not protected:
             return b
@@ -290,15 +314,19 @@ class Packer:
             p = b
         return p if s < p < e else None
 
-    def _merge_tail(self, text: str, index: Any, out: list[Chunk],
-                    context: Callable[[int], str] | None) -> None:
+    def _merge_tail(
+        self, text: str, index: Any, out: list[Chunk], context: Callable[[int], str] | None
+    ) -> None:
         last, prev = out[-1], out[-2]
         fragment = last.end - max(prev.end, last.start)
         if fragment >= self.tail_min:
             return
         start, end = prev.start, last.end
-        if (self.max_chars is not None and not self.tail_ignores_max_chars
-                and end - start > self.max_chars):
+        if (
+            self.max_chars is not None
+            and not self.tail_ignores_max_chars
+            and end - start > self.max_chars
+        ):
             return
         ctx = context(start) if context is not None else prev.context
         tokens = index.exact(ctx, start, end)

@@ -59,24 +59,41 @@ class RecursiveChunker(BaseChunker):
     ) -> None:
         self.rules = RecursiveRules.load(rules)
         if overlap < 0 or overlap >= size:
-            raise RagsiftError("{overlap} {o} must be at least 0 and less than {size} {s}",
-                               param="overlap", values={"o": overlap, "s": size})
+            raise RagsiftError(
+                "{overlap} {o} must be at least 0 and less than {size} {s}",
+                param="overlap",
+                values={"o": overlap, "s": size},
+            )
         if include_delim not in (None, "prev", "next"):
-            raise RagsiftError("recursive: {include_delim} must be prev or next", param="include_delim")
-        super().__init__(tokenizer, {
-            "size": size, "rules": self.rules.to_dict(), "min_chars": min_chars,
-            "prefix": prefix, "retain_headers": retain_headers,
-            "include_delim": include_delim, "overlap": overlap,
-        })
+            raise RagsiftError(
+                "recursive: {include_delim} must be prev or next", param="include_delim"
+            )
+        super().__init__(
+            tokenizer,
+            {
+                "size": size,
+                "rules": self.rules.to_dict(),
+                "min_chars": min_chars,
+                "prefix": prefix,
+                "retain_headers": retain_headers,
+                "include_delim": include_delim,
+                "overlap": overlap,
+            },
+        )
         self._check_prefix(prefix, size)
         self.size = self.budget = size
         self.prefix = prefix
         self.retain_headers = retain_headers
         levels = [lv.boundary_level(include_delim) for lv in self.rules.levels]
-        self._packer = Packer(levels, budget=size, min_chars=min_chars, tail_min=min_chars,
-                              overlap=overlap,
-                              overlap_level=WhitespaceLevel() if overlap else None,
-                              stats=self.stats)
+        self._packer = Packer(
+            levels,
+            budget=size,
+            min_chars=min_chars,
+            tail_min=min_chars,
+            overlap=overlap,
+            overlap_level=WhitespaceLevel() if overlap else None,
+            stats=self.stats,
+        )
 
     def _chunk(self, text: str, doc: Document | None, index: Any) -> list[Chunk]:
         ctx = self.context_fn(text, doc, self.prefix, self.retain_headers, self.size)
@@ -86,8 +103,12 @@ class RecursiveChunker(BaseChunker):
         """The fenced code blocks of a document in ``CODE_FENCED_FORMATS`` that fit the budget:
         no rule level cuts inside one (as the ``markdown`` strategy); a longer block is cut as
         any text."""
-        if doc is None or doc.format not in CODE_FENCED_FORMATS or "```" not in text and \
-                "~~~" not in text:
+        if (
+            doc is None
+            or doc.format not in CODE_FENCED_FORMATS
+            or "```" not in text
+            and "~~~" not in text
+        ):
             return []
         from ragsift.chunkers.outline import scan
 

@@ -122,8 +122,9 @@ class RecursiveRules:
                 raise RagsiftError(f"rule level {i} has neither delimiters nor whitespace")
             if isinstance(delims, str):
                 delims = [delims]
-            levels.append(RecursiveLevel(tuple(delims), ws, item.get("include_delim", "prev"),
-                                         soft))
+            levels.append(
+                RecursiveLevel(tuple(delims), ws, item.get("include_delim", "prev"), soft)
+            )
         return cls(tuple(levels), name)
 
     @classmethod

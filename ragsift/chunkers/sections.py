@@ -35,23 +35,33 @@ if TYPE_CHECKING:
 BLANK_LINE = r"(?:\r\n|\n|\r)[ \t]*(?:\r\n|\n|\r)"
 
 
-def _caps(tokenizer: Any, max_chars: int | None, min_chars: int | None,
-          size: int | None, strategy: str) -> tuple[int, int, int | None]:
+def _caps(
+    tokenizer: Any, max_chars: int | None, min_chars: int | None, size: int | None, strategy: str
+) -> tuple[int, int, int | None]:
     if getattr(tokenizer, "name", tokenizer) == "chars" and max_chars is None and size:
         max_chars, size = size, None
     max_chars = 1000 if max_chars is None else max_chars
     if max_chars < 1:
-        raise RagsiftError("{strategy}: {max_chars} must be at least 1", param="max_chars",
-                           values={"strategy": strategy})
+        raise RagsiftError(
+            "{strategy}: {max_chars} must be at least 1",
+            param="max_chars",
+            values={"strategy": strategy},
+        )
     if min_chars is None:
         min_chars = min(250, max_chars // 4)
     elif min_chars >= max_chars:
-        raise RagsiftError("{min_chars} {lo} must be less than {max_chars} {hi} (the floor is the "
-                           "smallest chunk worth keeping)", param="min_chars",
-                           values={"lo": min_chars, "hi": max_chars})
+        raise RagsiftError(
+            "{min_chars} {lo} must be less than {max_chars} {hi} (the floor is the "
+            "smallest chunk worth keeping)",
+            param="min_chars",
+            values={"lo": min_chars, "hi": max_chars},
+        )
     if min_chars < 0:
-        raise RagsiftError("{strategy}: {min_chars} must be at least 0", param="min_chars",
-                           values={"strategy": strategy})
+        raise RagsiftError(
+            "{strategy}: {min_chars} must be at least 0",
+            param="min_chars",
+            values={"strategy": strategy},
+        )
     return max_chars, min_chars, size
 
 
@@ -62,14 +72,22 @@ def _inner_levels() -> list[Any]:
 class HeadingChunker(BaseChunker):
     name = "heading"
 
-    def __init__(self, *, tokenizer: str | TokenCounter = "cl100k",
-                 max_chars: int | None = None, min_chars: int | None = None,
-                 max_level: int = 6, size: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        tokenizer: str | TokenCounter = "cl100k",
+        max_chars: int | None = None,
+        min_chars: int | None = None,
+        max_level: int = 6,
+        size: int | None = None,
+    ) -> None:
         if not 1 <= max_level <= 6:
             raise RagsiftError("heading: {max_level} must be between 1 and 6", param="max_level")
         max_chars, min_chars, size = _caps(tokenizer, max_chars, min_chars, size, "heading")
-        super().__init__(tokenizer, {"max_chars": max_chars, "min_chars": min_chars,
-                                     "max_level": max_level, "size": size})
+        super().__init__(
+            tokenizer,
+            {"max_chars": max_chars, "min_chars": min_chars, "max_level": max_level, "size": size},
+        )
         self.max_chars, self.min_chars, self.max_level = max_chars, min_chars, max_level
         self.budget = size
 
@@ -77,18 +95,27 @@ class HeadingChunker(BaseChunker):
         """Where headings (up to ``max_level``) start: the ``#`` of ATX lines, else the map."""
         found = [h.start for h in scan(text).headings if h.level <= max_level]
         if not found and doc is not None and doc.headings is not None:
-            found = sorted({first_nonspace(text, p) for p, v in
-                            zip(doc.headings.starts, doc.headings.values)
-                            if v and len(v) <= max_level})
+            found = sorted(
+                {
+                    first_nonspace(text, p)
+                    for p, v in zip(doc.headings.starts, doc.headings.values)
+                    if v and len(v) <= max_level
+                }
+            )
         return [p for p in found if p < len(text)]
 
     def _chunk(self, text: str, doc: Document | None, index: Any) -> list[Chunk]:
         every = self.heading_starts(text, doc)
         starts = every if self.max_level == 6 else self.heading_starts(text, doc, self.max_level)
         packer = Packer(
-            _inner_levels(), budget=self.budget, max_chars=self.max_chars,
-            min_chars=self.min_chars, mandatory=SortedLevel(starts, len(text)),
-            heading_floor=True, tail_min=self.min_chars, stats=self.stats,
+            _inner_levels(),
+            budget=self.budget,
+            max_chars=self.max_chars,
+            min_chars=self.min_chars,
+            mandatory=SortedLevel(starts, len(text)),
+            heading_floor=True,
+            tail_min=self.min_chars,
+            stats=self.stats,
         )
         return packer.pack(text, index, headings=frozenset(every))
 
@@ -96,16 +123,26 @@ class HeadingChunker(BaseChunker):
 class ParagraphChunker(BaseChunker):
     name = "paragraph"
 
-    def __init__(self, *, tokenizer: str | TokenCounter = "cl100k",
-                 max_chars: int | None = None, min_chars: int | None = None,
-                 size: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        tokenizer: str | TokenCounter = "cl100k",
+        max_chars: int | None = None,
+        min_chars: int | None = None,
+        size: int | None = None,
+    ) -> None:
         max_chars, min_chars, size = _caps(tokenizer, max_chars, min_chars, size, "paragraph")
-        super().__init__(tokenizer, {"max_chars": max_chars, "min_chars": min_chars,
-                                     "size": size})
+        super().__init__(tokenizer, {"max_chars": max_chars, "min_chars": min_chars, "size": size})
         self.max_chars, self.min_chars = max_chars, min_chars
         self.budget = size
-        self._packer = Packer(_inner_levels(), budget=size, max_chars=max_chars,
-                              min_chars=min_chars, tail_min=min_chars, stats=self.stats)
+        self._packer = Packer(
+            _inner_levels(),
+            budget=size,
+            max_chars=max_chars,
+            min_chars=min_chars,
+            tail_min=min_chars,
+            stats=self.stats,
+        )
 
     def _chunk(self, text: str, doc: Document | None, index: Any) -> list[Chunk]:
         return self._packer.pack(text, index)

@@ -39,8 +39,9 @@ DEFAULT_DELIMITERS = (". ", "! ", "? ", "\n")
 class _SkippingSortedLevel(SortedLevel):
     """Sentence boundaries for ``include_delim="none"``: the delimiter after a cut is dropped."""
 
-    def __init__(self, boundaries: list[int], end: int, min_count: int,
-                 skips: dict[int, int]) -> None:
+    def __init__(
+        self, boundaries: list[int], end: int, min_count: int, skips: dict[int, int]
+    ) -> None:
         super().__init__(boundaries, end, min_count)
         self.skips = skips
 
@@ -65,22 +66,37 @@ class SentenceChunker(BaseChunker):
     ) -> None:
         delims = tuple(DEFAULT_DELIMITERS if delimiters is None else delimiters)
         if not delims or any(not isinstance(d, str) or not d for d in delims):
-            raise RagsiftError("sentence: {delimiters} must be non-empty strings", param="delimiters")
+            raise RagsiftError(
+                "sentence: {delimiters} must be non-empty strings", param="delimiters"
+            )
         if include_delim not in ("prev", "next", "none"):
-            raise RagsiftError("sentence: {include_delim} must be prev, next or none",
-                               param="include_delim")
+            raise RagsiftError(
+                "sentence: {include_delim} must be prev, next or none", param="include_delim"
+            )
         if size < 1:
             raise RagsiftError("sentence: {size} must be at least 1", param="size")
         if overlap < 0 or overlap >= size:
-            raise RagsiftError("{overlap} {o} must be at least 0 and less than {size} {s}",
-                               param="overlap", values={"o": overlap, "s": size})
+            raise RagsiftError(
+                "{overlap} {o} must be at least 0 and less than {size} {s}",
+                param="overlap",
+                values={"o": overlap, "s": size},
+            )
         if min_sentences < 1:
-            raise RagsiftError("sentence: {min_sentences} must be at least 1", param="min_sentences")
-        super().__init__(tokenizer, {
-            "size": size, "overlap": overlap, "min_sentences": min_sentences,
-            "min_chars_per_sentence": min_chars_per_sentence, "delimiters": list(delims),
-            "include_delim": include_delim, "allow_oversize": allow_oversize,
-        })
+            raise RagsiftError(
+                "sentence: {min_sentences} must be at least 1", param="min_sentences"
+            )
+        super().__init__(
+            tokenizer,
+            {
+                "size": size,
+                "overlap": overlap,
+                "min_sentences": min_sentences,
+                "min_chars_per_sentence": min_chars_per_sentence,
+                "delimiters": list(delims),
+                "include_delim": include_delim,
+                "allow_oversize": allow_oversize,
+            },
+        )
         self.size = self.budget = size
         self.overlap = overlap
         self.min_sentences = min_sentences
@@ -108,7 +124,7 @@ class SentenceChunker(BaseChunker):
             if self.include_delim == "none":
                 skips[b] = m.end() - m.start()
             last = b if after else m.end()
-        if cuts and floor and len(text[cuts[-1]:].strip()) < floor:
+        if cuts and floor and len(text[cuts[-1] :].strip()) < floor:
             skips.pop(cuts.pop(), None)
         return cuts, skips
 
@@ -120,8 +136,11 @@ class SentenceChunker(BaseChunker):
         else:
             top = SortedLevel(cuts, n, self.min_sentences)
         packer = Packer(
-            [top, WhitespaceLevel()], budget=self.size, overlap=self.overlap,
-            overlap_level=SortedLevel(cuts, n), allow_oversize=self.allow_oversize,
+            [top, WhitespaceLevel()],
+            budget=self.size,
+            overlap=self.overlap,
+            overlap_level=SortedLevel(cuts, n),
+            allow_oversize=self.allow_oversize,
             stats=self.stats,
         )
         return packer.pack(text, index)

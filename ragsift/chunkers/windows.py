@@ -35,13 +35,21 @@ if TYPE_CHECKING:
 class TokenChunker(BaseChunker):
     name = "tokens"
 
-    def __init__(self, *, tokenizer: str | TokenCounter = "cl100k", size: int = DEFAULT_SIZE,
-                 overlap: int = 0) -> None:
+    def __init__(
+        self,
+        *,
+        tokenizer: str | TokenCounter = "cl100k",
+        size: int = DEFAULT_SIZE,
+        overlap: int = 0,
+    ) -> None:
         if size < 1:
             raise RagsiftError("tokens: {size} must be at least 1", param="size")
         if overlap < 0 or overlap >= size:
-            raise RagsiftError("{overlap} {o} must be at least 0 and less than {size} {s}",
-                               param="overlap", values={"o": overlap, "s": size})
+            raise RagsiftError(
+                "{overlap} {o} must be at least 0 and less than {size} {s}",
+                param="overlap",
+                values={"o": overlap, "s": size},
+            )
         super().__init__(tokenizer, {"size": size, "overlap": overlap})
         self.size = self.budget = size
         self._packer = Packer([], budget=size, overlap=overlap, trim=False, stats=self.stats)
@@ -53,8 +61,14 @@ class TokenChunker(BaseChunker):
 class CharChunker(BaseChunker):
     name = "chars"
 
-    def __init__(self, *, tokenizer: str | TokenCounter = "cl100k", max_chars: int | None = None,
-                 overlap: int | None = None, size: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        tokenizer: str | TokenCounter = "cl100k",
+        max_chars: int | None = None,
+        overlap: int | None = None,
+        size: int | None = None,
+    ) -> None:
         counter_is_chars = getattr(tokenizer, "name", tokenizer) == "chars"
         if max_chars is None and size is not None and counter_is_chars:
             max_chars, size = size, None
@@ -63,15 +77,24 @@ class CharChunker(BaseChunker):
         if max_chars < 1:
             raise RagsiftError("chars: {max_chars} must be at least 1", param="max_chars")
         if overlap < 0 or overlap >= max_chars:
-            raise RagsiftError("{overlap} {o} must be at least 0 and less than {max_chars} {m}",
-                               param="overlap", values={"o": overlap, "m": max_chars})
+            raise RagsiftError(
+                "{overlap} {o} must be at least 0 and less than {max_chars} {m}",
+                param="overlap",
+                values={"o": overlap, "m": max_chars},
+            )
         super().__init__(tokenizer, {"max_chars": max_chars, "overlap": overlap, "size": size})
         self.max_chars = max_chars
         self.budget = size
         self._packer = Packer(
-            [WhitespaceLevel(lookback=40)], budget=size, max_chars=max_chars, overlap=overlap,
-            overlap_in_chars=True, overlap_level=WhitespaceLevel(), tail_min=50,
-            tail_ignores_max_chars=True, stats=self.stats,
+            [WhitespaceLevel(lookback=40)],
+            budget=size,
+            max_chars=max_chars,
+            overlap=overlap,
+            overlap_in_chars=True,
+            overlap_level=WhitespaceLevel(),
+            tail_min=50,
+            tail_ignores_max_chars=True,
+            stats=self.stats,
         )
 
     def _chunk(self, text: str, doc: Document | None, index: Any) -> list[Chunk]:

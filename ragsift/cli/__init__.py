@@ -39,7 +39,12 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     version: bool | None = typer.Option(
-        None, "--version", "-V", callback=_version, is_eager=True, help="Print the version and exit."
+        None,
+        "--version",
+        "-V",
+        callback=_version,
+        is_eager=True,
+        help="Print the version and exit.",
     ),
     debug: bool = typer.Option(False, "--debug", help="Show a traceback for errors."),
 ) -> None:
@@ -50,8 +55,19 @@ from ragsift.cli import chunk as _chunk
 
 _chunk.register(app)
 
-for _name in ("embed", "info", "ls", "rm", "query", "explain", "tune", "calibrate", "evaluate",
-              "mcp", "init"):
+for _name in (
+    "embed",
+    "info",
+    "ls",
+    "rm",
+    "query",
+    "explain",
+    "tune",
+    "calibrate",
+    "evaluate",
+    "mcp",
+    "init",
+):
     # Subcommands land one issue at a time; each module exposes ``register(app)``.
     try:
         _mod = __import__(f"ragsift.cli.{_name}", fromlist=["register"])

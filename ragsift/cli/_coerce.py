@@ -33,8 +33,9 @@ def _leaf(annotation: Any, info: Any, value: Any, ctx: Any) -> Any:
         from typer._param_types import coerce_cli_choice
 
         try:
-            return coerce_cli_choice(value, choices=tuple(annotation),
-                                     case_sensitive=info.case_sensitive, ctx=ctx)
+            return coerce_cli_choice(
+                value, choices=tuple(annotation), case_sensitive=info.case_sensitive, ctx=ctx
+            )
         except ValueError:
             return _UNSURE
     if annotation is str:
@@ -62,7 +63,8 @@ def _leaf(annotation: Any, info: Any, value: Any, ctx: Any) -> Any:
 
 def _plain(annotation: Any) -> bool:
     return annotation in (str, int, float, bool) or (
-        isinstance(annotation, type) and issubclass(annotation, Enum))
+        isinstance(annotation, type) and issubclass(annotation, Enum)
+    )
 
 
 @functools.cache
@@ -98,8 +100,12 @@ def light_param(descriptor: Any) -> Any:
     info, annotation = descriptor.parameter_info, descriptor.annotation
     args = get_args(annotation)
     leaf = args[0] if get_origin(annotation) is list and len(args) == 1 else annotation
-    if (descriptor.file_annotation is not None or info.parser is not None
-            or getattr(info, "click_type", None) is not None or not _plain(leaf)):
+    if (
+        descriptor.file_annotation is not None
+        or info.parser is not None
+        or getattr(info, "click_type", None) is not None
+        or not _plain(leaf)
+    ):
         return None
     return _light_class()(parameter_info=info, annotation=annotation, descriptor=descriptor)
 

@@ -31,8 +31,21 @@ STATE: dict[str, Any] = {"debug": bool(os.environ.get("RAGSIFT_DEBUG")), "projec
 # become the defaults of their options (click's ``default_map``), so a flag or RAGSIFT_INDEX
 # overrides the file and the file overrides the built-in default.
 PROJECT_COMMANDS = frozenset({"embed", "query", "explain", "tune", "ls", "rm", "info", "mcp"})
-_SAME_NAME = ("index", "paths", "include", "exclude", "mode", "k", "reject_window", "span",
-              "model", "pooling", "max_length", "query_prefix", "passage_prefix")
+_SAME_NAME = (
+    "index",
+    "paths",
+    "include",
+    "exclude",
+    "mode",
+    "k",
+    "reject_window",
+    "span",
+    "model",
+    "pooling",
+    "max_length",
+    "query_prefix",
+    "passage_prefix",
+)
 
 
 def project_defaults(project: Any) -> dict[str, Any]:
@@ -73,6 +86,7 @@ def setting_sources(project: Any = None) -> dict[str, str]:
         else:
             out[p.name] = "default"
     return out
+
 
 # -- terminal safety ----------------------------------------------------------------------------
 # C0 controls except tab and newline, DEL, and C1 controls: ESC starts colour, title, clear-screen
@@ -165,7 +179,9 @@ def handle_errors(func: F) -> F:
                 raise typer.Exit(130) from None
             if STATE["debug"]:
                 raise
-            warn(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for a traceback)")
+            warn(
+                f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for a traceback)"
+            )
             raise typer.Exit(EXIT_USAGE) from None
 
     return wrapper  # type: ignore[return-value]
@@ -197,9 +213,11 @@ def _command_flags() -> dict[str, str] | None:
     if ctx is None:
         return None
     # a list parameter given by a repeatable option: "delimiters" -> "--delimiter values"
-    return {p.name: p.opts[0] + (" values" if getattr(p, "multiple", False) else "")
-            for p in ctx.command.params
-            if p.param_type_name == "option" and p.name and p.opts}
+    return {
+        p.name: p.opts[0] + (" values" if getattr(p, "multiple", False) else "")
+        for p in ctx.command.params
+        if p.param_type_name == "option" and p.name and p.opts
+    }
 
 
 def _interrupted(exc: BaseException) -> bool:
@@ -300,13 +318,15 @@ def read_stdin_text(what: str = "stdin") -> str:
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")) or (b"\x00" in raw[:4096]):
         raise RagsiftError(
             f"{what} looks like UTF-16 or UTF-32 text; ragsift reads UTF-8 "
-            "(convert it, e.g. iconv -f UTF-16 -t UTF-8)")
+            "(convert it, e.g. iconv -f UTF-16 -t UTF-8)"
+        )
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise RagsiftError(
             f"{what} is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
-            "convert it to UTF-8, e.g. with iconv") from None
+            "convert it to UTF-8, e.g. with iconv"
+        ) from None
 
 
 _JSON_LINE = json.JSONEncoder(ensure_ascii=False)

@@ -37,8 +37,9 @@ Examples:
 def calibrate_command(
     index: str = INDEX_OPTION,
     model: str | None = MODEL_OPTION,
-    as_json: bool = typer.Option(False, "--json", help="Print the calibration as one JSON "
-                                 "object on stdout."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print the calibration as one JSON object on stdout."
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines on stderr."),
 ) -> None:
     """Fit the relevance score and its default thresholds for the index's model on the
@@ -47,23 +48,31 @@ def calibrate_command(
 
     cost = calibration_cost()
     if not quiet:
-        warn(f"calibrating on the shipped set: {cost.passages} passages and {cost.queries} "
-             f"queries to embed ({', '.join(cost.languages)})")
-    result = calibrate(index, model=model,
-                       progress=None if quiet else (lambda line: warn(line)))
+        warn(
+            f"calibrating on the shipped set: {cost.passages} passages and {cost.queries} "
+            f"queries to embed ({', '.join(cost.languages)})"
+        )
+    result = calibrate(index, model=model, progress=None if quiet else (lambda line: warn(line)))
     if as_json:
         sys.stdout.write(json.dumps(result.as_dict()) + "\n")
         raise typer.Exit(EXIT_OK)
     m = result.dense_map
-    head = (f"calibrated {result.model} ({result.fingerprint}) in {result.seconds:.1f} s on "
-            f"{result.queries} queries: cosine read as {m.a:.4f} × cosine {m.b:+.4f}; stored "
-            f"in {index}")
-    columns = ("mode     threshold  per language (answered / first hit right / off-topic "
-               "admitted; zh, ja held out)")
+    head = (
+        f"calibrated {result.model} ({result.fingerprint}) in {result.seconds:.1f} s on "
+        f"{result.queries} queries: cosine read as {m.a:.4f} × cosine {m.b:+.4f}; stored "
+        f"in {index}"
+    )
+    columns = (
+        "mode     threshold  per language (answered / first hit right / off-topic "
+        "admitted; zh, ja held out)"
+    )
     out = [head, columns]
     for mode, t in result.thresholds.items():
-        folds = "  ".join(f"{f.held_out}: {100 * f.answered:.0f}/{100 * f.first_right:.0f}/"
-                          f"{100 * f.false:.0f}%" for f in result.folds if f.mode == mode)
+        folds = "  ".join(
+            f"{f.held_out}: {100 * f.answered:.0f}/{100 * f.first_right:.0f}/{100 * f.false:.0f}%"
+            for f in result.folds
+            if f.mode == mode
+        )
         out.append(f"{mode:<8} {t:9.2f}  {folds}")
     sys.stdout.write("\n".join(out) + "\n")
     raise typer.Exit(EXIT_OK)
@@ -71,4 +80,5 @@ def calibrate_command(
 
 def register(app: typer.Typer) -> None:
     app.command("calibrate", epilog=EPILOG, help=calibrate_command.__doc__)(
-        handle_errors(calibrate_command))
+        handle_errors(calibrate_command)
+    )

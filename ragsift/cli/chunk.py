@@ -54,8 +54,9 @@ def max_file_size_bytes(value: str | None) -> int | None:
     try:
         return parse_size(value)
     except ValueError:
-        raise typer.BadParameter(f"{value!r} is not a size (e.g. 64M, 1G, 500k)",
-                                 param_hint="--max-file-size") from None
+        raise typer.BadParameter(
+            f"{value!r} is not a size (e.g. 64M, 1G, 500k)", param_hint="--max-file-size"
+        ) from None
 
 
 def summary_parts(skipped: int, ignored: dict[str, int]) -> str:
@@ -67,7 +68,8 @@ def summary_parts(skipped: int, ignored: dict[str, int]) -> str:
         line += f", {reasons[0][1]} ignored: {reasons[0][0]}"
     elif reasons:
         line += f", {sum(ignored.values())} ignored: " + ", ".join(
-            f"{n} {reason}" for reason, n in reasons)
+            f"{n} {reason}" for reason, n in reasons
+        )
     return line
 
 
@@ -82,7 +84,8 @@ FILES_HELP = (
     "(default 64M) are skipped."
 )
 
-EPILOG = """
+EPILOG = (
+    """
 Examples:
 
   ragsift chunk docs/ | jq -r .text
@@ -99,40 +102,152 @@ Examples:
 
 Defaults are embed's (recursive, the model's own tokens, the model's max length), so `ragsift chunk docs/` prints exactly the chunks `ragsift embed docs/` would index with the same flags. Use --tokenizer cl100k --size 512 for the former chunk defaults.
 
-""" + FILES_HELP + """
+"""
+    + FILES_HELP
+    + """
 
 Exit codes: 0 ok, 1 nothing produced, 2 usage error (e.g. a PATH that does not exist), 3 done but some files were skipped (0 with --skips-ok).
 """
+)
 
 
 def chunk_command(
-    paths: list[str] = typer.Argument(..., metavar="PATH...", help="Files, folders (walked recursively) or - for stdin."),
-    strategy: Strategy = typer.Option(Strategy.recursive, "--strategy", "-s", help="Chunking strategy."),
-    size: int | None = typer.Option(None, "--size", "-n", min=1, help="Chunk budget in units of --tokenizer [as embed: the model's max length (256) with --tokenizer model, else 512]. heading/paragraph/chars are capped by --max-chars; --size adds a token cap (with --unit chars it is the character cap)."),
-    overlap: int | None = typer.Option(None, "--overlap", min=0, help="Overlap between chunks (recursive, sentence, tokens, chars) [0; chars: 150]."),
-    unit: Unit = typer.Option(Unit.tokens, "--unit", help="Count sizes in tokens (of --tokenizer) or characters."),
-    tokenizer: Tokenizer = typer.Option(Tokenizer.model, "--tokenizer", help="Token counter: model (the embedder's WordPiece, as embed) [default], cl100k (tiktoken), chars."),
-    model: str | None = typer.Option(None, "--model", help="As for embed: the model folder (or multilingual, or an endpoint URL: cl100k, 256 a chunk) whose tokens and max length set the defaults."),
-    max_length: int | None = typer.Option(None, "--max-length", min=2, max=512, help="As for embed: the model's max length, which sets the default --size."),
-    passage_prefix: str | None = typer.Option(None, "--passage-prefix", metavar="TEXT", help="As for embed: its tokens are left out of the default --size."),
-    fmt: Format = typer.Option(Format.jsonl, "--format", "-f", help="Output: jsonl (one chunk per line), table (for people), text."),
-    include: list[str] = typer.Option([], "--include", help="Only files matching this glob (repeatable)."),
-    exclude: list[str] = typer.Option([], "--exclude", help="Skip files matching this glob (repeatable)."),
-    follow_links: bool = typer.Option(False, "--follow-links", help="Follow symlinks that lead out of the walked folder (links inside it are always followed)."),
-    max_file_size: str | None = typer.Option(None, "--max-file-size", metavar="SIZE", help="Skip input files larger than this (e.g. 64M, 1G) [64M]."),
-    skips_ok: bool = typer.Option(False, "--skips-ok", help="Exit 0 even if some files were skipped (each is still named on stderr)."),
-    rules: str | None = typer.Option(None, "--rules", help="recursive: rule levels from a TOML/JSON file, or a shipped set name (default, markdown)."),
-    min_chars: int | None = typer.Option(None, "--min-chars", min=0, help="recursive [24] / heading, paragraph [min(250, max_chars/4)]: smaller pieces merge with a neighbour."),
-    max_chars: int | None = typer.Option(None, "--max-chars", min=1, help="heading, paragraph, chars: maximum characters per chunk [1000]."),
-    max_level: int | None = typer.Option(None, "--max-level", min=1, max=6, help="heading: split at ATX headings up to this level [6]."),
-    prefix: str | None = typer.Option(None, "--prefix", help="recursive, markdown: text put in every chunk's context (its tokens count against the budget)."),
-    retain_headers: bool = typer.Option(False, "--retain-headers", help="recursive: put the heading trail in context (counted against the budget)."),
-    page_break_tags: bool = typer.Option(False, "--page-break-tags", help="markdown: honour <page_break page=N> tags for page numbers."),
-    min_sentences: int | None = typer.Option(None, "--min-sentences", min=1, help="sentence: minimum sentences per chunk [1]."),
-    min_chars_per_sentence: int | None = typer.Option(None, "--min-chars-per-sentence", min=0, help="sentence: shorter fragments merge with a neighbour [12]."),
-    delimiters: list[str] | None = typer.Option(None, "--delimiter", help="sentence: a sentence delimiter (repeatable) [\". \", \"! \", \"? \", \"\\n\"]."),
-    include_delim: Delim | None = typer.Option(None, "--include-delim", help="sentence/recursive: delimiter goes with the previous piece, the next, or neither [prev]."),
-    allow_oversize: bool = typer.Option(False, "--allow-oversize", help="sentence: let --min-sentences push a chunk past the budget."),
+    paths: list[str] = typer.Argument(
+        ..., metavar="PATH...", help="Files, folders (walked recursively) or - for stdin."
+    ),
+    strategy: Strategy = typer.Option(
+        Strategy.recursive, "--strategy", "-s", help="Chunking strategy."
+    ),
+    size: int | None = typer.Option(
+        None,
+        "--size",
+        "-n",
+        min=1,
+        help="Chunk budget in units of --tokenizer [as embed: the model's max length (256) with --tokenizer model, else 512]. heading/paragraph/chars are capped by --max-chars; --size adds a token cap (with --unit chars it is the character cap).",
+    ),
+    overlap: int | None = typer.Option(
+        None,
+        "--overlap",
+        min=0,
+        help="Overlap between chunks (recursive, sentence, tokens, chars) [0; chars: 150].",
+    ),
+    unit: Unit = typer.Option(
+        Unit.tokens, "--unit", help="Count sizes in tokens (of --tokenizer) or characters."
+    ),
+    tokenizer: Tokenizer = typer.Option(
+        Tokenizer.model,
+        "--tokenizer",
+        help="Token counter: model (the embedder's WordPiece, as embed) [default], cl100k (tiktoken), chars.",
+    ),
+    model: str | None = typer.Option(
+        None,
+        "--model",
+        help="As for embed: the model folder (or multilingual, or an endpoint URL: cl100k, 256 a chunk) whose tokens and max length set the defaults.",
+    ),
+    max_length: int | None = typer.Option(
+        None,
+        "--max-length",
+        min=2,
+        max=512,
+        help="As for embed: the model's max length, which sets the default --size.",
+    ),
+    passage_prefix: str | None = typer.Option(
+        None,
+        "--passage-prefix",
+        metavar="TEXT",
+        help="As for embed: its tokens are left out of the default --size.",
+    ),
+    fmt: Format = typer.Option(
+        Format.jsonl,
+        "--format",
+        "-f",
+        help="Output: jsonl (one chunk per line), table (for people), text.",
+    ),
+    include: list[str] = typer.Option(
+        [], "--include", help="Only files matching this glob (repeatable)."
+    ),
+    exclude: list[str] = typer.Option(
+        [], "--exclude", help="Skip files matching this glob (repeatable)."
+    ),
+    follow_links: bool = typer.Option(
+        False,
+        "--follow-links",
+        help="Follow symlinks that lead out of the walked folder (links inside it are always followed).",
+    ),
+    max_file_size: str | None = typer.Option(
+        None,
+        "--max-file-size",
+        metavar="SIZE",
+        help="Skip input files larger than this (e.g. 64M, 1G) [64M].",
+    ),
+    skips_ok: bool = typer.Option(
+        False,
+        "--skips-ok",
+        help="Exit 0 even if some files were skipped (each is still named on stderr).",
+    ),
+    rules: str | None = typer.Option(
+        None,
+        "--rules",
+        help="recursive: rule levels from a TOML/JSON file, or a shipped set name (default, markdown).",
+    ),
+    min_chars: int | None = typer.Option(
+        None,
+        "--min-chars",
+        min=0,
+        help="recursive [24] / heading, paragraph [min(250, max_chars/4)]: smaller pieces merge with a neighbour.",
+    ),
+    max_chars: int | None = typer.Option(
+        None,
+        "--max-chars",
+        min=1,
+        help="heading, paragraph, chars: maximum characters per chunk [1000].",
+    ),
+    max_level: int | None = typer.Option(
+        None,
+        "--max-level",
+        min=1,
+        max=6,
+        help="heading: split at ATX headings up to this level [6].",
+    ),
+    prefix: str | None = typer.Option(
+        None,
+        "--prefix",
+        help="recursive, markdown: text put in every chunk's context (its tokens count against the budget).",
+    ),
+    retain_headers: bool = typer.Option(
+        False,
+        "--retain-headers",
+        help="recursive: put the heading trail in context (counted against the budget).",
+    ),
+    page_break_tags: bool = typer.Option(
+        False,
+        "--page-break-tags",
+        help="markdown: honour <page_break page=N> tags for page numbers.",
+    ),
+    min_sentences: int | None = typer.Option(
+        None, "--min-sentences", min=1, help="sentence: minimum sentences per chunk [1]."
+    ),
+    min_chars_per_sentence: int | None = typer.Option(
+        None,
+        "--min-chars-per-sentence",
+        min=0,
+        help="sentence: shorter fragments merge with a neighbour [12].",
+    ),
+    delimiters: list[str] | None = typer.Option(
+        None,
+        "--delimiter",
+        help='sentence: a sentence delimiter (repeatable) [". ", "! ", "? ", "\\n"].',
+    ),
+    include_delim: Delim | None = typer.Option(
+        None,
+        "--include-delim",
+        help="sentence/recursive: delimiter goes with the previous piece, the next, or neither [prev].",
+    ),
+    allow_oversize: bool = typer.Option(
+        False,
+        "--allow-oversize",
+        help="sentence: let --min-sentences push a chunk past the budget.",
+    ),
 ) -> None:
     """Split documents into chunks with exact offsets.
 
@@ -158,9 +273,16 @@ def chunk_command(
         "allow_oversize": allow_oversize or None,
     }
     # the chunker embed would use with these flags: chunk previews embed
-    chunker = embed_chunker(model, strategy=strategy.value, size=size, overlap=overlap,
-                                    tokenizer=counter, max_length=max_length,
-                                    passage_prefix=passage_prefix, **options)
+    chunker = embed_chunker(
+        model,
+        strategy=strategy.value,
+        size=size,
+        overlap=overlap,
+        tokenizer=counter,
+        max_length=max_length,
+        passage_prefix=passage_prefix,
+        **options,
+    )
     summary = ChunkSummary()
     records = chunk_files(
         paths,
@@ -189,8 +311,10 @@ def chunk_command(
     _print_summary(summary, counter)
     stats = getattr(getattr(chunker, "stats", None), "as_dict", dict)()
     if stats.get("short"):
-        warn(f"{stats['short']} chunks hold fewer than --min-sentences sentences because the "
-             "budget won (--allow-oversize lets them grow past it)")
+        warn(
+            f"{stats['short']} chunks hold fewer than --min-sentences sentences because the "
+            "budget won (--allow-oversize lets them grow past it)"
+        )
     if summary.chunks == 0 and not summary.skipped:
         raise typer.Exit(EXIT_NOTHING)
     raise typer.Exit(EXIT_SKIPPED if summary.skipped and not skips_ok else EXIT_OK)
@@ -207,17 +331,28 @@ def _print_table(records: list[dict]) -> None:
         _print_blocks(console, records)
         return
     table = Table(title="chunks", show_lines=False)
-    for col, kw in (("id", {}), ("lines", {"justify": "right"}), ("tokens", {"justify": "right"}),
-                    ("lvl", {"justify": "right"}), ("headings", {}), ("text", {"overflow": "ellipsis"})):
+    for col, kw in (
+        ("id", {}),
+        ("lines", {"justify": "right"}),
+        ("tokens", {"justify": "right"}),
+        ("lvl", {"justify": "right"}),
+        ("headings", {}),
+        ("text", {"overflow": "ellipsis"}),
+    ):
         table.add_column(col, **kw)
     for r in records:
         lines = f"{r['line_start']}-{r['line_end']}" if r["line_start"] is not None else ""
         if r["page"] is not None:
             lines += f" p{r['page']}"
         preview = " ".join(r["text"].split())
-        table.add_row(safe_markup(r["id"]), lines, str(r["tokens"]), str(r["level"]),
-                      safe_markup(" › ".join(r["headings"])),
-                      safe_markup(preview[:80] + ("…" if len(preview) > 80 else "")))
+        table.add_row(
+            safe_markup(r["id"]),
+            lines,
+            str(r["tokens"]),
+            str(r["level"]),
+            safe_markup(" › ".join(r["headings"])),
+            safe_markup(preview[:80] + ("…" if len(preview) > 80 else "")),
+        )
     console.print(table)
 
 
@@ -240,22 +375,28 @@ def _print_blocks(console, records: list[dict]) -> None:
         head = flat(r["id"])
         room = max(width - len(meta) - 2, 12)
         if len(head) > room:  # keep the end: the file name and the chunk number
-            head = "…" + head[len(head) - room + 1:]
-        console.print(Text.assemble((head, "bold"), "  ", (meta, "dim")), no_wrap=True,
-                      overflow="ellipsis")
+            head = "…" + head[len(head) - room + 1 :]
+        console.print(
+            Text.assemble((head, "bold"), "  ", (meta, "dim")), no_wrap=True, overflow="ellipsis"
+        )
         if r["headings"]:
-            console.print(Text("  " + flat(" › ".join(r["headings"]), width - 2), style="dim"),
-                          no_wrap=True, overflow="ellipsis")
+            console.print(
+                Text("  " + flat(" › ".join(r["headings"]), width - 2), style="dim"),
+                no_wrap=True,
+                overflow="ellipsis",
+            )
         console.print(Text("  " + flat(r["text"], width - 2)), no_wrap=True, overflow="ellipsis")
 
 
 def _print_summary(summary, counter: str) -> None:
     d = summary.as_dict()
     unit = "chars" if counter == "chars" else f"{counter} tokens"
-    line = (f"{plural(d['files'], 'file')}, {d['parsed']} parsed, "
-            f"{summary_parts(len(d['skipped']), summary.ignored)}; "
-            f"{d['chunks']} chunks, {d['tokens']} {unit} "
-            f"(min {d['min_tokens']}, median {d['median_tokens']:g}, max {d['max_tokens']})")
+    line = (
+        f"{plural(d['files'], 'file')}, {d['parsed']} parsed, "
+        f"{summary_parts(len(d['skipped']), summary.ignored)}; "
+        f"{d['chunks']} chunks, {d['tokens']} {unit} "
+        f"(min {d['min_tokens']}, median {d['median_tokens']:g}, max {d['max_tokens']})"
+    )
     if d["over_budget"]:
         line += f"; {d['over_budget']} chunks over the budget"
     warn(line)

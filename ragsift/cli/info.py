@@ -24,9 +24,19 @@ Examples:
 
 
 def info_command(
-    index: Annotated[str, typer.Option("--index", "-i", envvar="RAGSIFT_INDEX", metavar="FILE", help="Index file.")] = DEFAULT_INDEX,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
-    check: Annotated[bool, typer.Option("--check", help="Verify that vectors, chunks and documents agree (exit 2 if not).")] = False,
+    index: Annotated[
+        str,
+        typer.Option("--index", "-i", envvar="RAGSIFT_INDEX", metavar="FILE", help="Index file."),
+    ] = DEFAULT_INDEX,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object on stdout.")
+    ] = False,
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--check", help="Verify that vectors, chunks and documents agree (exit 2 if not)."
+        ),
+    ] = False,
 ) -> None:
     """Show what an index holds. Reading never blocks a running `ragsift embed`."""
     from ragsift.api import open_index
@@ -36,8 +46,11 @@ def info_command(
         info = ix.info(check=check)
     project = STATE.get("project")
     info["index_from"] = setting_sources(project).get("index", "default")
-    info["project"] = None if project is None else {
-        "file": project.file, "root": project.root, "settings": dict(project.written)}
+    info["project"] = (
+        None
+        if project is None
+        else {"file": project.file, "root": project.root, "settings": dict(project.written)}
+    )
     problems = info.get("problems")
     if as_json:
         sys.stdout.write(json.dumps(info) + "\n")
@@ -92,15 +105,21 @@ def _rows(info: dict) -> list[tuple[str, str]]:
         ("model source", _source(info)),
         ("model fingerprint", str(info.get("model_fingerprint") or "-")),
         ("embedder options", readable(info.get("embedder_options") or None)),
-        ("threshold", "-" if info.get("threshold") is None else
-         f"{info['threshold']:.2f} ({info.get('threshold_origin')})"),
+        (
+            "threshold",
+            "-"
+            if info.get("threshold") is None
+            else f"{info['threshold']:.2f} ({info.get('threshold_origin')})",
+        ),
         ("chunker", str(info.get("chunker") or "-")),
     ]
     opts = dict(info.get("chunker_options") or {})
     if opts.get("strategy") == info.get("chunker"):
         opts.pop("strategy")
-    for key in [*(k for k in CHUNKER_FIRST if k in opts), *(k for k in opts
-                                                            if k not in CHUNKER_FIRST)]:
+    for key in [
+        *(k for k in CHUNKER_FIRST if k in opts),
+        *(k for k in opts if k not in CHUNKER_FIRST),
+    ]:
         rows.append((f"  {key.replace('_', ' ')}", readable(opts[key])))
     rows += [
         ("size on disk", _human(info["size_bytes"])),
@@ -138,8 +157,10 @@ def _print_table(info: dict) -> None:
     width = max(len(k) for k, _ in rows) + 2
     console = stdout_console()
     for key, value in rows:  # paths, model names, options: literal text
-        console.print(Text.assemble((key.ljust(width), "bold"), printable(value, one_line=True)),
-                      soft_wrap=True)
+        console.print(
+            Text.assemble((key.ljust(width), "bold"), printable(value, one_line=True)),
+            soft_wrap=True,
+        )
 
 
 def register(app: typer.Typer) -> None:

@@ -37,8 +37,9 @@ def init_command(
     folder = os.getcwd()
     target = os.path.join(folder, PROJECT_FILE)
     if os.path.exists(target) and not force:
-        raise RagsiftError(f"{PROJECT_FILE} already exists here; edit it, or pass --force to "
-                           "overwrite it")
+        raise RagsiftError(
+            f"{PROJECT_FILE} already exists here; edit it, or pass --force to overwrite it"
+        )
     text = starter(folder)
     try:
         with open(target, "w", encoding="utf-8") as fh:
@@ -47,13 +48,12 @@ def init_command(
         raise RagsiftError(f"cannot write {target}: {exc.strerror or exc}") from None
     project = find_project(folder)  # the file just written parses (a test pins it too)
     paths = ", ".join(os.path.relpath(p, folder) for p in project.settings.get("paths", []))
-    warn(f"wrote {PROJECT_FILE}: index {os.path.relpath(project.settings['index'], folder)}, "
-         f"embeds {paths}; next: ragsift embed")
+    warn(
+        f"wrote {PROJECT_FILE}: index {os.path.relpath(project.settings['index'], folder)}, "
+        f"embeds {paths}; next: ragsift embed"
+    )
     raise typer.Exit(EXIT_OK)
 
 
 def register(app: typer.Typer) -> None:
     app.command("init", epilog=EPILOG, help=init_command.__doc__)(handle_errors(init_command))
-
-
-

@@ -30,9 +30,14 @@ none), 2 on errors.
 
 
 def ls_command(
-    patterns: Annotated[list[str] | None, typer.Argument(
-        metavar="[GLOB]...", help="Only documents whose path matches one of these globs.",
-        show_default=False)] = None,
+    patterns: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="[GLOB]...",
+            help="Only documents whose path matches one of these globs.",
+            show_default=False,
+        ),
+    ] = None,
     index: str = INDEX_OPTION,
     as_json: bool = typer.Option(False, "--json", help="JSON lines: one document per line."),
 ) -> None:
@@ -72,8 +77,16 @@ def _print_table(docs) -> None:
     from ragsift.cli._common import printable, stdout_console
 
     console = stdout_console()
-    rows = [(printable(d.path, one_line=True), str(d.chunks), str(d.tokens), _size(d.size),
-             (document_row(d)["indexed_at"] or "")[:19].replace("T", " ")) for d in docs]
+    rows = [
+        (
+            printable(d.path, one_line=True),
+            str(d.chunks),
+            str(d.tokens),
+            _size(d.size),
+            (document_row(d)["indexed_at"] or "")[:19].replace("T", " "),
+        )
+        for d in docs
+    ]
     widest = max((len(r[0]) for r in rows), default=0)
     if not console.is_terminal or widest + 45 > console.width:
         sys.stdout.writelines("\t".join(r) + "\n" for r in rows)
@@ -87,8 +100,11 @@ def _print_table(docs) -> None:
     for r in rows:
         table.add_row(escape(r[0]), *r[1:])
     console.print(table)
-    console.print(f"[dim]{len(docs)} document{'s' if len(docs) != 1 else ''}, "
-                  f"{sum(d.chunks for d in docs)} chunks[/]", highlight=False)
+    console.print(
+        f"[dim]{len(docs)} document{'s' if len(docs) != 1 else ''}, "
+        f"{sum(d.chunks for d in docs)} chunks[/]",
+        highlight=False,
+    )
 
 
 def _size(n: int | None) -> str:

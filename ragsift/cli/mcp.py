@@ -35,17 +35,30 @@ An MCP client launches it; the configuration to paste (command and arguments):
 
 def mcp_command(
     index: str = INDEX_OPTION,
-    k: int = typer.Option(3, "-k", "--k", min=1,
-                          help="Hits a search returns by default, and the most a call may ask."),
+    k: int = typer.Option(
+        3, "-k", "--k", min=1, help="Hits a search returns by default, and the most a call may ask."
+    ),
     threshold: str | None = typer.Option(
-        None, "--threshold", "-t", metavar="FLOAT|none|auto",
+        None,
+        "--threshold",
+        "-t",
+        metavar="FLOAT|none|auto",
         help="The floor on the relevance score (0-1) for every call: a call may raise it, "
         "never lower it. Default ('auto'): the index's threshold in force (tuned by `ragsift "
-        "tune --save`, else the model's measured default); 'none': no floor."),
-    mode: str = typer.Option(DEFAULT_MODE, "--mode", metavar="|".join(MODES),
-                             help="Evidence the relevance score is computed from."),
-    span: str = typer.Option("chunk", "--span", metavar="chunk|best",
-                             help="best: each hit also carries its evidence span."),
+        "tune --save`, else the model's measured default); 'none': no floor.",
+    ),
+    mode: str = typer.Option(
+        DEFAULT_MODE,
+        "--mode",
+        metavar="|".join(MODES),
+        help="Evidence the relevance score is computed from.",
+    ),
+    span: str = typer.Option(
+        "chunk",
+        "--span",
+        metavar="chunk|best",
+        help="best: each hit also carries its evidence span.",
+    ),
     path: str | None = PATH_OPTION,
     model: str | None = MODEL_OPTION,
 ) -> None:
@@ -55,13 +68,15 @@ def mcp_command(
     try:
         import mcp.server.lowlevel  # noqa: F401 (the optional extra)
     except ImportError:
-        raise RagsiftError("`ragsift mcp` needs the mcp extra: pip install 'ragsift[mcp]'") \
-            from None
+        raise RagsiftError(
+            "`ragsift mcp` needs the mcp extra: pip install 'ragsift[mcp]'"
+        ) from None
     from ragsift.mcp_server import Service, serve
 
     # every option checked and the index opened before serving: a mistake is exit 2
-    service = Service(index, k=k, threshold=threshold_arg(threshold), mode=mode, span=span,
-                      path=path, model=model)
+    service = Service(
+        index, k=k, threshold=threshold_arg(threshold), mode=mode, span=span, path=path, model=model
+    )
     serve(service, debug=bool(STATE["debug"]))
 
 

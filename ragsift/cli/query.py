@@ -24,39 +24,68 @@ DEFAULT_INDEX, DEFAULT_MODE, MODES = api.DEFAULT_INDEX, api.DEFAULT_MODE, api.MO
 
 # -- shared options (query, explain, tune) ----------------------------------------------------
 
-INDEX_OPTION = typer.Option(DEFAULT_INDEX, "--index", "-i", envvar="RAGSIFT_INDEX",
-                            metavar="FILE", help="Index file built by `ragsift embed`.")
+INDEX_OPTION = typer.Option(
+    DEFAULT_INDEX,
+    "--index",
+    "-i",
+    envvar="RAGSIFT_INDEX",
+    metavar="FILE",
+    help="Index file built by `ragsift embed`.",
+)
 K_OPTION = typer.Option(3, "-k", "--k", min=1, help="Admit at most K hits.")
 THRESHOLD_OPTION = typer.Option(
-    None, "--threshold", "-t", metavar="FLOAT|none|auto",
+    None,
+    "--threshold",
+    "-t",
+    metavar="FLOAT|none|auto",
     help="Floor on the relevance score (0-1, an estimate of the probability that a hit is "
     "relevant): nothing below it is admitted, even if that leaves no hit. Default ('auto'): "
     "the threshold stored by `ragsift tune --save`, else the model's measured default (only "
     "the bundled all-MiniLM-L6-v2 has one: 0.17 hybrid, 0.17 dense, 0.21 lexical); 'none' "
-    "disables the floor.")
+    "disables the floor.",
+)
 REJECT_WINDOW_OPTION = typer.Option(
-    10, "--reject-window", min=0,
+    10,
+    "--reject-window",
+    min=0,
     help="Also fetch this many candidates after the first K, to report near-misses. Never "
-    "changes which hits are admitted.")
+    "changes which hits are admitted.",
+)
 MAX_CHARS_OPTION = typer.Option(
-    None, "--max-chars", min=1,
+    None,
+    "--max-chars",
+    min=1,
     help="Character budget for the admitted text: admission stops at the first hit that does "
-    "not fit.")
-PATH_OPTION = typer.Option(None, "--path", metavar="GLOB",
-                           help="Only search chunks of documents whose path matches GLOB "
-                           "(`*` also matches `/`).")
+    "not fit.",
+)
+PATH_OPTION = typer.Option(
+    None,
+    "--path",
+    metavar="GLOB",
+    help="Only search chunks of documents whose path matches GLOB (`*` also matches `/`).",
+)
 MODE_OPTION = typer.Option(
-    DEFAULT_MODE, "--mode", metavar="|".join(MODES),
+    DEFAULT_MODE,
+    "--mode",
+    metavar="|".join(MODES),
     help="Evidence the relevance score is computed from: dense (cosine), lexical (BM25) or "
-    "hybrid (both). Candidates are ordered by that score and the threshold applies to it.")
+    "hybrid (both). Candidates are ordered by that score and the threshold applies to it.",
+)
 SPAN_OPTION = typer.Option(
-    "chunk", "--span", metavar="chunk|best",
+    "chunk",
+    "--span",
+    metavar="chunk|best",
     help="chunk: return whole chunks; best: also the evidence span of each hit (JSON fields "
-         "span_start, span_end, span_text: offsets into the document text).")
-MODEL_OPTION = typer.Option(None, "--model", metavar="DIR|URL",
-                            help="ONNX model folder the index was built with (default: the bundled "
-                            "all-MiniLM-L6-v2, or multilingual or the endpoint URL for an index "
-                            "built with it; a URL for an endpoint that moved).")
+    "span_start, span_end, span_text: offsets into the document text).",
+)
+MODEL_OPTION = typer.Option(
+    None,
+    "--model",
+    metavar="DIR|URL",
+    help="ONNX model folder the index was built with (default: the bundled "
+    "all-MiniLM-L6-v2, or multilingual or the endpoint URL for an index "
+    "built with it; a URL for an endpoint that moved).",
+)
 
 
 def open_index(index: str, model: str | None) -> api.Index:
@@ -79,7 +108,8 @@ def threshold_arg(text: str | None) -> float | str | None:
         return float(word)
     except ValueError:
         raise RagsiftError(
-            f"--threshold must be a number, 'none' or 'auto', not {text!r}") from None
+            f"--threshold must be a number, 'none' or 'auto', not {text!r}"
+        ) from None
 
 
 def fmt_threshold(value: float | None) -> str:
@@ -124,8 +154,9 @@ measured threshold and none given or tuned).
 
 
 def query_command(
-    text: str = typer.Argument(..., metavar="QUERY", help="The query, or - to read one query "
-                               "per line from stdin."),
+    text: str = typer.Argument(
+        ..., metavar="QUERY", help="The query, or - to read one query per line from stdin."
+    ),
     index: str = INDEX_OPTION,
     k: int = K_OPTION,
     threshold: str | None = THRESHOLD_OPTION,
@@ -135,15 +166,23 @@ def query_command(
     model: str | None = MODEL_OPTION,
     mode: str = MODE_OPTION,
     span: str = SPAN_OPTION,
-    as_json: bool = typer.Option(False, "--json", help="JSON lines: one hit per line (the same "
-                                 "as --format json)."),
-    fmt: str = typer.Option("text", "--format", metavar="text|grep|json",
-                            help="text: score, path:line and the chunk, for reading; grep: one "
-                            "line per hit, `path:line: preview`, for editors' quickfix lists "
-                            "and fzf (QUERY - adds the query's number first: "
-                            "`N:path:line: preview`); json: JSON lines, like --json."),
-    rejected: bool = typer.Option(False, "--rejected", help="Also print the rejected "
-                                  "candidates with their reason (--json: admitted: false)."),
+    as_json: bool = typer.Option(
+        False, "--json", help="JSON lines: one hit per line (the same as --format json)."
+    ),
+    fmt: str = typer.Option(
+        "text",
+        "--format",
+        metavar="text|grep|json",
+        help="text: score, path:line and the chunk, for reading; grep: one "
+        "line per hit, `path:line: preview`, for editors' quickfix lists "
+        "and fzf (QUERY - adds the query's number first: "
+        "`N:path:line: preview`); json: JSON lines, like --json.",
+    ),
+    rejected: bool = typer.Option(
+        False,
+        "--rejected",
+        help="Also print the rejected candidates with their reason (--json: admitted: false).",
+    ),
 ) -> None:
     """Search an index and print the hits that clear the similarity threshold.
 
@@ -159,9 +198,16 @@ def query_command(
         raise RagsiftError("--rejected needs --format text or json (grep lists the hits)")
     queries, batch = read_queries(text)
     with open_index(index, model) as ix:
-        found = ix.search(queries, k=k, threshold=threshold_arg(threshold),
-                          reject_window=reject_window, max_chars=max_chars, path=path,
-                          mode=mode, span=span)
+        found = ix.search(
+            queries,
+            k=k,
+            threshold=threshold_arg(threshold),
+            reject_window=reject_window,
+            max_chars=max_chars,
+            path=path,
+            mode=mode,
+            span=span,
+        )
     warn_search(found, queries if batch else None)
     results, paths = found.results, found.paths
     any_admitted = False
@@ -174,8 +220,11 @@ def query_command(
         # position among the queries read (1 = the first; blank lines are not queries).
         # A number holds no colon, so `cut -d: -f1` is the query and `cut -d: -f2-` the
         # single-query line, whatever the path holds; one query keeps grep's own format.
-        sys.stdout.writelines((f"{n}:" if batch else "") + grep_line(c) + "\n"
-                              for n, r in enumerate(results, 1) for c in r.admitted)
+        sys.stdout.writelines(
+            (f"{n}:" if batch else "") + grep_line(c) + "\n"
+            for n, r in enumerate(results, 1)
+            for c in r.admitted
+        )
         sys.stdout.flush()
     else:
         _print_hits(results, batch, rejected)
@@ -198,14 +247,15 @@ def warn_search(found: Search, queries: list[str] | None = None) -> None:
         warn(found.threshold.warning)
     for i, dropped in enumerate(found.truncated):
         if dropped:
-            warn(truncation_warning(found.max_length, dropped,
-                                    queries[i] if queries else None))
+            warn(truncation_warning(found.max_length, dropped, queries[i] if queries else None))
     dense = [r.query for r in found.results if r.mode != "lexical"]
     script = api.unread_script(found.model, " ".join(dense)) if dense else None
     if script:
-        warn(f"warning: the query is in {script} script, which this index's model "
-             f"({found.model}, English) cannot read: its dense side is noise; --mode lexical "
-             "matches its words, or embed with --model multilingual --rebuild")
+        warn(
+            f"warning: the query is in {script} script, which this index's model "
+            f"({found.model}, English) cannot read: its dense side is noise; --mode lexical "
+            "matches its words, or embed with --model multilingual --rebuild"
+        )
 
 
 def hit_row(c: Candidate, r: Retrieval, batch: bool) -> dict[str, Any]:
@@ -237,11 +287,13 @@ def _print_hits(results: list[Retrieval], batch: bool, rejected: bool) -> None:
             for c in r.rejected:
                 preview = " ".join(c.text.split())[:70]
                 why = rule(c, r)
-                console.print(f"[dim]{c.score:.3f}  {escape(c.location)}  rejected ({c.reason})"
-                              f"{', ' + escape(why) if why else ''}: {escape(preview)}[/]",
-                              highlight=False, soft_wrap=True)
+                console.print(
+                    f"[dim]{c.score:.3f}  {escape(c.location)}  rejected ({c.reason})"
+                    f"{', ' + escape(why) if why else ''}: {escape(preview)}[/]",
+                    highlight=False,
+                    soft_wrap=True,
+                )
 
 
 def register(app: typer.Typer) -> None:
     app.command("query", epilog=EPILOG, help=query_command.__doc__)(handle_errors(query_command))
-

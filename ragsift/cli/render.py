@@ -36,6 +36,7 @@ GREP_PREVIEW = 160  # characters of text after ``path:line:`` in --format grep
 
 # -- words ------------------------------------------------------------------------------------
 
+
 def rule(c: Candidate, r: Retrieval) -> str:
     """The rule that turned ``c`` away, in numbers (``rank 5 > k 3``), or "" when the gap
     already says it (below the threshold) or it was admitted."""
@@ -59,11 +60,13 @@ def reason_label(c: Candidate, r: Retrieval) -> str:
 
 def truncation_warning(max_length: int, dropped: int, query: str | None = None) -> str:
     prefix = f"{query!r}: " if query is not None else ""
-    return (f"warning: {prefix}query truncated to {max_length} model tokens; {dropped} tokens "
-            "ignored")
+    return (
+        f"warning: {prefix}query truncated to {max_length} model tokens; {dropped} tokens ignored"
+    )
 
 
 # -- grep format ------------------------------------------------------------------------------
+
 
 def grep_line(c: Candidate) -> str:
     """``path:line: preview`` (the format of ``grep -n``, editors' quickfix lists and fzf): one
@@ -90,6 +93,7 @@ def flat(text: str, limit: int | None = None) -> str:
 
 
 # -- explain's building blocks (the layout itself: cli/explain.py) -----------------------------
+
 
 def signed(value: float | None) -> str:
     if value is None:
@@ -178,7 +182,7 @@ def bar(score: float, threshold: float | None, cells: int, style: str = "") -> T
     if threshold is None:
         return Text(text, style=style)
     mark = max(0, min(cells - 1, int(threshold * cells)))
-    return Text.assemble((text[:mark], style), ("┃", "bold"), (text[mark + 1:], style))
+    return Text.assemble((text[:mark], style), ("┃", "bold"), (text[mark + 1 :], style))
 
 
 def axis(cells: int) -> str:
@@ -203,15 +207,17 @@ def evidence_cells(c: Candidate, r: Retrieval) -> tuple[str, ...]:
     in a candidate only one of them found."""
     cells = []
     if r.mode != "lexical":
-        rank = c.dense_rank if c.dense_rank is not None else (c.rank if r.mode == "dense"
-                                                             else None)
+        rank = c.dense_rank if c.dense_rank is not None else (c.rank if r.mode == "dense" else None)
         cos = "-" if c.dense_score is None else f"cos {c.dense_score:.2f}"
         if c.unit_score is not None:
             cos = f"unit {c.unit_score:.2f} · {cos}"
         cells.append(cos + (f" #{rank}" if rank is not None else ""))
     if r.mode != "dense":
-        cells.append("-" if c.lexical_rank is None or c.lexical_share is None else
-                     f"lex {c.lexical_share:.2f} #{c.lexical_rank}")
+        cells.append(
+            "-"
+            if c.lexical_rank is None or c.lexical_share is None
+            else f"lex {c.lexical_share:.2f} #{c.lexical_rank}"
+        )
     return tuple(cells)
 
 
@@ -251,8 +257,10 @@ def counts_line(r: Retrieval) -> str:
     n, want = len(r.candidates), r.k + r.reject_window
     shown = f"{n} candidates = k {r.k} + reject window {r.reject_window}"
     if n < want:
-        shown = (f"{n} candidate{'s' * (n != 1)}: all there are (k {r.k} + reject window "
-                 f"{r.reject_window} allow {want})")
+        shown = (
+            f"{n} candidate{'s' * (n != 1)}: all there are (k {r.k} + reject window "
+            f"{r.reject_window} allow {want})"
+        )
     return f"{shown} · {len(r.admitted)} admitted · {len(r.rejected)} rejected"
 
 
@@ -271,9 +279,11 @@ def group_label(c: Candidate, r: Retrieval) -> str:
     names it and its rule in numbers (``over-k (rank > k 3)``)."""
     from ragsift.api import BELOW_THRESHOLD, OVER_CHAR_BUDGET, OVER_K
 
-    rules = {BELOW_THRESHOLD: "" if r.threshold is None else f"score < {r.threshold:.2f}",
-             OVER_K: f"rank > k {r.k}",
-             OVER_CHAR_BUDGET: "" if r.max_chars is None else f"--max-chars {r.max_chars}"}
+    rules = {
+        BELOW_THRESHOLD: "" if r.threshold is None else f"score < {r.threshold:.2f}",
+        OVER_K: f"rank > k {r.k}",
+        OVER_CHAR_BUDGET: "" if r.max_chars is None else f"--max-chars {r.max_chars}",
+    }
     why = rules.get(c.reason or "", "")
     return f"{c.reason} ({why})" if why else str(c.reason)
 
@@ -288,8 +298,12 @@ def best_unit(c: Candidate, a: Attribution | None) -> tuple[int, int] | None:
         if 0 <= s < e <= len(c.text):
             return s, e
     best = a.best if a is not None else None
-    if (best is not None and best.start is not None and best.end is not None
-            and 0 <= best.start < best.end <= len(c.text)):
+    if (
+        best is not None
+        and best.start is not None
+        and best.end is not None
+        and 0 <= best.start < best.end <= len(c.text)
+    ):
         return best.start, best.end
     return None
 
@@ -322,8 +336,9 @@ UNIT_STYLE = "bold reverse"
 MARKS = ("»", "«")  # around the best unit where the terminal shows no styles
 
 
-def window(console: Console, styled: Text, room: int, max_lines: int,
-           marks: bool = False) -> list[Text]:
+def window(
+    console: Console, styled: Text, room: int, max_lines: int, marks: bool = False
+) -> list[Text]:
     """At most ``max_lines`` lines of ``room`` cells from ``styled`` (a chunk's text with its
     best unit in ``UNIT_STYLE``), whitespace flattened, starting shortly before the best unit;
     "…" where text was left out. ``marks``: the unit also between ``»`` and ``«`` (for output
@@ -350,7 +365,7 @@ def window(console: Console, styled: Text, room: int, max_lines: int,
             lo = first - lead
             space = text.plain.find(" ", lo, first)  # start at a word
             lo = space + 1 if space != -1 else lo
-    shown = Text("…" if lo else "").append_text(text[lo:lo + budget + room])
+    shown = Text("…" if lo else "").append_text(text[lo : lo + budget + room])
     wrapped = list(shown.wrap(console, room))
     lines = wrapped[:max_lines]
     if lines and (len(wrapped) > max_lines or lo + budget + room < len(text)):
@@ -387,6 +402,7 @@ def print_hit(console: Console, c: Candidate) -> None:
     text = c.span_text if c.span_text is not None else c.text
     body = Text(shown(SOFT_BREAK.sub(" ", text.strip("\n"))))
     for line in body.wrap(console, max(20, console.width - 4)):
-        console.print(Text("    ").append_text(line.rstrip() or line) if line.plain.strip()
-                      else Text())
+        console.print(
+            Text("    ").append_text(line.rstrip() or line) if line.plain.strip() else Text()
+        )
     console.print()

@@ -30,15 +30,24 @@ matched, 2 on errors (no index, or another process is writing it: retry or pass 
 
 
 def rm_command(
-    patterns: Annotated[list[str], typer.Argument(
-        metavar="PATH|GLOB...", help="Document paths or globs (as `ragsift ls` shows them).")],
+    patterns: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="PATH|GLOB...", help="Document paths or globs (as `ragsift ls` shows them)."
+        ),
+    ],
     index: str = INDEX_OPTION,
-    dry_run: bool = typer.Option(False, "--dry-run", help="Show what would be removed; "
-                                 "change nothing."),
-    wait: bool = typer.Option(False, "--wait", help="Wait for another writer to finish "
-                              "instead of failing."),
-    as_json: bool = typer.Option(False, "--json", help="JSON lines: one removed document per "
-                                 "line (the fields of `ragsift ls --json`)."),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Show what would be removed; change nothing."
+    ),
+    wait: bool = typer.Option(
+        False, "--wait", help="Wait for another writer to finish instead of failing."
+    ),
+    as_json: bool = typer.Option(
+        False,
+        "--json",
+        help="JSON lines: one removed document per line (the fields of `ragsift ls --json`).",
+    ),
 ) -> None:
     """Remove documents from an index: their chunks, full-text entries and vectors, in one
     atomic step. Refused while another process writes the index (unless --wait)."""

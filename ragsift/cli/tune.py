@@ -59,17 +59,26 @@ def _no_short_q(value: bool) -> None:
     queries file has no short flag. Typed out of habit, it gets one line naming ``--queries``
     (exit 2) instead of click's "No such option" box or a file taken for something else."""
     if value:
-        warn("tune has no -q (it means --quiet in other commands); give the labelled queries "
-             "file as --queries FILE")
+        warn(
+            "tune has no -q (it means --quiet in other commands); give the labelled queries "
+            "file as --queries FILE"
+        )
         raise typer.Exit(EXIT_USAGE)
 
 
 def tune_command(
     index: str = INDEX_OPTION,
-    queries: str = typer.Option(..., "--queries", metavar="FILE",
-                                help="Labelled queries, JSON lines (see below)."),
-    _q: bool = typer.Option(False, "-q", hidden=True, is_eager=True, callback=_no_short_q,
-                            help="Not an option of tune (-q is --quiet elsewhere)."),
+    queries: str = typer.Option(
+        ..., "--queries", metavar="FILE", help="Labelled queries, JSON lines (see below)."
+    ),
+    _q: bool = typer.Option(
+        False,
+        "-q",
+        hidden=True,
+        is_eager=True,
+        callback=_no_short_q,
+        help="Not an option of tune (-q is --quiet elsewhere).",
+    ),
     k: int = K_OPTION,
     threshold: str | None = THRESHOLD_OPTION,
     reject_window: int = REJECT_WINDOW_OPTION,
@@ -77,16 +86,21 @@ def tune_command(
     path: str | None = PATH_OPTION,
     model: str | None = MODEL_OPTION,
     mode: str = MODE_OPTION,
-    optimize: str = typer.Option("f1", "--optimize", metavar="TARGET",
-                                 help="f1, recall@precision=P or precision@recall=R."),
-    step: float = typer.Option(0.01, "--step", min=0.001, max=0.5,
-                               help="Threshold sweep step."),
-    rows: int = typer.Option(20, "--rows", min=1, help="Table rows to show (the full sweep "
-                             "is in --json)."),
+    optimize: str = typer.Option(
+        "f1", "--optimize", metavar="TARGET", help="f1, recall@precision=P or precision@recall=R."
+    ),
+    step: float = typer.Option(0.01, "--step", min=0.001, max=0.5, help="Threshold sweep step."),
+    rows: int = typer.Option(
+        20, "--rows", min=1, help="Table rows to show (the full sweep is in --json)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the report as one JSON object."),
-    save: bool = typer.Option(False, "--save", help="Store the recommended threshold in the "
-                              "index: query and explain then use it by default (shown as "
-                              "\"tuned on N queries\"). Takes the writer lock."),
+    save: bool = typer.Option(
+        False,
+        "--save",
+        help="Store the recommended threshold in the "
+        "index: query and explain then use it by default (shown as "
+        '"tuned on N queries"). Takes the writer lock.',
+    ),
 ) -> None:
     """Measure precision, recall and F1 of the admitted sets across thresholds, and recommend
     the threshold that maximises F1 (or another --optimize target).
@@ -101,9 +115,17 @@ def tune_command(
         floor = ix.threshold(threshold_arg(threshold), mode, required=False)
         if floor.warning:
             warn(floor.warning)
-        report = ix.tune(labelled, objective=objective, step=step, k=k,
-                         threshold=threshold_arg(threshold), reject_window=reject_window,
-                         max_chars=max_chars, path=path, mode=mode)
+        report = ix.tune(
+            labelled,
+            objective=objective,
+            step=step,
+            k=k,
+            threshold=threshold_arg(threshold),
+            reject_window=reject_window,
+            max_chars=max_chars,
+            path=path,
+            mode=mode,
+        )
     if report.unmatched_line():
         warn("warning: " + report.unmatched_line())
     if save:
@@ -124,24 +146,45 @@ def render(console: Console, report: TuneReport, max_rows: int) -> None:
     from rich.table import Table
 
     rec = report.recommended
-    console.print(f"[bold]tune[/] {report.queries} queries · model {report.model} · k "
-                  f"{report.k} · objective {report.objective}", highlight=False)
-    ranking = "  ".join(f"{name} {value:.3f}" for name, value in report.ranking.items()
-                        if name != "answerable_queries")
-    console.print(f"[dim]ranking of the first k (any threshold): {ranking} over "
-                  f"{int(report.ranking['answerable_queries'])} answerable queries[/]",
-                  highlight=False)
+    console.print(
+        f"[bold]tune[/] {report.queries} queries · model {report.model} · k "
+        f"{report.k} · objective {report.objective}",
+        highlight=False,
+    )
+    ranking = "  ".join(
+        f"{name} {value:.3f}"
+        for name, value in report.ranking.items()
+        if name != "answerable_queries"
+    )
+    console.print(
+        f"[dim]ranking of the first k (any threshold): {ranking} over "
+        f"{int(report.ranking['answerable_queries'])} answerable queries[/]",
+        highlight=False,
+    )
 
     table = Table(title="threshold sweep", title_justify="left")
-    for col in ("threshold", "precision", "recall", "F1", "nothing", "nothing (answerable)",
-                "admitted/query"):
+    for col in (
+        "threshold",
+        "precision",
+        "recall",
+        "F1",
+        "nothing",
+        "nothing (answerable)",
+        "admitted/query",
+    ):
         table.add_column(col, justify="right")
     for row in _pick_rows(report.rows, rec, max_rows):
         style = "bold green" if row is rec else None
-        table.add_row(fmt_threshold(row.threshold), f"{row.precision:.3f}",
-                      f"{row.recall:.3f}", f"{row.f1:.3f}", f"{row.empty:.0%}",
-                      f"{row.empty_answerable:.0%}", f"{row.admitted_per_query:.2f}",
-                      style=style)
+        table.add_row(
+            fmt_threshold(row.threshold),
+            f"{row.precision:.3f}",
+            f"{row.recall:.3f}",
+            f"{row.f1:.3f}",
+            f"{row.empty:.0%}",
+            f"{row.empty_answerable:.0%}",
+            f"{row.admitted_per_query:.2f}",
+            style=style,
+        )
     console.print(table)
     for line in pr_plot(report.rows, rec):
         console.print(line, highlight=False)
@@ -149,23 +192,36 @@ def render(console: Console, report: TuneReport, max_rows: int) -> None:
         console.print(line, highlight=False)
     if report.current is not None:
         cur = report.current
-        console.print(f"current threshold {fmt_threshold(report.current_threshold)}: precision "
-                      f"{cur.precision:.3f} recall {cur.recall:.3f} F1 {cur.f1:.3f} nothing "
-                      f"{cur.empty:.0%}", highlight=False)
+        console.print(
+            f"current threshold {fmt_threshold(report.current_threshold)}: precision "
+            f"{cur.precision:.3f} recall {cur.recall:.3f} F1 {cur.f1:.3f} nothing "
+            f"{cur.empty:.0%}",
+            highlight=False,
+        )
     if rec is None:
-        console.print(f"[bold red]no threshold recommended: "
-                      f"{report.no_recommendation or 'no threshold meets ' + report.objective}[/]",
-                      highlight=False, soft_wrap=True)
+        console.print(
+            f"[bold red]no threshold recommended: "
+            f"{report.no_recommendation or 'no threshold meets ' + report.objective}[/]",
+            highlight=False,
+            soft_wrap=True,
+        )
     else:
-        console.print(f"[bold green]recommended threshold {fmt_threshold(rec.threshold)}[/] "
-                      f"({report.objective}): precision {rec.precision:.3f} recall "
-                      f"{rec.recall:.3f} F1 {rec.f1:.3f}; {rec.empty:.0%} of queries get "
-                      f"nothing. Use: --threshold {fmt_threshold(rec.threshold)}",
-                      highlight=False, soft_wrap=True)
+        console.print(
+            f"[bold green]recommended threshold {fmt_threshold(rec.threshold)}[/] "
+            f"({report.objective}): precision {rec.precision:.3f} recall "
+            f"{rec.recall:.3f} F1 {rec.f1:.3f}; {rec.empty:.0%} of queries get "
+            f"nothing. Use: --threshold {fmt_threshold(rec.threshold)}",
+            highlight=False,
+            soft_wrap=True,
+        )
     if report.saved is not None:
-        console.print(f"saved in the index: query and explain now use threshold "
-                      f"{fmt_threshold(report.saved['value'])} (tuned on {report.queries} "
-                      "queries)", highlight=False, soft_wrap=True)
+        console.print(
+            f"saved in the index: query and explain now use threshold "
+            f"{fmt_threshold(report.saved['value'])} (tuned on {report.queries} "
+            "queries)",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def _pick_rows(rows: list[SweepRow], rec: SweepRow | None, n: int) -> list[SweepRow]:
@@ -179,8 +235,9 @@ def _pick_rows(rows: list[SweepRow], rec: SweepRow | None, n: int) -> list[Sweep
     return picked
 
 
-def pr_plot(rows: list[SweepRow], rec: SweepRow | None, height: int = 10,
-            width: int = 60) -> list[str]:
+def pr_plot(
+    rows: list[SweepRow], rec: SweepRow | None, height: int = 10, width: int = 60
+) -> list[str]:
     """Precision (P), recall (R) and F1 (F) against the threshold; ┃ marks the recommendation."""
     if not rows:
         return []
@@ -189,8 +246,12 @@ def pr_plot(rows: list[SweepRow], rec: SweepRow | None, height: int = 10,
     grid = [[" "] * len(cols) for _ in range(height + 1)]
     rec_col = None
     for x, row in enumerate(cols):
-        if rec is not None and rec.threshold is not None and row.threshold is not None and \
-                abs(row.threshold - rec.threshold) < stride * 0.0100001:
+        if (
+            rec is not None
+            and rec.threshold is not None
+            and row.threshold is not None
+            and abs(row.threshold - rec.threshold) < stride * 0.0100001
+        ):
             rec_col = x if rec_col is None else rec_col
         for mark, value in (("F", row.f1), ("R", row.recall), ("P", row.precision)):
             y = height - round(value * height)
@@ -199,8 +260,12 @@ def pr_plot(rows: list[SweepRow], rec: SweepRow | None, height: int = 10,
         for y in range(height + 1):
             if grid[y][rec_col] == " ":
                 grid[y][rec_col] = "┃"
-    lines = [("[bold]precision (P), recall (R), F1 (F) vs threshold[/]  [dim]* = overlap, "
-             "┃ = recommended[/]")]
+    lines = [
+        (
+            "[bold]precision (P), recall (R), F1 (F) vs threshold[/]  [dim]* = overlap, "
+            "┃ = recommended[/]"
+        )
+    ]
     for y, cells in enumerate(grid):
         label = f"{1 - y / height:4.1f} │" if y % 5 == 0 else "     │"
         lines.append(label + "".join(cells))
@@ -216,15 +281,21 @@ def distribution_lines(report: TuneReport, width: int = 30) -> list[str]:
     rel, irr = d["relevant"], d["irrelevant"]
     top = max(rel + irr + [1])
     step = (d["hi"] - d["lo"]) / d["bins"]
-    lines = [("[bold]candidate scores[/]: [green]relevant[/] (median "
-             f"{_num(d['relevant_median'])}) vs [red]irrelevant[/] (median "
-             f"{_num(d['irrelevant_median'])})")]
+    lines = [
+        (
+            "[bold]candidate scores[/]: [green]relevant[/] (median "
+            f"{_num(d['relevant_median'])}) vs [red]irrelevant[/] (median "
+            f"{_num(d['irrelevant_median'])})"
+        )
+    ]
     for i in range(d["bins"] - 1, -1, -1):
         lo = d["lo"] + i * step
         r_bar = "█" * round(rel[i] / top * width)
         i_bar = "█" * round(irr[i] / top * width)
-        lines.append(f"{lo:5.2f} [green]{r_bar:>{width}}[/]│[red]{i_bar:<{width}}[/] "
-                     f"[dim]{rel[i]}/{irr[i]}[/]")
+        lines.append(
+            f"{lo:5.2f} [green]{r_bar:>{width}}[/]│[red]{i_bar:<{width}}[/] "
+            f"[dim]{rel[i]}/{irr[i]}[/]"
+        )
     return lines
 
 

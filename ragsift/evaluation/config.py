@@ -76,8 +76,9 @@ class EvalConfig:
 
     def fusion_settings(self) -> Fusion:
         """The retrieval engine's ``Fusion`` for this configuration."""
-        return Fusion(fusion=self.fusion, alpha=self.alpha, norm=self.norm, rrf_k=self.rrf_k,
-                      depth=self.depth)
+        return Fusion(
+            fusion=self.fusion, alpha=self.alpha, norm=self.norm, rrf_k=self.rrf_k, depth=self.depth
+        )
 
     def replace(self, **changes: Any) -> EvalConfig:
         return dataclasses.replace(self, **changes)

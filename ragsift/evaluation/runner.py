@@ -216,8 +216,9 @@ def _make_chunker(cfg: EvalConfig) -> Any:
         sized = cfg.chunker in REFERENCE_CHUNKERS or "size" in OPTIONS.get(cfg.chunker, ())
         if sized and "max_chars" not in options:
             # the size `ragsift embed` uses (one definition: ingest.embed_size)
-            options.setdefault("size", embed_size(tokenizer,
-                                                  cfg.embedder_options.get("passage_prefix")))
+            options.setdefault(
+                "size", embed_size(tokenizer, cfg.embedder_options.get("passage_prefix"))
+            )
     try:
         if cfg.chunker in REFERENCE_CHUNKERS:
             return REFERENCE_CHUNKERS[cfg.chunker](tokenizer=tokenizer, **options)
@@ -244,9 +245,13 @@ def _build(
 QUERY_BLOCK = 64  # queries retrieved at a time (bounds the candidate records held)
 
 
-def ranked(index: Any, cfg: EvalConfig, queries: Sequence[str], depth: int,
-           records: Mapping[int, ChunkRecord] | None = None
-           ) -> Iterator[list[tuple[ChunkRecord, Ranked]]]:
+def ranked(
+    index: Any,
+    cfg: EvalConfig,
+    queries: Sequence[str],
+    depth: int,
+    records: Mapping[int, ChunkRecord] | None = None,
+) -> Iterator[list[tuple[ChunkRecord, Ranked]]]:
     """Each query's best ``depth`` candidates in the configuration's mode, best first, as
     (chunk record, ranked candidate): the ranking ``ragsift query`` applies its threshold to
     (``api.Index.rank``: the engine's one function that orders candidates). No top-K record
@@ -254,10 +259,16 @@ def ranked(index: Any, cfg: EvalConfig, queries: Sequence[str], depth: int,
     double the search time."""
     fusion = cfg.fusion_settings()
     for lo in range(0, len(queries), QUERY_BLOCK):
-        block = list(queries[lo:lo + QUERY_BLOCK])
+        block = list(queries[lo : lo + QUERY_BLOCK])
         lists = index.rank(block, depth=depth, mode=cfg.mode, fusion=fusion)
-        recs = records if records is not None else {r.rowid: r for r in index.records(
-            sorted({c.rowid for cands in lists for c in cands}))}
+        recs = (
+            records
+            if records is not None
+            else {
+                r.rowid: r
+                for r in index.records(sorted({c.rowid for cands in lists for c in cands}))
+            }
+        )
         for cands in lists:
             yield [(recs[c.rowid], c) for c in cands]
 
@@ -270,9 +281,7 @@ def _common(cfg: EvalConfig, dataset: Any, index: _Index, n_queries: int) -> dic
         "queries": n_queries,
         "chunks": len(index.records),
         "truncated_chunks": sum(1 for r in index.records if r.truncated),
-        "mean_chunk_chars": (
-            sum(r.end - r.start for r in index.records) / len(index.records)
-        ),
+        "mean_chunk_chars": (sum(r.end - r.start for r in index.records) / len(index.records)),
     }
 
 
@@ -282,17 +291,21 @@ def _score_spans(
     questions = dataset.questions
     per_q: list[tuple[str, m.SpanScores]] = []
     judged: list[list[tuple[float, bool]]] = []
-    tops = ranked(index.index, cfg, [q.question for q in questions], cfg.k,
-                  index.by_rowid)
+    tops = ranked(index.index, cfg, [q.question for q in questions], cfg.k, index.by_rowid)
     corpus_by_rowid = {r.rowid: corpus_of(r.path) for r in index.records}  # once per chunk
     from ragsift.api import spans_of_ranked
+
     for q, top in zip(questions, tops):
         retrieved = [(corpus_by_rowid[rec.rowid], int(rec.start), int(rec.end)) for rec, _ in top]
         if cfg.span != "chunk":
             # score each hit's evidence span: the rule `query --span best` applies to the same
             # hits (ragsift.retrieval.spans; eval admits the whole top k, no threshold)
-            spans = spans_of_ranked(q.question, [rec.text for rec, _ in top],
-                                    [rec.start for rec, _ in top], [c for _, c in top])
+            spans = spans_of_ranked(
+                q.question,
+                [rec.text for rec, _ in top],
+                [rec.start for rec, _ in top],
+                [c for _, c in top],
+            )
             retrieved = [(cid, sp.start, sp.end) for (cid, _, _), sp in zip(retrieved, spans)]
         per_q.append((q.corpus_id, m.span_scores(retrieved, q.references, q.corpus_id)))
         judged.append(
@@ -328,14 +341,15 @@ def _score_beir(
     dataset: BeirDataset, cfg: EvalConfig, index: _Index, doc_of: Callable[[str], str]
 ) -> EvalResult:
     if cfg.span != "chunk":
-        raise RagsiftError(f"config {cfg.name}: span = {cfg.span!r} scores span-reference sets; "
-                           "a BEIR set is scored per document (use span = \"chunk\")")
+        raise RagsiftError(
+            f"config {cfg.name}: span = {cfg.span!r} scores span-reference sets; "
+            'a BEIR set is scored per document (use span = "chunk")'
+        )
     qids = list(dataset.queries)
     values: dict[str, list[float]] = {name: [] for name in BEIR_METRICS}
     judged: list[list[tuple[float, bool]]] = []
     depth = max(BEIR_DEPTH, cfg.k)
-    tops = ranked(index.index, cfg, [dataset.queries[q] for q in qids], depth,
-                  index.by_rowid)
+    tops = ranked(index.index, cfg, [dataset.queries[q] for q in qids], depth, index.by_rowid)
     doc_by_rowid = {r.rowid: doc_of(r.path) for r in index.records}  # once per chunk
     for qid, top in zip(qids, tops):
         docs = [doc_by_rowid[rec.rowid] for rec, _ in top]

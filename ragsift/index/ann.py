@@ -68,9 +68,15 @@ def maintain(index: Any) -> None:
         if unindexed < REBUILD_FRACTION * n:
             return  # optimize_indices (called by compact) folds the new rows in
     dim = ds.schema.field("vector").type.list_size
-    ds.create_index("vector", index_type="IVF_PQ", metric="cosine", name="vector_idx",
-                    num_partitions=max(1, int(n ** 0.5)), num_sub_vectors=max(1, dim // 8),
-                    replace=True)
+    ds.create_index(
+        "vector",
+        index_type="IVF_PQ",
+        metric="cosine",
+        name="vector_idx",
+        num_partitions=max(1, int(n**0.5)),
+        num_sub_vectors=max(1, dim // 8),
+        replace=True,
+    )
 
 
 def _exact(index: Any, qvec: Any, rowids: Any, vectors: Any, n: int) -> list[tuple[int, float]]:
@@ -95,8 +101,9 @@ def _vectors_of(table: Any) -> tuple[Any, Any]:
     return rowids, np.ascontiguousarray(flat.reshape(len(rowids), dim))
 
 
-def candidates(index: Any, qvecs: Any, n: int, paths: Collection[str] | None
-               ) -> list[list[tuple[int, float]]]:
+def candidates(
+    index: Any, qvecs: Any, n: int, paths: Collection[str] | None
+) -> list[list[tuple[int, float]]]:
     import numpy as np
     import pyarrow.compute as pc
 
@@ -116,11 +123,18 @@ def candidates(index: Any, qvecs: Any, n: int, paths: Collection[str] | None
     out = []
     for q in qvecs:
         t = index._ds.to_table(
-            columns=["kind", "rowid", "vector"], filter=where, prefilter=where is not None,
-            nearest={"column": "vector", "q": q, "k": fetch, "nprobes": NPROBES,
-                     "metric": "cosine"})
-        t = t.filter(pc.and_(pc.equal(t.column("kind"), "chunk"),
-                             pc.is_valid(t.column("vector"))))
+            columns=["kind", "rowid", "vector"],
+            filter=where,
+            prefilter=where is not None,
+            nearest={
+                "column": "vector",
+                "q": q,
+                "k": fetch,
+                "nprobes": NPROBES,
+                "metric": "cosine",
+            },
+        )
+        t = t.filter(pc.and_(pc.equal(t.column("kind"), "chunk"), pc.is_valid(t.column("vector"))))
         rowids, vectors = _vectors_of(t)
         out.append(_exact(index, q, rowids, vectors, n))
     return out
@@ -135,8 +149,10 @@ def cosines(index: Any, qvec: Any, rowids: Sequence[int]) -> list[float | None]:
     ids = [int(r) for r in rowids]
     if not ids:
         return []
-    t = index._ds.to_table(columns=["rowid", "vector"],
-                           filter=f"kind = 'chunk' AND rowid IN ({', '.join(map(str, set(ids)))})")
+    t = index._ds.to_table(
+        columns=["rowid", "vector"],
+        filter=f"kind = 'chunk' AND rowid IN ({', '.join(map(str, set(ids)))})",
+    )
     have, vectors = _vectors_of(t)
     if have.shape[0] == 0:
         return [None] * len(ids)

@@ -41,8 +41,16 @@ if TYPE_CHECKING:
 
 # Settings every backend stores and returns (``settings()``; None where unset). The tuned
 # threshold is a dict: {"value", "queries", "k", "mode", "objective"} (``ragsift tune --save``).
-SETTING_KEYS = ("model", "model_fingerprint", "dimensions", "chunker", "chunker_options",
-                "embedder_options", "tuned_threshold", "evidence")
+SETTING_KEYS = (
+    "model",
+    "model_fingerprint",
+    "dimensions",
+    "chunker",
+    "chunker_options",
+    "embedder_options",
+    "tuned_threshold",
+    "evidence",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,11 +84,22 @@ class ChunkRecord:
     def as_dict(self) -> dict[str, Any]:
         """The JSON shape (``ragsift chunk`` fields, headings as a list)."""
         return {
-            "id": self.id, "path": self.path, "index": self.index, "text": self.text,
-            "start": self.start, "end": self.end, "context": self.context,
-            "tokens": self.tokens, "chars": self.chars, "line_start": self.line_start,
-            "line_end": self.line_end, "headings": list(self.headings), "page": self.page,
-            "level": self.level, "rowid": self.rowid, "content_hash": self.content_hash,
+            "id": self.id,
+            "path": self.path,
+            "index": self.index,
+            "text": self.text,
+            "start": self.start,
+            "end": self.end,
+            "context": self.context,
+            "tokens": self.tokens,
+            "chars": self.chars,
+            "line_start": self.line_start,
+            "line_end": self.line_end,
+            "headings": list(self.headings),
+            "page": self.page,
+            "level": self.level,
+            "rowid": self.rowid,
+            "content_hash": self.content_hash,
             "truncated": self.truncated,
         }
 
@@ -101,10 +120,18 @@ class DocumentInfo:
     sha256: str
 
     def as_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "key": self.key, "chunks": self.chunks,
-                "tokens": self.tokens, "size": self.size, "mtime": self.mtime,
-                "indexed_at": self.indexed_at, "format": self.format,
-                "chunker": self.chunker, "sha256": self.sha256}
+        return {
+            "path": self.path,
+            "key": self.key,
+            "chunks": self.chunks,
+            "tokens": self.tokens,
+            "size": self.size,
+            "mtime": self.mtime,
+            "indexed_at": self.indexed_at,
+            "format": self.format,
+            "chunker": self.chunker,
+            "sha256": self.sha256,
+        }
 
 
 @dataclass
@@ -188,9 +215,9 @@ class IndexReader(Protocol):
         """Make searching ready (read what must be in memory); may do nothing."""
         ...
 
-    def dense_candidates(self, qvecs: np.ndarray, n: int,
-                         paths: Collection[str] | None = None
-                         ) -> list[list[tuple[int, float]]]:
+    def dense_candidates(
+        self, qvecs: np.ndarray, n: int, paths: Collection[str] | None = None
+    ) -> list[list[tuple[int, float]]]:
         """For each row of ``qvecs`` (m, dim) float32: its best ``n`` (rowid, cosine), in
         the total order. ``paths``: only chunks of these documents. A query's scores never
         depend on the other queries of the batch."""
@@ -206,8 +233,9 @@ class IndexReader(Protocol):
         offsets and int8 vectors of its units), for those of ``rowids`` that have it."""
         ...
 
-    def lexical_candidates(self, text: str, n: int, paths: Collection[str] | None = None
-                           ) -> list[tuple[int, float]]:
+    def lexical_candidates(
+        self, text: str, n: int, paths: Collection[str] | None = None
+    ) -> list[tuple[int, float]]:
         """The best ``n`` (rowid, BM25 score, larger is better) for the words of ``text``,
         in the total order. Never raises on user text; no words: []."""
         ...
@@ -283,8 +311,14 @@ class IndexWriter(IndexReader, Protocol):
         step: after a crash either every document of the call is written or none is."""
         ...
 
-    def touch_document(self, key: str, *, path: str | None = None, size: int | None = None,
-                       mtime: float | None = None) -> None:
+    def touch_document(
+        self,
+        key: str,
+        *,
+        path: str | None = None,
+        size: int | None = None,
+        mtime: float | None = None,
+    ) -> None:
         """Record a document as unchanged: its display path, size and mtime (None: kept).
         Durable by the next commit or ``close`` at the latest (losing it to a crash only makes
         the next run hash the file again)."""
@@ -295,8 +329,9 @@ class IndexWriter(IndexReader, Protocol):
         atomic step; returns how many existed."""
         ...
 
-    def vectors_for_hashes(self, hashes: Iterable[str]
-                           ) -> dict[str, tuple[np.ndarray, int, bytes | None]]:
+    def vectors_for_hashes(
+        self, hashes: Iterable[str]
+    ) -> dict[str, tuple[np.ndarray, int, bytes | None]]:
         """The stored vector and truncation count of each content hash the index holds (vector
         reuse: a chunk text embedded once is never embedded again)."""
         ...
@@ -326,8 +361,10 @@ def writer_stamp(settings: dict) -> dict[str, Any]:
     stamp: dict[str, Any] = {}
     if settings.get("written_by") != __version__:
         stamp["written_by"] = __version__
-    for key, floor in (("min_writer_version", MIN_WRITER_VERSION),
-                       ("min_reader_version", MIN_READER_VERSION)):
+    for key, floor in (
+        ("min_writer_version", MIN_WRITER_VERSION),
+        ("min_reader_version", MIN_READER_VERSION),
+    ):
         have = settings.get(key)
         if floor and (not have or version_tuple(str(have)) < version_tuple(floor)):
             stamp[key] = floor
@@ -355,8 +392,14 @@ class FragmentCommits(Protocol):
         """Reserve ``n`` consecutive rowids; returns the first."""
         ...
 
-    def commit_fragments(self, docs: Sequence[DocumentWrite], fragments: Sequence[str],
-                         rows: list[dict], vectors: list, dim: int) -> None:
+    def commit_fragments(
+        self,
+        docs: Sequence[DocumentWrite],
+        fragments: Sequence[str],
+        rows: list[dict],
+        vectors: list,
+        dim: int,
+    ) -> None:
         """Commit ``docs`` (replacing those keys), the workers' ``fragments`` and ``rows`` with
         ``vectors`` written here, as one transaction."""
         ...

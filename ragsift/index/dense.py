@@ -105,7 +105,7 @@ def top_order(scores: np.ndarray, n: int, tiebreak: np.ndarray) -> np.ndarray:
         if scores[order[total - n - 1]] == scores[order[total - n]]:
             idx = np.flatnonzero(scores >= scores[order[total - n]])
         else:
-            idx = order[total - n:]
+            idx = order[total - n :]
     picked = scores[idx]
     order = np.lexsort((tiebreak[idx], -picked))
     return idx[order][:n]
@@ -114,8 +114,12 @@ def top_order(scores: np.ndarray, n: int, tiebreak: np.ndarray) -> np.ndarray:
 class DenseMatrix:
     """Rows of one index in memory: ``rowids`` (int64) and unit ``matrix`` (float32)."""
 
-    def __init__(self, rowids: np.ndarray, matrix: np.ndarray,
-                 rowids_of_paths: Callable[[Collection[str]], Sequence[int]]) -> None:
+    def __init__(
+        self,
+        rowids: np.ndarray,
+        matrix: np.ndarray,
+        rowids_of_paths: Callable[[Collection[str]], Sequence[int]],
+    ) -> None:
         import numpy as np
 
         self.rowids = np.ascontiguousarray(rowids, dtype=np.int64)
@@ -138,20 +142,24 @@ class DenseMatrix:
             self._selections[key] = np.flatnonzero(np.isin(self.rowids, wanted))
         return self._selections[key]
 
-    def candidates(self, qvecs: np.ndarray, n: int, paths: Collection[str] | None
-                   ) -> list[list[tuple[int, float]]]:
+    def candidates(
+        self, qvecs: np.ndarray, n: int, paths: Collection[str] | None
+    ) -> list[list[tuple[int, float]]]:
         import numpy as np
 
         qvecs = np.atleast_2d(np.asarray(qvecs, dtype=np.float32))
         sel = self._rows(paths)
-        matrix, rowids = ((self.matrix, self.rowids) if sel is None
-                          else (self.matrix[sel], self.rowids[sel]))
+        matrix, rowids = (
+            (self.matrix, self.rowids) if sel is None else (self.matrix[sel], self.rowids[sel])
+        )
         if rowids.shape[0] == 0 or n <= 0:
             return [[] for _ in range(qvecs.shape[0])]
         if qvecs.shape[1] != matrix.shape[1]:
-            raise RagsiftError(f"query vectors have {qvecs.shape[1]} dimensions, the index "
-                               f"{matrix.shape[1]}; query with the model the index was built "
-                               "with")
+            raise RagsiftError(
+                f"query vectors have {qvecs.shape[1]} dimensions, the index "
+                f"{matrix.shape[1]}; query with the model the index was built "
+                "with"
+            )
         out = []
         for q in qvecs:
             scores = dot_rows(matrix, q)
@@ -181,8 +189,11 @@ class DenseMatrix:
         if self._position is None:
             ids = self.rowids
             # block order is usually ascending already; otherwise search a sorted copy
-            order = (None if ids.shape[0] < 2 or bool((ids[1:] > ids[:-1]).all())
-                     else np.argsort(ids, kind="stable"))
+            order = (
+                None
+                if ids.shape[0] < 2 or bool((ids[1:] > ids[:-1]).all())
+                else np.argsort(ids, kind="stable")
+            )
             self._position = (ids if order is None else ids[order], order)
         ids, order = self._position
         if ids.shape[0] == 0:

@@ -158,25 +158,31 @@ class LanceIndex(LanceWriter, FragmentCommits):
             return lance.dataset(uri, version=version, storage_options=self._opts or None)
         except (ValueError, FileNotFoundError, OSError) as exc:
             msg = str(exc)
-            if "not found" in msg.lower() or "does not exist" in msg.lower() or \
-                    isinstance(exc, FileNotFoundError):
+            if (
+                "not found" in msg.lower()
+                or "does not exist" in msg.lower()
+                or isinstance(exc, FileNotFoundError)
+            ):
                 return None
             raise RagsiftError(f"cannot read index {self.path}: {msg.splitlines()[0]}") from None
 
     def _open_datasets(self) -> None:
         local = not is_remote(self.path)
         if local and os.path.exists(self.path) and not os.path.isdir(self.path):
-            raise RagsiftError(f"{self.path} is a file, not a Lance index folder; refusing to "
-                               "touch it")
+            raise RagsiftError(
+                f"{self.path} is a file, not a Lance index folder; refusing to touch it"
+            )
         self._settings_ds = self._dataset(self._settings_uri)
         if self._settings_ds is None:
             if local and os.path.isdir(self.path) and os.listdir(self.path):
-                raise RagsiftError(f"{self.path} is a folder but not a ragsift index; refusing "
-                                   "to touch it")
+                raise RagsiftError(
+                    f"{self.path} is a folder but not a ragsift index; refusing to touch it"
+                )
             if self.mode == "r":
                 raise RagsiftError(
                     f"no index at {self.path}; build one with: ragsift embed PATH --index "
-                    f"{self.path}")
+                    f"{self.path}"
+                )
             self._create()
         stored = self._raw_settings()
         if stored.get("format") != FORMAT:
@@ -185,23 +191,28 @@ class LanceIndex(LanceWriter, FragmentCommits):
         if version > SCHEMA_VERSION:
             raise RagsiftError(
                 f"index {self.path} has schema version {version}, newer than this ragsift "
-                f"understands ({SCHEMA_VERSION}); upgrade ragsift")
+                f"understands ({SCHEMA_VERSION}); upgrade ragsift"
+            )
         self._ds = self._dataset(self._chunks_uri)
         self._schema_version = version
         # a writer upgrades an older schema before its first write (``_first_write``), never
         # here: a command may still refuse the index, and must leave it as it was (issue 40)
         self._recorded = self.mode != "w"
-        self._upgrade_to = SCHEMA_VERSION if self.mode == "w" and version < SCHEMA_VERSION \
-            else None
+        self._upgrade_to = SCHEMA_VERSION if self.mode == "w" and version < SCHEMA_VERSION else None
 
     def _create(self) -> None:
         import pyarrow as pa
 
         lance = _lance()
-        table = pa.table({"key": ["format", "schema_version"],
-                          "value": [json.dumps(FORMAT), json.dumps(SCHEMA_VERSION)]})
-        self._settings_ds = lance.write_dataset(table, self._settings_uri, mode="create",
-                                                storage_options=self._opts or None)
+        table = pa.table(
+            {
+                "key": ["format", "schema_version"],
+                "value": [json.dumps(FORMAT), json.dumps(SCHEMA_VERSION)],
+            }
+        )
+        self._settings_ds = lance.write_dataset(
+            table, self._settings_uri, mode="create", storage_options=self._opts or None
+        )
 
     def reading(self) -> contextlib.AbstractContextManager[None]:
         """Reads' errors as they are (``IndexStore.reading`` maps SQLite's)."""
@@ -251,8 +262,10 @@ class LanceIndex(LanceWriter, FragmentCommits):
         if self._settings_ds is None:
             return {}
         t = self._settings_ds.to_table(columns=["key", "value"])
-        return {k: json.loads(v) for k, v in zip(t.column("key").to_pylist(),
-                                                 t.column("value").to_pylist())}
+        return {
+            k: json.loads(v)
+            for k, v in zip(t.column("key").to_pylist(), t.column("value").to_pylist())
+        }
 
     def settings(self) -> dict[str, Any]:
         out: dict[str, Any] = {k: None for k in SETTING_KEYS}
@@ -287,19 +300,40 @@ class LanceIndex(LanceWriter, FragmentCommits):
 
     def documents(self) -> list[DocumentInfo]:
         rows = sorted(self._doc_rows().values(), key=lambda r: (r["path"], r["doc_key"]))
-        return [DocumentInfo(path=r["path"], key=r["doc_key"], chunks=r["n_chunks"],
-                             tokens=r["doc_tokens"] or 0, size=r["size"], mtime=r["mtime"],
-                             indexed_at=r["indexed_at"], format=r["format"],
-                             chunker=r["chunker"] or "", sha256=r["sha256"]) for r in rows]
+        return [
+            DocumentInfo(
+                path=r["path"],
+                key=r["doc_key"],
+                chunks=r["n_chunks"],
+                tokens=r["doc_tokens"] or 0,
+                size=r["size"],
+                mtime=r["mtime"],
+                indexed_at=r["indexed_at"],
+                format=r["format"],
+                chunker=r["chunker"] or "",
+                sha256=r["sha256"],
+            )
+            for r in rows
+        ]
 
     def paths(self) -> list[str]:
         return sorted(r["path"] for r in self._doc_rows().values())
 
     def documents_state(self) -> dict:
-        return {k: DocState(id=0, key=k, path=r["path"], source=r["source"] or "",
-                            size=r["size"], mtime=r["mtime"], sha256=r["sha256"],
-                            chunker=r["chunker"] or "", n_chunks=r["n_chunks"])
-                for k, r in self._doc_rows().items()}
+        return {
+            k: DocState(
+                id=0,
+                key=k,
+                path=r["path"],
+                source=r["source"] or "",
+                size=r["size"],
+                mtime=r["mtime"],
+                sha256=r["sha256"],
+                chunker=r["chunker"] or "",
+                n_chunks=r["n_chunks"],
+            )
+            for k, r in self._doc_rows().items()
+        }
 
     def _keys_of_paths(self, paths: Collection[str]) -> list[str]:
         wanted = set(paths)
@@ -313,8 +347,9 @@ class LanceIndex(LanceWriter, FragmentCommits):
         keys = self._keys_of_paths(paths)
         if not keys or self._ds is None:
             return []
-        t = self._ds.to_table(columns=["rowid"],
-                              filter=f"kind = 'chunk' AND doc_key IN ({_sql_str(keys)})")
+        t = self._ds.to_table(
+            columns=["rowid"], filter=f"kind = 'chunk' AND doc_key IN ({_sql_str(keys)})"
+        )
         return t.column("rowid").to_pylist()
 
     # -- search ----------------------------------------------------------------------------
@@ -352,9 +387,9 @@ class LanceIndex(LanceWriter, FragmentCommits):
 
             self._dense = DenseMatrix(*self.load_matrix(), self._rowids_of_paths)
 
-    def dense_candidates(self, qvecs: np.ndarray, n: int,
-                         paths: Collection[str] | None = None
-                         ) -> list[list[tuple[int, float]]]:
+    def dense_candidates(
+        self, qvecs: np.ndarray, n: int, paths: Collection[str] | None = None
+    ) -> list[list[tuple[int, float]]]:
         from ragsift.index import ann
 
         if ann.use_ann(self, paths):
@@ -376,13 +411,19 @@ class LanceIndex(LanceWriter, FragmentCommits):
         ids = [int(r) for r in rowids]
         if not ids or self._ds is None or "units" not in self._ds.schema.names:
             return {}
-        t = self._ds.to_table(columns=["rowid", "units"],
-                              filter=f"kind = 'chunk' AND rowid IN ({', '.join(map(str, ids))})")
-        return {r: u for r, u in zip(t.column("rowid").to_pylist(), t.column("units").to_pylist())
-                if u is not None}
+        t = self._ds.to_table(
+            columns=["rowid", "units"],
+            filter=f"kind = 'chunk' AND rowid IN ({', '.join(map(str, ids))})",
+        )
+        return {
+            r: u
+            for r, u in zip(t.column("rowid").to_pylist(), t.column("units").to_pylist())
+            if u is not None
+        }
 
-    def lexical_candidates(self, text: str, n: int, paths: Collection[str] | None = None
-                           ) -> list[tuple[int, float]]:
+    def lexical_candidates(
+        self, text: str, n: int, paths: Collection[str] | None = None
+    ) -> list[tuple[int, float]]:
         """BM25 candidates, larger is better: the SQLite backend's scores from the postings
         kept beside the chunks (``lance_lexical``); ``paths`` filters by document path."""
         if paths is not None:
@@ -392,8 +433,9 @@ class LanceIndex(LanceWriter, FragmentCommits):
             return [(r, -s) for r, s in self._lexical_search(text, n, ids)] if ids else []
         return [(r, -s) for r, s in self._lexical_search(text, n)]
 
-    def _lexical_search(self, text: str, limit: int,
-                        rowids_filter: Sequence[int] | None = None) -> list[tuple[int, float]]:
+    def _lexical_search(
+        self, text: str, limit: int, rowids_filter: Sequence[int] | None = None
+    ) -> list[tuple[int, float]]:
         """[(rowid, -bm25)] best first (the SQLite backend's ``lexical_search``); remembers the
         query's ceiling."""
         terms = self._query_terms(text)
@@ -432,8 +474,9 @@ class LanceIndex(LanceWriter, FragmentCommits):
         """``terms.query_terms``: with identifier terms from schema 2 (an index written before
         holds none, so its queries ask for none), CJK runs by their bigrams from schema 4 (an
         index written before is searched for whole runs, as it was indexed)."""
-        return query_terms(text, self._schema_version >= IDENTIFIER_SCHEMA,
-                           self._schema_version >= CJK_SCHEMA)
+        return query_terms(
+            text, self._schema_version >= IDENTIFIER_SCHEMA, self._schema_version >= CJK_SCHEMA
+        )
 
     def _has_index(self, column: str) -> bool:
         return any(column in ix.field_names for ix in self._ds.describe_indices())
@@ -442,19 +485,31 @@ class LanceIndex(LanceWriter, FragmentCommits):
         ids = [int(r) for r in rowids]
         if not ids or self._ds is None:
             return []
-        t = self._ds.to_table(columns=list(_CHUNK_FIELDS),
-                              filter=f"kind = 'chunk' AND rowid IN ({', '.join(map(str, set(ids)))})")
+        t = self._ds.to_table(
+            columns=list(_CHUNK_FIELDS),
+            filter=f"kind = 'chunk' AND rowid IN ({', '.join(map(str, set(ids)))})",
+        )
         docs = self._doc_rows()
         found = {}
         for r in t.to_pylist():
             found[r["rowid"]] = ChunkRecord(
-                rowid=r["rowid"], path=docs[r["doc_key"]]["path"] if r["doc_key"] in docs
-                else r["doc_key"], index=r["idx"], text=r["text"], start=r["start"],
-                end=r["end"], context=r["context"] or "", tokens=r["tokens"],
+                rowid=r["rowid"],
+                path=docs[r["doc_key"]]["path"] if r["doc_key"] in docs else r["doc_key"],
+                index=r["idx"],
+                text=r["text"],
+                start=r["start"],
+                end=r["end"],
+                context=r["context"] or "",
+                tokens=r["tokens"],
                 chars=r["chars"] if r["chars"] is not None else len(r["text"]),
-                line_start=r["line_start"], line_end=r["line_end"],
-                headings=tuple(r["headings"] or ()), page=r["page"], level=r["level"] or 0,
-                content_hash=r["content_hash"] or "", truncated=int(r["truncated"] or 0))
+                line_start=r["line_start"],
+                line_end=r["line_end"],
+                headings=tuple(r["headings"] or ()),
+                page=r["page"],
+                level=r["level"] or 0,
+                content_hash=r["content_hash"] or "",
+                truncated=int(r["truncated"] or 0),
+            )
         return [found[i] for i in ids if i in found]
 
     def chunks(self, rowids: Sequence[int]) -> list[dict]:
@@ -464,8 +519,10 @@ class LanceIndex(LanceWriter, FragmentCommits):
         keys = self._keys_of_paths([path])
         if not keys:
             return []
-        t = self._ds.to_table(columns=["rowid", "doc_key", "idx"],
-                              filter=f"kind = 'chunk' AND doc_key IN ({_sql_str(keys)})")
+        t = self._ds.to_table(
+            columns=["rowid", "doc_key", "idx"],
+            filter=f"kind = 'chunk' AND doc_key IN ({_sql_str(keys)})",
+        )
         rows = sorted(t.to_pylist(), key=lambda r: (r["doc_key"], r["idx"]))
         return self.chunks([r["rowid"] for r in rows])
 
@@ -544,16 +601,43 @@ def _damage_as_error(method):
                 first = first.split(", /rustc/")[0]  # the Rust source location says nothing
                 raise RagsiftError(
                     f"index damaged: {self.path}: {first[:200]}; rebuild it with `ragsift "
-                    f"embed PATH... --index {self.path} --rebuild`") from None
+                    f"embed PATH... --index {self.path} --rebuild`"
+                ) from None
             raise
 
     return read
 
 
-for _name in ("settings", "dimensions", "documents", "paths", "documents_state",
-              "rowids_of_paths", "count", "load_matrix", "load", "dense_candidates", "cosines",
-              "lexical_candidates", "lexical_ceiling", "chunk_records", "chunks",
-              "document_chunks", "vectors_for_hashes", "unit_evidence", "stats", "verify", "_open_datasets",
-              "_raw_settings", "write_documents", "remove_documents", "touch_document",
-              "set_settings", "clear", "compact", "alloc_rowids", "commit_fragments"):
+for _name in (
+    "settings",
+    "dimensions",
+    "documents",
+    "paths",
+    "documents_state",
+    "rowids_of_paths",
+    "count",
+    "load_matrix",
+    "load",
+    "dense_candidates",
+    "cosines",
+    "lexical_candidates",
+    "lexical_ceiling",
+    "chunk_records",
+    "chunks",
+    "document_chunks",
+    "vectors_for_hashes",
+    "unit_evidence",
+    "stats",
+    "verify",
+    "_open_datasets",
+    "_raw_settings",
+    "write_documents",
+    "remove_documents",
+    "touch_document",
+    "set_settings",
+    "clear",
+    "compact",
+    "alloc_rowids",
+    "commit_fragments",
+):
     setattr(LanceIndex, _name, _damage_as_error(getattr(LanceIndex, _name)))

@@ -44,8 +44,7 @@ _NO_TOKEN = "\x00"  # a phrase for a query word without exactly one token: no ch
 def _concat(parts: list, dtype: str) -> np.ndarray:
     import numpy as np
 
-    return (np.concatenate([np.frombuffer(p, dtype) for p in parts]) if parts
-            else np.empty(0, dtype))
+    return np.concatenate([np.frombuffer(p, dtype) for p in parts]) if parts else np.empty(0, dtype)
 
 
 class LancePostings:
@@ -53,9 +52,15 @@ class LancePostings:
     their lengths, the collection's totals, and the postings built in memory for chunks that
     have none in the dataset (``extra``)."""
 
-    def __init__(self, ds: Any, rowids: np.ndarray, ntok: np.ndarray,
-                 extra: dict[str, tuple[np.ndarray, np.ndarray]], batches: int,
-                 dead: bool) -> None:
+    def __init__(
+        self,
+        ds: Any,
+        rowids: np.ndarray,
+        ntok: np.ndarray,
+        extra: dict[str, tuple[np.ndarray, np.ndarray]],
+        batches: int,
+        dead: bool,
+    ) -> None:
         import numpy as np
 
         self.ds = ds
@@ -82,8 +87,9 @@ class LancePostings:
         covered = np.zeros(rowids.shape[0], bool)
         batches, dead = 0, False
         if "lex_term" in ds.schema.names:
-            lens = ds.to_table(columns=["lex_rows", "lex_counts"],
-                               filter=f"{LEX} AND lex_term = '{LENGTHS}'")
+            lens = ds.to_table(
+                columns=["lex_rows", "lex_counts"], filter=f"{LEX} AND lex_term = '{LENGTHS}'"
+            )
             batches = lens.num_rows
             ids = _concat(lens.column("lex_rows").to_pylist(), "<i8")
             counts = _concat(lens.column("lex_counts").to_pylist(), "<u4")
@@ -107,8 +113,10 @@ class LancePostings:
 
         if self._memory is None:
             self._memory = _memory_db()
-        return [t[0] if len(t) == 1 else _NO_TOKEN + w
-                for w, t in zip(words, query_tokens(self._memory, words))]
+        return [
+            t[0] if len(t) == 1 else _NO_TOKEN + w
+            for w, t in zip(words, query_tokens(self._memory, words))
+        ]
 
     def postings(self, terms: Iterable[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """term -> (slots, counts as float64) of the live chunks holding it."""
@@ -117,11 +125,15 @@ class LancePostings:
         wanted = [t for t in dict.fromkeys(terms) if not t.startswith(_NO_TOKEN)]
         parts: dict[str, tuple[list, list]] = {}
         if wanted and self.has_lex:
-            t = self.ds.to_table(columns=["lex_term", "lex_rows", "lex_counts"],
-                                 filter=f"lex_term IN ({_sql_str(wanted)})")
-            for term, r, c in zip(t.column("lex_term").to_pylist(),
-                                  t.column("lex_rows").to_pylist(),
-                                  t.column("lex_counts").to_pylist()):
+            t = self.ds.to_table(
+                columns=["lex_term", "lex_rows", "lex_counts"],
+                filter=f"lex_term IN ({_sql_str(wanted)})",
+            )
+            for term, r, c in zip(
+                t.column("lex_term").to_pylist(),
+                t.column("lex_rows").to_pylist(),
+                t.column("lex_counts").to_pylist(),
+            ):
                 got = parts.setdefault(term, ([], []))
                 got[0].append(r)
                 got[1].append(c)
@@ -142,16 +154,29 @@ class LancePostings:
                 merged[term] = (slots, counts)
         return merged
 
-    def search(self, words: Sequence[str], limit: int,
-               rowids_filter: Iterable[int] | None = None,
-               out: dict | None = None) -> list[tuple[int, float]]:
+    def search(
+        self,
+        words: Sequence[str],
+        limit: int,
+        rowids_filter: Iterable[int] | None = None,
+        out: dict | None = None,
+    ) -> list[tuple[int, float]]:
         """[(rowid, -bm25)] best first, at most ``limit``: ``lexical.score_postings``, as the
         SQLite backend's ``lexical_search``."""
         from ragsift.index.lexical import score_postings
 
         phrases = self.phrases(words)
-        return score_postings(phrases, self.postings(phrases), self.rowids, self.ntok,
-                              self.rows, self.tokens, max(limit, 0), rowids_filter, out)
+        return score_postings(
+            phrases,
+            self.postings(phrases),
+            self.rowids,
+            self.ntok,
+            self.rows,
+            self.tokens,
+            max(limit, 0),
+            rowids_filter,
+            out,
+        )
 
     def merged_rows(self) -> list[dict]:
         """Every live chunk's postings as one batch (``lance_rows.lexical_rows``'s shape, uid
@@ -163,19 +188,31 @@ class LancePostings:
             t = self.ds.to_table(columns=["lex_term"], filter=f"{LEX} AND lex_term != ''")
             terms = sorted(set(t.column("lex_term").to_pylist()))
         terms = sorted(set(terms) | set(self.extra))
-        out = [{"uid": "x:0:", "kind": "lex", "lex_term": LENGTHS,
+        out = [
+            {
+                "uid": "x:0:",
+                "kind": "lex",
+                "lex_term": LENGTHS,
                 "lex_rows": self.rowids.astype("<i8").tobytes(),
-                "lex_counts": self.ntok.astype("<u4").tobytes()}]
+                "lex_counts": self.ntok.astype("<u4").tobytes(),
+            }
+        ]
         for lo in range(0, len(terms), 5000):
-            merged = self.postings(terms[lo:lo + 5000])
-            for term in terms[lo:lo + 5000]:
+            merged = self.postings(terms[lo : lo + 5000])
+            for term in terms[lo : lo + 5000]:
                 if term not in merged:
                     continue
                 slots, counts = merged[term]
                 order = np.argsort(slots, kind="stable")
-                out.append({"uid": f"x:0:{term}", "kind": "lex", "lex_term": term,
-                            "lex_rows": self.rowids[slots[order]].astype("<i8").tobytes(),
-                            "lex_counts": counts[order].astype("<u4").tobytes()})
+                out.append(
+                    {
+                        "uid": f"x:0:{term}",
+                        "kind": "lex",
+                        "lex_term": term,
+                        "lex_rows": self.rowids[slots[order]].astype("<i8").tobytes(),
+                        "lex_counts": counts[order].astype("<u4").tobytes(),
+                    }
+                )
         return out
 
 
@@ -189,8 +226,9 @@ def _slots(rowids: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return slots, keep
 
 
-def _memory_postings(ds: Any, rowids: np.ndarray, ntok: np.ndarray, slots: np.ndarray,
-                     cjk: bool = True) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def _memory_postings(
+    ds: Any, rowids: np.ndarray, ntok: np.ndarray, slots: np.ndarray, cjk: bool = True
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Postings, in memory, of the chunks at ``slots`` (none stored: an index from before
     schema 3); sets their lengths in ``ntok``. Tokenized as every posting is, with the CJK
     terms where ``cjk``."""
@@ -204,9 +242,14 @@ def _memory_postings(ds: Any, rowids: np.ndarray, ntok: np.ndarray, slots: np.nd
     if slots.shape[0] < 10_000:
         where += f" AND rowid IN ({', '.join(map(str, wanted.tolist()))})"
     t = ds.to_table(columns=["rowid", "context", "text"], filter=where)
-    found = {int(r): (c or "", x or "") for r, c, x in zip(
-        t.column("rowid").to_pylist(), t.column("context").to_pylist(),
-        t.column("text").to_pylist())}
+    found = {
+        int(r): (c or "", x or "")
+        for r, c, x in zip(
+            t.column("rowid").to_pylist(),
+            t.column("context").to_pylist(),
+            t.column("text").to_pylist(),
+        )
+    }
     texts = [found.get(int(r), ("", "")) for r in wanted.tolist()]
     counts, postings = tokenize_rows([(c, x, terms_text(c, x, cjk=cjk)) for c, x in texts])
     ntok[slots] = counts

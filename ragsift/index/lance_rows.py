@@ -28,13 +28,17 @@ def storage_options() -> dict[str, str]:
     """Options for object storage from the environment (what boto/aws-cli users already set)."""
     env = os.environ
     out: dict[str, str] = {}
-    for key, opt in (("AWS_ENDPOINT_URL_S3", "aws_endpoint"), ("AWS_ENDPOINT_URL", "aws_endpoint"),
-                     ("AWS_ENDPOINT", "aws_endpoint"), ("AWS_REGION", "aws_region"),
-                     ("AWS_DEFAULT_REGION", "aws_region"),
-                     ("AWS_ACCESS_KEY_ID", "aws_access_key_id"),
-                     ("AWS_SECRET_ACCESS_KEY", "aws_secret_access_key"),
-                     ("AWS_SESSION_TOKEN", "aws_session_token"),
-                     ("AWS_ALLOW_HTTP", "allow_http")):
+    for key, opt in (
+        ("AWS_ENDPOINT_URL_S3", "aws_endpoint"),
+        ("AWS_ENDPOINT_URL", "aws_endpoint"),
+        ("AWS_ENDPOINT", "aws_endpoint"),
+        ("AWS_REGION", "aws_region"),
+        ("AWS_DEFAULT_REGION", "aws_region"),
+        ("AWS_ACCESS_KEY_ID", "aws_access_key_id"),
+        ("AWS_SECRET_ACCESS_KEY", "aws_secret_access_key"),
+        ("AWS_SESSION_TOKEN", "aws_session_token"),
+        ("AWS_ALLOW_HTTP", "allow_http"),
+    ):
         if env.get(key) and opt not in out:
             out[opt] = env[key]
     if out.get("aws_endpoint", "").startswith("http://"):
@@ -56,8 +60,8 @@ def _lance():
         import lance
     except ImportError:
         raise RagsiftError(
-            "a .lance or object-storage index needs the Lance backend: "
-            "pip install 'ragsift[lance]'") from None
+            "a .lance or object-storage index needs the Lance backend: pip install 'ragsift[lance]'"
+        ) from None
     return lance
 
 
@@ -65,39 +69,87 @@ def _schema(dim: int):
     import pyarrow as pa
 
     LEX_FIELDS = _lex_fields()
-    return pa.schema([
-        ("uid", pa.string()), ("kind", pa.string()), ("doc_key", pa.string()),
-        ("rowid", pa.int64()),
-        # document rows
-        ("path", pa.string()), ("source", pa.string()), ("size", pa.int64()),
-        ("mtime", pa.float64()), ("sha256", pa.string()), ("format", pa.string()),
-        ("chunker", pa.string()), ("n_chunks", pa.int64()), ("doc_tokens", pa.int64()),
-        ("indexed_at", pa.float64()),
-        # chunk rows
-        ("idx", pa.int64()), ("text", pa.string()), ("context", pa.string()),
-        ("start", pa.int64()), ("end", pa.int64()), ("tokens", pa.int64()),
-        ("chars", pa.int64()), ("line_start", pa.int64()), ("line_end", pa.int64()),
-        ("headings", pa.list_(pa.string())), ("page", pa.int64()), ("level", pa.int64()),
-        ("content_hash", pa.string()), ("truncated", pa.int64()), ("fts", pa.string()),
-        ("units", pa.binary()),
-        ("vector", pa.list_(pa.float32(), dim)),
-        # postings rows (``kind = "lex"``, schema 3: ``lexical_rows``)
-        *LEX_FIELDS,
-    ])
+    return pa.schema(
+        [
+            ("uid", pa.string()),
+            ("kind", pa.string()),
+            ("doc_key", pa.string()),
+            ("rowid", pa.int64()),
+            # document rows
+            ("path", pa.string()),
+            ("source", pa.string()),
+            ("size", pa.int64()),
+            ("mtime", pa.float64()),
+            ("sha256", pa.string()),
+            ("format", pa.string()),
+            ("chunker", pa.string()),
+            ("n_chunks", pa.int64()),
+            ("doc_tokens", pa.int64()),
+            ("indexed_at", pa.float64()),
+            # chunk rows
+            ("idx", pa.int64()),
+            ("text", pa.string()),
+            ("context", pa.string()),
+            ("start", pa.int64()),
+            ("end", pa.int64()),
+            ("tokens", pa.int64()),
+            ("chars", pa.int64()),
+            ("line_start", pa.int64()),
+            ("line_end", pa.int64()),
+            ("headings", pa.list_(pa.string())),
+            ("page", pa.int64()),
+            ("level", pa.int64()),
+            ("content_hash", pa.string()),
+            ("truncated", pa.int64()),
+            ("fts", pa.string()),
+            ("units", pa.binary()),
+            ("vector", pa.list_(pa.float32(), dim)),
+            # postings rows (``kind = "lex"``, schema 3: ``lexical_rows``)
+            *LEX_FIELDS,
+        ]
+    )
 
 
 def _lex_fields():
     import pyarrow as pa
 
-    return [pa.field("lex_term", pa.string()), pa.field("lex_rows", pa.binary()),
-            pa.field("lex_counts", pa.binary())]
+    return [
+        pa.field("lex_term", pa.string()),
+        pa.field("lex_rows", pa.binary()),
+        pa.field("lex_counts", pa.binary()),
+    ]
 
 
-_DOC_FIELDS = ("path", "source", "size", "mtime", "sha256", "format", "chunker", "n_chunks",
-               "doc_tokens", "indexed_at")
-_CHUNK_FIELDS = ("rowid", "doc_key", "idx", "text", "context", "start", "end", "tokens", "chars",
-                 "line_start", "line_end", "headings", "page", "level", "content_hash",
-                 "truncated")
+_DOC_FIELDS = (
+    "path",
+    "source",
+    "size",
+    "mtime",
+    "sha256",
+    "format",
+    "chunker",
+    "n_chunks",
+    "doc_tokens",
+    "indexed_at",
+)
+_CHUNK_FIELDS = (
+    "rowid",
+    "doc_key",
+    "idx",
+    "text",
+    "context",
+    "start",
+    "end",
+    "tokens",
+    "chars",
+    "line_start",
+    "line_end",
+    "headings",
+    "page",
+    "level",
+    "content_hash",
+    "truncated",
+)
 
 
 def chunk_row(doc_key: str, rowid: int, rec: dict) -> dict:
@@ -107,16 +159,29 @@ def chunk_row(doc_key: str, rowid: int, rec: dict) -> dict:
 
     context = rec.get("context") or ""
     terms = terms_text(context, rec["text"])
-    return {"uid": f"c:{rowid}", "kind": "chunk", "doc_key": doc_key, "rowid": rowid,
-            "idx": rec["index"], "text": rec["text"], "context": context,
-            "start": rec.get("start"), "end": rec.get("end"), "tokens": rec.get("tokens"),
-            "chars": rec.get("chars", len(rec["text"])), "line_start": rec.get("line_start"),
-            "line_end": rec.get("line_end"),
-            "headings": [str(h) for h in rec.get("headings") or []],
-            "page": rec.get("page"), "level": rec.get("level") or 0,
-            "content_hash": rec["content_hash"], "truncated": int(rec.get("truncated") or 0),
-            "units": rec.get("units"),
-            "fts": _fts(context, rec["text"], terms), "terms": terms}
+    return {
+        "uid": f"c:{rowid}",
+        "kind": "chunk",
+        "doc_key": doc_key,
+        "rowid": rowid,
+        "idx": rec["index"],
+        "text": rec["text"],
+        "context": context,
+        "start": rec.get("start"),
+        "end": rec.get("end"),
+        "tokens": rec.get("tokens"),
+        "chars": rec.get("chars", len(rec["text"])),
+        "line_start": rec.get("line_start"),
+        "line_end": rec.get("line_end"),
+        "headings": [str(h) for h in rec.get("headings") or []],
+        "page": rec.get("page"),
+        "level": rec.get("level") or 0,
+        "content_hash": rec["content_hash"],
+        "truncated": int(rec.get("truncated") or 0),
+        "units": rec.get("units"),
+        "fts": _fts(context, rec["text"], terms),
+        "terms": terms,
+    }
 
 
 def _fts(context: str, text: str, terms: str) -> str:
@@ -163,12 +228,25 @@ def lexical_rows(chunks: list[dict]) -> list[dict]:
     ids = ids[order]
     lengths, found = tokenize_rows(texts)
     base = int(ids[0])
-    out = [{"uid": f"x:{base}:", "kind": "lex", "lex_term": LENGTHS,
+    out = [
+        {
+            "uid": f"x:{base}:",
+            "kind": "lex",
+            "lex_term": LENGTHS,
             "lex_rows": ids.astype("<i8").tobytes(),
-            "lex_counts": lengths.astype("<u4").tobytes()}]
-    out += [{"uid": f"x:{base}:{term}", "kind": "lex", "lex_term": term,
-             "lex_rows": ids[at].astype("<i8").tobytes(),
-             "lex_counts": tf.astype("<u4").tobytes()} for term, (at, tf) in found.items()]
+            "lex_counts": lengths.astype("<u4").tobytes(),
+        }
+    ]
+    out += [
+        {
+            "uid": f"x:{base}:{term}",
+            "kind": "lex",
+            "lex_term": term,
+            "lex_rows": ids[at].astype("<i8").tobytes(),
+            "lex_counts": tf.astype("<u4").tobytes(),
+        }
+        for term, (at, tf) in found.items()
+    ]
     return out
 
 
@@ -182,19 +260,30 @@ def rows_table(rows: list[dict], vectors: list, dim: int):
     lex = lexical_rows(rows)
     rows, vectors = list(rows) + lex, list(vectors) + [None] * len(lex)
     schema = _schema(dim)
-    matrix = np.stack([np.zeros(dim, np.float32) if v is None else np.asarray(v, np.float32)
-                       for v in vectors]) if rows else np.zeros((0, dim), np.float32)
+    matrix = (
+        np.stack(
+            [np.zeros(dim, np.float32) if v is None else np.asarray(v, np.float32) for v in vectors]
+        )
+        if rows
+        else np.zeros((0, dim), np.float32)
+    )
     vector = pa.FixedSizeListArray.from_arrays(
-        pa.array(matrix.reshape(-1), pa.float32()), dim,
-        mask=pa.array([v is None for v in vectors], pa.bool_()))
-    cols = {f: pa.array([r.get(f) for r in rows], schema.field(f).type)
-            for f in schema.names if f != "vector"}
+        pa.array(matrix.reshape(-1), pa.float32()),
+        dim,
+        mask=pa.array([v is None for v in vectors], pa.bool_()),
+    )
+    cols = {
+        f: pa.array([r.get(f) for r in rows], schema.field(f).type)
+        for f in schema.names
+        if f != "vector"
+    }
     cols["vector"] = vector
     return pa.table(cols, schema=schema)
 
 
-def write_fragments(uri: str, table: Any, storage_options: dict | None,
-                    create: bool = False) -> list[str]:
+def write_fragments(
+    uri: str, table: Any, storage_options: dict | None, create: bool = False
+) -> list[str]:
     """Write ``table`` as new data files of the dataset at ``uri`` WITHOUT committing them
     (any process: a Ray worker); returns the fragments' metadata as JSON for
     ``LanceIndex.commit_fragments``. Files of a write never committed are never read.
@@ -202,9 +291,16 @@ def write_fragments(uri: str, table: Any, storage_options: dict | None,
     from lance.fragment import write_fragments as write
 
     _lance()
-    return [json.dumps(f.to_json()) for f in
-            write(table, uri, schema=table.schema, mode="create" if create else "append",
-                  storage_options=storage_options or None)]
+    return [
+        json.dumps(f.to_json())
+        for f in write(
+            table,
+            uri,
+            schema=table.schema,
+            mode="create" if create else "append",
+            storage_options=storage_options or None,
+        )
+    ]
 
 
 @dataclass(frozen=True)
@@ -218,5 +314,6 @@ class FragmentWriter:
     create: bool = False
 
     def __call__(self, rows: list[dict], vectors: list, dim: int) -> list[str]:
-        return write_fragments(self.uri, rows_table(rows, vectors, dim), self.storage_options,
-                               create=self.create)
+        return write_fragments(
+            self.uri, rows_table(rows, vectors, dim), self.storage_options, create=self.create
+        )

@@ -36,8 +36,13 @@ if TYPE_CHECKING:
 
 KEEP_VERSIONS = datetime.timedelta(hours=1)
 # settings a ``clear`` (``--rebuild``) keeps: what the index is, and who may write and read it
-_KEPT_SETTINGS = ("format", "schema_version", "written_by", "min_writer_version",
-                  "min_reader_version")
+_KEPT_SETTINGS = (
+    "format",
+    "schema_version",
+    "written_by",
+    "min_writer_version",
+    "min_reader_version",
+)
 # From this many chunks ``compact`` adds B-tree indexes on ``rowid`` (chunk records by id) and
 # ``content_hash`` (vector reuse), so neither lookup scans the table.
 SCALAR_INDEX_MIN_ROWS = 10_000
@@ -68,8 +73,12 @@ class LanceWriter:
         if not values:
             return
         table = pa.table({"key": list(values), "value": [json.dumps(v) for v in values.values()]})
-        (self._settings_ds.merge_insert("key").when_matched_update_all()
-         .when_not_matched_insert_all().execute(table))
+        (
+            self._settings_ds.merge_insert("key")
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute(table)
+        )
         self._settings_ds = self._dataset(self._settings_uri)
 
     # -- the first write -------------------------------------------------------------------
@@ -95,8 +104,9 @@ class LanceWriter:
         self._put_settings(self._first_write())
 
     # -- vector reuse ----------------------------------------------------------------------
-    def vectors_for_hashes(self, hashes: Iterable[str]
-                           ) -> dict[str, tuple[np.ndarray, int, bytes | None]]:
+    def vectors_for_hashes(
+        self, hashes: Iterable[str]
+    ) -> dict[str, tuple[np.ndarray, int, bytes | None]]:
         import numpy as np
 
         wanted = list(dict.fromkeys(hashes))
@@ -106,13 +116,17 @@ class LanceWriter:
         has_units = "units" in self._ds.schema.names
         cols = ["content_hash", "vector", "truncated"] + (["units"] if has_units else [])
         for lo in range(0, len(wanted), 2000):
-            part = wanted[lo:lo + 2000]
-            t = self._ds.to_table(columns=cols,
-                                  filter=f"kind = 'chunk' AND content_hash IN ({_sql_str(part)})")
-            units = (t.column("units").to_pylist() if has_units else [None] * t.num_rows)
-            for h, v, cut, u in zip(t.column("content_hash").to_pylist(),
-                                    t.column("vector").to_pylist(),
-                                    t.column("truncated").to_pylist(), units):
+            part = wanted[lo : lo + 2000]
+            t = self._ds.to_table(
+                columns=cols, filter=f"kind = 'chunk' AND content_hash IN ({_sql_str(part)})"
+            )
+            units = t.column("units").to_pylist() if has_units else [None] * t.num_rows
+            for h, v, cut, u in zip(
+                t.column("content_hash").to_pylist(),
+                t.column("vector").to_pylist(),
+                t.column("truncated").to_pylist(),
+                units,
+            ):
                 if h not in out:
                     out[h] = (np.asarray(v, np.float32), int(cut or 0), u)
         return out
@@ -150,8 +164,14 @@ class LanceWriter:
         else:
             self._commit(list(docs))
 
-    def touch_document(self, key: str, *, path: str | None = None, size: int | None = None,
-                       mtime: float | None = None) -> None:
+    def touch_document(
+        self,
+        key: str,
+        *,
+        path: str | None = None,
+        size: int | None = None,
+        mtime: float | None = None,
+    ) -> None:
         """Record a new size/mtime or display path; written with the next commit (or close):
         losing it to a crash only makes the next run hash the file again."""
         self._require_writer()
@@ -176,15 +196,15 @@ class LanceWriter:
         now = time.time()
         vecs_of = [_as_f32(d.vectors, len(d.records)) for d in docs]
         dim = next((v.shape[1] for v, d in zip(vecs_of, docs) if len(d.records)), None)
-        have = (int(self._ds.schema.field("vector").type.list_size) if self._ds is not None
-                else None)
+        have = int(self._ds.schema.field("vector").type.list_size) if self._ds is not None else None
         if dim is not None and have is not None and dim != have and not self.count():
             self._reshape(dim)  # an index without vectors takes its first vectors' size
             have = dim
         if dim is not None and have is not None and dim != have:
             raise RagsiftError(
                 f"vectors have {dim} dimensions but index {self.path} holds {have}; "
-                "use the index's model or --rebuild")
+                "use the index's model or --rebuild"
+            )
         dim = have or dim or self.dimensions() or 1  # 1: no vector yet (see ``_reshape``)
         rows: dict[str, list] = {f: [] for f in _schema(dim).names}
         flat: list[np.ndarray] = []
@@ -200,11 +220,21 @@ class LanceWriter:
             if keep.get(doc.key) is not doc:
                 continue
             self._touched.pop(doc.key, None)
-            add(uid="d:" + doc.key, kind="doc", doc_key=doc.key, path=doc.path,
-                source=doc.source, size=doc.size, mtime=doc.mtime, sha256=doc.sha256,
-                format=doc.format, chunker=doc.chunker, n_chunks=len(doc.records),
+            add(
+                uid="d:" + doc.key,
+                kind="doc",
+                doc_key=doc.key,
+                path=doc.path,
+                source=doc.source,
+                size=doc.size,
+                mtime=doc.mtime,
+                sha256=doc.sha256,
+                format=doc.format,
+                chunker=doc.chunker,
+                n_chunks=len(doc.records),
                 doc_tokens=sum(int(r.get("tokens") or 0) for r in doc.records),
-                indexed_at=now)
+                indexed_at=now,
+            )
             flat.append(np.zeros((1, dim), np.float32))
             for rec, vec in zip(doc.records, vecs):
                 written.append(chunk_row(doc.key, rowid, rec))
@@ -232,12 +262,14 @@ class LanceWriter:
         cols["vector"] = vector
         table = pa.table(cols, schema=schema)
         if self._ds is None:
-            self._ds = lance.write_dataset(table, self._chunks_uri, mode="create",
-                                           storage_options=self._opts or None)
+            self._ds = lance.write_dataset(
+                table, self._chunks_uri, mode="create", storage_options=self._opts or None
+            )
         else:
             keys = [d.key for d in keep.values()]
-            merge = (self._ds.merge_insert("uid").when_matched_update_all()
-                     .when_not_matched_insert_all())
+            merge = (
+                self._ds.merge_insert("uid").when_matched_update_all().when_not_matched_insert_all()
+            )
             gone = []
             if keys:
                 gone.append(f"(kind = 'chunk' AND doc_key IN ({_sql_str(keys)}))")
@@ -272,8 +304,14 @@ class LanceWriter:
         self._require_writer()
         return self._alloc_rowids(n)
 
-    def commit_fragments(self, docs: Sequence[DocumentWrite], fragments: Sequence[str],
-                         rows: list[dict], vectors: list, dim: int) -> None:
+    def commit_fragments(
+        self,
+        docs: Sequence[DocumentWrite],
+        fragments: Sequence[str],
+        rows: list[dict],
+        vectors: list,
+        dim: int,
+    ) -> None:
         """ONE Lance commit of documents whose chunk rows were written as ``fragments`` by
         other processes (``write_fragments``): the replaced documents' old rows are deleted, the
         document rows (+ pending touched ones) and ``rows``/``vectors`` (chunks written here,
@@ -290,17 +328,29 @@ class LanceWriter:
             elif have != dim:
                 raise RagsiftError(
                     f"vectors have {dim} dimensions but index {self.path} holds {have}; "
-                    "use the index's model or --rebuild")
+                    "use the index's model or --rebuild"
+                )
         now = time.time()
         rows, vectors = list(rows), list(vectors)
         for doc in docs:
             self._touched.pop(doc.key, None)
-            rows.append({"uid": "d:" + doc.key, "kind": "doc", "doc_key": doc.key,
-                         "path": doc.path, "source": doc.source, "size": doc.size,
-                         "mtime": doc.mtime, "sha256": doc.sha256, "format": doc.format,
-                         "chunker": doc.chunker, "n_chunks": len(doc.records),
-                         "indexed_at": now,
-                         "doc_tokens": sum(int(r.get("tokens") or 0) for r in doc.records)})
+            rows.append(
+                {
+                    "uid": "d:" + doc.key,
+                    "kind": "doc",
+                    "doc_key": doc.key,
+                    "path": doc.path,
+                    "source": doc.source,
+                    "size": doc.size,
+                    "mtime": doc.mtime,
+                    "sha256": doc.sha256,
+                    "format": doc.format,
+                    "chunker": doc.chunker,
+                    "n_chunks": len(doc.records),
+                    "indexed_at": now,
+                    "doc_tokens": sum(int(r.get("tokens") or 0) for r in doc.records),
+                }
+            )
             vectors.append(None)
         for key, row in self._touched.items():
             rows.append(dict(uid="d:" + key, kind="doc", doc_key=key, **row))
@@ -309,15 +359,22 @@ class LanceWriter:
         self._touched = {}
         new = [FragmentMetadata.from_json(f) for f in fragments]
         if rows:
-            new += [FragmentMetadata.from_json(f) for f in
-                    write_fragments(self._chunks_uri, rows_table(rows, vectors, dim),
-                                    self._opts, create=self._ds is None)]
+            new += [
+                FragmentMetadata.from_json(f)
+                for f in write_fragments(
+                    self._chunks_uri,
+                    rows_table(rows, vectors, dim),
+                    self._opts,
+                    create=self._ds is None,
+                )
+            ]
         if not new:
             return
         if self._ds is None:
             op = lance.LanceOperation.Overwrite(_schema(dim), new)
-            self._ds = lance.LanceDataset.commit(self._chunks_uri, op,
-                                                 storage_options=self._opts or None)
+            self._ds = lance.LanceDataset.commit(
+                self._chunks_uri, op, storage_options=self._opts or None
+            )
         else:
             removed, updated = [], []
             pred = f"doc_key IN ({_sql_str(replaced)})" if replaced else None
@@ -327,10 +384,15 @@ class LanceWriter:
                     removed.append(frag.fragment_id)
                 elif after.num_deletions != frag.metadata.num_deletions:
                     updated.append(after)
-            op = lance.LanceOperation.Update(removed_fragment_ids=removed,
-                                             updated_fragments=updated, new_fragments=new)
-            lance.LanceDataset.commit(self._chunks_uri, op, read_version=self._ds.version,
-                                      storage_options=self._opts or None)
+            op = lance.LanceOperation.Update(
+                removed_fragment_ids=removed, updated_fragments=updated, new_fragments=new
+            )
+            lance.LanceDataset.commit(
+                self._chunks_uri,
+                op,
+                read_version=self._ds.version,
+                storage_options=self._opts or None,
+            )
         self._reopen()
 
     def _reshape(self, dim: int) -> None:
@@ -341,8 +403,9 @@ class LanceWriter:
         cols = {f: old.column(f) for f in old.schema.names if f != "vector"}
         cols["vector"] = pa.nulls(old.num_rows, pa.list_(pa.float32(), dim))
         table = pa.table(cols, schema=_schema(dim))
-        self._ds = _lance().write_dataset(table, self._chunks_uri, mode="overwrite",
-                                          storage_options=self._opts or None)
+        self._ds = _lance().write_dataset(
+            table, self._chunks_uri, mode="overwrite", storage_options=self._opts or None
+        )
 
     def _alloc_rowids(self, n: int) -> int:
         if self._next_rowid is None:
@@ -367,8 +430,11 @@ class LanceWriter:
         keys = list(dict.fromkeys(keys))
         if self._batch is not None:  # in a transaction: removed with its one commit
             pending = {d.key for d in self._batch}
-            present = [k for k in keys if k in pending or
-                       (k in self._doc_rows() and k not in self._batch_removed)]
+            present = [
+                k
+                for k in keys
+                if k in pending or (k in self._doc_rows() and k not in self._batch_removed)
+            ]
             self._batch[:] = [d for d in self._batch if d.key not in present]
             for k in present:
                 self._touched.pop(k, None)
@@ -449,9 +515,13 @@ class LanceWriter:
         else:
             rows = postings.merged_rows()
             dim = int(self._ds.schema.field("vector").type.list_size)
-            (self._ds.merge_insert("uid").when_matched_update_all().when_not_matched_insert_all()
-             .when_not_matched_by_source_delete("kind = 'lex'")
-             .execute(rows_table(rows, [None] * len(rows), dim)))
+            (
+                self._ds.merge_insert("uid")
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .when_not_matched_by_source_delete("kind = 'lex'")
+                .execute(rows_table(rows, [None] * len(rows), dim))
+            )
         self._reopen()
 
     # -- schema upgrades -------------------------------------------------------------------
@@ -490,15 +560,20 @@ class LanceWriter:
         t = self._ds.to_table(columns=["uid", "context", "text", "fts"], filter="kind = 'chunk'")
         uids: list[str] = []
         fts: list[str] = []
-        for uid, c, x, old in zip(t.column("uid").to_pylist(), t.column("context").to_pylist(),
-                                  t.column("text").to_pylist(), t.column("fts").to_pylist()):
+        for uid, c, x, old in zip(
+            t.column("uid").to_pylist(),
+            t.column("context").to_pylist(),
+            t.column("text").to_pylist(),
+            t.column("fts").to_pylist(),
+        ):
             new = fts_text(c or "", x or "")
             if new != old:
                 uids.append(uid)
                 fts.append(new)
         if uids:
-            table = pa.table({"uid": pa.array(uids, pa.string()),
-                              "fts": pa.array(fts, pa.string())})
+            table = pa.table(
+                {"uid": pa.array(uids, pa.string()), "fts": pa.array(fts, pa.string())}
+            )
             self._ds.merge_insert("uid").when_matched_update_all().execute(table)
             self._reopen()
         return bool(uids)
@@ -508,17 +583,27 @@ class LanceWriter:
         (``lance_rows.lexical_rows``: this version's terms), written as one batch in place of
         every stored one, in ONE commit."""
         t = self._ds.to_table(columns=["rowid", "context", "text"], filter="kind = 'chunk'")
-        rows = lexical_rows([{"kind": "chunk", "rowid": r, "context": c, "text": x} for r, c, x
-                             in zip(t.column("rowid").to_pylist(),
-                                    t.column("context").to_pylist(),
-                                    t.column("text").to_pylist())])
+        rows = lexical_rows(
+            [
+                {"kind": "chunk", "rowid": r, "context": c, "text": x}
+                for r, c, x in zip(
+                    t.column("rowid").to_pylist(),
+                    t.column("context").to_pylist(),
+                    t.column("text").to_pylist(),
+                )
+            ]
+        )
         if not rows:
             self._ds.delete("kind = 'lex'")
         else:
             dim = int(self._ds.schema.field("vector").type.list_size)
-            (self._ds.merge_insert("uid").when_matched_update_all().when_not_matched_insert_all()
-             .when_not_matched_by_source_delete("kind = 'lex'")
-             .execute(rows_table(rows, [None] * len(rows), dim)))
+            (
+                self._ds.merge_insert("uid")
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .when_not_matched_by_source_delete("kind = 'lex'")
+                .execute(rows_table(rows, [None] * len(rows), dim))
+            )
         self._reopen()
 
     # -- indexes and checks ----------------------------------------------------------------

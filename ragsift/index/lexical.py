@@ -82,10 +82,13 @@ def _scratch(db: sqlite3.Connection, name: str, columns: str) -> None:
     """A contentless FTS5 table in the connection's temp schema, with the index's tokenizer,
     and its ``fts5vocab`` instance view (``<name>_v``): FTS5's own tokenization of any text.
     Emptied here, before each use (so a use that failed half-way leaves nothing behind)."""
-    db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{name} USING fts5({columns}, "
-               f"content='', tokenize='{FTS5_TOKENIZE}')")
-    db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{name}_v "
-               f"USING fts5vocab(temp, {name}, instance)")
+    db.execute(
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{name} USING fts5({columns}, "
+        f"content='', tokenize='{FTS5_TOKENIZE}')"
+    )
+    db.execute(
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{name}_v USING fts5vocab(temp, {name}, instance)"
+    )
     db.execute(f"INSERT INTO temp.{name}({name}) VALUES ('delete-all')")
 
 
@@ -104,18 +107,21 @@ def terms_column(db: sqlite3.Connection) -> str:
     return "c.terms" if "terms" in cols else "''"
 
 
-def _tokenize(mem: sqlite3.Connection, rows: Iterable[tuple[int, str, str, str]]
-              ) -> list[tuple[str, int, int]]:
+def _tokenize(
+    mem: sqlite3.Connection, rows: Iterable[tuple[int, str, str, str]]
+) -> list[tuple[str, int, int]]:
     """FTS5's tokens of ``rows`` (key, context, text, terms), as (term, key, in terms) per
     token instance, in fts5vocab's order (term, then key); keys must be positive."""
     _scratch(mem, "lex_mem", "context, text, terms")
-    mem.executemany("INSERT INTO temp.lex_mem(rowid, context, text, terms) VALUES (?, ?, ?, ?)",
-                    rows)
+    mem.executemany(
+        "INSERT INTO temp.lex_mem(rowid, context, text, terms) VALUES (?, ?, ?, ?)", rows
+    )
     return mem.execute(_INSTANCES.format("lex_mem")).fetchall()
 
 
-def _pairs(terms: Sequence[str], docs: np.ndarray, n: int, extra: np.ndarray | None = None
-           ) -> tuple[np.ndarray, ...]:
+def _pairs(
+    terms: Sequence[str], docs: np.ndarray, n: int, extra: np.ndarray | None = None
+) -> tuple[np.ndarray, ...]:
     """From token instances in (term, row) order, rows ``0..n-1``: each row's length (its
     token count, the instances flagged in ``extra``, identifier terms, left out), then one
     (term id, row, count) triple per (term, row), and where each term starts."""
@@ -140,9 +146,12 @@ def write_block(db: sqlite3.Connection, block_id: int, rowids: Sequence[int]) ->
     import numpy as np
 
     _scratch(db, "lex_tok", "context, text, terms")
-    db.execute("INSERT INTO temp.lex_tok(rowid, context, text, terms) SELECT p.key + 1, "
-               f"c.context, c.text, {terms_column(db)} FROM json_each(?) p "
-               "JOIN chunks c ON c.id = p.value", (json.dumps([int(r) for r in rowids]),))
+    db.execute(
+        "INSERT INTO temp.lex_tok(rowid, context, text, terms) SELECT p.key + 1, "
+        f"c.context, c.text, {terms_column(db)} FROM json_each(?) p "
+        "JOIN chunks c ON c.id = p.value",
+        (json.dumps([int(r) for r in rowids]),),
+    )
     # every token instance, ordered by term then row (fts5vocab's own order)
     rows = db.execute(_INSTANCES.format("lex_tok")).fetchall()
     n = len(rowids)
@@ -166,8 +175,11 @@ def write_block(db: sqlite3.Connection, block_id: int, rowids: Sequence[int]) ->
     db.execute("INSERT INTO lex_blocks(block_id, ntok) VALUES (?, ?)", (block_id, ntok.tobytes()))
     db.executemany(
         "INSERT INTO lex_postings(term, block_id, pos, tf) VALUES (?, ?, ?, ?)",
-        [(terms[h], block_id, pos[2 * a:2 * b], tfs[2 * a:2 * b])
-         for h, a, b in zip(heads, ends, ends[1:])])
+        [
+            (terms[h], block_id, pos[2 * a : 2 * b], tfs[2 * a : 2 * b])
+            for h, a, b in zip(heads, ends, ends[1:])
+        ],
+    )
 
 
 _MISSING = "FROM vec_blocks WHERE id NOT IN (SELECT block_id FROM lex_blocks)"
@@ -192,8 +204,9 @@ def backfill(db: sqlite3.Connection) -> int:
     return len(todo)
 
 
-def fts5_totals(db: sqlite3.Connection, columns: int | None = LENGTH_COLUMNS
-                ) -> tuple[int, int] | None:
+def fts5_totals(
+    db: sqlite3.Connection, columns: int | None = LENGTH_COLUMNS
+) -> tuple[int, int] | None:
     """(rows, tokens) from ``chunks_fts``'s averages record (what FTS5's ``xRowCount`` and
     ``xColumnTotalSize`` read): a varint row count, then one varint per column; the tokens of
     the first ``columns`` columns (``LENGTH_COLUMNS``: a row's length; None: every column, as
@@ -232,8 +245,13 @@ class Postings:
     """One snapshot of the index's postings: block offsets, live rows, row lengths, and the
     postings built in memory for blocks that have none on disk (``extra``)."""
 
-    def __init__(self, offsets: dict[int, int], rowids: np.ndarray, ntok: np.ndarray,
-                 extra: dict[str, tuple[np.ndarray, np.ndarray]] | None = None) -> None:
+    def __init__(
+        self,
+        offsets: dict[int, int],
+        rowids: np.ndarray,
+        ntok: np.ndarray,
+        extra: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
+    ) -> None:
         import numpy as np
 
         self.offsets = offsets  # block id -> first slot of the block
@@ -255,7 +273,8 @@ class Postings:
         try:
             rows = db.execute(
                 "SELECT b.id, b.rowids, l.ntok FROM vec_blocks b "
-                "LEFT JOIN lex_blocks l ON l.block_id = b.id ORDER BY b.id").fetchall()
+                "LEFT JOIN lex_blocks l ON l.block_id = b.id ORDER BY b.id"
+            ).fetchall()
         except sqlite3.OperationalError:  # no lex_blocks: written before schema 2
             return None
         offsets: dict[int, int] = {}
@@ -296,9 +315,14 @@ class Postings:
             return None
         return [t[0] for t in got]
 
-    def search(self, db: sqlite3.Connection, phrases: Sequence[str], limit: int,
-               rowids_filter: Iterable[int] | None = None,
-               out: dict | None = None) -> list[tuple[int, float]]:
+    def search(
+        self,
+        db: sqlite3.Connection,
+        phrases: Sequence[str],
+        limit: int,
+        rowids_filter: Iterable[int] | None = None,
+        out: dict | None = None,
+    ) -> list[tuple[int, float]]:
         """[(rowid, -bm25)] best first, at most ``limit`` (the sign of FTS5's ``bm25()``:
         more negative is better) for the OR query of ``phrases`` (one token each).
         ``out["ceiling"]``, when ``out`` is given: the query's BM25 ceiling (``ceiling``)."""
@@ -308,14 +332,17 @@ class Postings:
         # one row per term, its blocks' lists joined by SQLite: the block ids and how many
         # positions each holds, then all positions and all counts (4 hex digits each)
         for term, blocks, sizes, pos, tf in db.execute(
-                "SELECT term, group_concat(block_id), group_concat(length(pos) / 2), "
-                "group_concat(hex(pos), ''), group_concat(hex(tf), '') FROM ("
-                "  SELECT term, block_id, pos, tf FROM lex_postings "
-                "  WHERE term IN (SELECT value FROM json_each(?)) ORDER BY term, block_id) "
-                "GROUP BY term", (json.dumps(list(dict.fromkeys(phrases))),)):
+            "SELECT term, group_concat(block_id), group_concat(length(pos) / 2), "
+            "group_concat(hex(pos), ''), group_concat(hex(tf), '') FROM ("
+            "  SELECT term, block_id, pos, tf FROM lex_postings "
+            "  WHERE term IN (SELECT value FROM json_each(?)) ORDER BY term, block_id) "
+            "GROUP BY term",
+            (json.dumps(list(dict.fromkeys(phrases))),),
+        ):
             block_ids = blocks.split(",")
-            starts = np.fromiter((self.offsets.get(int(b), -1) for b in block_ids), np.int64,
-                                 len(block_ids))
+            starts = np.fromiter(
+                (self.offsets.get(int(b), -1) for b in block_ids), np.int64, len(block_ids)
+            )
             s = np.frombuffer(bytes.fromhex(pos), "<u2").astype(np.int64)
             f = np.frombuffer(bytes.fromhex(tf), "<u2").astype(np.float64)
             shift = np.repeat(starts, np.asarray(sizes.split(","), np.int64))
@@ -327,16 +354,35 @@ class Postings:
             more = self.extra.get(term)
             if more is not None:
                 old = merged.get(term)
-                merged[term] = more if old is None else (np.concatenate((old[0], more[0])),
-                                                         np.concatenate((old[1], more[1])))
-        return score_postings(phrases, merged, self.rowids, self.ntok, self.rows, self.tokens,
-                              limit, rowids_filter, out)
+                merged[term] = (
+                    more
+                    if old is None
+                    else (np.concatenate((old[0], more[0])), np.concatenate((old[1], more[1])))
+                )
+        return score_postings(
+            phrases,
+            merged,
+            self.rowids,
+            self.ntok,
+            self.rows,
+            self.tokens,
+            limit,
+            rowids_filter,
+            out,
+        )
 
 
-def score_postings(phrases: Sequence[str], merged: dict[str, tuple[np.ndarray, np.ndarray]],
-                   rowids: np.ndarray, ntok: np.ndarray, rows: int, tokens: int, limit: int,
-                   rowids_filter: Iterable[int] | None = None,
-                   out: dict | None = None) -> list[tuple[int, float]]:
+def score_postings(
+    phrases: Sequence[str],
+    merged: dict[str, tuple[np.ndarray, np.ndarray]],
+    rowids: np.ndarray,
+    ntok: np.ndarray,
+    rows: int,
+    tokens: int,
+    limit: int,
+    rowids_filter: Iterable[int] | None = None,
+    out: dict | None = None,
+) -> list[tuple[int, float]]:
     """The one BM25 of every backend: [(rowid, -bm25)] best first, at most ``limit``, for the
     OR query of ``phrases`` (one token each, in query order; a repeated token counts each
     time, as in FTS5). ``merged``: term -> (slots, counts) of the live rows holding it;
@@ -354,8 +400,9 @@ def score_postings(phrases: Sequence[str], merged: dict[str, tuple[np.ndarray, n
             _add_bm25(score, s, f, ntok[s], rows, tokens)
             matched[s] = True
     if out is not None:
-        out["ceiling"] = ceiling(rows, [merged[t][0].shape[0] if t in merged else 0
-                                        for t in dict.fromkeys(phrases)])
+        out["ceiling"] = ceiling(
+            rows, [merged[t][0].shape[0] if t in merged else 0 for t in dict.fromkeys(phrases)]
+        )
     cand = np.flatnonzero(matched)
     if rowids_filter is not None:
         wanted = np.fromiter((int(r) for r in rowids_filter), np.int64)
@@ -363,8 +410,9 @@ def score_postings(phrases: Sequence[str], merged: dict[str, tuple[np.ndarray, n
     return _best(rowids[cand], score[cand], limit)
 
 
-def _add_bm25(score: np.ndarray, at: np.ndarray, tf: np.ndarray, length: np.ndarray,
-              rows: int, tokens: int) -> None:
+def _add_bm25(
+    score: np.ndarray, at: np.ndarray, tf: np.ndarray, length: np.ndarray, rows: int, tokens: int
+) -> None:
     """Add one query phrase's BM25 to ``score[at]``: ``tf`` its count in each of those rows,
     ``length`` their token counts; ``rows``/``tokens``: the index's totals (FTS5's)."""
     avgdl = float(tokens) / float(rows) if rows else 0.0
@@ -401,31 +449,37 @@ def _best(rowids: np.ndarray, score: np.ndarray, limit: int) -> list[tuple[int, 
 def query_tokens(mem: sqlite3.Connection, words: Sequence[str]) -> list[list[str]]:
     """FTS5's tokens of each query word, in order (a word may give none, or several)."""
     _scratch(mem, "lex_q", "text")
-    mem.executemany("INSERT INTO temp.lex_q(rowid, text) VALUES (?, ?)",
-                    list(enumerate(words, 1)))
+    mem.executemany("INSERT INTO temp.lex_q(rowid, text) VALUES (?, ?)", list(enumerate(words, 1)))
     got: dict[int, list[str]] = {}
     for doc, term in mem.execute("SELECT doc, term FROM temp.lex_q_v ORDER BY doc, offset"):
         got.setdefault(doc, []).append(term)
     return [got.get(i, []) for i in range(1, len(words) + 1)]
 
 
-def _memory_postings(db: sqlite3.Connection, rowids: np.ndarray, ntok: np.ndarray,
-                     slots: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def _memory_postings(
+    db: sqlite3.Connection, rowids: np.ndarray, ntok: np.ndarray, slots: np.ndarray
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Postings, in memory, of the rows at ``slots`` (their blocks have none on disk); sets
     their token counts in ``ntok``. The rows are tokenized by FTS5 itself."""
     import numpy as np
 
     ids = rowids[slots].tolist()
-    texts = {rid: (context, text, terms) for rid, context, text, terms in db.execute(
-        f"SELECT c.id, c.context, c.text, {terms_column(db)} FROM chunks c "
-        "WHERE c.id IN (SELECT value FROM json_each(?))", (json.dumps(ids),))}
+    texts = {
+        rid: (context, text, terms)
+        for rid, context, text, terms in db.execute(
+            f"SELECT c.id, c.context, c.text, {terms_column(db)} FROM chunks c "
+            "WHERE c.id IN (SELECT value FROM json_each(?))",
+            (json.dumps(ids),),
+        )
+    }
     counts, found = tokenize_rows([texts.get(rid, ("", "", "")) for rid in ids])
     ntok[slots] = counts
     return {term: (slots[rows_of], tf.astype(np.float64)) for term, (rows_of, tf) in found.items()}
 
 
-def tokenize_rows(texts: Sequence[tuple[str, str, str]]
-                  ) -> tuple[np.ndarray, dict[str, tuple[np.ndarray, np.ndarray]]]:
+def tokenize_rows(
+    texts: Sequence[tuple[str, str, str]],
+) -> tuple[np.ndarray, dict[str, tuple[np.ndarray, np.ndarray]]]:
     """The postings of rows given as (context, text, terms), tokenized by FTS5 itself (the
     index's tokenizer, ``FTS5_TOKENIZE``, in a private in-memory database): each row's length
     (its tokens in ``context`` and ``text``; int64) and, for each term, the rows holding it
@@ -443,13 +497,19 @@ def tokenize_rows(texts: Sequence[tuple[str, str, str]]
     docs = np.fromiter((d - 1 for _, d, _ in inst), np.int64, len(inst))
     extra = np.fromiter((bool(e) for _, _, e in inst), bool, len(inst))
     counts, rows_of, tf, ends, heads = _pairs(terms, docs, len(texts), extra)
-    return counts, {terms[h]: (rows_of[a:b], tf[a:b])
-                    for h, a, b in zip(heads.tolist(), ends.tolist(), ends[1:].tolist())}
+    return counts, {
+        terms[h]: (rows_of[a:b], tf[a:b])
+        for h, a, b in zip(heads.tolist(), ends.tolist(), ends[1:].tolist())
+    }
 
 
-def scan(db: sqlite3.Connection, words: Sequence[str], limit: int,
-         rowids_filter: Iterable[int] | None = None,
-         out: dict | None = None) -> list[tuple[int, float]]:
+def scan(
+    db: sqlite3.Connection,
+    words: Sequence[str],
+    limit: int,
+    rowids_filter: Iterable[int] | None = None,
+    out: dict | None = None,
+) -> list[tuple[int, float]]:
     """``Postings.search``'s scores without postings, from FTS5 alone: for each query word
     (one FTS5 phrase, as FTS5 tokenizes it) FTS5's own ``bm25()`` of that phrase alone gives
     the rows holding it, and solving its formula (constants ``FTS5_K1``/``FTS5_B``, the row's
@@ -465,17 +525,25 @@ def scan(db: sqlite3.Connection, words: Sequence[str], limit: int,
     try:
         totals = fts5_totals(db, None)
         length_totals = fts5_totals(db)
-        hits = [db.execute("SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts "
-                           "MATCH ?", ('"' + w.replace('"', '""') + '"',)).fetchall()
-                for w in words]
+        hits = [
+            db.execute(
+                "SELECT rowid, bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ?",
+                ('"' + w.replace('"', '""') + '"',),
+            ).fetchall()
+            for w in words
+        ]
         keys = sorted({r for got in hits for r, _ in got})
-        sizes = dict(db.execute(
-            "SELECT id, sz FROM chunks_fts_docsize WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps(keys),)))
+        sizes = dict(
+            db.execute(
+                "SELECT id, sz FROM chunks_fts_docsize WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps(keys),),
+            )
+        )
         if totals is None or length_totals is None:  # an averages record we cannot read:
             # the same totals, counted
-            sz_all = [_varints(bytes(sz)) for (sz,) in
-                      db.execute("SELECT sz FROM chunks_fts_docsize")]
+            sz_all = [
+                _varints(bytes(sz)) for (sz,) in db.execute("SELECT sz FROM chunks_fts_docsize")
+            ]
             totals = (len(sz_all), sum(sum(v) for v in sz_all))
             length_totals = (len(sz_all), sum(sum(v[:LENGTH_COLUMNS]) for v in sz_all))
     finally:

@@ -83,21 +83,24 @@ class WriterLock:
             with contextlib.suppress(OSError):
                 os.unlink(self.path)  # ours (locked): nothing is left behind
             os.close(fd)
-            raise RagsiftError(f"cannot write index {self.index_path}: {exc.strerror or exc} "
-                               f"(the lock file {self.path} could not be written); nothing "
-                               "was changed", EXIT_OUTPUT) from None
+            raise RagsiftError(
+                f"cannot write index {self.index_path}: {exc.strerror or exc} "
+                f"(the lock file {self.path} could not be written); nothing "
+                "was changed",
+                EXIT_OUTPUT,
+            ) from None
         self._fd = fd
 
     def _open(self) -> int:
         """A descriptor of the lock file: newly created, or an existing one proven ours."""
         try:
-            return os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-                           | os.O_CLOEXEC, 0o644)
+            return os.open(
+                self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644
+            )
         except FileExistsError:
             pass
         except OSError as exc:
-            raise RagsiftError(
-                f"cannot create the lock file {self.path}: {exc.strerror}") from None
+            raise RagsiftError(f"cannot create the lock file {self.path}: {exc.strerror}") from None
         try:  # look before opening: opening a device or FIFO can have effects of its own
             st = os.lstat(self.path)
             if not stat.S_ISREG(st.st_mode):
@@ -163,15 +166,22 @@ def holder_pid(index_path: str) -> int | None:
 
 
 def _not_ours(path: str, what: str) -> str:
-    return (f"the lock file {path} is {what}, not a ragsift lock; refusing to use it "
-            "(remove it if no ragsift run is writing the index)")
+    return (
+        f"the lock file {path} is {what}, not a ragsift lock; refusing to use it "
+        "(remove it if no ragsift run is writing the index)"
+    )
 
 
 def file_kind(mode: int) -> str:
-    """"a FIFO", "a directory", ... for a ``st_mode`` that is not a regular file."""
-    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link")):
+    """ "a FIFO", "a directory", ... for a ``st_mode`` that is not a regular file."""
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISLNK, "a symbolic link"),
+    ):
         if test(mode):
             return name
     return "not a regular file"

@@ -130,7 +130,7 @@ def m001_initial(db: sqlite3.Connection) -> None:
             VALUES ('delete', old.id, old.context, old.text);
             INSERT INTO chunks_fts(rowid, context, text) VALUES (new.id, new.context, new.text);
         END;
-        """
+        """,
     )
 
 
@@ -183,16 +183,22 @@ def m004_identifier_terms(db: sqlite3.Connection) -> None:
     from ragsift.index import lexical
     from ragsift.index.terms import terms_text
 
-    run_script(db, """
+    run_script(
+        db,
+        """
         DROP TRIGGER IF EXISTS chunks_fts_ai;
         DROP TRIGGER IF EXISTS chunks_fts_ad;
         DROP TRIGGER IF EXISTS chunks_fts_au;
         DROP TABLE IF EXISTS chunks_fts;
         ALTER TABLE chunks ADD COLUMN terms TEXT NOT NULL DEFAULT '';
-        """)
+        """,
+    )
     rows = db.execute("SELECT id, context, text FROM chunks").fetchall()
-    found = [(terms, rowid) for rowid, terms in
-             ((rowid, terms_text(context, text)) for rowid, context, text in rows) if terms]
+    found = [
+        (terms, rowid)
+        for rowid, terms in ((rowid, terms_text(context, text)) for rowid, context, text in rows)
+        if terms
+    ]
     db.executemany("UPDATE chunks SET terms = ? WHERE id = ?", found)
     run_script(db, _FTS_V4)
     db.execute("DELETE FROM lex_postings")
@@ -208,8 +214,10 @@ def m005_writer_versions(db: sqlite3.Connection) -> None:
     ``min_writer_version`` bound the writers (``index.opening.check_versions``)."""
     from ragsift.version import MIN_WRITER_VERSION
 
-    db.execute("INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)",
-               ("min_writer_version", json.dumps(MIN_WRITER_VERSION)))
+    db.execute(
+        "INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)",
+        ("min_writer_version", json.dumps(MIN_WRITER_VERSION)),
+    )
 
 
 def m006_cjk_terms(db: sqlite3.Connection) -> None:
@@ -221,25 +229,37 @@ def m006_cjk_terms(db: sqlite3.Connection) -> None:
     from ragsift.index import lexical
     from ragsift.index.terms import terms_text
 
-    changed = [(new, rowid) for rowid, new, old in
-               ((rowid, terms_text(context, text), old) for rowid, context, text, old in
-                db.execute("SELECT id, context, text, terms FROM chunks")) if new != old]
+    changed = [
+        (new, rowid)
+        for rowid, new, old in (
+            (rowid, terms_text(context, text), old)
+            for rowid, context, text, old in db.execute(
+                "SELECT id, context, text, terms FROM chunks"
+            )
+        )
+        if new != old
+    ]
     if not changed:
         return
     db.executemany("UPDATE chunks SET terms = ? WHERE id = ?", changed)
     ids = json.dumps([rowid for _, rowid in changed])
-    blocks = ("(SELECT DISTINCT block_id FROM chunks WHERE id IN "
-              "(SELECT value FROM json_each(?)) AND block_id IS NOT NULL)")
+    blocks = (
+        "(SELECT DISTINCT block_id FROM chunks WHERE id IN "
+        "(SELECT value FROM json_each(?)) AND block_id IS NOT NULL)"
+    )
     db.execute(f"DELETE FROM lex_postings WHERE block_id IN {blocks}", (ids,))
     db.execute(f"DELETE FROM lex_blocks WHERE block_id IN {blocks}", (ids,))
     lexical.backfill(db)
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_initial, m002_lexical_postings,
-                                                          m003_unit_evidence,
-                                                          m004_identifier_terms,
-                                                          m005_writer_versions,
-                                                          m006_cjk_terms]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
+    m001_initial,
+    m002_lexical_postings,
+    m003_unit_evidence,
+    m004_identifier_terms,
+    m005_writer_versions,
+    m006_cjk_terms,
+]
 LATEST = len(MIGRATIONS)
 # Readers accept every schema from this one on: an index written before schema 2 is searched
 # with FTS5's own bm25() until a writer (``embed``, ``rm``) upgrades it; one from before

@@ -15,11 +15,15 @@ if TYPE_CHECKING:
 
 
 @overload
-def open_index(path: str | os.PathLike, mode: Literal["r"] = "r",
-               wait: bool | Callable[[int | None], None] = False) -> IndexReader: ...
+def open_index(
+    path: str | os.PathLike,
+    mode: Literal["r"] = "r",
+    wait: bool | Callable[[int | None], None] = False,
+) -> IndexReader: ...
 @overload
-def open_index(path: str | os.PathLike, mode: Literal["w"],
-               wait: bool | Callable[[int | None], None] = False) -> IndexWriter: ...
+def open_index(
+    path: str | os.PathLike, mode: Literal["w"], wait: bool | Callable[[int | None], None] = False
+) -> IndexWriter: ...
 
 
 def open_index(path, mode="r", wait=False):
@@ -64,7 +68,8 @@ def check_versions(store, path: str, mode: str) -> None:
         raise RagsiftError(
             f"index {path} was written by ragsift {by}; only ragsift {need} or newer may "
             f"{verb} it, and this is ragsift {__version__}: upgrade ragsift"
-            + (" (reading it still works)" if mode == "w" else ""))
+            + (" (reading it still works)" if mode == "w" else "")
+        )
 
 
 def inspect_index(path: str | os.PathLike) -> str:

@@ -32,14 +32,16 @@ def inspect_file(path: str) -> str:
     except FileNotFoundError:
         if os.path.lexists(path):
             raise RagsiftError(
-                f"{path} is a symbolic link to a missing file; refusing to replace it") from None
+                f"{path} is a symbolic link to a missing file; refusing to replace it"
+            ) from None
         return "missing"
     except OSError as exc:
         raise RagsiftError(f"cannot read {path}: {exc.strerror}") from None
     if not stat.S_ISREG(st.st_mode):
         # never opened: reading a FIFO blocks, a device may have no end; nothing is replaced
         raise RagsiftError(
-            f"{path} is {file_kind(st.st_mode)}, not an index file; refusing to touch it")
+            f"{path} is {file_kind(st.st_mode)}, not an index file; refusing to touch it"
+        )
     if st.st_size == 0:
         return "empty"
     try:
@@ -49,10 +51,12 @@ def inspect_file(path: str) -> str:
         raise RagsiftError(f"cannot read {path}: {exc.strerror}") from None
     if len(head) < 100 or not head.startswith(SQLITE_MAGIC):
         raise RagsiftError(
-            f"{path} is not a ragsift index (not an SQLite database); refusing to touch it")
+            f"{path} is not a ragsift index (not an SQLite database); refusing to touch it"
+        )
     if int.from_bytes(head[68:72], "big") != migrations.APPLICATION_ID:
         raise RagsiftError(
-            f"{path} is an SQLite database but not a ragsift index; refusing to touch it")
+            f"{path} is an SQLite database but not a ragsift index; refusing to touch it"
+        )
     return "ours"
 
 
@@ -139,13 +143,15 @@ def _connect_reader(path: str) -> sqlite3.Connection:
         raise RagsiftError(
             f"cannot read index {path} read-only while PID {pid} writes it: reading alongside "
             f"a writer needs write access to {folder} (SQLite creates {shm} there); retry "
-            "when the write is done")
+            "when the write is done"
+        )
     if pending:
         raise RagsiftError(
             f"cannot read index {path} read-only: {wal} holds commits not yet copied into "
             f"the index file (a write was interrupted), and reading them needs write access "
             f"to {folder} (SQLite creates {shm} there); any ragsift command run once by a "
-            "user who can write there folds them in")
+            "user who can write there folds them in"
+        )
     db = sqlite3.connect(sqlite_uri(path, "ro", immutable=1), **kw)
     db.execute("SELECT count(*) FROM sqlite_master").fetchone()
     return db
@@ -177,20 +183,24 @@ def _check_writable(path: str, state: str) -> None:
     if state != "missing" and not os.access(path, os.W_OK):
         raise RagsiftError(
             f"index {path} is read-only (no write permission); `embed` must write it "
-            "(query, explain and info read it as it is)")
+            "(query, explain and info read it as it is)"
+        )
     if not os.path.isdir(folder):
         raise RagsiftError(f"cannot create index {path}: the folder {folder} does not exist")
     if not os.access(folder, os.W_OK):
         raise RagsiftError(
             f"cannot write in {folder} (no write permission): the index, its lock and its "
-            "write-ahead log live there")
+            "write-ahead log live there"
+        )
 
 
 def _corrupt(path: str, exc: Exception) -> RagsiftError:
     code = _result_code(exc) if isinstance(exc, sqlite3.Error) else None
     if code in (11, 26):  # SQLITE_CORRUPT, SQLITE_NOTADB: the file itself is damaged
-        return RagsiftError(f"index {path} is corrupt ({exc}); it was not modified; build it "
-                            "again with `ragsift embed PATH... --index INDEX --rebuild`")
+        return RagsiftError(
+            f"index {path} is corrupt ({exc}); it was not modified; build it "
+            "again with `ragsift embed PATH... --index INDEX --rebuild`"
+        )
     if code in _WRITE_FAILED:
         return write_error(path, exc)
     return RagsiftError(f"cannot use index {path}: {exc}; it was not modified")
@@ -209,5 +219,7 @@ def write_error(path: str, exc: Exception) -> RagsiftError:
     if code in _WRITE_FAILED:
         return RagsiftError(
             f"cannot write index {path}: {exc}; every batch committed before is kept, the "
-            "next run continues from there", EXIT_OUTPUT)
+            "next run continues from there",
+            EXIT_OUTPUT,
+        )
     return RagsiftError(f"index {path}: {exc}")

@@ -67,7 +67,7 @@ IDENTIFIER_SCHEMA = 4  # from this schema chunks_fts holds identifier terms (mig
 CJK_SCHEMA = 6  # from this schema it holds CJK bigrams and unigrams (migrations.m006)
 
 _CHUNK_COLUMNS = (
-    "c.id, d.path, c.idx, c.text, c.start, c.\"end\", c.context, c.tokens, c.chars, "
+    'c.id, d.path, c.idx, c.text, c.start, c."end", c.context, c.tokens, c.chars, '
     "c.line_start, c.line_end, c.headings, c.page, c.level, c.content_hash, c.truncated"
 )
 
@@ -75,8 +75,9 @@ _CHUNK_COLUMNS = (
 class IndexStore(StoreWriter):
     """An open index file. Use ``IndexStore.open(path, mode)`` as a context manager."""
 
-    def __init__(self, path: str, mode: str, db: sqlite3.Connection,
-                 lock: WriterLock | None) -> None:
+    def __init__(
+        self, path: str, mode: str, db: sqlite3.Connection, lock: WriterLock | None
+    ) -> None:
         self.path = path
         self.mode = mode
         self.db = db
@@ -91,8 +92,12 @@ class IndexStore(StoreWriter):
 
     # -- opening ---------------------------------------------------------------------------
     @classmethod
-    def open(cls, path: str | os.PathLike, mode: str = "r",
-             wait: bool | Callable[[int | None], None] = False) -> IndexStore:
+    def open(
+        cls,
+        path: str | os.PathLike,
+        mode: str = "r",
+        wait: bool | Callable[[int | None], None] = False,
+    ) -> IndexStore:
         """Open ``path`` for reading (``"r"``) or writing (``"w"``, creates it, takes the lock).
 
         Raises ``RagsiftError`` for a missing index (``"r"``), a foreign or corrupt file, a
@@ -109,7 +114,8 @@ class IndexStore(StoreWriter):
         if mode == "r":
             if state == "missing":
                 raise RagsiftError(
-                    f"no index at {path}; build one with: ragsift embed PATH --index {path}")
+                    f"no index at {path}; build one with: ragsift embed PATH --index {path}"
+                )
             if state == "empty":
                 raise RagsiftError(f"{path} is an empty file, not a ragsift index")
             return cls._open_reader(path)
@@ -145,8 +151,13 @@ class IndexStore(StoreWriter):
         try:
             if state in ("missing", "empty"):
                 _create(path)
-            db = sqlite3.connect(sqlite_uri(path, "rw"), uri=True, isolation_level=None,
-                                 timeout=30, check_same_thread=False)
+            db = sqlite3.connect(
+                sqlite_uri(path, "rw"),
+                uri=True,
+                isolation_level=None,
+                timeout=30,
+                check_same_thread=False,
+            )
             store = cls(path, "w", db, lock)
             # Nothing is written here (issue 40): a command may still refuse the index (its
             # evidence layout, its model), and must leave it as it was. The missing
@@ -171,20 +182,27 @@ class IndexStore(StoreWriter):
         if version > migrations.LATEST:
             raise RagsiftError(
                 f"index {self.path} has schema version {version}, newer than this ragsift "
-                f"understands ({migrations.LATEST}); upgrade ragsift")
+                f"understands ({migrations.LATEST}); upgrade ragsift"
+            )
         if not writable and version < migrations.OLDEST_READABLE:
             if version == 0:
                 raise RagsiftError(f"index {self.path} is empty: no run has committed yet")
             raise RagsiftError(
                 f"index {self.path} has schema version {version}; run `ragsift embed` "
-                "once to upgrade it")
+                "once to upgrade it"
+            )
         if version >= 1:
-            names = {r[0] for r in self.db.execute(
-                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+            names = {
+                r[0]
+                for r in self.db.execute(
+                    "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
+                )
+            }
             missing = {"settings", "documents", "chunks", "vec_blocks", "chunks_fts"} - names
             if missing:
                 raise RagsiftError(
-                    f"index {self.path} is damaged (missing tables: {', '.join(sorted(missing))})")
+                    f"index {self.path} is damaged (missing tables: {', '.join(sorted(missing))})"
+                )
 
     def close(self) -> None:
         if self.db is None:
@@ -280,14 +298,15 @@ class IndexStore(StoreWriter):
         # Iterate the cursor (not fetchall): each block's bytes are freed before the next
         # one, so the allocator reuses one buffer instead of faulting in fresh pages.
         for block_id, n, dead, rid_blob, data in self.db.execute(
-                "SELECT id, n, dead, rowids, data FROM vec_blocks ORDER BY id"):
+            "SELECT id, n, dead, rowids, data FROM vec_blocks ORDER BY id"
+        ):
             ids, vecs = self._block(block_id, n, dim, rid_blob, data)
             if dead:
                 live = ids >= 0
                 ids, vecs = ids[live], vecs[live]
             m = ids.shape[0]
-            rowids[k:k + m] = ids
-            matrix[k:k + m] = vecs
+            rowids[k : k + m] = ids
+            matrix[k : k + m] = vecs
             k += m
         if k != total:  # a block disagrees with its own counts
             raise self._damaged("a vector block disagrees with its counts")
@@ -301,8 +320,10 @@ class IndexStore(StoreWriter):
             return []
         found: dict[int, ChunkRecord] = {}
         for row in self.db.execute(
-                f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.id = c.doc_id "
-                "WHERE c.id IN (SELECT value FROM json_each(?))", (json.dumps(ids),)):
+            f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.id = c.doc_id "
+            "WHERE c.id IN (SELECT value FROM json_each(?))",
+            (json.dumps(ids),),
+        ):
             found[row[0]] = _record(row)
         return [found[i] for i in ids if i in found]
 
@@ -313,20 +334,29 @@ class IndexStore(StoreWriter):
 
     def document_chunks(self, path: str) -> list[dict]:
         """All chunk records of the document with display path ``path``, in order."""
-        return [_record(row).as_dict() for row in self.db.execute(
-            f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.id = c.doc_id "
-            "WHERE d.path = ? ORDER BY d.id, c.idx", (path,))]
+        return [
+            _record(row).as_dict()
+            for row in self.db.execute(
+                f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.id = c.doc_id "
+                "WHERE d.path = ? ORDER BY d.id, c.idx",
+                (path,),
+            )
+        ]
 
     # -- search (the backend contract, ragsift/index/backend.py) ---------------------------
     def count(self, paths: Collection[str] | None = None) -> int:
         """Chunks that can be searched (those with a vector), optionally of ``paths`` only."""
         if paths is None:
-            return int(self.db.execute(
-                "SELECT coalesce(sum(n - dead), 0) FROM vec_blocks").fetchone()[0])
-        return int(self.db.execute(
-            "SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE "
-            "c.block_id IS NOT NULL AND d.path IN (SELECT value FROM json_each(?))",
-            (json.dumps(sorted(paths)),)).fetchone()[0])
+            return int(
+                self.db.execute("SELECT coalesce(sum(n - dead), 0) FROM vec_blocks").fetchone()[0]
+            )
+        return int(
+            self.db.execute(
+                "SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE "
+                "c.block_id IS NOT NULL AND d.path IN (SELECT value FROM json_each(?))",
+                (json.dumps(sorted(paths)),),
+            ).fetchone()[0]
+        )
 
     def load(self) -> None:
         """Read the vector matrix into memory (once per open store)."""
@@ -335,9 +365,9 @@ class IndexStore(StoreWriter):
 
             self._dense = DenseMatrix(*self.load_matrix(), self._rowids_of_paths)
 
-    def dense_candidates(self, qvecs: np.ndarray, n: int,
-                         paths: Collection[str] | None = None
-                         ) -> list[list[tuple[int, float]]]:
+    def dense_candidates(
+        self, qvecs: np.ndarray, n: int, paths: Collection[str] | None = None
+    ) -> list[list[tuple[int, float]]]:
         """Exact cosine top ``n`` per query vector (``ragsift.index.dense``)."""
         self.load()
         return self._dense.candidates(qvecs, n, paths)
@@ -352,12 +382,18 @@ class IndexStore(StoreWriter):
         ids = [int(r) for r in rowids]
         if not ids or migrations.schema_version(self.db) < 3:
             return {}
-        return {r: b for r, b in self.db.execute(
-            "SELECT id, units FROM chunks WHERE id IN (SELECT value FROM json_each(?)) "
-            "AND units IS NOT NULL", (json.dumps(ids),))}
+        return {
+            r: b
+            for r, b in self.db.execute(
+                "SELECT id, units FROM chunks WHERE id IN (SELECT value FROM json_each(?)) "
+                "AND units IS NOT NULL",
+                (json.dumps(ids),),
+            )
+        }
 
-    def lexical_candidates(self, text: str, n: int, paths: Collection[str] | None = None
-                           ) -> list[tuple[int, float]]:
+    def lexical_candidates(
+        self, text: str, n: int, paths: Collection[str] | None = None
+    ) -> list[tuple[int, float]]:
         """``lexical_search`` with the score sign flipped (larger is better) and the filter
         given as document paths."""
         if paths is not None:
@@ -372,19 +408,29 @@ class IndexStore(StoreWriter):
         return self._rowids_of_paths(paths)
 
     def _rowids_of_paths(self, paths: Collection[str]) -> list[int]:
-        return [r[0] for r in self.db.execute(
-            "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.doc_id "
-            "WHERE d.path IN (SELECT value FROM json_each(?))", (json.dumps(sorted(paths)),))]
+        return [
+            r[0]
+            for r in self.db.execute(
+                "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.doc_id "
+                "WHERE d.path IN (SELECT value FROM json_each(?))",
+                (json.dumps(sorted(paths)),),
+            )
+        ]
 
     def documents(self) -> list[DocumentInfo]:
         """Every document (with its chunk and token counts), by path."""
-        return [DocumentInfo(*row) for row in self.db.execute(
-            "SELECT d.path, d.key, d.n_chunks, coalesce((SELECT sum(tokens) FROM chunks c "
-            "WHERE c.doc_id = d.id), 0), d.size, d.mtime, d.indexed_at, d.format, d.chunker, "
-            "d.sha256 FROM documents d ORDER BY d.path, d.key")]
+        return [
+            DocumentInfo(*row)
+            for row in self.db.execute(
+                "SELECT d.path, d.key, d.n_chunks, coalesce((SELECT sum(tokens) FROM chunks c "
+                "WHERE c.doc_id = d.id), 0), d.size, d.mtime, d.indexed_at, d.format, d.chunker, "
+                "d.sha256 FROM documents d ORDER BY d.path, d.key"
+            )
+        ]
 
-    def lexical_search(self, query: str, limit: int,
-                       rowids_filter: Iterable[int] | None = None) -> list[tuple[int, float]]:
+    def lexical_search(
+        self, query: str, limit: int, rowids_filter: Iterable[int] | None = None
+    ) -> list[tuple[int, float]]:
         """BM25 over ``context + text``: [(rowid, -bm25)] best first, at most ``limit``.
 
         The score has the sign of FTS5's ``bm25()``: negative, more negative is better; its
@@ -434,19 +480,23 @@ class IndexStore(StoreWriter):
 
     def documents_state(self) -> dict[str, DocState]:
         """Every document by key (one query; used for change detection)."""
-        return {r[1]: DocState(*r) for r in self.db.execute(
-            "SELECT id, key, path, source, size, mtime, sha256, chunker, n_chunks "
-            "FROM documents")}
+        return {
+            r[1]: DocState(*r)
+            for r in self.db.execute(
+                "SELECT id, key, path, source, size, mtime, sha256, chunker, n_chunks "
+                "FROM documents"
+            )
+        }
 
     def stats(self) -> dict:
         q = self.db.execute
         docs = q("SELECT count(*) FROM documents").fetchone()[0]
         n_chunks, truncated, tokens = q(
-            "SELECT count(*), coalesce(sum(truncated > 0), 0), coalesce(sum(tokens), 0) "
-            "FROM chunks").fetchone()
+            "SELECT count(*), coalesce(sum(truncated > 0), 0), coalesce(sum(tokens), 0) FROM chunks"
+        ).fetchone()
         vectors, dead, blocks = q(
-            "SELECT coalesce(sum(n - dead), 0), coalesce(sum(dead), 0), count(*) "
-            "FROM vec_blocks").fetchone()
+            "SELECT coalesce(sum(n - dead), 0), coalesce(sum(dead), 0), count(*) FROM vec_blocks"
+        ).fetchone()
         size = 0
         for suffix in ("", "-wal"):
             with contextlib.suppress(OSError):
@@ -465,21 +515,26 @@ class IndexStore(StoreWriter):
             "writer_pid": holder_pid(self.path),
         }
 
-    def _block(self, block_id: int, n: int, dim: int, rid: bytes, data: bytes
-               ) -> tuple[np.ndarray, np.ndarray]:
+    def _block(
+        self, block_id: int, n: int, dim: int, rid: bytes, data: bytes
+    ) -> tuple[np.ndarray, np.ndarray]:
         """One vector block's (rowids, vectors), after checking that its bytes hold the ``n``
         rows its counts say (a truncated or foreign blob is damage, not a reshape error)."""
         import numpy as np
 
         if len(rid) != 8 * n or len(data) != 4 * n * dim:
-            raise self._damaged(f"vector block {block_id} holds {len(data)} bytes of vectors "
-                                f"and {len(rid)} of rowids for {n} rows of {dim} dimensions "
-                                f"({4 * n * dim} and {8 * n} expected)")
+            raise self._damaged(
+                f"vector block {block_id} holds {len(data)} bytes of vectors "
+                f"and {len(rid)} of rowids for {n} rows of {dim} dimensions "
+                f"({4 * n * dim} and {8 * n} expected)"
+            )
         return np.frombuffer(rid, "<i8"), np.frombuffer(data, "<f4").reshape(n, dim)
 
     def _damaged(self, what: str) -> RagsiftError:
-        return RagsiftError(f"index damaged: {self.path}: {what}; rebuild it with `ragsift "
-                            f"embed PATH... --index {self.path} --rebuild`")
+        return RagsiftError(
+            f"index damaged: {self.path}: {what}; rebuild it with `ragsift "
+            f"embed PATH... --index {self.path} --rebuild`"
+        )
 
     @staticmethod
     def _small_block() -> int:
@@ -489,13 +544,42 @@ class IndexStore(StoreWriter):
 
 
 def _record(row: tuple) -> ChunkRecord:
-    (rowid, path, idx, text, start, end, context, tokens, chars, line_start, line_end,
-     headings, page, level, content_hash, truncated) = row
+    (
+        rowid,
+        path,
+        idx,
+        text,
+        start,
+        end,
+        context,
+        tokens,
+        chars,
+        line_start,
+        line_end,
+        headings,
+        page,
+        level,
+        content_hash,
+        truncated,
+    ) = row
     return ChunkRecord(
-        rowid=rowid, path=path, index=idx, text=text, start=start, end=end,
-        context=context or "", tokens=tokens, chars=chars if chars is not None else len(text),
-        line_start=line_start, line_end=line_end, headings=tuple(json.loads(headings)),
-        page=page, level=level or 0, content_hash=content_hash, truncated=int(truncated or 0))
+        rowid=rowid,
+        path=path,
+        index=idx,
+        text=text,
+        start=start,
+        end=end,
+        context=context or "",
+        tokens=tokens,
+        chars=chars if chars is not None else len(text),
+        line_start=line_start,
+        line_end=line_end,
+        headings=tuple(json.loads(headings)),
+        page=page,
+        level=level or 0,
+        content_hash=content_hash,
+        truncated=int(truncated or 0),
+    )
 
 
 def _write_errors_as_ragsift(method):
@@ -517,7 +601,17 @@ def _write_errors_as_ragsift(method):
     return call
 
 
-for _name in ("settings", "dimensions", "set_settings", "documents_state", "write_documents",
-              "touch_document", "remove_documents", "vectors_for_hashes", "clear", "compact",
-              "stats"):
+for _name in (
+    "settings",
+    "dimensions",
+    "set_settings",
+    "documents_state",
+    "write_documents",
+    "touch_document",
+    "remove_documents",
+    "vectors_for_hashes",
+    "clear",
+    "compact",
+    "stats",
+):
     setattr(IndexStore, _name, _write_errors_as_ragsift(getattr(IndexStore, _name)))

@@ -55,12 +55,15 @@ class StoreWriter:
             problems.append(f"{len(rowids)} vectors for {len(chunk_ids)} chunks")
         if matrix.size and not np.isfinite(matrix).all():
             problems.append("non-finite vector values")
-        bad = q("SELECT count(*) FROM documents d WHERE n_chunks != "
-                "(SELECT count(*) FROM chunks c WHERE c.doc_id = d.id)").fetchone()[0]
+        bad = q(
+            "SELECT count(*) FROM documents d WHERE n_chunks != "
+            "(SELECT count(*) FROM chunks c WHERE c.doc_id = d.id)"
+        ).fetchone()[0]
         if bad:
             problems.append(f"{bad} documents with a wrong chunk count")
-        orphans = q("SELECT count(*) FROM chunks WHERE doc_id NOT IN "
-                    "(SELECT id FROM documents)").fetchone()[0]
+        orphans = q(
+            "SELECT count(*) FROM chunks WHERE doc_id NOT IN (SELECT id FROM documents)"
+        ).fetchone()[0]
         if orphans:
             problems.append(f"{orphans} chunks without a document")
         for n, dead, rid in q("SELECT n, dead, rowids FROM vec_blocks"):
@@ -70,8 +73,9 @@ class StoreWriter:
                 break
         if migrations.schema_version(self.db) >= 2:
             blocks = q("SELECT count(*) FROM vec_blocks").fetchone()[0]
-            with_postings = q("SELECT count(*) FROM lex_blocks WHERE block_id IN "
-                              "(SELECT id FROM vec_blocks)").fetchone()[0]
+            with_postings = q(
+                "SELECT count(*) FROM lex_blocks WHERE block_id IN (SELECT id FROM vec_blocks)"
+            ).fetchone()[0]
             if with_postings == blocks and lexical.Postings.load(self.db) is None:
                 problems.append("lexical postings disagree with the FTS index (rows or tokens)")
         if self.mode == "w":  # FTS5's own check against the chunks table (a write statement)
@@ -126,20 +130,28 @@ class StoreWriter:
 
     def _record_writer(self) -> None:
         """Inside the first write transaction: ``written_by`` and the version floors."""
-        stamp = writer_stamp({k: json.loads(v) for k, v in self.db.execute(
-            "SELECT key, value FROM settings WHERE key IN "
-            "('written_by', 'min_writer_version', 'min_reader_version')")})
+        stamp = writer_stamp(
+            {
+                k: json.loads(v)
+                for k, v in self.db.execute(
+                    "SELECT key, value FROM settings WHERE key IN "
+                    "('written_by', 'min_writer_version', 'min_reader_version')"
+                )
+            }
+        )
         self.db.executemany(
             "INSERT INTO settings(key, value) VALUES (?, ?) "
             "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            [(k, json.dumps(v)) for k, v in stamp.items()])
+            [(k, json.dumps(v)) for k, v in stamp.items()],
+        )
 
     def set_settings(self, **values: Any) -> None:
         with self.transaction():
             self.db.executemany(
                 "INSERT INTO settings(key, value) VALUES (?, ?) "
                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                [(k, json.dumps(v)) for k, v in values.items()])
+                [(k, json.dumps(v)) for k, v in values.items()],
+            )
             if "dimensions" in values:
                 self._dim = int(values["dimensions"]) if values["dimensions"] else None
 
@@ -157,43 +169,79 @@ class StoreWriter:
                 vecs = as_f32(doc.vectors, len(doc.records))
                 if len(doc.records):
                     self._check_dim(vecs.shape[1])
-                old = self.db.execute("SELECT id FROM documents WHERE key = ?",
-                                      (doc.key,)).fetchone()
+                old = self.db.execute(
+                    "SELECT id FROM documents WHERE key = ?", (doc.key,)
+                ).fetchone()
                 if old is not None:
                     self._delete_document(old[0])
                 cur = self.db.execute(
                     "INSERT INTO documents(key, path, source, size, mtime, sha256, format, "
                     "chunker, n_chunks, indexed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (doc.key, doc.path, doc.source, doc.size, doc.mtime, doc.sha256,
-                     doc.format, doc.chunker, len(doc.records), now))
+                    (
+                        doc.key,
+                        doc.path,
+                        doc.source,
+                        doc.size,
+                        doc.mtime,
+                        doc.sha256,
+                        doc.format,
+                        doc.chunker,
+                        len(doc.records),
+                        now,
+                    ),
+                )
                 doc_id = cur.lastrowid
                 for rec, _vec in zip(doc.records, vecs):
                     cur = self.db.execute(
-                        "INSERT INTO chunks(doc_id, idx, text, context, start, \"end\", tokens, "
+                        'INSERT INTO chunks(doc_id, idx, text, context, start, "end", tokens, '
                         "chars, line_start, line_end, headings, page, level, content_hash, "
                         "truncated, units, terms) "
                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        (doc_id, rec["index"], rec["text"], rec.get("context") or "",
-                         rec.get("start"), rec.get("end"), rec.get("tokens"),
-                         rec.get("chars", len(rec["text"])), rec.get("line_start"),
-                         rec.get("line_end"), json.dumps(list(rec.get("headings") or [])),
-                         rec.get("page"), rec.get("level") or 0, rec["content_hash"],
-                         int(rec.get("truncated") or 0), rec.get("units"),
-                         terms_text(rec.get("context") or "", rec["text"])))
+                        (
+                            doc_id,
+                            rec["index"],
+                            rec["text"],
+                            rec.get("context") or "",
+                            rec.get("start"),
+                            rec.get("end"),
+                            rec.get("tokens"),
+                            rec.get("chars", len(rec["text"])),
+                            rec.get("line_start"),
+                            rec.get("line_end"),
+                            json.dumps(list(rec.get("headings") or [])),
+                            rec.get("page"),
+                            rec.get("level") or 0,
+                            rec["content_hash"],
+                            int(rec.get("truncated") or 0),
+                            rec.get("units"),
+                            terms_text(rec.get("context") or "", rec["text"]),
+                        ),
+                    )
                     pending_ids.append(cur.lastrowid)
                 if len(doc.records):
                     pending_vecs.append(vecs)
             if pending_ids:
-                self._write_blocks(np.asarray(pending_ids, np.int64),
-                                   np.concatenate(pending_vecs), small_postings=False)
+                self._write_blocks(
+                    np.asarray(pending_ids, np.int64),
+                    np.concatenate(pending_vecs),
+                    small_postings=False,
+                )
 
-    def touch_document(self, key: str, *, path: str | None = None, size: int | None = None,
-                       mtime: float | None = None) -> None:
+    def touch_document(
+        self,
+        key: str,
+        *,
+        path: str | None = None,
+        size: int | None = None,
+        mtime: float | None = None,
+    ) -> None:
         """Record a new size/mtime (content unchanged) or display path for ``key``."""
         with self.transaction():
             self.db.execute(
                 "UPDATE documents SET path = coalesce(?, path), size = coalesce(?, size), "
-                "mtime = coalesce(?, mtime) WHERE key = ?", (path, size, mtime, key))
+                "mtime = coalesce(?, mtime) WHERE key = ?",
+                (path, size, mtime, key),
+            )
 
     def remove_documents(self, keys: Iterable[str]) -> int:
         removed = 0
@@ -205,8 +253,9 @@ class StoreWriter:
                     removed += 1
         return removed
 
-    def vectors_for_hashes(self, hashes: Iterable[str]
-                           ) -> dict[str, tuple[np.ndarray, int, bytes | None]]:
+    def vectors_for_hashes(
+        self, hashes: Iterable[str]
+    ) -> dict[str, tuple[np.ndarray, int, bytes | None]]:
         """Stored vectors by chunk content hash: {hash: (vector, truncated, units)} for those
         found (``units``: the chunk's unit evidence, ``ragsift.embedders.evidence``)."""
         import numpy as np
@@ -219,18 +268,23 @@ class StoreWriter:
         seen: set[str] = set()
         units: dict[str, bytes | None] = {}
         for h, block_id, pos, truncated, blob in self.db.execute(
-                "SELECT content_hash, block_id, block_pos, truncated, units FROM chunks "
-                "WHERE content_hash IN (SELECT value FROM json_each(?)) "
-                "AND block_id IS NOT NULL", (json.dumps(wanted),)):
+            "SELECT content_hash, block_id, block_pos, truncated, units FROM chunks "
+            "WHERE content_hash IN (SELECT value FROM json_each(?)) "
+            "AND block_id IS NOT NULL",
+            (json.dumps(wanted),),
+        ):
             if h not in seen:
                 seen.add(h)
                 units[h] = blob
                 where.setdefault(block_id, []).append((pos, h, truncated))
         out: dict[str, tuple[np.ndarray, int, bytes | None]] = {}
         width = dim * 4
-        sizes = dict(self.db.execute(
-            "SELECT id, length(data) FROM vec_blocks WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps(sorted(where)),)))
+        sizes = dict(
+            self.db.execute(
+                "SELECT id, length(data) FROM vec_blocks WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps(sorted(where)),),
+            )
+        )
         for block_id, items in where.items():
             if any((pos + 1) * width > (sizes.get(block_id) or 0) for pos, _, _ in items):
                 raise self._damaged(f"vector block {block_id} is shorter than its rows")
@@ -238,13 +292,17 @@ class StoreWriter:
                 with self.db.blobopen("vec_blocks", "data", block_id, readonly=True) as blob:
                     for pos, h, truncated in items:
                         blob.seek(pos * width)
-                        out[h] = (np.frombuffer(blob.read(width), "<f4").copy(), int(truncated),
-                                  units[h])
+                        out[h] = (
+                            np.frombuffer(blob.read(width), "<f4").copy(),
+                            int(truncated),
+                            units[h],
+                        )
             else:  # Python 3.10: substr() reads the same bytes through SQL
                 for pos, h, truncated in items:
                     (raw,) = self.db.execute(
                         "SELECT substr(data, ?, ?) FROM vec_blocks WHERE id = ?",
-                        (pos * width + 1, width, block_id)).fetchone()
+                        (pos * width + 1, width, block_id),
+                    ).fetchone()
                     out[h] = (np.frombuffer(raw, "<f4").copy(), int(truncated), units[h])
         return out
 
@@ -255,8 +313,10 @@ class StoreWriter:
             self.db.execute("DELETE FROM documents")
             self.db.execute("DELETE FROM vec_blocks")
             # who may write and read it stays (``backend.writer_stamp``, recorded with this)
-            self.db.execute("DELETE FROM settings WHERE key NOT IN "
-                            "('written_by', 'min_writer_version', 'min_reader_version')")
+            self.db.execute(
+                "DELETE FROM settings WHERE key NOT IN "
+                "('written_by', 'min_writer_version', 'min_reader_version')"
+            )
             self._dim = None
 
     def compact(self) -> int:
@@ -289,13 +349,16 @@ class StoreWriter:
         ids_parts, vec_parts = [], []
         for bid in todo:
             n, rid, data = self.db.execute(
-                "SELECT n, rowids, data FROM vec_blocks WHERE id = ?", (bid,)).fetchone()
+                "SELECT n, rowids, data FROM vec_blocks WHERE id = ?", (bid,)
+            ).fetchone()
             ids, vecs = self._block(bid, n, dim, rid, data)
             live = ids >= 0
             ids_parts.append(ids[live])
             vec_parts.append(vecs[live])
-        self.db.execute("DELETE FROM vec_blocks WHERE id IN (SELECT value FROM json_each(?))",
-                        (json.dumps(todo),))
+        self.db.execute(
+            "DELETE FROM vec_blocks WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(todo),),
+        )
         ids = np.concatenate(ids_parts)
         vecs = np.concatenate(vec_parts)
         order = np.argsort(ids, kind="stable")
@@ -313,10 +376,10 @@ class StoreWriter:
         elif have != dim:
             raise RagsiftError(
                 f"vectors have {dim} dimensions but index {self.path} holds {have}; "
-                "use the index's model or --rebuild")
+                "use the index's model or --rebuild"
+            )
 
-    def _write_blocks(self, ids: np.ndarray, vecs: np.ndarray,
-                      small_postings: bool = True) -> int:
+    def _write_blocks(self, ids: np.ndarray, vecs: np.ndarray, small_postings: bool = True) -> int:
         """Vector blocks of ``BLOCK_ROWS`` and their lexical postings. ``small_postings=False``
         (``write_documents``): a block below ``SMALL_BLOCK`` rows gets its postings when
         ``compact`` merges it (or, left alone, backfills it), so they are built once, not
@@ -325,14 +388,16 @@ class StoreWriter:
 
         n_blocks = 0
         for s in range(0, ids.shape[0], BLOCK_ROWS):
-            part_ids = np.ascontiguousarray(ids[s:s + BLOCK_ROWS], "<i8")
-            part = np.ascontiguousarray(vecs[s:s + BLOCK_ROWS], "<f4")
+            part_ids = np.ascontiguousarray(ids[s : s + BLOCK_ROWS], "<i8")
+            part = np.ascontiguousarray(vecs[s : s + BLOCK_ROWS], "<f4")
             cur = self.db.execute(
                 "INSERT INTO vec_blocks(n, dead, dim, rowids, data) VALUES (?, 0, ?, ?, ?)",
-                (part.shape[0], part.shape[1], part_ids.tobytes(), part.tobytes()))
+                (part.shape[0], part.shape[1], part_ids.tobytes(), part.tobytes()),
+            )
             self.db.executemany(
                 "UPDATE chunks SET block_id = ?, block_pos = ? WHERE id = ?",
-                [(cur.lastrowid, pos, int(cid)) for pos, cid in enumerate(part_ids.tolist())])
+                [(cur.lastrowid, pos, int(cid)) for pos, cid in enumerate(part_ids.tolist())],
+            )
             if small_postings or part.shape[0] >= self._small_block():
                 lexical.write_block(self.db, cur.lastrowid, part_ids.tolist())
             n_blocks += 1
@@ -343,12 +408,14 @@ class StoreWriter:
 
         by_block: dict[int, list[int]] = {}
         for block_id, pos in self.db.execute(
-                "SELECT block_id, block_pos FROM chunks WHERE doc_id = ? AND block_id IS NOT NULL",
-                (doc_id,)):
+            "SELECT block_id, block_pos FROM chunks WHERE doc_id = ? AND block_id IS NOT NULL",
+            (doc_id,),
+        ):
             by_block.setdefault(block_id, []).append(pos)
         for block_id, positions in by_block.items():
-            row = self.db.execute("SELECT n, dead, rowids FROM vec_blocks WHERE id = ?",
-                                  (block_id,)).fetchone()
+            row = self.db.execute(
+                "SELECT n, dead, rowids FROM vec_blocks WHERE id = ?", (block_id,)
+            ).fetchone()
             if row is None:
                 continue
             n, dead, rid = row
@@ -358,7 +425,9 @@ class StoreWriter:
             if dead + newly >= n:
                 self.db.execute("DELETE FROM vec_blocks WHERE id = ?", (block_id,))
             else:
-                self.db.execute("UPDATE vec_blocks SET dead = ?, rowids = ? WHERE id = ?",
-                                (dead + newly, ids.tobytes(), block_id))
+                self.db.execute(
+                    "UPDATE vec_blocks SET dead = ?, rowids = ? WHERE id = ?",
+                    (dead + newly, ids.tobytes(), block_id),
+                )
         self.db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
         self.db.execute("DELETE FROM documents WHERE id = ?", (doc_id,))

@@ -74,9 +74,11 @@ PLURAL_CAPS = re.compile(r"[A-Z]{2,}s")  # ``APIs``, ``URLs``: one word, not ``A
 # CJK: Han (with extension A, the compatibility ideographs, 々 〆 〇 and the supplementary
 # planes' extensions), Hiragana, Katakana (with ー, the phonetic extensions, the half-width
 # forms), Hangul (syllables, jamo, compatibility jamo)
-CJK_CHARS = ("\u1100-\u11ff\u3005-\u3007\u3040-\u309f\u30a0-\u30ff\u3130-\u318f"
-             "\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7ff\uf900-\ufaff"
-             "\uff66-\uff9f\U00020000-\U0003134f")
+CJK_CHARS = (
+    "\u1100-\u11ff\u3005-\u3007\u3040-\u309f\u30a0-\u30ff\u3130-\u318f"
+    "\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7ff\uf900-\ufaff"
+    "\uff66-\uff9f\U00020000-\U0003134f"
+)
 CJK = re.compile(f"[{CJK_CHARS}]")
 CJK_RUN = re.compile(f"[{CJK_CHARS}]+")
 # a letter/digit run's parts: each a run of one script class (CJK, or anything else)
@@ -85,16 +87,98 @@ SCRIPT_PART = re.compile(f"[{CJK_CHARS}]+|[^\\W_{CJK_CHARS}]+", re.UNICODE)
 # match most rows, so FTS5 scores nearly the whole index for them while BM25 gives them almost
 # no weight. Measured on 100k SciFact chunks: OR queries 3x faster (~100 ms -> ~35 ms), with
 # retrieval quality unchanged (bench/RESULTS.md, "Lexical query terms").
-STOPWORDS = frozenset({
-    "a", "about", "after", "all", "also", "an", "and", "any", "are", "as", "at", "be", "been",
-    "before", "being", "between", "both", "but", "by", "can", "could", "did", "do", "does",
-    "during", "each", "for", "from", "had", "has", "have", "he", "her", "his", "how", "i", "if",
-    "in", "into", "is", "it", "its", "may", "me", "might", "more", "most", "my", "no", "not",
-    "of", "on", "only", "or", "other", "our", "she", "should", "so", "some", "such", "than",
-    "that", "the", "their", "them", "then", "there", "these", "they", "this", "those", "to",
-    "under", "was", "we", "were", "what", "when", "where", "which", "who", "why", "will", "with",
-    "would", "you", "your",
-})
+STOPWORDS = frozenset(
+    {
+        "a",
+        "about",
+        "after",
+        "all",
+        "also",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "been",
+        "before",
+        "being",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "during",
+        "each",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "he",
+        "her",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "may",
+        "me",
+        "might",
+        "more",
+        "most",
+        "my",
+        "no",
+        "not",
+        "of",
+        "on",
+        "only",
+        "or",
+        "other",
+        "our",
+        "she",
+        "should",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "to",
+        "under",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+    }
+)
 
 
 def query_words(query: str, cjk: bool = True) -> list[str]:
@@ -110,7 +194,7 @@ def query_words(query: str, cjk: bool = True) -> list[str]:
 
 
 def _bigrams(part: str) -> Iterator[str]:
-    return (part[i:i + 2] for i in range(len(part) - 1))
+    return (part[i : i + 2] for i in range(len(part) - 1))
 
 
 def cjk_query_parts(run: str) -> list[str] | tuple[str, ...]:
@@ -236,6 +320,9 @@ def query_terms(query: str, identifiers: bool = True, cjk: bool = True) -> list[
     words = query_words(query, cjk)
     if not identifiers:
         return words
-    extra = [t for t in identifier_terms(without_cjk(query or "") if cjk else query or "")
-             if t not in STOPWORDS]
+    extra = [
+        t
+        for t in identifier_terms(without_cjk(query or "") if cjk else query or "")
+        if t not in STOPWORDS
+    ]
     return list(dict.fromkeys(words + extra))[:MAX_QUERY_TERMS]

@@ -23,6 +23,16 @@ from ragsift.ingest.run import build_index, index_model
 from ragsift.ingest.sizing import default_embed_chunker, embed_size
 from ragsift.ingest.summary import ChunkSummary, EmbedProgress, EmbedSummary
 
-__all__ = ["ChunkSummary", "EmbedProgress", "EmbedSummary", "build_index", "chunk_record",
-           "content_hash", "default_embed_chunker", "embed_size", "index_model", "iter_chunks",
-           "iter_documents"]
+__all__ = [
+    "ChunkSummary",
+    "EmbedProgress",
+    "EmbedSummary",
+    "build_index",
+    "chunk_record",
+    "content_hash",
+    "default_embed_chunker",
+    "embed_size",
+    "index_model",
+    "iter_chunks",
+    "iter_documents",
+]

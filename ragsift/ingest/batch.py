@@ -32,10 +32,16 @@ EMBED_STEP = 64  # texts per embedder call: progress granularity; the embedder s
 class Run:
     """One ``embed`` run's shared state (see the module docstring)."""
 
-    def __init__(self, store: IndexWriter, summary: EmbedSummary, model: ModelSlot,
-                 progress: EmbedProgress, on_skip: Callable[[Skipped], None] | None = None,
-                 on_warning: Callable[[str, str], None] | None = None,
-                 root: str | None = None) -> None:
+    def __init__(
+        self,
+        store: IndexWriter,
+        summary: EmbedSummary,
+        model: ModelSlot,
+        progress: EmbedProgress,
+        on_skip: Callable[[Skipped], None] | None = None,
+        on_warning: Callable[[str, str], None] | None = None,
+        root: str | None = None,
+    ) -> None:
         self.root = root  # the project root: document keys and paths relative to it
         self.store = store
         self.summary = summary
@@ -63,8 +69,10 @@ class Run:
     def use_chunker(self, chunker: Any) -> str:
         """The chunker's key for document rows; the index's chunker setting follows it."""
         settings = self.model.settings
-        if settings.get("chunker_options") != chunker.options() or \
-                settings.get("chunker") != chunker.name:
+        if (
+            settings.get("chunker_options") != chunker.options()
+            or settings.get("chunker") != chunker.name
+        ):
             self.store.set_settings(chunker=chunker.name, chunker_options=chunker.options())
         return chunker_key(chunker)
 
@@ -91,8 +99,9 @@ class Run:
             self.flush()
 
     def _due(self, scale: int) -> bool:
-        return self.pending_chunks >= FLUSH_CHUNKS * scale or \
-            len(self.pending) >= FLUSH_FILES * scale
+        return (
+            self.pending_chunks >= FLUSH_CHUNKS * scale or len(self.pending) >= FLUSH_FILES * scale
+        )
 
     def flush(self) -> None:
         """Embed what the pending documents lack and commit them in one transaction."""
@@ -118,8 +127,9 @@ class Run:
                 if h not in known and h not in missing:
                     missing[h] = (r["context"], r["text"])
                     tokens[h] = int(r.get("tokens") or 0)
-        not_embedded = sum(int(r.get("tokens") or 0) for d in docs for r in d.records) - \
-            sum(tokens.values())
+        not_embedded = sum(int(r.get("tokens") or 0) for d in docs for r in d.records) - sum(
+            tokens.values()
+        )
         if not_embedded:
             self.progress.queued(0, -not_embedded)  # vectors found: no model time for them
         if missing:
@@ -129,7 +139,7 @@ class Run:
             # chroma-dev); a text's vector does not depend on the texts batched with it
             todo = sorted(missing.items(), key=lambda item: tokens[item[0]])
             for lo in range(0, len(todo), EMBED_STEP):
-                part = todo[lo:lo + EMBED_STEP]
+                part = todo[lo : lo + EMBED_STEP]
                 t0 = time.perf_counter()
                 found = embed_evidence(emb, [item for _, item in part])
                 seconds = time.perf_counter() - t0

@@ -18,14 +18,22 @@ if TYPE_CHECKING:
 PARSER_LIMITS = (RecursionError, ValueError, UnicodeError, OverflowError, MemoryError)
 
 
-def walk(paths, include, exclude, follow_links: bool, skip: Callable[[Skipped], None],
-         on_warning: Callable[[str, str], None] | None, ignored: dict[str, int],
-         root: str | None = None) -> Walk:
+def walk(
+    paths,
+    include,
+    exclude,
+    follow_links: bool,
+    skip: Callable[[Skipped], None],
+    on_warning: Callable[[str, str], None] | None,
+    ignored: dict[str, int],
+    root: str | None = None,
+) -> Walk:
     """Discovery, its skips and warnings reported, its ignored files counted by reason."""
     from ragsift.sources import walk as discover
 
-    found = discover(list(paths), include or [], exclude or [], follow_links=follow_links,
-                     root=root)
+    found = discover(
+        list(paths), include or [], exclude or [], follow_links=follow_links, root=root
+    )
     for s, warning in found.notes:  # in the order they happened
         if s is not None:
             skip(s)
@@ -63,8 +71,12 @@ def load_each(
             skip(Skipped(sf.relpath, exc.reason))
             continue
         except PARSER_LIMITS as exc:
-            skip(Skipped(sf.relpath, f"unparsable: {type(exc).__name__}: "
-                                     f"{' '.join(str(exc).split())[:200]}"))
+            skip(
+                Skipped(
+                    sf.relpath,
+                    f"unparsable: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}",
+                )
+            )
             continue
         report_warnings(doc.path, doc.warnings, on_warning)
         yield sf, data, doc
@@ -105,8 +117,13 @@ def iter_documents(
         summary.files += 1
         return False
 
-    for _sf, _data, doc in load_each(found.files, skip=skip, on_warning=on_warning,
-                                     max_file_size=max_file_size, before_read=count):
+    for _sf, _data, doc in load_each(
+        found.files,
+        skip=skip,
+        on_warning=on_warning,
+        max_file_size=max_file_size,
+        before_read=count,
+    ):
         summary.parsed += 1
         yield doc
 
@@ -128,8 +145,14 @@ def iter_chunks(
     (``ragsift chunk``)."""
     summary = summary if summary is not None else ChunkSummary()
     for doc in iter_documents(
-        paths, include=include, exclude=exclude, on_skip=on_skip, summary=summary,
-        on_warning=on_warning, max_file_size=max_file_size, follow_links=follow_links,
+        paths,
+        include=include,
+        exclude=exclude,
+        on_skip=on_skip,
+        summary=summary,
+        on_warning=on_warning,
+        max_file_size=max_file_size,
+        follow_links=follow_links,
     ):
         doc = prepared(chunker, doc)
         for i, ch in enumerate(chunker.chunk(doc)):

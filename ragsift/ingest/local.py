@@ -18,19 +18,32 @@ if TYPE_CHECKING:
     from ragsift.sources import Skipped, SourceFile
 
 
-def ingest_files(run: Run, paths: list[str], chunker: Any, include, exclude, prune: bool, *,
-                 max_file_size: int | None = None, follow_links: bool = False) -> ChangePlan:
+def ingest_files(
+    run: Run,
+    paths: list[str],
+    chunker: Any,
+    include,
+    exclude,
+    prune: bool,
+    *,
+    max_file_size: int | None = None,
+    follow_links: bool = False,
+) -> ChangePlan:
     """Files → the index; returns the run's change plan."""
     s = run.summary
     key_of_chunker = run.use_chunker(chunker)
-    found = walk(paths, include, exclude, follow_links, run.skip, run.on_warning, s.ignored,
-                 run.root)
+    found = walk(
+        paths, include, exclude, follow_links, run.skip, run.on_warning, s.ignored, run.root
+    )
     plan = ChangePlan(run.store.documents_state(), key_of_chunker, run.root)
     run.progress.start(len(found.files), sum(sf.size or 0 for sf in found.files))
     # (no token-id handover from the chunker: the embedder embeds each chunk's units, texts
     # the chunker never counted, ``embedders.evidence``)
-    events = prefetched(file_events(found.files, plan, chunker, max_file_size),
-                        PREFETCH_FILES, idle=run.flush_if_due)
+    events = prefetched(
+        file_events(found.files, plan, chunker, max_file_size),
+        PREFETCH_FILES,
+        idle=run.flush_if_due,
+    )
     _consume(run, events)
     run.flush()
     if prune:
@@ -60,8 +73,9 @@ def _consume(run: Run, events) -> None:
         events.close()  # stops the producer thread at once on an error
 
 
-def file_events(files: list[SourceFile], plan: ChangePlan, chunker: Any,
-                max_file_size: int | None) -> Iterator[tuple]:
+def file_events(
+    files: list[SourceFile], plan: ChangePlan, chunker: Any, max_file_size: int | None
+) -> Iterator[tuple]:
     """``(kind, file, item)`` per discovered file, in order, through the one read → parse
     loop (``load_each``) and the change plan; no index access (it runs in the producer
     thread): ``unchanged`` (item: ``plan.Unchanged``), ``skip`` (item: ``Skipped``), ``doc``
@@ -94,17 +108,31 @@ def file_events(files: list[SourceFile], plan: ChangePlan, chunker: Any,
     def skip(sk: Skipped) -> None:
         pending.append(("skip", current[0], sk))
 
-    for sf, _data, doc in load_each(files, skip=skip, on_warning=None,
-                                    max_file_size=max_file_size, before_read=before_read,
-                                    after_read=after_read):
+    for sf, _data, doc in load_each(
+        files,
+        skip=skip,
+        on_warning=None,
+        max_file_size=max_file_size,
+        before_read=before_read,
+        after_read=after_read,
+    ):
         yield from pending
         pending.clear()
         key = current[1]
         doc, records = index_records(chunker, doc)
         plan.note_written(key, doc.path)
-        write = DocumentWrite(key=key, path=doc.path, sha256=shas.pop(key), records=records,
-                              vectors=None, source=key, size=sf.size, mtime=sf.mtime,
-                              format=doc.format, chunker=plan.pipeline(sf))
+        write = DocumentWrite(
+            key=key,
+            path=doc.path,
+            sha256=shas.pop(key),
+            records=records,
+            vectors=None,
+            source=key,
+            size=sf.size,
+            mtime=sf.mtime,
+            format=doc.format,
+            chunker=plan.pipeline(sf),
+        )
         yield "doc", sf, (doc, write)
     yield from pending
 
@@ -127,6 +155,10 @@ def ingest_records(run: Run, lines: Iterable[str] | Iterable[bytes]) -> ChangePl
             run.progress.advance(files=1, unneeded=len(records))
             continue
         s.parsed += 1
-        run.add(DocumentWrite(key=key, path=path, sha256=sha, records=records, vectors=None,
-                              chunker=STDIN_CHUNKER), work=len(records))
+        run.add(
+            DocumentWrite(
+                key=key, path=path, sha256=sha, records=records, vectors=None, chunker=STDIN_CHUNKER
+            ),
+            work=len(records),
+        )
     return plan

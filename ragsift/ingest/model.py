@@ -82,16 +82,24 @@ class ModelSlot:
     ``embedder``: a ready object (e.g. a caching wrapper) or None; ``options``: the run's
     explicit embedder options (None with a ready embedder: unknown, not recorded)."""
 
-    def __init__(self, store: Any, embedder: Any, model_dir: str | None,
-                 batch_size: int | None, options: dict | None,
-                 early: ModelLoad | None = None, kept: KeptModels | None = None) -> None:
+    def __init__(
+        self,
+        store: Any,
+        embedder: Any,
+        model_dir: str | None,
+        batch_size: int | None,
+        options: dict | None,
+        early: ModelLoad | None = None,
+        kept: KeptModels | None = None,
+    ) -> None:
         self.store = store
         self.kept = kept
         self._embedder = embedder
         self.model_dir = model_dir
         self.batch_size = batch_size
-        self.options = clean_embedder_options(options) if options is not None or embedder is None \
-            else None
+        self.options = (
+            clean_embedder_options(options) if options is not None or embedder is None else None
+        )
         self.early = early
         self.loaded = False  # this run loaded a model (the summary's ``model_loaded``)
         self.settings = store.settings()
@@ -119,8 +127,11 @@ class ModelSlot:
             if self._embedder is None and self.options:
                 self.embedder()  # new index: bad options (e.g. --max-length) fail before work
             return
-        if self._embedder is None and self.settings.get("model_source") == self.model_source \
-                and not options_changed(self.settings, self.options):
+        if (
+            self._embedder is None
+            and self.settings.get("model_source") == self.model_source
+            and not options_changed(self.settings, self.options)
+        ):
             return  # same model as last time: verified lazily if something needs embedding
         self.embedder()
 
@@ -144,15 +155,17 @@ class ModelSlot:
                     from ragsift.embedders import load_embedder
 
                     self._embedder = load_embedder(
-                        self.model_dir, **load_options(self.options, self.batch_size))
+                        self.model_dir, **load_options(self.options, self.batch_size)
+                    )
                 self.loaded = True
                 if self.kept is not None:
                     self.kept.keep(key, self._embedder)
         emb = self._embedder
         if self._token_counter is not None:
             _link_token_ids(emb, self._token_counter)
-        values = bind(self.settings, emb, self.model_source, self.options,
-                      subject=f"index {self.store.path}")
+        values = bind(
+            self.settings, emb, self.model_source, self.options, subject=f"index {self.store.path}"
+        )
         if values is not None:
             self.store.set_settings(**values)
             self.settings = self.store.settings()

@@ -42,8 +42,9 @@ class ChangePlan:
     ``gone``; ``moved`` counts documents found again under another display path (the same file
     given by another spelling, e.g. absolute after relative), with ``moved_example``."""
 
-    def __init__(self, state: dict[str, DocState], key_of_chunker: str,
-                 root: str | None = None) -> None:
+    def __init__(
+        self, state: dict[str, DocState], key_of_chunker: str, root: str | None = None
+    ) -> None:
         self.state = state
         self.root = root
         self.key_of_chunker = key_of_chunker
@@ -138,8 +139,11 @@ class ChangePlan:
         from ragsift.sources import path_keys
 
         roots = [k for p in paths for k in path_keys(p, self.root)]
-        return [k for k, st in self.state.items()
-                if st.source and k not in self.seen and _under(k, roots) and found.may_prune(k)]
+        return [
+            k
+            for k, st in self.state.items()
+            if st.source and k not in self.seen and _under(k, roots) and found.may_prune(k)
+        ]
 
 
 def _under(path: str, roots: list[str]) -> bool:

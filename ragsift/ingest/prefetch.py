@@ -9,8 +9,7 @@ PREFETCH_FILES = 16  # parsed files the producer may run ahead of the model
 IDLE_TICK = 0.05  # seconds between ``idle`` calls while the consumer waits for the producer
 
 
-def prefetched(items: Iterable, depth: int,
-               idle: Callable[[], None] | None = None) -> Iterator:
+def prefetched(items: Iterable, depth: int, idle: Callable[[], None] | None = None) -> Iterator:
     """``items`` produced by a daemon thread up to ``depth`` ahead of the consumer, in order;
     ``idle`` runs on the consumer's thread every ``IDLE_TICK`` seconds it waits for an item.
     An exception in the producer is raised here; when the consumer stops early (an error,

@@ -79,11 +79,13 @@ def connect(address: str | None) -> Any:
             os.environ.setdefault("RAY_worker_niceness", "0")
             # "local": a new cluster even when /tmp/ray names another one; a cluster that
             # died left that file behind, and joining it hung (`--ray-address auto` joins)
-            ray.init(address="local", include_dashboard=False, log_to_driver=False,
-                     logging_level="ERROR")
+            ray.init(
+                address="local", include_dashboard=False, log_to_driver=False, logging_level="ERROR"
+            )
     except (ConnectionError, RuntimeError, ValueError) as exc:
-        raise RagsiftError(f"cannot connect to the Ray cluster at {address or 'local'}: "
-                           f"{str(exc).splitlines()[0]}") from None
+        raise RagsiftError(
+            f"cannot connect to the Ray cluster at {address or 'local'}: {str(exc).splitlines()[0]}"
+        ) from None
     import logging
     import warnings
 
@@ -122,13 +124,25 @@ def parse_file(row: dict, chunker: Any) -> dict:
     from ragsift.sources.scripts import count_scripts
 
     _kill_once("parse")
-    sf = SourceFile(path=pathlib.Path(row["file"]), relpath=row["relpath"],
-                    size=row["size"], mtime=row["mtime"])
-    out = {"key": row["key"], "skip": "", "records": "", "warnings": "", "format": "",
-           "path": row["relpath"], "sha256": "", "scripts": "{}"}
+    sf = SourceFile(
+        path=pathlib.Path(row["file"]), relpath=row["relpath"], size=row["size"], mtime=row["mtime"]
+    )
+    out = {
+        "key": row["key"],
+        "skip": "",
+        "records": "",
+        "warnings": "",
+        "format": "",
+        "path": row["relpath"],
+        "sha256": "",
+        "scripts": "{}",
+    }
     skipped: list = []  # the local run's one read -> parse loop: same caps, same skip reasons
-    loaded = list(load_each([sf], skip=skipped.append, on_warning=None,
-                             max_file_size=row.get("max_file_size")))
+    loaded = list(
+        load_each(
+            [sf], skip=skipped.append, on_warning=None, max_file_size=row.get("max_file_size")
+        )
+    )
     if skipped or not loaded:
         out["skip"] = skipped[0].reason if skipped else "unreadable"
         return out
@@ -160,12 +174,14 @@ class EmbedActor:
         _kill_once("embed")
         items = [(str(c), str(t)) for c, t in zip(batch["context"], batch["text"])]
         found = embed_evidence(self.embedder, items)
-        return {"hash": batch["hash"],
-                "vector": np.stack([e.vector for e in found]).astype(np.float32),
-                "truncated": np.asarray([e.truncated for e in found], dtype=np.int64),
-                "units": np.asarray([e.units for e in found], dtype=object),
-                "fingerprint": np.asarray([self.embedder.fingerprint] * len(items)),
-                "node": np.asarray([self.node] * len(items))}
+        return {
+            "hash": batch["hash"],
+            "vector": np.stack([e.vector for e in found]).astype(np.float32),
+            "truncated": np.asarray([e.truncated for e in found], dtype=np.int64),
+            "units": np.asarray([e.units for e in found], dtype=object),
+            "fingerprint": np.asarray([self.embedder.fingerprint] * len(items)),
+            "node": np.asarray([self.node] * len(items)),
+        }
 
 
 class EmbedWriteActor(EmbedActor):
@@ -174,8 +190,9 @@ class EmbedWriteActor(EmbedActor):
     ``fragment_writer`` as uncommitted fragments; returns per hash only its truncation count,
     and the fragments' metadata (JSON) on the batch's first row."""
 
-    def __init__(self, model_dir: str | None, options: dict, threads: int | None,
-                 writer: Any) -> None:
+    def __init__(
+        self, model_dir: str | None, options: dict, threads: int | None, writer: Any
+    ) -> None:
         super().__init__(model_dir, options, threads)
         self.writer = writer
 
@@ -186,8 +203,9 @@ class EmbedWriteActor(EmbedActor):
 
         out = super().__call__(batch)
         rows, vectors = [], []
-        for group, vec, cut, units in zip(batch["rows"], out["vector"], out["truncated"],
-                                          out["units"]):
+        for group, vec, cut, units in zip(
+            batch["rows"], out["vector"], out["truncated"], out["units"]
+        ):
             for row in json.loads(str(group)):
                 row["truncated"] = int(cut)
                 row["units"] = bytes(units)
@@ -196,11 +214,15 @@ class EmbedWriteActor(EmbedActor):
         dim = int(out["vector"].shape[1])
         frags = self.writer(rows, vectors, dim)
         n = len(out["hash"])
-        return {"hash": out["hash"], "truncated": out["truncated"],
-                "fingerprint": out["fingerprint"], "node": out["node"],
-                "dimensions": np.asarray([dim] * n, dtype=np.int64),
-                "rows": np.asarray([len(rows)] + [0] * (n - 1), dtype=np.int64),
-                "fragments": np.asarray([json.dumps(frags)] + [""] * (n - 1), dtype=object)}
+        return {
+            "hash": out["hash"],
+            "truncated": out["truncated"],
+            "fingerprint": out["fingerprint"],
+            "node": out["node"],
+            "dimensions": np.asarray([dim] * n, dtype=np.int64),
+            "rows": np.asarray([len(rows)] + [0] * (n - 1), dtype=np.int64),
+            "fragments": np.asarray([json.dumps(frags)] + [""] * (n - 1), dtype=object),
+        }
 
 
 def _no_bytes(value: Any) -> None:
@@ -231,10 +253,20 @@ class _Precomputed:
         return [Evidence(v, u, int(c)) for v, c, u in rows]
 
 
-def ingest_files(run: Run, paths: list[str], chunker: Any, include: list[str] | None,
-                 exclude: list[str] | None, prune: bool, *, address: str | None = None,
-                 workers: int | None = None, threads: int | None = None,
-                 max_file_size: int | None = None, follow_links: bool = False) -> ChangePlan:
+def ingest_files(
+    run: Run,
+    paths: list[str],
+    chunker: Any,
+    include: list[str] | None,
+    exclude: list[str] | None,
+    prune: bool,
+    *,
+    address: str | None = None,
+    workers: int | None = None,
+    threads: int | None = None,
+    max_file_size: int | None = None,
+    follow_links: bool = False,
+) -> ChangePlan:
     """The Ray counterpart of ``ingest.local.ingest_files``: the same walk, change plan,
     summary and commits; returns the plan."""
     import hashlib
@@ -245,8 +277,9 @@ def ingest_files(run: Run, paths: list[str], chunker: Any, include: list[str] | 
 
     s = run.summary
     key_of_chunker = run.use_chunker(chunker)
-    found = walk(paths, include, exclude, follow_links, run.skip, run.on_warning, s.ignored,
-                 run.root)
+    found = walk(
+        paths, include, exclude, follow_links, run.skip, run.on_warning, s.ignored, run.root
+    )
     files = found.files
     cap = DEFAULT_MAX_FILE_SIZE if max_file_size is None else max_file_size
     # -- the change plan, on the driver, exactly as a local run ------------------------------
@@ -266,9 +299,17 @@ def ingest_files(run: Run, paths: list[str], chunker: Any, include: list[str] | 
         if u is not None:
             run.unchanged(u)
             continue
-        changed.append({"file": str(sf.path), "relpath": sf.relpath, "size": sf.size,
-                        "mtime": sf.mtime, "key": key, "max_file_size": cap,
-                        "pipeline": plan.pipeline(sf)})
+        changed.append(
+            {
+                "file": str(sf.path),
+                "relpath": sf.relpath,
+                "size": sf.size,
+                "mtime": sf.mtime,
+                "key": key,
+                "max_file_size": cap,
+                "pipeline": plan.pipeline(sf),
+            }
+        )
     by_key = {c["key"]: c for c in changed}
     LAST_RUN.clear()
     LAST_RUN.update(vectors_to_driver=0, rows_written_by_workers=0, fragments=0)
@@ -276,10 +317,18 @@ def ingest_files(run: Run, paths: list[str], chunker: Any, include: list[str] | 
     def write_of(row: dict, recs: list[dict]) -> DocumentWrite:
         c = by_key[row["key"]]
         plan.note_written(row["key"], row["path"])
-        return DocumentWrite(key=row["key"], path=row["path"], sha256=row["sha256"],
-                             records=recs, vectors=None, source=row["key"], size=c["size"],
-                             mtime=c["mtime"], format=row["format"] or None,
-                             chunker=c["pipeline"])
+        return DocumentWrite(
+            key=row["key"],
+            path=row["path"],
+            sha256=row["sha256"],
+            records=recs,
+            vectors=None,
+            source=row["key"],
+            size=c["size"],
+            mtime=c["mtime"],
+            format=row["format"] or None,
+            chunker=c["pipeline"],
+        )
 
     if changed:
         import contextlib
@@ -292,8 +341,14 @@ def ingest_files(run: Run, paths: list[str], chunker: Any, include: list[str] | 
             fragments = isinstance(run.store, FragmentCommits)
             try:
                 docs = _parse_stage(ray, run, changed, chunker)
-                pool = Pool(ray, run.model.model_dir, run.model.options,
-                            run.model.batch_size, workers, threads)
+                pool = Pool(
+                    ray,
+                    run.model.model_dir,
+                    run.model.options,
+                    run.model.batch_size,
+                    workers,
+                    threads,
+                )
                 if fragments:  # the workers write the chunk rows; one commit here
                     _write_fragments(pool, run, [write_of(r, recs) for r, recs in docs])
                     docs = []
@@ -310,8 +365,9 @@ def ingest_files(run: Run, paths: list[str], chunker: Any, include: list[str] | 
     return plan
 
 
-def _parse_stage(ray: Any, run: Run, changed: list[dict], chunker: Any
-                 ) -> list[tuple[dict, list[dict]]]:
+def _parse_stage(
+    ray: Any, run: Run, changed: list[dict], chunker: Any
+) -> list[tuple[dict, list[dict]]]:
     """Stage 1 on Ray (read, parse, chunk); returns [(file row, chunk records)] in the
     driver's file order, skips reported as a local run reports them."""
     import json
@@ -340,8 +396,15 @@ class Pool:
     """An embedding actor pool: its size and the actors' options, and the one check that
     every actor loaded the same model."""
 
-    def __init__(self, ray: Any, model_dir: str | None, options: dict | None,
-                 batch_size: int | None, workers: int | None, threads: int | None) -> None:
+    def __init__(
+        self,
+        ray: Any,
+        model_dir: str | None,
+        options: dict | None,
+        batch_size: int | None,
+        workers: int | None,
+        threads: int | None,
+    ) -> None:
         from ragsift.embedders.binding import load_options
 
         self.ray = ray
@@ -352,8 +415,9 @@ class Pool:
 
     def size(self, n_texts: int) -> int:
         cpus = int(self.ray.cluster_resources().get("CPU", 1))
-        return self.workers or max(1, min(cpus // self.threads,
-                                          (n_texts + EMBED_STEP - 1) // EMBED_STEP))
+        return self.workers or max(
+            1, min(cpus // self.threads, (n_texts + EMBED_STEP - 1) // EMBED_STEP)
+        )
 
     def batches(self, actor: type, items: list[dict], **kwargs: Any):
         """Run ``actor`` over ``items`` (EMBED_STEP per call); yields numpy batches."""
@@ -368,23 +432,37 @@ class Pool:
             model_dir, pool = shared(model_dir, pool)
         ds = ray.data.from_items(items, override_num_blocks=max(1, min(pool * 4, len(items))))
         ds = ds.map_batches(
-            actor, fn_constructor_kwargs={"model_dir": model_dir,
-                                          "options": self.options, "threads": self.threads,
-                                          **kwargs},
-            batch_size=EMBED_STEP, compute=ray.data.ActorPoolStrategy(size=pool),
-            num_cpus=self.threads, batch_format="numpy", max_restarts=-1, max_task_retries=-1)
+            actor,
+            fn_constructor_kwargs={
+                "model_dir": model_dir,
+                "options": self.options,
+                "threads": self.threads,
+                **kwargs,
+            },
+            batch_size=EMBED_STEP,
+            compute=ray.data.ActorPoolStrategy(size=pool),
+            num_cpus=self.threads,
+            batch_format="numpy",
+            max_restarts=-1,
+            max_task_retries=-1,
+        )
         yield from ds.iter_batches(batch_size=None, batch_format="numpy")
 
     @staticmethod
     def one_model(prints: set[str], dims: set[int]) -> dict:
         """The model every actor loaded (name, fingerprint, dimensions), or the refusal."""
         if len(prints) != 1 or len(dims) != 1:
-            raise RagsiftError("Ray workers loaded different models "
-                               f"({', '.join(sorted(prints))}); install the same model "
-                               "everywhere")
+            raise RagsiftError(
+                "Ray workers loaded different models "
+                f"({', '.join(sorted(prints))}); install the same model "
+                "everywhere"
+            )
         fingerprint = next(iter(prints))
-        return {"name": fingerprint.split("/")[0], "fingerprint": fingerprint,
-                "dimensions": next(iter(dims))}
+        return {
+            "name": fingerprint.split("/")[0],
+            "fingerprint": fingerprint,
+            "dimensions": next(iter(dims)),
+        }
 
 
 def _embed_stage(pool: Pool, run: Run, docs: list[tuple[dict, list[dict]]]) -> None:
@@ -402,8 +480,9 @@ def _embed_stage(pool: Pool, run: Run, docs: list[tuple[dict, list[dict]]]) -> N
         run.model.use(_Precomputed(model, vectors))
 
 
-def embed_texts(pool: Pool, todo: dict[str, tuple[str, str]]
-                ) -> tuple[dict[str, tuple[Any, int, bytes]], dict]:
+def embed_texts(
+    pool: Pool, todo: dict[str, tuple[str, str]]
+) -> tuple[dict[str, tuple[Any, int, bytes]], dict]:
     """Embed ``todo`` ({content hash: (context, text)}) on the actor pool; returns ({hash:
     (vector, truncated, units)}, the model: {"name", "fingerprint", "dimensions"})."""
     import numpy as np
@@ -412,8 +491,9 @@ def embed_texts(pool: Pool, todo: dict[str, tuple[str, str]]
     prints: set[str] = set()
     items = [{"hash": h, "context": c, "text": t} for h, (c, t) in todo.items()]
     for batch in pool.batches(EmbedActor, items):
-        for h, vec, cut, units, fp in zip(batch["hash"], batch["vector"], batch["truncated"],
-                                          batch["units"], batch["fingerprint"]):
+        for h, vec, cut, units, fp in zip(
+            batch["hash"], batch["vector"], batch["truncated"], batch["units"], batch["fingerprint"]
+        ):
             out[str(h)] = (np.asarray(vec, np.float32), int(cut), bytes(units))
             prints.add(str(fp))
     LAST_RUN["vectors_to_driver"] = LAST_RUN.get("vectors_to_driver", 0) + len(out)
@@ -450,18 +530,33 @@ def _write_fragments(pool: Pool, run: Run, writes: list) -> None:
                 here_rows.append(chunk)
                 here_vecs.append(known[h][0])
             else:
-                g = groups.setdefault(h, {"context": r["context"], "text": r["text"],
-                                          "rows": [], "tokens": int(r.get("tokens") or 0)})
+                g = groups.setdefault(
+                    h,
+                    {
+                        "context": r["context"],
+                        "text": r["text"],
+                        "rows": [],
+                        "tokens": int(r.get("tokens") or 0),
+                    },
+                )
                 g["rows"].append(chunk)
     fragments: list[str] = []
     dim = store.dimensions()
     if groups:
-        items = [{"hash": h, "context": g["context"], "text": g["text"],
-                  "rows": json.dumps(g["rows"], default=_no_bytes)} for h, g in groups.items()]
+        items = [
+            {
+                "hash": h,
+                "context": g["context"],
+                "text": g["text"],
+                "rows": json.dumps(g["rows"], default=_no_bytes),
+            }
+            for h, g in groups.items()
+        ]
         prints, dims, done = set(), set(), set()
         for batch in pool.batches(EmbedWriteActor, items, writer=store.fragment_writer()):
-            for h, cut, fp, d in zip(batch["hash"], batch["truncated"], batch["fingerprint"],
-                                     batch["dimensions"]):
+            for h, cut, fp, d in zip(
+                batch["hash"], batch["truncated"], batch["fingerprint"], batch["dimensions"]
+            ):
                 truncated[str(h)] = int(cut)
                 done.add(str(h))
                 prints.add(str(fp))

@@ -46,8 +46,9 @@ def chunker_key(chunker: Chunker) -> str:
     """JSON naming the chunker and every option that shapes its output (stored per document)."""
     import json
 
-    return json.dumps({"name": chunker.name, "options": chunker.options()}, sort_keys=True,
-                      default=str)
+    return json.dumps(
+        {"name": chunker.name, "options": chunker.options()}, sort_keys=True, default=str
+    )
 
 
 def pipeline_key(chunker_key_json: str, fmt: str) -> str:
@@ -60,9 +61,14 @@ def pipeline_key(chunker_key_json: str, fmt: str) -> str:
     from ragsift.embedders.evidence import EVIDENCE_KIND
     from ragsift.sources.formats import reader_fingerprint
 
-    return json.dumps({"chunker": json.loads(chunker_key_json),
-                       "reader": reader_fingerprint(fmt), "units": EVIDENCE_KIND},
-                      sort_keys=True)
+    return json.dumps(
+        {
+            "chunker": json.loads(chunker_key_json),
+            "reader": reader_fingerprint(fmt),
+            "units": EVIDENCE_KIND,
+        },
+        sort_keys=True,
+    )
 
 
 def pipeline_change(old: str | None, new: str) -> str:
@@ -125,8 +131,9 @@ RECORD_FIELDS: dict[str, tuple[tuple[type, ...], bool]] = {
 }
 
 
-def records_by_path(lines: Iterable[str] | Iterable[bytes],
-                    skip: Callable[[Skipped], None]) -> dict[str, list[dict]]:
+def records_by_path(
+    lines: Iterable[str] | Iterable[bytes], skip: Callable[[Skipped], None]
+) -> dict[str, list[dict]]:
     """Chunk JSON lines (as ``ragsift chunk`` prints them) → clean records grouped by ``path``,
     each group in ``index`` order. A bad line is one ``skip`` (``stdin line N: why``); ``lines``
     may be bytes (``sys.stdin.buffer``): a line that is not UTF-8 is one skip."""
@@ -144,14 +151,22 @@ def records_by_path(lines: Iterable[str] | Iterable[bytes],
             try:
                 line = line.decode("utf-8")
             except UnicodeDecodeError as exc:
-                skip(Skipped(where, f"not UTF-8 (byte {exc.start}); expected records as "
-                                    "printed by `ragsift chunk`"))
+                skip(
+                    Skipped(
+                        where,
+                        f"not UTF-8 (byte {exc.start}); expected records as "
+                        "printed by `ragsift chunk`",
+                    )
+                )
                 continue
         try:
             rec = json.loads(line)
         except ValueError as exc:
-            skip(Skipped(where, f"not JSON ({exc.msg}); expected records as printed by "
-                                "`ragsift chunk`"))
+            skip(
+                Skipped(
+                    where, f"not JSON ({exc.msg}); expected records as printed by `ragsift chunk`"
+                )
+            )
             continue
         problem = record_problem(rec)
         if problem is None and rec["index"] in indexes.get(rec["path"], ()):
@@ -198,8 +213,7 @@ def record_problem(rec: object) -> str | None:
     for name, value in rec.items():
         if name not in RECORD_FIELDS:
             continue
-        if isinstance(value, int) and not isinstance(value, bool) and \
-                not -(2**63) <= value < 2**63:
+        if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63:
             return f"field {name!r} is out of range ({len(str(abs(value)))} digits)"
         texts = value if name == "headings" else [value]
         for t in texts:

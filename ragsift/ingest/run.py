@@ -91,10 +91,14 @@ def build_index(
     try:
         if not use_stdin and chunker is None:
             opts = clean_embedder_options(embedder_options)
-            chunker = default_embed_chunker(model_dir, max_length=opts.get("max_length"),
-                                            passage_prefix=opts.get("passage_prefix"))
-        early = _load_ahead(index, embedder, rebuild, engine, model_dir, batch_size,
-                            embedder_options, kept)
+            chunker = default_embed_chunker(
+                model_dir,
+                max_length=opts.get("max_length"),
+                passage_prefix=opts.get("passage_prefix"),
+            )
+        early = _load_ahead(
+            index, embedder, rebuild, engine, model_dir, batch_size, embedder_options, kept
+        )
         store = open_index(index, "w", wait=wait)
     except BaseException:
         if early is not None:
@@ -107,8 +111,7 @@ def build_index(
         else:  # an index from before unit evidence is rebuilt, never added to
             check_evidence(store.settings(), f"index {index}")
         slot = ModelSlot(store, embedder, model_dir, batch_size, embedder_options, early, kept)
-        run = Run(store, summary, slot, progress, on_skip=on_skip, on_warning=on_warning,
-                  root=root)
+        run = Run(store, summary, slot, progress, on_skip=on_skip, on_warning=on_warning, root=root)
         slot.check_early()
         plan: ChangePlan
         if use_stdin:
@@ -118,13 +121,30 @@ def build_index(
         elif engine == "ray":
             from ragsift.ingest.ray import ingest_files as on_ray
 
-            plan = on_ray(run, paths, chunker, include, exclude, prune, address=ray_address,
-                          max_file_size=max_file_size, follow_links=follow_links)
+            plan = on_ray(
+                run,
+                paths,
+                chunker,
+                include,
+                exclude,
+                prune,
+                address=ray_address,
+                max_file_size=max_file_size,
+                follow_links=follow_links,
+            )
         else:
             from ragsift.ingest.local import ingest_files
 
-            plan = ingest_files(run, paths, chunker, include, exclude, prune,
-                                max_file_size=max_file_size, follow_links=follow_links)
+            plan = ingest_files(
+                run,
+                paths,
+                chunker,
+                include,
+                exclude,
+                prune,
+                max_file_size=max_file_size,
+                follow_links=follow_links,
+            )
         run.flush()
         store.compact()
         summary.model_loaded = slot.loaded
@@ -134,9 +154,12 @@ def build_index(
         if plan.moved and on_warning is not None and plan.moved_example is not None:
             was, now = plan.moved_example
             n = plan.moved
-            on_warning(now, f"was {was}: {n} indexed document{'s' if n != 1 else ''} now "
-                       "listed under the path spelling of this run (the same files, not "
-                       "re-embedded); `ls`, `--path` and `tune` labels use the new one")
+            on_warning(
+                now,
+                f"was {was}: {n} indexed document{'s' if n != 1 else ''} now "
+                "listed under the path spelling of this run (the same files, not "
+                "re-embedded); `ls`, `--path` and `tune` labels use the new one",
+            )
     finally:
         progress.finish()
         store.close()
@@ -173,9 +196,16 @@ def index_model(index: str | os.PathLike, model_dir: str | None) -> str | None:
     return source if source == MULTILINGUAL or is_endpoint(source) else None
 
 
-def _load_ahead(index, embedder, rebuild: bool, engine: str, model_dir: str | None,
-                batch_size: int | None, embedder_options: dict | None,
-                kept: KeptModels | None = None) -> ModelLoad | None:
+def _load_ahead(
+    index,
+    embedder,
+    rebuild: bool,
+    engine: str,
+    model_dir: str | None,
+    batch_size: int | None,
+    embedder_options: dict | None,
+    kept: KeptModels | None = None,
+) -> ModelLoad | None:
     """Start loading the model now when the run will certainly need it: a new index (no
     file, or a 0-byte one) or a rebuilt one embeds everything it indexes (an index with
     documents loads the model only once something needs embedding, so an unchanged re-run
@@ -184,8 +214,11 @@ def _load_ahead(index, embedder, rebuild: bool, engine: str, model_dir: str | No
     from ragsift.index import inspect_index
 
     options = load_options(clean_embedder_options(embedder_options), batch_size)
-    if embedder is not None or engine != "local" or (
-            kept is not None and kept.get(KeptModels.key(model_dir, options)) is not None):
+    if (
+        embedder is not None
+        or engine != "local"
+        or (kept is not None and kept.get(KeptModels.key(model_dir, options)) is not None)
+    ):
         return None
     if not rebuild:
         try:

@@ -18,10 +18,17 @@ def embed_size(counter, passage_prefix: str | None = None) -> int:
     return max(counter.max_length - prefix, 8)
 
 
-def default_embed_chunker(model_dir: str | None = None, *, strategy: str = "recursive",
-                          size: int | None = None, overlap: int | None = None,
-                          tokenizer: str | None = None, max_length: int | None = None,
-                          passage_prefix: str | None = None, **extra) -> Chunker:
+def default_embed_chunker(
+    model_dir: str | None = None,
+    *,
+    strategy: str = "recursive",
+    size: int | None = None,
+    overlap: int | None = None,
+    tokenizer: str | None = None,
+    max_length: int | None = None,
+    passage_prefix: str | None = None,
+    **extra,
+) -> Chunker:
     """The chunker ``embed`` uses: by default recursive, sized in the model's own tokens at
     the model's max length (special tokens included; ``max_length`` overrides it) less the
     tokens of ``passage_prefix``, so no chunk is ever truncated. ``extra``: further strategy

@@ -75,8 +75,10 @@ class EmbedSummary:
         n = sum(self.rechunked.values())
         if not n:
             return None
-        why = "; ".join(f"{w} ({c})" if len(self.rechunked) > 1 else w
-                        for w, c in sorted(self.rechunked.items(), key=lambda x: -x[1]))
+        why = "; ".join(
+            f"{w} ({c})" if len(self.rechunked) > 1 else w
+            for w, c in sorted(self.rechunked.items(), key=lambda x: -x[1])
+        )
         return f"{n} document{'s' if n != 1 else ''} re-chunked: {why}"
 
     def as_dict(self) -> dict:
@@ -114,8 +116,16 @@ class EmbedProgress:
     def start(self, files: int, work: int = 0) -> None:
         """``files`` inputs will be looked at, ``work`` units in all (0: unknown)."""
 
-    def advance(self, files: int = 0, chunks: int = 0, tokens: int = 0, *, work: int = 0,
-                unneeded: int = 0, seconds: float = 0.0) -> None:
+    def advance(
+        self,
+        files: int = 0,
+        chunks: int = 0,
+        tokens: int = 0,
+        *,
+        work: int = 0,
+        unneeded: int = 0,
+        seconds: float = 0.0,
+    ) -> None:
         """``files`` done, ``chunks`` written, ``tokens`` (chunker units) embedded in
         ``seconds`` of model time; ``work`` units done, ``unneeded`` units dropped."""
 

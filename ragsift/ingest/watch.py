@@ -69,17 +69,35 @@ class WatchRun:
     events: int = 0
 
 
-def watch(index: str | os.PathLike, paths: Iterable[str | os.PathLike], *,
-          stop: Any = None, on_run: Callable[[WatchRun], None] | None = None,
-          on_error: Callable[[RagsiftError], None] | None = None,
-          model: str | None = None, include: Sequence[str] | None = None,
-          exclude: Sequence[str] | None = None, rebuild: bool = False, wait: Any = False,
-          chunker: Any = None, prune: bool = True, batch_size: int | None = None,
-          stdin_lines: Any = None, on_skip: Any = None, on_warning: Any = None,
-          progress: Any = None, max_file_size: int | None = None, follow_links: bool = False,
-          engine: str = "local", ray_address: str | None = None, embedder: Any = None,
-          root: str | os.PathLike | None = None, debounce_ms: int = DEBOUNCE_MS,
-          step_ms: int = STEP_MS, **embedder_options: Any) -> int:
+def watch(
+    index: str | os.PathLike,
+    paths: Iterable[str | os.PathLike],
+    *,
+    stop: Any = None,
+    on_run: Callable[[WatchRun], None] | None = None,
+    on_error: Callable[[RagsiftError], None] | None = None,
+    model: str | None = None,
+    include: Sequence[str] | None = None,
+    exclude: Sequence[str] | None = None,
+    rebuild: bool = False,
+    wait: Any = False,
+    chunker: Any = None,
+    prune: bool = True,
+    batch_size: int | None = None,
+    stdin_lines: Any = None,
+    on_skip: Any = None,
+    on_warning: Any = None,
+    progress: Any = None,
+    max_file_size: int | None = None,
+    follow_links: bool = False,
+    engine: str = "local",
+    ray_address: str | None = None,
+    embedder: Any = None,
+    root: str | os.PathLike | None = None,
+    debounce_ms: int = DEBOUNCE_MS,
+    step_ms: int = STEP_MS,
+    **embedder_options: Any,
+) -> int:
     """``ragsift embed PATHS --index INDEX --watch``: the initial incremental run, then one
     incremental run per settled burst of changes to the documents under ``paths``, until
     ``stop`` (a ``threading.Event``, or a callable returning True) is set or
@@ -96,8 +114,10 @@ def watch(index: str | os.PathLike, paths: Iterable[str | os.PathLike], *,
 
     unknown = sorted(set(embedder_options) - set(EMBEDDER_OPTIONS))
     if unknown:
-        raise TypeError(f"watch() got unknown option(s) {', '.join(map(repr, unknown))}; "
-                        f"embedder options are {', '.join(EMBEDDER_OPTIONS)}")
+        raise TypeError(
+            f"watch() got unknown option(s) {', '.join(map(repr, unknown))}; "
+            f"embedder options are {', '.join(EMBEDDER_OPTIONS)}"
+        )
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     paths = [os.fspath(p) for p in paths]
@@ -119,13 +139,28 @@ def watch(index: str | os.PathLike, paths: Iterable[str | os.PathLike], *,
 
     def run(first: bool) -> EmbedSummary:
         return build_index(
-            paths, index, chunker, embedder, include=include, exclude=exclude, prune=prune,
-            rebuild=rebuild and first, wait=wait if first else (wait or True),
-            model_dir=model, batch_size=batch_size, embedder_options=options,
-            on_skip=on_skip, on_warning=on_warning,
-            progress=progress if first else EmbedProgress(), max_file_size=max_file_size,
-            follow_links=follow_links, engine=engine, ray_address=ray_address, root=root,
-            kept=kept)
+            paths,
+            index,
+            chunker,
+            embedder,
+            include=include,
+            exclude=exclude,
+            prune=prune,
+            rebuild=rebuild and first,
+            wait=wait if first else (wait or True),
+            model_dir=model,
+            batch_size=batch_size,
+            embedder_options=options,
+            on_skip=on_skip,
+            on_warning=on_warning,
+            progress=progress if first else EmbedProgress(),
+            max_file_size=max_file_size,
+            follow_links=follow_links,
+            engine=engine,
+            ray_address=ray_address,
+            root=root,
+            kept=kept,
+        )
 
     seen = snapshot()
     summary = run(first=True)
@@ -143,13 +178,20 @@ def watch(index: str | os.PathLike, paths: Iterable[str | os.PathLike], *,
         # a steady stream of them (each reader that opens an index inside the folder creates
         # and deletes its -wal and -shm files) holds off watchfiles' timeout for as long as
         # it lasts, and with it the look that catches an event the OS never delivered
-        return ignore(change, path) or not ready or retry or (
-            time.monotonic() - checked >= RECHECK_S)
+        return (
+            ignore(change, path) or not ready or retry or (time.monotonic() - checked >= RECHECK_S)
+        )
 
-    for changes in watchfiles.watch(*_watch_roots(paths), watch_filter=keep,
-                                    debounce=debounce_ms, step=step_ms, stop_event=stopped,
-                                    rust_timeout=READY_MS, yield_on_timeout=True,
-                                    raise_interrupt=True):
+    for changes in watchfiles.watch(
+        *_watch_roots(paths),
+        watch_filter=keep,
+        debounce=debounce_ms,
+        step=step_ms,
+        stop_event=stopped,
+        rust_timeout=READY_MS,
+        yield_on_timeout=True,
+        raise_interrupt=True,
+    ):
         if stopped.is_set():
             break
         if not changes and ready and not retry and time.monotonic() - checked < RECHECK_S:
@@ -181,8 +223,9 @@ def _watchfiles() -> Any:
     try:
         import watchfiles
     except ImportError:
-        raise RagsiftError("{watch} needs the watchfiles package: " + INSTALL_HINT,
-                           EXIT_USAGE, param="watch") from None
+        raise RagsiftError(
+            "{watch} needs the watchfiles package: " + INSTALL_HINT, EXIT_USAGE, param="watch"
+        ) from None
     return watchfiles
 
 
@@ -201,16 +244,19 @@ class _Stop:
         return bool(self._stop())
 
 
-def _snapshot(paths: list[str], include: list[str], exclude: list[str],
-              follow_links: bool) -> tuple:
+def _snapshot(
+    paths: list[str], include: list[str], exclude: list[str], follow_links: bool
+) -> tuple:
     """What discovery finds now: each document's real path, size and mtime, and the entries it
     could not read (so a file becoming unreadable, or readable again, counts as a change).
     Equal snapshots: a run would have nothing to do."""
     from ragsift.sources import walk
 
     found = walk(paths, include, exclude, follow_links=follow_links)
-    files = sorted((os.path.realpath(f.path) if f.path is not None else f.relpath,
-                    f.size, f.mtime) for f in found.files)
+    files = sorted(
+        (os.path.realpath(f.path) if f.path is not None else f.relpath, f.size, f.mtime)
+        for f in found.files
+    )
     skipped = sorted((s.path, s.reason) for s in found.skipped)
     return tuple(files), tuple(skipped)
 
@@ -252,7 +298,7 @@ def _event_filter(paths: list[str], index: str) -> Callable[[Any, str], bool]:
         for root in roots:
             if not path.startswith(root):
                 continue
-            parts = path[len(root):].split(os.sep)
+            parts = path[len(root) :].split(os.sep)
             folders, name = parts[:-1], parts[-1]
             if any(p.startswith(".") or p in SKIP_DIRS for p in folders):
                 continue

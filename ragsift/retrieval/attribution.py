@@ -26,8 +26,10 @@ if TYPE_CHECKING:
     from ragsift.retrieval.topk import Candidate
 
 METHOD = "stored unit vectors"
-NOTE = ("attribution is an embedding-similarity proxy: each hit's stored units (sentences, "
-        "items, rows, code lines) closest to the query; not a causal explanation of its score")
+NOTE = (
+    "attribution is an embedding-similarity proxy: each hit's stored units (sentences, "
+    "items, rows, code lines) closest to the query; not a causal explanation of its score"
+)
 
 
 @dataclass(frozen=True)
@@ -44,8 +46,14 @@ class UnitScore:
     end: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"text": self.text, "score": round(self.score, 6), "share": round(self.share, 6),
-                "rank": self.rank, "start": self.start, "end": self.end}
+        return {
+            "text": self.text,
+            "score": round(self.score, 6),
+            "share": round(self.share, 6),
+            "rank": self.rank,
+            "start": self.start,
+            "end": self.end,
+        }
 
 
 @dataclass(frozen=True)
@@ -63,8 +71,12 @@ class Attribution:
         return self.units[0] if self.units else None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "method": self.method, "total_units": self.total_units,
-                "units": [u.as_dict() for u in self.units]}
+        return {
+            "id": self.id,
+            "method": self.method,
+            "total_units": self.total_units,
+            "units": [u.as_dict() for u in self.units],
+        }
 
 
 def shares(scores: Sequence[float]) -> list[float]:
@@ -74,8 +86,9 @@ def shares(scores: Sequence[float]) -> list[float]:
     return [p / total if total > 0 else 0.0 for p in pos]
 
 
-def attribute(backend: IndexReader, query_vector: np.ndarray, candidates: Sequence[Candidate],
-              top: int = 3) -> list[Attribution]:
+def attribute(
+    backend: IndexReader, query_vector: np.ndarray, candidates: Sequence[Candidate], top: int = 3
+) -> list[Attribution]:
     """Attributions for ``candidates`` (normally the admitted hits), in their order, from the
     units ``backend`` stores for them (a chunk without stored units gets none)."""
     import numpy as np
@@ -89,10 +102,17 @@ def attribute(backend: IndexReader, query_vector: np.ndarray, candidates: Sequen
         starts, ends, cos = unit_cosines(blobs.get(cand.rowid), q)
         scores = cos.tolist()
         share = shares(scores)
-        order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))[:max(top, 0)]
+        order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))[: max(top, 0)]
         units = tuple(
-            UnitScore(text=cand.text[int(starts[i]):int(ends[i])], score=float(scores[i]),
-                      share=share[i], rank=rank, start=int(starts[i]), end=int(ends[i]))
-            for rank, i in enumerate(order, start=1))
+            UnitScore(
+                text=cand.text[int(starts[i]) : int(ends[i])],
+                score=float(scores[i]),
+                share=share[i],
+                rank=rank,
+                start=int(starts[i]),
+                end=int(ends[i]),
+            )
+            for rank, i in enumerate(order, start=1)
+        )
         out.append(Attribution(id=cand.id, units=units, total_units=len(scores)))
     return out

@@ -50,9 +50,11 @@ DEFAULT_MODE = "hybrid"
 
 def check_mode(mode: str) -> str:
     if mode not in MODES:
-        raise RagsiftError("{mode} must be {choices}, not {got}", param="mode",
-                           values={"choices": f"{', '.join(MODES[:-1])} or {MODES[-1]}",
-                                   "got": repr(mode)})
+        raise RagsiftError(
+            "{mode} must be {choices}, not {got}",
+            param="mode",
+            values={"choices": f"{', '.join(MODES[:-1])} or {MODES[-1]}", "got": repr(mode)},
+        )
     return mode
 
 
@@ -75,22 +77,33 @@ def check_globs(globs: Sequence[str] | None) -> None:
             raise RagsiftError(f"invalid glob {g!r}: {str(exc).rpartition(': ')[2]}") from None
 
 
-def matching_paths(backend: IndexReader, glob: str | None,
-                   within: str | None = None) -> list[str] | None:
+def matching_paths(
+    backend: IndexReader, glob: str | None, within: str | None = None
+) -> list[str] | None:
     """Document paths matching ``glob`` and ``within`` (a second glob every path must also
     match: what a server may return at most); None: no filter."""
     if not glob and not within:
         return None
     check_globs([g for g in (glob, within) if g])
-    return [p for p in backend.paths()
-            if (not glob or path_matches(p, [glob])) and (not within or path_matches(p, [within]))]
+    return [
+        p
+        for p in backend.paths()
+        if (not glob or path_matches(p, [glob])) and (not within or path_matches(p, [within]))
+    ]
 
 
-def rank(backend: IndexReader, queries: Sequence[str], qvecs: np.ndarray | None, *,
-         mode: str, n: int, fusion: Fusion = Fusion(),
-         paths: Sequence[str] | None = None,
-         ahead: Mapping[tuple[str, int], list[tuple[int, float]]] | None = None,
-         models: Mapping[str, relevance.Model] | None = None) -> list[list[Ranked]]:
+def rank(
+    backend: IndexReader,
+    queries: Sequence[str],
+    qvecs: np.ndarray | None,
+    *,
+    mode: str,
+    n: int,
+    fusion: Fusion = Fusion(),
+    paths: Sequence[str] | None = None,
+    ahead: Mapping[tuple[str, int], list[tuple[int, float]]] | None = None,
+    models: Mapping[str, relevance.Model] | None = None,
+) -> list[list[Ranked]]:
     """The best ``n`` candidates of each query in ``mode``, best first. ``qvecs``: one query
     vector per query (every mode needs them: every candidate carries its cosine).
     ``ahead``: lexical lists already fetched (``lexical_ahead``), by (query, depth); used only
@@ -104,25 +117,44 @@ def rank(backend: IndexReader, queries: Sequence[str], qvecs: np.ndarray | None,
     if mode == "dense":
         # the aggregate's best max(n, UNIT_DEPTH), re-scored with their best units, then cut
         depth = max(n, UNIT_DEPTH)
-        return [_order(mode, query, hits, [], {}, 0.0, n, fusion,
-                       best_units(backend, qvec, wanted(hits, [])), model)
-                for query, qvec, hits in zip(queries, qvecs,
-                                             backend.dense_candidates(qvecs, depth, paths))]
+        return [
+            _order(
+                mode,
+                query,
+                hits,
+                [],
+                {},
+                0.0,
+                n,
+                fusion,
+                best_units(backend, qvec, wanted(hits, [])),
+                model,
+            )
+            for query, qvec, hits in zip(
+                queries, qvecs, backend.dense_candidates(qvecs, depth, paths)
+            )
+        ]
     depth = max(fusion.depth, n)
 
     ready = ahead if ahead is not None and paths is None else {}
 
     def lexical_lists() -> list[list[tuple[int, float]]]:
-        return [ready[(q, depth)] if (q, depth) in ready
-                else backend.lexical_candidates(q, depth, paths) if q.strip() else []
-                for q in queries]
+        return [
+            ready[(q, depth)]
+            if (q, depth) in ready
+            else backend.lexical_candidates(q, depth, paths)
+            if q.strip()
+            else []
+            for q in queries
+        ]
 
     if mode == "hybrid":
         # The two sides overlap: FTS5 (SQLite) and the matrix scan (numpy) both release the
         # GIL, so a warm hybrid query costs about the slower side, not their sum. Same calls,
         # same lists as one after the other; an error on either side is raised here.
-        dense_lists, lexical_all = _both(lambda: backend.dense_candidates(qvecs, depth, paths),
-                                         lexical_lists)
+        dense_lists, lexical_all = _both(
+            lambda: backend.dense_candidates(qvecs, depth, paths), lexical_lists
+        )
     else:
         dense_lists, lexical_all = [[] for _ in queries], lexical_lists()
     out = []
@@ -134,8 +166,7 @@ def rank(backend: IndexReader, queries: Sequence[str], qvecs: np.ndarray | None,
         lexical = [(r, s) for r, s in lexical if r in have or cos_of.get(r) is not None]
         ceiling = backend.lexical_ceiling(query) if lexical else 0.0
         units = best_units(backend, qvec, wanted(dense, lexical)) if mode == "hybrid" else {}
-        out.append(_order(mode, query, dense, lexical, cos_of, ceiling, n, fusion, units,
-                          model))
+        out.append(_order(mode, query, dense, lexical, cos_of, ceiling, n, fusion, units, model))
     return out
 
 
@@ -145,10 +176,18 @@ def _words(query: str) -> int:
     return len(query_words(query))
 
 
-def _order(mode: str, query: str, dense: list[tuple[int, float]],
-           lexical: list[tuple[int, float]], cos_of: Mapping[int, float], ceiling: float,
-           n: int, fusion: Fusion, units: Mapping[int, BestUnit] | None = None,
-           model: relevance.Model | None = None) -> list[Ranked]:
+def _order(
+    mode: str,
+    query: str,
+    dense: list[tuple[int, float]],
+    lexical: list[tuple[int, float]],
+    cos_of: Mapping[int, float],
+    ceiling: float,
+    n: int,
+    fusion: Fusion,
+    units: Mapping[int, BestUnit] | None = None,
+    model: relevance.Model | None = None,
+) -> list[Ranked]:
     """One query's candidates scored and ordered: by the relevance score (ties: the cosine,
     then the rowid), or, for an ``eval`` comparison with ``fusion="convex"``/``"rrf"``, by
     that fusion (the score is still the relevance score). ``units``: the best unit of the
@@ -161,13 +200,17 @@ def _order(mode: str, query: str, dense: list[tuple[int, float]],
     ids = list(dense_pos)
     ids += [r for r, _ in lexical if r not in dense_pos]
     cos_map = dict(dense)
-    cos = np.fromiter((cos_map[r] if r in cos_map else cos_of[r] for r in ids), np.float64,
-                      len(ids))
+    cos = np.fromiter(
+        (cos_map[r] if r in cos_map else cos_of[r] for r in ids), np.float64, len(ids)
+    )
     bm = np.fromiter((bm25.get(r, 0.0) for r in ids), np.float64, len(ids))
     share = bm / ceiling if ceiling > 0 else np.zeros_like(bm)
     units = units or {}
-    unit = np.fromiter((units[r].cosine if r in units else c for r, c in zip(ids, cos.tolist())),
-                       np.float64, len(ids))
+    unit = np.fromiter(
+        (units[r].cosine if r in units else c for r, c in zip(ids, cos.tolist())),
+        np.float64,
+        len(ids),
+    )
     score = relevance.score_array(mode, cos, share, _words(query), model, unit=unit)
     rowid = np.asarray(ids, np.int64)
     if fusion.fusion == "relevance" or mode != "hybrid":
@@ -181,23 +224,36 @@ def _order(mode: str, query: str, dense: list[tuple[int, float]],
         r = ids[i]
         in_dense, in_lex = r in dense_pos, r in lex_pos
         bu = units.get(r)
-        out.append(Ranked(
-            rowid=int(r), score=float(score[i]), dense_score=float(cos[i]),
-            lexical_score=float(bm[i]) if in_lex else None,
-            lexical_rank=lex_pos.get(r),
-            fused_rank=pos if mode == "hybrid" else None,
-            source=(None if mode == "dense" else "both" if in_dense and in_lex
-                    else "dense" if in_dense else "lexical"),
-            lexical_share=float(share[i]) if in_lex else None,
-            dense_rank=dense_pos.get(r),
-            unit_score=bu.cosine if bu else None, unit_start=bu.start if bu else None,
-            unit_end=bu.end if bu else None))
+        out.append(
+            Ranked(
+                rowid=int(r),
+                score=float(score[i]),
+                dense_score=float(cos[i]),
+                lexical_score=float(bm[i]) if in_lex else None,
+                lexical_rank=lex_pos.get(r),
+                fused_rank=pos if mode == "hybrid" else None,
+                source=(
+                    None
+                    if mode == "dense"
+                    else "both"
+                    if in_dense and in_lex
+                    else "dense"
+                    if in_dense
+                    else "lexical"
+                ),
+                lexical_share=float(share[i]) if in_lex else None,
+                dense_rank=dense_pos.get(r),
+                unit_score=bu.cosine if bu else None,
+                unit_start=bu.start if bu else None,
+                unit_end=bu.end if bu else None,
+            )
+        )
     return out
 
 
-def lexical_ahead(backend: IndexReader, queries: Sequence[str], mode: str,
-                  fusion: Fusion | None = None
-                  ) -> dict[tuple[str, int], list[tuple[int, float]]]:
+def lexical_ahead(
+    backend: IndexReader, queries: Sequence[str], mode: str, fusion: Fusion | None = None
+) -> dict[tuple[str, int], list[tuple[int, float]]]:
     """The lexical lists ``rank`` will ask for (no path filter, ``Fusion.depth`` deep), fetched
     before the query vectors exist: a cold ``query`` runs them while the model loads (the
     lexical side needs no vector). Same calls on the same snapshot, so the same lists; pass
@@ -205,8 +261,11 @@ def lexical_ahead(backend: IndexReader, queries: Sequence[str], mode: str,
     if mode == "dense":
         return {}
     depth = (fusion or Fusion()).depth
-    return {(q, depth): backend.lexical_candidates(q, depth, None)
-            for q in dict.fromkeys(queries) if q.strip()}
+    return {
+        (q, depth): backend.lexical_candidates(q, depth, None)
+        for q in dict.fromkeys(queries)
+        if q.strip()
+    }
 
 
 def _both(first, second):  # -> (first(), second()), second in a thread
@@ -232,12 +291,22 @@ def _both(first, second):  # -> (first(), second()), second in a thread
     return a, b
 
 
-def retrieve(backend: IndexReader, queries: Sequence[str], qvecs: np.ndarray | None,
-             strategy: TopK, *, mode: str = DEFAULT_MODE, fusion: Fusion = Fusion(),
-             path_glob: str | None = None, model: str = "", dimensions: int = 0,
-             span: str = "chunk", within: str | None = None,
-             ahead: Mapping[tuple[str, int], list[tuple[int, float]]] | None = None,
-             models: Mapping[str, relevance.Model] | None = None) -> list[Retrieval]:
+def retrieve(
+    backend: IndexReader,
+    queries: Sequence[str],
+    qvecs: np.ndarray | None,
+    strategy: TopK,
+    *,
+    mode: str = DEFAULT_MODE,
+    fusion: Fusion = Fusion(),
+    path_glob: str | None = None,
+    model: str = "",
+    dimensions: int = 0,
+    span: str = "chunk",
+    within: str | None = None,
+    ahead: Mapping[tuple[str, int], list[tuple[int, float]]] | None = None,
+    models: Mapping[str, relevance.Model] | None = None,
+) -> list[Retrieval]:
     """Rank every query (``strategy.fetch`` candidates) and apply the top-K strategy: one
     ``Retrieval`` record per query. ``span="best"``: each admitted hit also carries its
     evidence span (``ragsift.retrieval.spans``). ``within``: a glob every searched document
@@ -250,25 +319,47 @@ def retrieve(backend: IndexReader, queries: Sequence[str], qvecs: np.ndarray | N
     paths = matching_paths(backend, path_glob, within)
     total = backend.count()
     searched = total if paths is None else backend.count(paths)
-    ranked = (rank(backend, queries, qvecs, mode=mode, n=strategy.fetch, fusion=fusion,
-                   paths=paths, ahead=ahead, models=models) if searched else [[] for _ in queries])
+    ranked = (
+        rank(
+            backend,
+            queries,
+            qvecs,
+            mode=mode,
+            n=strategy.fetch,
+            fusion=fusion,
+            paths=paths,
+            ahead=ahead,
+            models=models,
+        )
+        if searched
+        else [[] for _ in queries]
+    )
     wanted = sorted({c.rowid for cands in ranked for c in cands})
     records = {r.rowid: r for r in backend.chunk_records(wanted)}
     out = []
     for query, cands in zip(queries, ranked):
         missing = [c.rowid for c in cands if c.rowid not in records]
         if missing:
-            raise RagsiftError(f"index is inconsistent: chunks {missing[:3]} have no record; "
-                               "rebuild it")
-        out.append(build_retrieval(strategy, query=query, ranked=cands,
-                                   records=[records[c.rowid] for c in cands],
-                                   dimensions=dimensions, model=model, searched=searched,
-                                   mode=mode, path_filter=path_glob or within,
-                                   corpus_empty=total == 0))
+            raise RagsiftError(
+                f"index is inconsistent: chunks {missing[:3]} have no record; rebuild it"
+            )
+        out.append(
+            build_retrieval(
+                strategy,
+                query=query,
+                ranked=cands,
+                records=[records[c.rowid] for c in cands],
+                dimensions=dimensions,
+                model=model,
+                searched=searched,
+                mode=mode,
+                path_filter=path_glob or within,
+                corpus_empty=total == 0,
+            )
+        )
     if span != "chunk":
         from ragsift.retrieval.spans import check_span, with_spans
 
         check_span(span)
         out = [with_spans(r) for r in out]
     return out
-

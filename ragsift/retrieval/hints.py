@@ -22,6 +22,7 @@ from ragsift.retrieval.topk import Setting, cli_setting
 if TYPE_CHECKING:
     from ragsift.retrieval.topk import Retrieval
 
+
 def k_hint(r: Retrieval, setting: Setting = cli_setting) -> str | None:
     """What a larger ``-k`` would admit among the candidates shown, when some of them clear
     the floor and were turned away only by their rank."""
@@ -31,14 +32,21 @@ def k_hint(r: Retrieval, setting: Setting = cli_setting) -> str | None:
     if not over:
         return None
     k = max(c.rank for c in over)
-    reasons = admission([c.score for c in r.candidates], [c.chars for c in r.candidates],
-                        k=k, threshold=r.threshold, max_chars=r.max_chars)
+    reasons = admission(
+        [c.score for c in r.candidates],
+        [c.chars for c in r.candidates],
+        k=k,
+        threshold=r.threshold,
+        max_chars=r.max_chars,
+    )
     more = sum(reason is None for reason in reasons) - len(r.admitted)
     if more <= 0:
         return None
     floor = "above the threshold" if r.threshold is not None else "with no floor"
-    text = (f"{len(over)} candidate{'s' if len(over) != 1 else ''} past rank {r.k} clear the "
-            f"floor; `{setting('k', k)}` would admit {more} more {floor}")
+    text = (
+        f"{len(over)} candidate{'s' if len(over) != 1 else ''} past rank {r.k} clear the "
+        f"floor; `{setting('k', k)}` would admit {more} more {floor}"
+    )
     top = max(over, key=lambda c: c.score)
     admitted = [c.score for c in r.admitted]
     if admitted and top.score > min(admitted):
@@ -49,8 +57,9 @@ def k_hint(r: Retrieval, setting: Setting = cli_setting) -> str | None:
 def under_floor(r: Retrieval) -> bool:
     """Nothing admitted because even the best candidate scores under the threshold."""
     best = r.best
-    return (not r.admitted and best is not None and r.threshold is not None
-            and best.score < r.threshold)
+    return (
+        not r.admitted and best is not None and r.threshold is not None and best.score < r.threshold
+    )
 
 
 TUNE_NOTE = "; or tune a threshold on your own questions and keep it: `ragsift tune --save`"
@@ -65,9 +74,11 @@ def path_hint(pattern: str, paths: list[str], show: int = 3, flag: str = "--path
     ordered = sorted(paths)
     step = max(1, len(ordered) // show)
     sample = ordered[::step][:show]
-    text = (f"no document path matches {flag}{pattern!r}; stored paths look like "
-            + ", ".join(sample) + (f", … ({len(ordered)} documents)" if len(ordered) > show
-                                   else ""))
+    text = (
+        f"no document path matches {flag}{pattern!r}; stored paths look like "
+        + ", ".join(sample)
+        + (f", … ({len(ordered)} documents)" if len(ordered) > show else "")
+    )
     wider = pattern if pattern.startswith("*") else "*" + pattern
     wider = wider if wider.endswith("*") else wider + "*"
     hits = [p for p in ordered if fnmatch.fnmatchcase(p, wider)]
@@ -76,8 +87,9 @@ def path_hint(pattern: str, paths: list[str], show: int = 3, flag: str = "--path
     return text
 
 
-def hints(r: Retrieval, base: str | None, paths: list[str] | None = None,
-          setting: Setting = cli_setting) -> list[str]:
+def hints(
+    r: Retrieval, base: str | None, paths: list[str] | None = None, setting: Setting = cli_setting
+) -> list[str]:
     """Every hint for one retrieval, most important first. ``base`` is the retrieval layer's
     own ``outcome_hint`` (in the same words); ``paths`` the stored document paths (for an
     empty ``--path``)."""
@@ -91,8 +103,9 @@ def hints(r: Retrieval, base: str | None, paths: list[str] | None = None,
     return out
 
 
-def nothing_hint(r: Retrieval, base: str | None, paths: list[str] | None,
-                 setting: Setting = cli_setting) -> str | None:
+def nothing_hint(
+    r: Retrieval, base: str | None, paths: list[str] | None, setting: Setting = cli_setting
+) -> str | None:
     """The retrieval layer's ``outcome_hint`` (``base``) with what only the CLI can add: the
     shape of the stored paths for an empty ``--path``, and for a best candidate under the
     floor (``base`` names it and its score) the lasting fix, ``tune --save``."""

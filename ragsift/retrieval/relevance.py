@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import numpy as np
 
+
 @dataclass(frozen=True, slots=True)
 class Ranked:
     """One candidate in the engine's order. ``score`` is the relevance score
@@ -73,8 +74,15 @@ class Ranked:
 SCORE_KIND = "relevance-3"  # 2: the dense side is unit evidence (ragsift 0.3, issue 28);
 # 3: the aggregate weighs each unit by its length (ragsift 0.6)
 
-FEATURES = ("cosine", "share", "cosine_gap", "share_gap", "log_words", "cosine_words",
-            "share_words")
+FEATURES = (
+    "cosine",
+    "share",
+    "cosine_gap",
+    "share_gap",
+    "log_words",
+    "cosine_words",
+    "share_words",
+)
 
 # The dense evidence of a chunk (what ``cosine`` above stands for): UNIT_WEIGHT × its best
 # unit's cosine + (1 − UNIT_WEIGHT) × its aggregate's cosine (``ragsift.retrieval.units``).
@@ -110,13 +118,25 @@ class Model:
 # ranking table; separate unit features were tried and ranked no better held out). Within a query each side's weight (e.g. cosine + cosine_gap +
 # cosine_words·log_words) is positive, so the score keeps each side's own order.
 MODELS: dict[str, Model] = {
-    "hybrid": Model(-2.7571, {"cosine": 0.4127, "share": 3.3109, "cosine_gap": 6.2022,
-                              "share_gap": 3.4275, "log_words": -0.9187,
-                              "cosine_words": 1.9510, "share_words": 0.8735}),
-    "dense": Model(-3.0439, {"cosine": 4.0198, "cosine_gap": 4.9837, "log_words": -1.3771,
-                             "cosine_words": 2.2589}),
-    "lexical": Model(-3.3683, {"share": 3.4644, "share_gap": 3.0073, "log_words": -0.2506,
-                               "share_words": 2.5506}),
+    "hybrid": Model(
+        -2.7571,
+        {
+            "cosine": 0.4127,
+            "share": 3.3109,
+            "cosine_gap": 6.2022,
+            "share_gap": 3.4275,
+            "log_words": -0.9187,
+            "cosine_words": 1.9510,
+            "share_words": 0.8735,
+        },
+    ),
+    "dense": Model(
+        -3.0439,
+        {"cosine": 4.0198, "cosine_gap": 4.9837, "log_words": -1.3771, "cosine_words": 2.2589},
+    ),
+    "lexical": Model(
+        -3.3683, {"share": 3.4644, "share_gap": 3.0073, "log_words": -0.2506, "share_words": 2.5506}
+    ),
 }
 # The default threshold of each mode's score, for the bundled model: on the folds it was
 # fitted on, the value that maximises answered − 2 × falsely admitted (a false admission costs
@@ -155,8 +175,11 @@ def models_for(settings: dict) -> dict[str, Model]:
     cal = stored_calibration(settings)
     if cal is None:
         return MODELS
-    return {m: Model(float(v["bias"]), {str(f): float(w) for f, w in v["weights"].items()})
-            for m, v in cal["models"].items() if m in MODELS}
+    return {
+        m: Model(float(v["bias"]), {str(f): float(w) for f, w in v["weights"].items()})
+        for m, v in cal["models"].items()
+        if m in MODELS
+    }
 
 
 def model_record(model: Model) -> dict:
@@ -176,8 +199,14 @@ def score_digest(models: dict[str, Model]) -> str:
     return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()[:12]
 
 
-def score_array(mode: str, cosine: np.ndarray, share: np.ndarray, words: int,
-                model: Model | None = None, unit: np.ndarray | None = None) -> np.ndarray:
+def score_array(
+    mode: str,
+    cosine: np.ndarray,
+    share: np.ndarray,
+    words: int,
+    model: Model | None = None,
+    unit: np.ndarray | None = None,
+) -> np.ndarray:
     """The relevance score of each candidate of one query: ``cosine`` (the aggregate's),
     ``unit`` (the best unit's, where read; None: none read) and ``share`` are aligned float
     arrays (a side the mode does not use is ignored); the dense side is their
@@ -199,11 +228,22 @@ def score_array(mode: str, cosine: np.ndarray, share: np.ndarray, words: int,
     return 1.0 / (1.0 + np.exp(-z))
 
 
-def scores(mode: str, cosines: Sequence[float], shares: Sequence[float], words: int,
-           model: Model | None = None, units: Sequence[float] | None = None) -> list[float]:
+def scores(
+    mode: str,
+    cosines: Sequence[float],
+    shares: Sequence[float],
+    words: int,
+    model: Model | None = None,
+    units: Sequence[float] | None = None,
+) -> list[float]:
     """``score_array`` for plain sequences."""
     import numpy as np
 
-    return score_array(mode, np.asarray(cosines, np.float64), np.asarray(shares, np.float64),
-                       words, model,
-                       None if units is None else np.asarray(units, np.float64)).tolist()
+    return score_array(
+        mode,
+        np.asarray(cosines, np.float64),
+        np.asarray(shares, np.float64),
+        words,
+        model,
+        None if units is None else np.asarray(units, np.float64),
+    ).tolist()

@@ -40,6 +40,7 @@ def bounded(queries: Sequence[str]) -> list[str]:
     """``queries``, each cut to ``MAX_QUERY_CHARS`` characters."""
     return [q[:MAX_QUERY_CHARS] for q in queries]
 
+
 class Searcher:
     """Search one index (``store`` follows ``ragsift.index.backend.IndexReader``).
 
@@ -49,9 +50,16 @@ class Searcher:
     before the model is loaded; their lexical lists are fetched while it loads
     (``engine.lexical_ahead``; unused with a path filter)."""
 
-    def __init__(self, store: Any, embedder: Any = None, model_dir: str | None = None,
-                 preload_embedder: bool = False, mode: str = DEFAULT_MODE,
-                 fusion: Fusion | None = None, prefetch: Sequence[str] | None = None) -> None:
+    def __init__(
+        self,
+        store: Any,
+        embedder: Any = None,
+        model_dir: str | None = None,
+        preload_embedder: bool = False,
+        mode: str = DEFAULT_MODE,
+        fusion: Fusion | None = None,
+        prefetch: Sequence[str] | None = None,
+    ) -> None:
         self.mode = check_mode(mode)
         self.fusion = fusion or Fusion()
         self.store = store
@@ -73,12 +81,12 @@ class Searcher:
             with ThreadPoolExecutor(1, thread_name_prefix="ragsift-model") as pool:
                 self._loading = pool.submit(embedder_for, self.settings, model_dir)
                 store.load()
-                self._lexical = lexical_ahead(store, bounded(prefetch or ()), self.mode,
-                                             self.fusion)
+                self._lexical = lexical_ahead(
+                    store, bounded(prefetch or ()), self.mode, self.fusion
+                )
         else:
             store.load()
-            self._lexical = lexical_ahead(store, bounded(prefetch or ()), self.mode,
-                                             self.fusion)
+            self._lexical = lexical_ahead(store, bounded(prefetch or ()), self.mode, self.fusion)
         self.count = int(store.count())
         self.dimensions = int(self.settings.get("dimensions") or 0)
 
@@ -122,21 +130,41 @@ class Searcher:
         if self.dimensions and vectors.shape[1] != self.dimensions:
             raise RagsiftError(
                 f"the model gives {vectors.shape[1]}-dimensional vectors but the index holds "
-                f"{self.dimensions}; query with the model the index was built with")
+                f"{self.dimensions}; query with the model the index was built with"
+            )
         cut = getattr(result, "truncated", None) or [0] * len(texts)
         return vectors, [int(t) for t in cut]
 
     # -- search ----------------------------------------------------------------------------
-    def retrieve(self, query: str, strategy: TopK, *, path_glob: str | None = None,
-                 qvec: np.ndarray | None = None, span: str = "chunk",
-                 within: str | None = None) -> Retrieval:
-        return self.retrieve_many([query], strategy, path_glob=path_glob,
-                                  qvecs=None if qvec is None else qvec[None, :], span=span,
-                                  within=within)[0]
+    def retrieve(
+        self,
+        query: str,
+        strategy: TopK,
+        *,
+        path_glob: str | None = None,
+        qvec: np.ndarray | None = None,
+        span: str = "chunk",
+        within: str | None = None,
+    ) -> Retrieval:
+        return self.retrieve_many(
+            [query],
+            strategy,
+            path_glob=path_glob,
+            qvecs=None if qvec is None else qvec[None, :],
+            span=span,
+            within=within,
+        )[0]
 
-    def retrieve_many(self, queries: Sequence[str], strategy: TopK, *,
-                      path_glob: str | None = None, qvecs: np.ndarray | None = None,
-                      span: str = "chunk", within: str | None = None) -> list[Retrieval]:
+    def retrieve_many(
+        self,
+        queries: Sequence[str],
+        strategy: TopK,
+        *,
+        path_glob: str | None = None,
+        qvecs: np.ndarray | None = None,
+        span: str = "chunk",
+        within: str | None = None,
+    ) -> list[Retrieval]:
         """Embed ``queries`` in one batch and retrieve each through the engine."""
         if not queries:
             return []
@@ -144,7 +172,18 @@ class Searcher:
         if qvecs is None and self.count:
             qvecs = self.embed_queries(queries)
         ahead, self._lexical = self._lexical, {}  # fetched for the first search only
-        return retrieve(self.store, queries, qvecs, strategy, mode=self.mode,
-                        fusion=self.fusion, path_glob=path_glob, model=self.model,
-                        dimensions=self.dimensions, span=span, ahead=ahead, within=within,
-                        models=self.models)
+        return retrieve(
+            self.store,
+            queries,
+            qvecs,
+            strategy,
+            mode=self.mode,
+            fusion=self.fusion,
+            path_glob=path_glob,
+            model=self.model,
+            dimensions=self.dimensions,
+            span=span,
+            ahead=ahead,
+            within=within,
+            models=self.models,
+        )

@@ -71,8 +71,11 @@ def check_span(span: str) -> str:
     from ragsift.errors import RagsiftError
 
     if span not in SPAN_MODES:
-        raise RagsiftError("{span} must be {choices}, not {got}", param="span",
-                           values={"choices": " or ".join(SPAN_MODES), "got": repr(span)})
+        raise RagsiftError(
+            "{span} must be {choices}, not {got}",
+            param="span",
+            values={"choices": " or ".join(SPAN_MODES), "got": repr(span)},
+        )
     return span
 
 
@@ -165,24 +168,33 @@ def _scaled(values: Sequence[float], minmax: bool) -> list[float]:
     return [(v - bottom) / (top - bottom) for v in values]
 
 
-def evidence_strengths(tf: Sequence[dict[str, int]], lengths: Sequence[int],
-                       scores: Sequence[float | None] | None) -> list[float]:
+def evidence_strengths(
+    tf: Sequence[dict[str, int]], lengths: Sequence[int], scores: Sequence[float | None] | None
+) -> list[float]:
     """How strongly each hit holds the evidence, relative to the other hits of its query, in
     [0, 1]: the mean of its lexical score (BM25 over the hits' texts, divided by the best) and
     its cosine (min-max over the hits); the lexical part alone when there are no cosines (or
     one is missing or not a number)."""
     lexical = _scaled(_bm25(tf, lengths), minmax=False)
-    if (scores is None or len(scores) != len(lexical)
-            or not all(s is not None and math.isfinite(s) for s in scores)):
+    if (
+        scores is None
+        or len(scores) != len(lexical)
+        or not all(s is not None and math.isfinite(s) for s in scores)
+    ):
         return lexical
     dense = _scaled([float(s) for s in scores if s is not None], minmax=True)
     return [0.5 * x + 0.5 * y for x, y in zip(lexical, dense)]
 
 
-def best_spans(query: str, texts: Sequence[str], offsets: Sequence[int | None] | None = None,
-               min_chars: int = MIN_CHARS, scores: Sequence[float | None] | None = None,
-               strong: float | None = None,
-               seeds: Sequence[tuple[int, int] | None] | None = None) -> list[Span]:
+def best_spans(
+    query: str,
+    texts: Sequence[str],
+    offsets: Sequence[int | None] | None = None,
+    min_chars: int = MIN_CHARS,
+    scores: Sequence[float | None] | None = None,
+    strong: float | None = None,
+    seeds: Sequence[tuple[int, int] | None] | None = None,
+) -> list[Span]:
     """The evidence span of each hit text (the hits of one query, in rank order, so weights
     and strengths are comparable across them); ``offsets``: where each text starts in its
     document (chunk ``start``; None or missing: 0); ``scores``: each hit's cosine to the query
@@ -226,9 +238,14 @@ def best_spans(query: str, texts: Sequence[str], offsets: Sequence[int | None] |
     return out
 
 
-def _window(text: str, bounds: list[tuple[int, int]], units: list[set[str]],
-            weight: dict[str, float], min_chars: int,
-            seed: tuple[int, int] | None = None) -> tuple[int, int, float, int]:
+def _window(
+    text: str,
+    bounds: list[tuple[int, int]],
+    units: list[set[str]],
+    weight: dict[str, float],
+    min_chars: int,
+    seed: tuple[int, int] | None = None,
+) -> tuple[int, int, float, int]:
     scores = [math.fsum(weight[t] for t in u) for u in units]
     n = len(bounds)
     at = [i for i, (s, e) in enumerate(bounds) if seed and s < seed[1] and e > seed[0]]
@@ -240,7 +257,7 @@ def _window(text: str, bounds: list[tuple[int, int]], units: list[set[str]],
         return bounds[hi][1] - bounds[lo][0]
 
     def covered(lo: int, hi: int) -> set[str]:
-        return set().union(*units[lo:hi + 1])
+        return set().union(*units[lo : hi + 1])
 
     # 1. seed: the hit's best unit (what the dense evidence found), else the best-scoring
     # window no wider than min_chars (distinct terms count once)
@@ -297,19 +314,27 @@ def dense_of(score: float, dense_score: float | None, unit_score: float | None) 
     return UNIT_WEIGHT * unit_score + (1 - UNIT_WEIGHT) * dense_score
 
 
-def spans_of_ranked(query: str, texts: Sequence[str], starts: Sequence[int | None],
-                    ranked: Sequence[Any], min_chars: int = MIN_CHARS) -> list[Span]:
+def spans_of_ranked(
+    query: str,
+    texts: Sequence[str],
+    starts: Sequence[int | None],
+    ranked: Sequence[Any],
+    min_chars: int = MIN_CHARS,
+) -> list[Span]:
     """``best_spans`` of the engine's ``Ranked`` hits (``texts``/``starts``: their chunks):
     the one rule ``query --span best`` and ``eval`` apply (their dense evidence, their best
     unit as the seed; a ``Ranked``'s unit offsets are into its chunk's text)."""
-    return best_spans(query, texts, starts, min_chars,
-                      [dense_of(c.score, c.dense_score, c.unit_score) for c in ranked],
-                      seeds=[None if c.unit_start is None else (c.unit_start, c.unit_end)
-                             for c in ranked])
+    return best_spans(
+        query,
+        texts,
+        starts,
+        min_chars,
+        [dense_of(c.score, c.dense_score, c.unit_score) for c in ranked],
+        seeds=[None if c.unit_start is None else (c.unit_start, c.unit_end) for c in ranked],
+    )
 
 
-def spans_for(query: str, candidates: Sequence[Any], min_chars: int = MIN_CHARS
-              ) -> list[Span]:
+def spans_for(query: str, candidates: Sequence[Any], min_chars: int = MIN_CHARS) -> list[Span]:
     """``spans_of_ranked`` for ``Candidate`` records (their unit offsets are into the
     document: taken back to the chunk's text here)."""
     from types import SimpleNamespace
@@ -317,12 +342,20 @@ def spans_for(query: str, candidates: Sequence[Any], min_chars: int = MIN_CHARS
     def rel(c: Any) -> Any:
         base = c.start or 0
         return SimpleNamespace(
-            score=c.score, dense_score=c.dense_score, unit_score=c.unit_score,
+            score=c.score,
+            dense_score=c.dense_score,
+            unit_score=c.unit_score,
             unit_start=None if c.unit_start is None else c.unit_start - base,
-            unit_end=None if c.unit_end is None else c.unit_end - base)
+            unit_end=None if c.unit_end is None else c.unit_end - base,
+        )
 
-    return spans_of_ranked(query, [c.text for c in candidates], [c.start for c in candidates],
-                           [rel(c) for c in candidates], min_chars)
+    return spans_of_ranked(
+        query,
+        [c.text for c in candidates],
+        [c.start for c in candidates],
+        [rel(c) for c in candidates],
+        min_chars,
+    )
 
 
 def with_spans(r: Any) -> Any:
@@ -332,6 +365,12 @@ def with_spans(r: Any) -> Any:
 
     admitted = [c for c in r.candidates if c.admitted]
     spans = iter(spans_for(r.query, admitted))
-    return replace(r, candidates=tuple(
-        replace(c, span_start=sp.start, span_end=sp.end, span_text=sp.text)
-        if c.admitted and (sp := next(spans)) else c for c in r.candidates))
+    return replace(
+        r,
+        candidates=tuple(
+            replace(c, span_start=sp.start, span_end=sp.end, span_text=sp.text)
+            if c.admitted and (sp := next(spans))
+            else c
+            for c in r.candidates
+        ),
+    )

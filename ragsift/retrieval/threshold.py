@@ -73,11 +73,17 @@ def check_threshold(value: object) -> float | str | None:
     if value is None or value == AUTO and isinstance(value, str):
         return value
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise RagsiftError("{threshold} must be a number between 0 and 1, None or 'auto', "
-                           "not {got}", param="threshold", values={"got": repr(value)})
+        raise RagsiftError(
+            "{threshold} must be a number between 0 and 1, None or 'auto', not {got}",
+            param="threshold",
+            values={"got": repr(value)},
+        )
     if not 0.0 <= value <= 1.0:  # NaN fails this too
-        raise RagsiftError("{threshold} {got}: the relevance score lies between 0 and 1",
-                           param="threshold", values={"got": value})
+        raise RagsiftError(
+            "{threshold} {got}: the relevance score lies between 0 and 1",
+            param="threshold",
+            values={"got": value},
+        )
     return float(value)
 
 
@@ -112,8 +118,13 @@ class ThresholdInForce:
         return ORIGINS.get(self.source or "")
 
 
-def resolve_threshold(threshold: float | str | None, settings: dict[str, Any], *,
-                      required: bool = True, mode: str = "hybrid") -> ThresholdInForce:
+def resolve_threshold(
+    threshold: float | str | None,
+    settings: dict[str, Any],
+    *,
+    required: bool = True,
+    mode: str = "hybrid",
+) -> ThresholdInForce:
     """The threshold in force for an index (its ``settings``), the threshold argument
     (``check_threshold``: ``"auto"``, ``None`` or a number) and the retrieval ``mode`` (whose
     score the measured default belongs to)."""
@@ -128,25 +139,36 @@ def resolve_threshold(threshold: float | str | None, settings: dict[str, Any], *
         tuned_on = tuned.get("calibration") or score_digest(MODELS)
         now = score_digest(models_for(settings))
         if was == SCORE_KIND and tuned_on == now:
-            return ThresholdInForce(None if v is None else float(v), TUNED,
-                                    int(tuned.get("queries") or 0))
+            return ThresholdInForce(
+                None if v is None else float(v), TUNED, int(tuned.get("queries") or 0)
+            )
         if was == SCORE_KIND:
-            warning = (f"the threshold saved in this index ({v}) was tuned on other "
-                       f"coefficients of the score ({tuned_on}; `ragsift calibrate` has "
-                       f"changed them to {now} since) and is ignored; re-run "
-                       "`ragsift tune --queries FILE --save`")
+            warning = (
+                f"the threshold saved in this index ({v}) was tuned on other "
+                f"coefficients of the score ({tuned_on}; `ragsift calibrate` has "
+                f"changed them to {now} since) and is ignored; re-run "
+                "`ragsift tune --queries FILE --save`"
+            )
         elif isinstance(was, str) and was.startswith("relevance-"):
-            warning = (f"the threshold saved in this index ({v}) was tuned on an earlier "
-                       f"relevance score ({was}; this ragsift scores {SCORE_KIND}) and is "
-                       "ignored; re-run `ragsift tune --queries FILE --save`")
+            warning = (
+                f"the threshold saved in this index ({v}) was tuned on an earlier "
+                f"relevance score ({was}; this ragsift scores {SCORE_KIND}) and is "
+                "ignored; re-run `ragsift tune --queries FILE --save`"
+            )
         else:
-            warning = (f"the threshold saved in this index ({v}) is a cosine from ragsift "
-                       "< 0.2 and is ignored: scores are now relevance scores; re-run "
-                       "`ragsift tune --queries FILE --save`")
+            warning = (
+                f"the threshold saved in this index ({v}) is a cosine from ragsift "
+                "< 0.2 and is ignored: scores are now relevance scores; re-run "
+                "`ragsift tune --queries FILE --save`"
+            )
     cal = stored_calibration(settings)
     if cal is not None:
-        return ThresholdInForce(float(cal["thresholds"][mode]), CALIBRATED,
-                                int(cal.get("queries") or 0), warning=warning)
+        return ThresholdInForce(
+            float(cal["thresholds"][mode]),
+            CALIBRATED,
+            int(cal.get("queries") or 0),
+            warning=warning,
+        )
     fingerprint = settings.get("model_fingerprint")
     measured = measured_thresholds(mode).get(fingerprint or "")
     if measured is not None:
@@ -154,30 +176,55 @@ def resolve_threshold(threshold: float | str | None, settings: dict[str, Any], *
     if not required:
         return ThresholdInForce(None, None, warning=warning)
     model = settings.get("model") or fingerprint or "of this index"
-    ignored = " (the threshold saved in it is ignored: it was tuned on another score)" \
-        if warning else ""
+    ignored = (
+        " (the threshold saved in it is ignored: it was tuned on another score)" if warning else ""
+    )
     raise RagsiftError(
         f"model {model} has no measured threshold{ignored}; calibrate it with `ragsift "
         "calibrate` (the set that ships with ragsift), pass --threshold VALUE (or --threshold "
-        "none), or store one in the index with `ragsift tune --queries FILE --save`")
+        "none), or store one in the index with `ragsift tune --queries FILE --save`"
+    )
 
 
-def tuned_setting(value: float | None, *, queries: int, k: int, mode: str,
-                  objective: str, settings: dict[str, Any] | None = None) -> dict[str, Any]:
+def tuned_setting(
+    value: float | None,
+    *,
+    queries: int,
+    k: int,
+    mode: str,
+    objective: str,
+    settings: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The ``tuned_threshold`` index setting written by ``tune --save``: the score it was
     tuned on (``SCORE_KIND``) and the coefficients that scored the index (``calibration``:
     ``score_digest`` of ``models_for(settings)``, the index's settings when it was tuned)."""
-    return {"value": value, "queries": queries, "k": k, "mode": mode, "objective": objective,
-            "score": SCORE_KIND, "calibration": score_digest(models_for(settings or {}))}
+    return {
+        "value": value,
+        "queries": queries,
+        "k": k,
+        "mode": mode,
+        "objective": objective,
+        "score": SCORE_KIND,
+        "calibration": score_digest(models_for(settings or {})),
+    }
 
 
-def strategy_for(settings: dict[str, Any], *, k: int, threshold: float | str | None,
-                 reject_window: int, max_chars: int | None, required: bool = True,
-                 mode: str = "hybrid"):
+def strategy_for(
+    settings: dict[str, Any],
+    *,
+    k: int,
+    threshold: float | str | None,
+    reject_window: int,
+    max_chars: int | None,
+    required: bool = True,
+    mode: str = "hybrid",
+):
     """The ``TopK`` options of the shared flags, with the threshold in force for this index.
     Returns ``(TopK, ThresholdInForce)``."""
     from ragsift.retrieval.topk import TopK
 
     floor = resolve_threshold(threshold, settings, required=required, mode=mode)
-    return (TopK(k=k, threshold=floor.value, reject_window=reject_window, max_chars=max_chars),
-            floor)
+    return (
+        TopK(k=k, threshold=floor.value, reject_window=reject_window, max_chars=max_chars),
+        floor,
+    )

@@ -101,17 +101,27 @@ class TopK:
 
     def __post_init__(self) -> None:
         if self.k < 1:
-            raise RagsiftError("{k} must be at least 1 (got {got})", param="k",
-                               values={"got": self.k})
+            raise RagsiftError(
+                "{k} must be at least 1 (got {got})", param="k", values={"got": self.k}
+            )
         if self.reject_window < 0:
-            raise RagsiftError("{reject_window} must be 0 or more (got {got})",
-                               param="reject_window", values={"got": self.reject_window})
+            raise RagsiftError(
+                "{reject_window} must be 0 or more (got {got})",
+                param="reject_window",
+                values={"got": self.reject_window},
+            )
         if self.max_chars is not None and self.max_chars < 1:
-            raise RagsiftError("{max_chars} must be at least 1 (got {got})", param="max_chars",
-                               values={"got": self.max_chars})
+            raise RagsiftError(
+                "{max_chars} must be at least 1 (got {got})",
+                param="max_chars",
+                values={"got": self.max_chars},
+            )
         if self.threshold is not None and not math.isfinite(self.threshold):
-            raise RagsiftError("{threshold} must be a number between 0 and 1 (got {got})",
-                               param="threshold", values={"got": self.threshold})
+            raise RagsiftError(
+                "{threshold} must be a number between 0 and 1 (got {got})",
+                param="threshold",
+                values={"got": self.threshold},
+            )
 
     @property
     def fetch(self) -> int:
@@ -120,12 +130,17 @@ class TopK:
 
     def decide(self, scores: Sequence[float], chars: Sequence[int]) -> list[str | None]:
         """Admission for candidates in score order (see module docstring)."""
-        return admission(scores, chars, k=self.k, threshold=self.threshold,
-                         max_chars=self.max_chars)
+        return admission(
+            scores, chars, k=self.k, threshold=self.threshold, max_chars=self.max_chars
+        )
 
     def options(self) -> dict[str, Any]:
-        return {"k": self.k, "threshold": self.threshold, "reject_window": self.reject_window,
-                "max_chars": self.max_chars}
+        return {
+            "k": self.k,
+            "threshold": self.threshold,
+            "reject_window": self.reject_window,
+            "max_chars": self.max_chars,
+        }
 
 
 @dataclass(frozen=True)
@@ -322,8 +337,7 @@ def build_retrieval(
     )
 
 
-def _candidate(rec: ChunkRecord, c: Ranked, rank: int, reason: str | None,
-               mode: str) -> Candidate:
+def _candidate(rec: ChunkRecord, c: Ranked, rank: int, reason: str | None, mode: str) -> Candidate:
     return Candidate(
         id=rec.id,
         rowid=rec.rowid,
@@ -361,14 +375,23 @@ def _unit_fields(rec: ChunkRecord, c: Ranked) -> dict[str, Any]:
         return {}
     base = rec.start if rec.start is not None else 0
     lo, hi = c.unit_start, c.unit_end
-    return {"unit_score": float(c.unit_score), "unit_start": base + lo, "unit_end": base + hi,
-            "unit_text": rec.text[lo:hi]}
+    return {
+        "unit_score": float(c.unit_score),
+        "unit_start": base + lo,
+        "unit_end": base + hi,
+        "unit_text": rec.text[lo:hi],
+    }
 
 
 def admitted_at(r: Retrieval, threshold: float | None) -> int:
     """How many of ``r``'s candidates another threshold would admit (same k and budget)."""
-    reasons = admission([c.score for c in r.candidates], [c.chars for c in r.candidates],
-                        k=r.k, threshold=threshold, max_chars=r.max_chars)
+    reasons = admission(
+        [c.score for c in r.candidates],
+        [c.chars for c in r.candidates],
+        k=r.k,
+        threshold=threshold,
+        max_chars=r.max_chars,
+    )
     return sum(reason is None for reason in reasons)
 
 
@@ -402,28 +425,38 @@ def outcome_hint(r: Retrieval, setting: Setting = cli_setting) -> str | None:
         return None
     if not r.admitted:
         if best.reason == OVER_CHAR_BUDGET:
-            return (f"the best hit ({best.chars} chars, {best.location}) does not fit "
-                    f"{setting('max_chars', r.max_chars)}; "
-                    f"`{setting('max_chars', best.chars)}` would admit it")
+            return (
+                f"the best hit ({best.chars} chars, {best.location}) does not fit "
+                f"{setting('max_chars', r.max_chars)}; "
+                f"`{setting('max_chars', best.chars)}` would admit it"
+            )
         if r.threshold is not None and best.score < r.threshold:
             suggestion = admitting_threshold(best.score)
             n = admitted_at(r, suggestion)
-            return (f"nothing cleared the threshold {r.threshold:.2f}: best candidate "
-                    f"{best.score:.3f} at {best.location}; "
-                    f"`{setting('threshold', f'{suggestion:.2f}')}` would admit {n}")
+            return (
+                f"nothing cleared the threshold {r.threshold:.2f}: best candidate "
+                f"{best.score:.3f} at {best.location}; "
+                f"`{setting('threshold', f'{suggestion:.2f}')}` would admit {n}"
+            )
         return None
     if r.threshold is None:
-        return (f"no floor ({setting('threshold', 'none')}): the top k are admitted whatever "
-                "their score")
+        return (
+            f"no floor ({setting('threshold', 'none')}): the top k are admitted whatever "
+            "their score"
+        )
     if any(c.reason == BELOW_THRESHOLD for c in r.candidates):
         return None
     lowest = min(c.score for c in r.candidates)
     if r.candidates_complete:
-        return (f"all {len(r.candidates)} chunks searched clear the floor (lowest "
-                f"{lowest:.2f} >= {r.threshold:.2f}): the threshold excludes nothing here")
+        return (
+            f"all {len(r.candidates)} chunks searched clear the floor (lowest "
+            f"{lowest:.2f} >= {r.threshold:.2f}): the threshold excludes nothing here"
+        )
     if r.reject_window > 0:
-        return (f"every candidate in the window clears the floor (lowest {lowest:.2f} >= "
-                f"{r.threshold:.2f}): more chunks this similar may lie beyond it; "
-                f"raise {setting('reject_window')} to see them or {setting('threshold')} to be "
-                "stricter")
+        return (
+            f"every candidate in the window clears the floor (lowest {lowest:.2f} >= "
+            f"{r.threshold:.2f}): more chunks this similar may lie beyond it; "
+            f"raise {setting('reject_window')} to see them or {setting('threshold')} to be "
+            "stricter"
+        )
     return None

@@ -40,8 +40,9 @@ class BestUnit:
     units: int
 
 
-def best_units(backend: IndexReader, qvec: np.ndarray, rowids: Sequence[int]
-               ) -> dict[int, BestUnit]:
+def best_units(
+    backend: IndexReader, qvec: np.ndarray, rowids: Sequence[int]
+) -> dict[int, BestUnit]:
     """The best unit of each of ``rowids`` that has unit evidence."""
     import numpy as np
 
@@ -61,7 +62,10 @@ def best_units(backend: IndexReader, qvec: np.ndarray, rowids: Sequence[int]
     return out
 
 
-def wanted(dense: Sequence[tuple[int, float]], lexical: Sequence[tuple[int, float]],
-           depth: int = UNIT_DEPTH) -> list[int]:
+def wanted(
+    dense: Sequence[tuple[int, float]],
+    lexical: Sequence[tuple[int, float]],
+    depth: int = UNIT_DEPTH,
+) -> list[int]:
     """The rowids whose units are read: the first ``depth`` of each side, each once."""
     return list(dict.fromkeys([r for r, _ in dense[:depth]] + [r for r, _ in lexical[:depth]]))

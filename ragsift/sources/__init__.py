@@ -40,14 +40,20 @@ if TYPE_CHECKING:
 # Names resolve on first use (PEP 562), so importing one small module of this package (e.g.
 # ``sources.formats`` for ``--help`` text) does not import the readers.
 _HOME = {
-    **dict.fromkeys(("Walk", "check_arguments", "discover", "path_key", "path_keys",
-                     "printable", "walk"),
-                    "discovery"),
-    "Skipped": "sourcefile", "SourceFile": "sourcefile",
-    "Document": "document", "OffsetMap": "document",
+    **dict.fromkeys(
+        ("Walk", "check_arguments", "discover", "path_key", "path_keys", "printable", "walk"),
+        "discovery",
+    ),
+    "Skipped": "sourcefile",
+    "SourceFile": "sourcefile",
+    "Document": "document",
+    "OffsetMap": "document",
     "load_document": "loader",
-    "DEFAULT_MAX_FILE_SIZE": "reading", "parse_size": "reading", "read_bytes": "reading",
-    "json_units": "units", "text_units": "units",
+    "DEFAULT_MAX_FILE_SIZE": "reading",
+    "parse_size": "reading",
+    "read_bytes": "reading",
+    "json_units": "units",
+    "text_units": "units",
 }
 
 

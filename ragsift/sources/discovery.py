@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -129,8 +130,11 @@ def path_keys(path: str | os.PathLike, root: str | None = None) -> tuple[str, ..
     return keys[:1] if keys[0] == keys[1] else keys
 
 
-def check_arguments(paths: list[str], include: list[str] = [],  # noqa: B006 - read only
-                    exclude: list[str] = []) -> None:  # noqa: B006
+def check_arguments(
+    paths: list[str],
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+) -> None:
     """Raise ``RagsiftError`` (usage, exit 2) for a path that does not exist or a bad glob."""
     for flag, patterns in (("--include", include), ("--exclude", exclude)):
         for p in patterns:
@@ -146,16 +150,23 @@ def check_arguments(paths: list[str], include: list[str] = [],  # noqa: B006 - r
 
 
 def discover(
-    paths: list[str], include: list[str] = [], exclude: list[str] = []  # noqa: B006 - read only
+    paths: list[str],
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
 ) -> tuple[list[SourceFile], list[Skipped]]:
     """Expand ``paths`` (files, folders, ``-``) into source files; see the module docstring."""
     w = walk(paths, include, exclude)
     return w.files, w.skipped
 
 
-def walk(paths: list[str], include: list[str] = [],  # noqa: B006 - read only
-         exclude: list[str] = [], *, follow_links: bool = False,  # noqa: B006
-         root: str | None = None) -> Walk:
+def walk(
+    paths: list[str],
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    *,
+    follow_links: bool = False,
+    root: str | None = None,
+) -> Walk:
     """``discover`` with everything it found out: ignored files, warnings, listed folders.
     ``root``: a project root; files inside it are shown (``relpath``) relative to it."""
     check_arguments(paths, include, exclude)
@@ -166,8 +177,9 @@ def walk(paths: list[str], include: list[str] = [],  # noqa: B006 - read only
 
 
 class _Walker:
-    def __init__(self, include: list[str], exclude: list[str], follow_links: bool,
-                 root: str | None = None) -> None:
+    def __init__(
+        self, include: list[str], exclude: list[str], follow_links: bool, root: str | None = None
+    ) -> None:
         self.root = root
         self.include = [p for p in include if p.strip()]
         self.exclude = [p for p in exclude if p.strip()]
@@ -231,9 +243,15 @@ class _Walker:
             return NOT_A_DOCUMENT if suffix_of(name) in BINARY_SUFFIXES else None
         return not_a_document(name)
 
-    def _add_file(self, path: Path, display: str, st: os.stat_result,
-                  into: list[SourceFile] | None = None, stream: bool = False,
-                  real: str | None = None) -> None:
+    def _add_file(
+        self,
+        path: Path,
+        display: str,
+        st: os.stat_result,
+        into: list[SourceFile] | None = None,
+        stream: bool = False,
+        real: str | None = None,
+    ) -> None:
         key = os.path.realpath(path) if real is None else real
         if key in self.seen_files:
             return
@@ -282,8 +300,9 @@ class _Walker:
                 self.skip(shown, _os_reason(exc), folder)
                 continue
             self.result.listed.update(path_keys(folder, self.root))
-            own = self._read_ignores(folder, f"{abs_root}/{rel_folder}" if rel_folder
-                                     else abs_root, shown)
+            own = self._read_ignores(
+                folder, f"{abs_root}/{rel_folder}" if rel_folder else abs_root, shown
+            )
             if own is not None:
                 ignores = [*ignores, own]
             subdirs: list[tuple[str, str, list[IgnoreFile], str, int]] = []
@@ -347,8 +366,11 @@ class _Walker:
         self.files.extend(found)
 
     def _link_allowed(self, real: str, real_root: str) -> bool:
-        return self.follow_links or real == real_root or real.startswith(
-            real_root.rstrip(os.sep) + os.sep)
+        return (
+            self.follow_links
+            or real == real_root
+            or real.startswith(real_root.rstrip(os.sep) + os.sep)
+        )
 
     def _read_ignores(self, folder: str, base: str, shown: str) -> IgnoreFile | None:
         f = read_ignore_file(folder, base)

@@ -38,8 +38,7 @@ class OffsetMap:
         # linear (a search per line for a character that is absent was quadratic); without
         # "\r", str.split is ~10x faster than a regex scan of every character
         if "\r" not in text:
-            starts = list(accumulate((len(line) + 1 for line in text.split("\n")[:-1]),
-                                     initial=0))
+            starts = list(accumulate((len(line) + 1 for line in text.split("\n")[:-1]), initial=0))
             if len(starts) > 1 and starts[-1] >= n:
                 starts.pop()
         else:

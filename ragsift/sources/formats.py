@@ -10,15 +10,29 @@ always read. Only the standard library is imported here.
 from __future__ import annotations
 
 FORMATS: dict[str, str] = {
-    ".md": "markdown", ".markdown": "markdown", ".mdown": "markdown", ".mkd": "markdown",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".mdown": "markdown",
+    ".mkd": "markdown",
     ".mdx": "markdown",
-    ".html": "html", ".htm": "html", ".xhtml": "html",
-    ".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl",
+    ".html": "html",
+    ".htm": "html",
+    ".xhtml": "html",
+    ".json": "json",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
     ".pdf": "pdf",
-    ".rst": "rst", ".txt": "text", ".text": "text",
+    ".rst": "rst",
+    ".txt": "text",
+    ".text": "text",
     # plain-text documentation formats, read as text
-    ".adoc": "text", ".asciidoc": "text", ".org": "text", ".textile": "text", ".rdoc": "text",
-    ".pod": "text", ".tex": "text",
+    ".adoc": "text",
+    ".asciidoc": "text",
+    ".org": "text",
+    ".textile": "text",
+    ".rdoc": "text",
+    ".pod": "text",
+    ".tex": "text",
 }
 
 # What reads each format, versioned. Bump a format's number whenever its reader turns the same
@@ -40,7 +54,10 @@ READERS: dict[str, tuple[int, str | None]] = {
     # keeps its text (0.5.0); 5: a ``::`` block whose first row repeats just above it points
     # at its own lines, not the earlier ones (0.6.0)
     "rst": (5, "docutils"),
-    "html": (1, None), "json": (1, None), "jsonl": (1, None), "pdf": (1, "pypdf"),
+    "html": (1, None),
+    "json": (1, None),
+    "jsonl": (1, None),
+    "pdf": (1, "pypdf"),
     "text": (1, None),
 }
 _FINGERPRINTS: dict[str, str] = {}
@@ -63,13 +80,56 @@ def reader_fingerprint(fmt: str) -> str:
 
 
 # Containers, not text: refused by name before reading (also when named as an argument).
-BINARY_SUFFIXES = frozenset({
-    ".png", ".jpg", ".jpeg", ".gif", ".webp", ".ico", ".bmp", ".tif", ".tiff", ".zip", ".gz",
-    ".tgz", ".bz2", ".xz", ".7z", ".tar", ".rar", ".docx", ".xlsx", ".pptx", ".odt", ".epub",
-    ".exe", ".dll", ".so", ".dylib", ".o", ".a", ".class", ".jar", ".pyc", ".whl", ".mp3",
-    ".mp4", ".wav", ".mov", ".avi", ".woff", ".woff2", ".ttf", ".otf", ".sqlite", ".db",
-    ".onnx", ".npy", ".parquet",
-})
+BINARY_SUFFIXES = frozenset(
+    {
+        ".png",
+        ".jpg",
+        ".jpeg",
+        ".gif",
+        ".webp",
+        ".ico",
+        ".bmp",
+        ".tif",
+        ".tiff",
+        ".zip",
+        ".gz",
+        ".tgz",
+        ".bz2",
+        ".xz",
+        ".7z",
+        ".tar",
+        ".rar",
+        ".docx",
+        ".xlsx",
+        ".pptx",
+        ".odt",
+        ".epub",
+        ".exe",
+        ".dll",
+        ".so",
+        ".dylib",
+        ".o",
+        ".a",
+        ".class",
+        ".jar",
+        ".pyc",
+        ".whl",
+        ".mp3",
+        ".mp4",
+        ".wav",
+        ".mov",
+        ".avi",
+        ".woff",
+        ".woff2",
+        ".ttf",
+        ".otf",
+        ".sqlite",
+        ".db",
+        ".onnx",
+        ".npy",
+        ".parquet",
+    }
+)
 
 NOT_A_DOCUMENT = "not a document type"
 PDF_NEEDS_EXTRA = "PDF (needs the pdf extra: pip install 'ragsift[pdf]')"

@@ -22,18 +22,73 @@ from ragsift.errors import SkipFile
 from ragsift.sources.document import Document, OffsetMap
 
 _DROP = frozenset({"script", "style", "noscript", "template", "title", "svg", "math"})
-_PARAGRAPH = frozenset({
-    "p", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "dl", "table", "pre", "blockquote",
-    "section", "article", "header", "footer", "nav", "aside", "main", "figure", "form",
-    "address", "details", "fieldset", "hr", "body",
-})
-_LINE = frozenset({
-    "div", "li", "tr", "br", "dt", "dd", "figcaption", "summary", "caption", "thead", "tbody",
-    "tfoot", "legend", "option",
-})
+_PARAGRAPH = frozenset(
+    {
+        "p",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "ul",
+        "ol",
+        "dl",
+        "table",
+        "pre",
+        "blockquote",
+        "section",
+        "article",
+        "header",
+        "footer",
+        "nav",
+        "aside",
+        "main",
+        "figure",
+        "form",
+        "address",
+        "details",
+        "fieldset",
+        "hr",
+        "body",
+    }
+)
+_LINE = frozenset(
+    {
+        "div",
+        "li",
+        "tr",
+        "br",
+        "dt",
+        "dd",
+        "figcaption",
+        "summary",
+        "caption",
+        "thead",
+        "tbody",
+        "tfoot",
+        "legend",
+        "option",
+    }
+)
 _CELL = frozenset({"td", "th"})
-_VOID = frozenset({"br", "hr", "img", "input", "meta", "link", "area", "base", "col", "embed",
-                   "source", "track", "wbr"})
+_VOID = frozenset(
+    {
+        "br",
+        "hr",
+        "img",
+        "input",
+        "meta",
+        "link",
+        "area",
+        "base",
+        "col",
+        "embed",
+        "source",
+        "track",
+        "wbr",
+    }
+)
 _SPACE = re.compile(r"[ \t\n\r\f\v]+")
 
 
@@ -199,7 +254,11 @@ class _TextExtractor(HTMLParser):
 
 
 def parse_html(
-    text: str, path: str, *, source: str = "", encoding: str = "utf-8",
+    text: str,
+    path: str,
+    *,
+    source: str = "",
+    encoding: str = "utf-8",
     warnings: tuple[str, ...] = (),
 ) -> Document:
     parser = _TextExtractor()
@@ -224,7 +283,8 @@ def parse_html(
         lines=OffsetMap(tuple(parser.line_starts), tuple(parser.line_values)),
         headings=(
             OffsetMap(tuple(parser.heading_starts), tuple(parser.heading_trails))
-            if parser.heading_starts else None
+            if parser.heading_starts
+            else None
         ),
         warnings=warnings,
     )
@@ -235,16 +295,19 @@ def parse_html(
 # The elements of HTML (and the obsolete ones old pages and terminal captures still use). A
 # tag of one of these, or of a custom element (a name with "-"), is markup; any other
 # ``<name>`` is text its writer meant to show (``--output <file>``, ``<str>``, ``<TAB>``).
-HTML_ELEMENTS = frozenset((
-    "a abbr acronym address area article aside audio b base basefont bdi bdo big blink "
-    "blockquote body br button canvas caption center cite code col colgroup data datalist dd "
-    "del details dfn dialog dir div dl dt em embed fieldset figcaption figure font footer form "
-    "frame frameset h1 h2 h3 h4 h5 h6 head header hgroup hr html i iframe img input ins kbd "
-    "label legend li link main map mark marquee math menu meta meter nav nobr noframes "
-    "noscript object ol optgroup option output p param picture pre progress q rp rt ruby s "
-    "samp script search section select slot small source span strike strong style sub "
-    "summary sup svg table tbody td template textarea tfoot th thead time title tr track tt "
-    "u ul var video wbr").split())
+HTML_ELEMENTS = frozenset(
+    (
+        "a abbr acronym address area article aside audio b base basefont bdi bdo big blink "
+        "blockquote body br button canvas caption center cite code col colgroup data datalist dd "
+        "del details dfn dialog dir div dl dt em embed fieldset figcaption figure font footer form "
+        "frame frameset h1 h2 h3 h4 h5 h6 head header hgroup hr html i iframe img input ins kbd "
+        "label legend li link main map mark marquee math menu meta meter nav nobr noframes "
+        "noscript object ol optgroup option output p param picture pre progress q rp rt ruby s "
+        "samp script search section select slot small source span strike strong style sub "
+        "summary sup svg table tbody td template textarea tfoot th thead time title tr track tt "
+        "u ul var video wbr"
+    ).split()
+)
 # a removed tag of one of these between two words leaves a space ("one<br>two" → "one two")
 _SPACED = _PARAGRAPH | _LINE | _CELL | {"img", "input", "button", "select", "textarea"}
 
@@ -297,8 +360,7 @@ class _Events(HTMLParser):
         self._add("markup")
 
 
-def fragment_edits(fragment: str, base: int = 0) -> tuple[list[tuple[int, int, str]], int,
-                                                           int]:
+def fragment_edits(fragment: str, base: int = 0) -> tuple[list[tuple[int, int, str]], int, int]:
     """How to reduce an HTML ``fragment`` (found at offset ``base`` of a text) to its text.
 
     Returns ``(edits, left_open, closed_outer)``: ``edits`` are ``(start, end, replacement)``
@@ -319,8 +381,9 @@ def fragment_edits(fragment: str, base: int = 0) -> tuple[list[tuple[int, int, s
         return [], 0, 0
     line_starts = [0]
     line_starts += [m.end() for m in re.finditer("\n", fragment)]
-    starts = [line_starts[min(line, len(line_starts)) - 1] + col
-              for (line, col), _, _ in parser.events]
+    starts = [
+        line_starts[min(line, len(line_starts)) - 1] + col for (line, col), _, _ in parser.events
+    ]
     edits: list[tuple[int, int, str, bool]] = []
     stack: list[str] = []
     closed_outer = 0
@@ -351,14 +414,15 @@ def fragment_edits(fragment: str, base: int = 0) -> tuple[list[tuple[int, int, s
             elif kind == "start" and name not in _VOID:
                 stack.append(name)
             elif kind == "end" and name in stack:
-                del stack[len(stack) - 1 - stack[::-1].index(name):]
+                del stack[len(stack) - 1 - stack[::-1].index(name) :]
             elif kind == "end" and name not in _VOID:
                 closed_outer += 1
     return _spaced(fragment, edits, base), len(stack), closed_outer
 
 
-def _spaced(text: str, edits: list[tuple[int, int, str, bool]],
-            base: int) -> list[tuple[int, int, str]]:
+def _spaced(
+    text: str, edits: list[tuple[int, int, str, bool]], base: int
+) -> list[tuple[int, int, str]]:
     """Adjacent removals merged; a merged removal that held a spacing element and stands
     between two non-space characters becomes one space. Offsets moved by ``base``."""
     out: list[tuple[int, int, str]] = []
@@ -373,8 +437,13 @@ def _spaced(text: str, edits: list[tuple[int, int, str, bool]],
             b = edits[k][1]
             spaced = spaced or edits[k][3]
             k += 1
-        if spaced and 0 < a and b < len(text) and not text[a - 1].isspace() \
-                and not text[b].isspace():
+        if (
+            spaced
+            and 0 < a
+            and b < len(text)
+            and not text[a - 1].isspace()
+            and not text[b].isspace()
+        ):
             rep = " "
         out.append((base + a, base + b, rep))
     return out

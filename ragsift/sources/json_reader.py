@@ -21,7 +21,12 @@ from ragsift.sources.units import iter_json_units
 
 
 def parse_json(
-    text: str, path: str, *, lines_format: bool, source: str = "", encoding: str = "utf-8",
+    text: str,
+    path: str,
+    *,
+    lines_format: bool,
+    source: str = "",
+    encoding: str = "utf-8",
     warnings: tuple[str, ...] = (),
 ) -> Document:
     parts: list[str] = []  # the units, one per line of the text
@@ -42,8 +47,9 @@ def parse_json(
             # an anchor with a non-ASCII character cannot occur after the text's last one (a
             # file written with ASCII escapes, json.dumps' default, has none): no search,
             # which would scan the rest of the file for each unit (quadratic in its size)
-            found = text.find(anchor, cursor) if anchor and (
-                cursor <= wide or anchor.isascii()) else -1
+            found = (
+                text.find(anchor, cursor) if anchor and (cursor <= wide or anchor.isascii()) else -1
+            )
             if found >= 0:
                 line += text.count("\n", line_cursor, found)
                 line_cursor = found

@@ -18,14 +18,16 @@ from ragsift.sources.sourcefile import SourceFile
 
 __all__ = ["BINARY_SUFFIXES", "FORMATS", "format_of", "load_document"]
 
+
 def format_of(sf: SourceFile) -> str:
     if sf.path is None:
         return "markdown"
     return format_for(sf.relpath)
 
 
-def load_document(sf: SourceFile, data: bytes | None = None,
-                  max_size: int | None = DEFAULT_MAX_FILE_SIZE) -> Document:
+def load_document(
+    sf: SourceFile, data: bytes | None = None, max_size: int | None = DEFAULT_MAX_FILE_SIZE
+) -> Document:
     """Read and parse ``sf``; raises ``SkipFile`` with a one-line reason when unusable.
 
     ``data``: the file's bytes when the caller already read them (``embed`` hashes a file
@@ -84,8 +86,10 @@ def _rst(text: str, path: str, common: dict) -> Document | None:
     except ImportError:
         if not _NO_DOCUTILS:
             _NO_DOCUTILS.append(True)
-            note = ("docutils is not installed: .rst files are read as plain text (pip install "
-                    "docutils)")
+            note = (
+                "docutils is not installed: .rst files are read as plain text (pip install "
+                "docutils)"
+            )
             common["warnings"] = (*common["warnings"], note)
         return None
     try:

@@ -86,8 +86,10 @@ MAX_BLOCK_CHARS = 1024 * 1024
 _FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})")
 # HTML blocks that may hold blank lines (CommonMark types 1-5) and what ends each
 _HTML_OPEN = (
-    (re.compile(r" {0,3}<(script|pre|style|textarea)(\s|>|$)", re.IGNORECASE),
-     re.compile(r"</(script|pre|style|textarea)>", re.IGNORECASE)),
+    (
+        re.compile(r" {0,3}<(script|pre|style|textarea)(\s|>|$)", re.IGNORECASE),
+        re.compile(r"</(script|pre|style|textarea)>", re.IGNORECASE),
+    ),
     (re.compile(r" {0,3}<!--"), re.compile(r"-->")),
     (re.compile(r" {0,3}<\?"), re.compile(r"\?>")),
     (re.compile(r" {0,3}<![A-Za-z]"), re.compile(r">")),
@@ -100,8 +102,7 @@ class BlockBound(ValueError):
     """A stretch of a markdown text that cannot be cut is past the bound; ``str`` says where."""
 
 
-def _cut_lines(text: str,
-               starts: tuple[int, ...]) -> tuple[list[int], list[int], list[int]]:
+def _cut_lines(text: str, starts: tuple[int, ...]) -> tuple[list[int], list[int], list[int]]:
     """0-based lines where a piece may start: a line at column 0 after a blank line, outside
     a fence or an HTML block that may hold blank lines, and not a fence's first line (an
     HTML block before a fence is read with it: ``markdown_html``). And, per line, how many
@@ -114,23 +115,26 @@ def _cut_lines(text: str,
     blank_before = False
     n = len(starts)
     for k in range(n):
-        line = text[starts[k]: starts[k + 1] if k + 1 < n else len(text)].rstrip("\r\n")
+        line = text[starts[k] : starts[k + 1] if k + 1 < n else len(text)].rstrip("\r\n")
         blank = not line.strip()
         parsed.append(parsed[-1] + (fence is None))
         parsed_chars.append(parsed_chars[-1] + (len(line) if fence is None else 0))
         if fence is not None:
             stripped = line.strip()
-            if (len(line) - len(line.lstrip(" ")) < 4 and stripped.startswith(fence)
-                    and not stripped.strip(fence[0])):
+            if (
+                len(line) - len(line.lstrip(" ")) < 4
+                and stripped.startswith(fence)
+                and not stripped.strip(fence[0])
+            ):
                 fence = None
         elif html_end is not None:
             if html_end.search(line):
                 html_end = None
         else:
             opened = _FENCE_OPEN.match(line)
-            if opened and opened.group(1)[0] == "`" and "`" in line[opened.end():]:
+            if opened and opened.group(1)[0] == "`" and "`" in line[opened.end() :]:
                 opened = None  # (a backtick fence's info string holds no backtick)
-            if (k and blank_before and not blank and not line[0].isspace() and not opened):
+            if k and blank_before and not blank and not line[0].isspace() and not opened:
                 cuts.append(k)
             if opened:
                 fence = opened.group(1)
@@ -160,12 +164,15 @@ def _token_pieces(text: str, starts: tuple[int, ...]) -> Any:
         return starts[line] if line < n else len(text)
 
     for a, b in zip(bounds, bounds[1:]) if len(text) > PIECE_CHARS else ():
-        if (parsed[b] - parsed[a] > MAX_BLOCK_LINES
-                or parsed_chars[b] - parsed_chars[a] > MAX_BLOCK_CHARS):
+        if (
+            parsed[b] - parsed[a] > MAX_BLOCK_LINES
+            or parsed_chars[b] - parsed_chars[a] > MAX_BLOCK_CHARS
+        ):
             raise BlockBound(
                 f"lines {a + 1}-{b} are one block of {b - a:,} lines ({at(b) - at(a):,} "
                 f"characters), past the markdown reader's bound of {MAX_BLOCK_LINES:,} lines "
-                f"or {MAX_BLOCK_CHARS // 1024:,} KiB per block")
+                f"or {MAX_BLOCK_CHARS // 1024:,} KiB per block"
+            )
     tables = _table_cuts(text, starts, cuts) if "|" in text else []  # (first row, last
     # row, header line) of each table that may be cut
     firsts = [lo for lo, _, _ in tables]
@@ -178,9 +185,11 @@ def _token_pieces(text: str, starts: tuple[int, ...]) -> Any:
     pieces: list[tuple[int, int]] = []
     first = 0
     for line in heapq.merge(bounds[1:], *(range(lo, hi + 1) for lo, hi, _ in tables)):
-        if line > first and (at(line) - at(first) >= PIECE_CHARS or line == n
-                             or (line - first >= PIECE_ROWS
-                                 and table_head(line) is not None)):
+        if line > first and (
+            at(line) - at(first) >= PIECE_CHARS
+            or line == n
+            or (line - first >= PIECE_ROWS and table_head(line) is not None)
+        ):
             pieces.append((first, line))
             first = line
 
@@ -189,8 +198,8 @@ def _token_pieces(text: str, starts: tuple[int, ...]) -> Any:
         piece that starts in a table starts with its header and delimiter rows."""
         head = table_head(a) if a else None
         if head is None:
-            return text[at(a):at(b)], a
-        return text[at(head):at(head + 2)] + text[at(a):at(b)], a - 2
+            return text[at(a) : at(b)], a
+        return text[at(head) : at(head + 2)] + text[at(a) : at(b)], a - 2
 
     env: dict = {}
     if len(pieces) > 1 and _REFERENCE_DEFINITION.search(text):
@@ -225,8 +234,7 @@ _TABLE_HEAD = re.compile(r"\|[^\n]*\n {0,3}[-:|][-:| \t]*\r?(?:\n|$)")
 _TABLE_ROW = re.compile(r"[|A-Za-z]")
 
 
-def _table_cuts(text: str, starts: tuple[int, ...],
-                cuts: list[int]) -> list[tuple[int, int, int]]:
+def _table_cuts(text: str, starts: tuple[int, ...], cuts: list[int]) -> list[tuple[int, int, int]]:
     """The lines where a table longer than ``PIECE_ROWS`` lines may be cut, as ``(first,
     last, header line)`` (each row after its first body row, while every row so far starts
     with ``|`` or a letter at column 0). Only a table whose header starts a block at the top
@@ -236,12 +244,11 @@ def _table_cuts(text: str, starts: tuple[int, ...],
     from markdown_it.common.utils import mdTrim
     from markdown_it.rules_block.table import escapedSplit
 
-    limit = getattr(import_module("markdown_it.rules_block.table"),
-                    "MAX_AUTOCOMPLETED_CELLS", None)
+    limit = getattr(import_module("markdown_it.rules_block.table"), "MAX_AUTOCOMPLETED_CELLS", None)
     n = len(starts)
 
     def line(k: int) -> str:
-        return text[starts[k]: starts[k + 1] if k + 1 < n else len(text)].rstrip("\r\n")
+        return text[starts[k] : starts[k + 1] if k + 1 < n else len(text)].rstrip("\r\n")
 
     def columns(k: int) -> int:
         found = escapedSplit(mdTrim(line(k)))
@@ -260,7 +267,7 @@ def _table_cuts(text: str, starts: tuple[int, ...],
             end += 1
         if end - head <= PIECE_ROWS:
             continue
-        tokens = _parser().parse(text[starts[head]: starts[head + 3]], {})
+        tokens = _parser().parse(text[starts[head] : starts[head + 3]], {})
         if not tokens or tokens[0].type != "table_open" or tokens[0].map != [0, 3]:
             continue  # (not a table, or its first row is not one of its rows)
         width = sum(1 for tok in tokens if tok.type == "th_open")
@@ -293,8 +300,13 @@ def _parse_inline(inline_tokens: list[Any], env: dict) -> None:
 
 
 def parse_markdown(
-    text: str, path: str, *, source: str = "", encoding: str = "utf-8",
-    warnings: tuple[str, ...] = (), html: bool = True,
+    text: str,
+    path: str,
+    *,
+    source: str = "",
+    encoding: str = "utf-8",
+    warnings: tuple[str, ...] = (),
+    html: bool = True,
 ) -> Document:
     """The ``Document`` of a markdown file (see the module docstring). ``html=False`` keeps
     the text as it is (``sources.rst`` hands over text that is already what a reader reads)."""
@@ -305,10 +317,11 @@ def parse_markdown(
     if html or _may_have_headings(text):
         try:
             for tokens, env in _token_pieces(text, lines.starts or (0,)):
-                found = [(tok, tokens[i + 1] if i + 1 < len(tokens) else None)
-                         for i, tok in enumerate(tokens)
-                         if tok.type == "heading_open" and tok.level == 0
-                         and tok.map is not None]
+                found = [
+                    (tok, tokens[i + 1] if i + 1 < len(tokens) else None)
+                    for i, tok in enumerate(tokens)
+                    if tok.type == "heading_open" and tok.level == 0 and tok.map is not None
+                ]
                 _parse_inline([t for _, t in found if t is not None], env)
                 heads += [(tok, _inline_text(t) if t is not None else "") for tok, t in found]
                 if html:
@@ -393,8 +406,13 @@ def _edited(doc: Document, edits: list[tuple[int, int, str]]) -> Document:
             return None
         return _dedupe([(moved(s), v) for s, v in zip(m.starts, m.values)])
 
-    return replace(doc, text="".join(pieces), lines=remap(doc.lines) or doc.lines,
-                   headings=remap(doc.headings), pages=remap(doc.pages))
+    return replace(
+        doc,
+        text="".join(pieces),
+        lines=remap(doc.lines) or doc.lines,
+        headings=remap(doc.headings),
+        pages=remap(doc.pages),
+    )
 
 
 def page_map(text: str) -> OffsetMap | None:
@@ -437,8 +455,7 @@ def _inline_text(tok: Any, html_as_text: bool = False) -> str:
     if tok.children:
         kept = ("text", "code_inline", "html_inline") if html_as_text else ("text", "code_inline")
         text = "".join(
-            c.content if c.type in kept
-            else " " if c.type in ("softbreak", "hardbreak") else ""
+            c.content if c.type in kept else " " if c.type in ("softbreak", "hardbreak") else ""
             for c in tok.children
         )
         return " ".join(text.split()) or " ".join(tok.content.split())
@@ -452,8 +469,11 @@ def heading_titles(lines: list[str]) -> list[tuple[int, str]] | None:
     if not lines:
         return []
     tokens, env = _block_tokens("\n\n".join(lines) + "\n")
-    found = [i for i, tok in enumerate(tokens)
-             if tok.type == "heading_open" and tok.level == 0 and i + 1 < len(tokens)]
+    found = [
+        i
+        for i, tok in enumerate(tokens)
+        if tok.type == "heading_open" and tok.level == 0 and i + 1 < len(tokens)
+    ]
     if len(found) != len(lines):
         return None
     _parse_inline([tokens[i + 1] for i in found], env)
@@ -488,8 +508,7 @@ def render_markdown_tables(doc: Document) -> Document:
                     j = i
                     while tokens[j].type != "table_close":
                         j += 1
-                    _parse_inline(_with_markup([t for t in tokens[i:j] if t.type == "inline"]),
-                                  env)
+                    _parse_inline(_with_markup([t for t in tokens[i:j] if t.type == "inline"]), env)
                     rows = _table_rows(tokens[i : j + 1])
                     end_line = tok.map[1]
                     end = line_starts[end_line] if end_line < len(line_starts) else len(text)

@@ -37,9 +37,25 @@ Edit = tuple[int, int, str]
 
 # fence languages of terminal sessions and plain output (a fence of any other language shows
 # code, HTML included, verbatim)
-TERMINAL_LANGUAGES = frozenset(("", "console", "terminal", "shell-session", "sh-session",
-                                "bash", "sh", "shell", "zsh", "text", "txt", "plain",
-                                "plaintext", "output", "ansi"))
+TERMINAL_LANGUAGES = frozenset(
+    (
+        "",
+        "console",
+        "terminal",
+        "shell-session",
+        "sh-session",
+        "bash",
+        "sh",
+        "shell",
+        "zsh",
+        "text",
+        "txt",
+        "plain",
+        "plaintext",
+        "output",
+        "ansi",
+    )
+)
 _TAG_NAME = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9-]*)")
 
 
@@ -98,9 +114,14 @@ def reader_edits(text: str, lines: OffsetMap, tokens: list[Any], env: dict) -> l
             edits += found
             block_of[i] = (left_open, closed_outer)
     for i, tok in enumerate(tokens):
-        if (tok.type == "fence" and tok.map is not None and 0 < i < len(tokens) - 1
-                and block_of.get(i - 1, (0, 0))[0] and block_of.get(i + 1, (0, 0))[1]
-                and tok.info.strip().split(" ")[0].lower() in TERMINAL_LANGUAGES):
+        if (
+            tok.type == "fence"
+            and tok.map is not None
+            and 0 < i < len(tokens) - 1
+            and block_of.get(i - 1, (0, 0))[0]
+            and block_of.get(i + 1, (0, 0))[1]
+            and tok.info.strip().split(" ")[0].lower() in TERMINAL_LANGUAGES
+        ):
             first = tok.map[0] + 1
             body = tok.content.count("\n")
             begin = _line_start(text, starts, first)
@@ -149,8 +170,9 @@ def _content_start(text: str, starts: tuple[int, ...], line0: int, content: str)
     return a + k if content and k >= 0 else -1
 
 
-def _locate(text: str, starts: tuple[int, ...], tok: Any,
-            cell_from: dict[int, int] | None) -> list[int] | None:
+def _locate(
+    text: str, starts: tuple[int, ...], tok: Any, cell_from: dict[int, int] | None
+) -> list[int] | None:
     """The source offset of each line of an inline token's content, or None when a line is
     not found verbatim in its source line (the token is then left as it is). A table row's
     cells are found left to right: ``cell_from`` holds where the row's previous cell ended."""
@@ -173,8 +195,9 @@ def _locate(text: str, starts: tuple[int, ...], tok: Any,
     return found
 
 
-def _inline_edits(text: str, starts: tuple[int, ...], tok: Any,
-                  cell_from: dict[int, int] | None) -> list[Edit]:
+def _inline_edits(
+    text: str, starts: tuple[int, ...], tok: Any, cell_from: dict[int, int] | None
+) -> list[Edit]:
     spans = [c for c in tok.children or [] if "src" in (c.meta or {})]
     if not spans and cell_from is None:
         return []
@@ -206,8 +229,15 @@ def _inline_edits(text: str, starts: tuple[int, ...], tok: Any,
             if not is_element(name):
                 continue
             if not closing and name in _DROP and not c.content.endswith("/>"):
-                close = next((j for j in range(k, len(spans)) if spans[j].type == "html_inline"
-                              and spans[j].content.lower().startswith(f"</{name}")), None)
+                close = next(
+                    (
+                        j
+                        for j in range(k, len(spans))
+                        if spans[j].type == "html_inline"
+                        and spans[j].content.lower().startswith(f"</{name}")
+                    ),
+                    None,
+                )
                 if close is not None:  # the element and everything in it
                     b = spans[close].meta["src"][1]
                     k = close + 1
@@ -223,8 +253,14 @@ def _inline_edits(text: str, starts: tuple[int, ...], tok: Any,
         while not rep and j < len(edits) and edits[j][0] == b and not edits[j][2]:
             b, spaced = edits[j][1], spaced or edits[j][3]
             j += 1
-        if (not rep and spaced and a > 0 and b < len(content) and not content[a - 1].isspace()
-                and not content[b].isspace()):
+        if (
+            not rep
+            and spaced
+            and a > 0
+            and b < len(content)
+            and not content[a - 1].isspace()
+            and not content[b].isspace()
+        ):
             rep = " "
         sa, sb = source(a), source(b)
         if text[sa:sb].replace("\r", "") != content[a:b]:  # not where we thought: leave it

@@ -61,6 +61,7 @@ def parse_pdf(data: bytes, path: str, *, source: str = "") -> Document:
 
 def _parse(data: bytes, path: str, source: str) -> Document:
     from pypdf import PdfReader
+
     warnings: list[str] = []
     try:
         reader = PdfReader(io.BytesIO(data))

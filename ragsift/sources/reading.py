@@ -47,10 +47,18 @@ _CODING_LINE = re.compile(rb"coding[:=]\s*([-\w.]+)")
 
 # Declared encodings that are not character sets (they can produce lone surrogates or
 # execute escapes): a declaration naming one is ignored.
-_NOT_CHARSETS = frozenset({
-    "unicode-escape", "raw-unicode-escape", "utf-7", "punycode", "idna", "utf-16", "utf-32",
-    "utf-8",
-})
+_NOT_CHARSETS = frozenset(
+    {
+        "unicode-escape",
+        "raw-unicode-escape",
+        "utf-7",
+        "punycode",
+        "idna",
+        "utf-16",
+        "utf-32",
+        "utf-8",
+    }
+)
 
 DEFAULT_MAX_FILE_SIZE = 64 * 1024 * 1024  # bytes; one input file larger than this is skipped
 _READ_STEP = 1 << 20
@@ -72,8 +80,9 @@ def read_bytes(sf: SourceFile, max_size: int | None = DEFAULT_MAX_FILE_SIZE) -> 
     return read_path(sf.path, max_size, stream=sf.stream)
 
 
-def read_path(path: str | os.PathLike, max_size: int | None = DEFAULT_MAX_FILE_SIZE, *,
-              stream: bool = False) -> bytes:
+def read_path(
+    path: str | os.PathLike, max_size: int | None = DEFAULT_MAX_FILE_SIZE, *, stream: bool = False
+) -> bytes:
     """Bytes of the regular file at ``path``; ``stream``: a FIFO named by the user is read
     (blocking, capped) too. Raises ``SkipFile`` with a one-line reason otherwise."""
     flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
@@ -114,8 +123,10 @@ def _read_capped(fd: int, max_size: int | None) -> bytes:
 def too_large(size: int | None, max_size: int) -> str:
     if size is None:  # a stream or a growing file: only known to be over the cap
         return f"too large (over the cap of {human_size(max_size)}; --max-file-size raises it)"
-    return (f"too large ({human_size(size)}; the cap is {human_size(max_size)}; "
-            "--max-file-size raises it)")
+    return (
+        f"too large ({human_size(size)}; the cap is {human_size(max_size)}; "
+        "--max-file-size raises it)"
+    )
 
 
 def human_size(n: int) -> str:

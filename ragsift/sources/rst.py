@@ -41,45 +41,162 @@ from typing import Any
 from ragsift.sources.document import Document, OffsetMap
 
 # roles whose text is their title: Sphinx's cross-references and inline markup
-_ROLES = ("func", "meth", "class", "mod", "attr", "data", "exc", "obj", "ref", "doc", "term",
-          "envvar", "option", "command", "file", "program", "kbd", "guilabel", "menuselection",
-          "abbr", "any", "samp", "numref", "download", "keyword", "mimetype", "makevar",
-          "regexp", "token", "confval", "dfn", "issue", "pr", "user", "gh", "wikipedia")
+_ROLES = (
+    "func",
+    "meth",
+    "class",
+    "mod",
+    "attr",
+    "data",
+    "exc",
+    "obj",
+    "ref",
+    "doc",
+    "term",
+    "envvar",
+    "option",
+    "command",
+    "file",
+    "program",
+    "kbd",
+    "guilabel",
+    "menuselection",
+    "abbr",
+    "any",
+    "samp",
+    "numref",
+    "download",
+    "keyword",
+    "mimetype",
+    "makevar",
+    "regexp",
+    "token",
+    "confval",
+    "dfn",
+    "issue",
+    "pr",
+    "user",
+    "gh",
+    "wikipedia",
+)
 _DOMAINS = ("py", "c", "cpp", "js", "rst", "std")
 # object descriptions: (directive, the word their signature line starts with)
-_OBJECTS = {"autoclass": "class", "autofunction": "function", "automethod": "method",
-            "autoattribute": "attribute", "autodata": "data", "automodule": "module",
-            "autoexception": "exception", "autodecorator": "decorator",
-            "autoproperty": "property", "function": "function", "class": "class",
-            "method": "method", "attribute": "attribute", "data": "data",
-            "exception": "exception", "decorator": "decorator", "property": "property",
-            "staticmethod": "staticmethod", "classmethod": "classmethod", "type": "type",
-            "envvar": "environment variable", "option": "option", "describe": "",
-            "object": "", "confval": "setting"}
-_VERSIONS = {"versionadded": "Added in version", "versionchanged": "Changed in version",
-             "deprecated": "Deprecated since version", "versionremoved": "Removed in version"}
-_DROP = ("toctree", "index", "currentmodule", "module", "highlight", "tabularcolumns",
-         "sectionauthor", "codeauthor", "moduleauthor", "literalinclude", "autosummary",
-         "testsetup", "testcleanup", "productionlist", "default-role", "default-domain",
-         "program", "automodapi", "autoprogram", "click", "raw", "include", "image",
-         "meta", "only-html", "spelling:word-list", "graphviz", "inheritance-diagram",
-         "tab-set-code", "jinja", "ifconfig")
-_CONTENT = ("only", "glossary", "hlist", "tab", "tabs", "tab-item", "tab-set", "card",
-            "grid", "grid-item", "grid-item-card", "dropdown", "centered", "container",
-            "group-tab", "code-tab",
-            "cssclass", "rst-class", "list-table-ish")
+_OBJECTS = {
+    "autoclass": "class",
+    "autofunction": "function",
+    "automethod": "method",
+    "autoattribute": "attribute",
+    "autodata": "data",
+    "automodule": "module",
+    "autoexception": "exception",
+    "autodecorator": "decorator",
+    "autoproperty": "property",
+    "function": "function",
+    "class": "class",
+    "method": "method",
+    "attribute": "attribute",
+    "data": "data",
+    "exception": "exception",
+    "decorator": "decorator",
+    "property": "property",
+    "staticmethod": "staticmethod",
+    "classmethod": "classmethod",
+    "type": "type",
+    "envvar": "environment variable",
+    "option": "option",
+    "describe": "",
+    "object": "",
+    "confval": "setting",
+}
+_VERSIONS = {
+    "versionadded": "Added in version",
+    "versionchanged": "Changed in version",
+    "deprecated": "Deprecated since version",
+    "versionremoved": "Removed in version",
+}
+_DROP = (
+    "toctree",
+    "index",
+    "currentmodule",
+    "module",
+    "highlight",
+    "tabularcolumns",
+    "sectionauthor",
+    "codeauthor",
+    "moduleauthor",
+    "literalinclude",
+    "autosummary",
+    "testsetup",
+    "testcleanup",
+    "productionlist",
+    "default-role",
+    "default-domain",
+    "program",
+    "automodapi",
+    "autoprogram",
+    "click",
+    "raw",
+    "include",
+    "image",
+    "meta",
+    "only-html",
+    "spelling:word-list",
+    "graphviz",
+    "inheritance-diagram",
+    "tab-set-code",
+    "jinja",
+    "ifconfig",
+)
+_CONTENT = (
+    "only",
+    "glossary",
+    "hlist",
+    "tab",
+    "tabs",
+    "tab-item",
+    "tab-set",
+    "card",
+    "grid",
+    "grid-item",
+    "grid-item-card",
+    "dropdown",
+    "centered",
+    "container",
+    "group-tab",
+    "code-tab",
+    "cssclass",
+    "rst-class",
+    "list-table-ish",
+)
 # (``code-block``/``code`` too: docutils' own refuses Sphinx's options, ``:caption:``,
 # ``:emphasize-lines:``, ``:linenos:``, and the block was lost with the error)
-_CODE = ("sourcecode", "testcode", "testoutput", "doctest", "ipython", "jupyter-execute",
-         "code-cell", "prompt", "console", "code-block", "code")
+_CODE = (
+    "sourcecode",
+    "testcode",
+    "testoutput",
+    "doctest",
+    "ipython",
+    "jupyter-execute",
+    "code-cell",
+    "prompt",
+    "console",
+    "code-block",
+    "code",
+)
 _ADMONITION_WORDS = {"seealso": "See also", "todo": "To do", "admonition": ""}
 _ROLE_MARKUP = re.compile(r":(?:[\w.+-]+:)?[\w.+-]+:`([^`]*)`")
 _DIRECTIVE_MARKUP = re.compile(r"^\.\. [\w:.+-]+::.*$", re.MULTILINE)
 _OPTION_LINE = re.compile(r"\s*:[\w.+-]+:( |$)")  # a directive's option, under its line
 
 
-def parse_rst(text: str, path: str, *, source: str = "", encoding: str = "utf-8",
-              warnings: tuple[str, ...] = ()) -> Document:
+def parse_rst(
+    text: str,
+    path: str,
+    *,
+    source: str = "",
+    encoding: str = "utf-8",
+    warnings: tuple[str, ...] = (),
+) -> Document:
     """The ``Document`` of an ``.rst`` file (see the module docstring). Raises ``ValueError``
     when docutils cannot make a doctree of it (the loader then reads it as text)."""
     from ragsift.sources.markdown import heading_titles, page_map, parse_markdown
@@ -91,21 +208,24 @@ def parse_rst(text: str, path: str, *, source: str = "", encoding: str = "utf-8"
     heads: list[int] = []  # indexes of the heading lines in rendered_lines
     parts = pieces(text)  # parsed one at a time: bounded work and memory each
     for piece, (p_lines, p_line_of, p_heads) in zip(
-            parts, rendered_pieces([(p.text, p.depth) for p in parts], render_piece,
-                                   len(text), __name__)):
+        parts,
+        rendered_pieces([(p.text, p.depth) for p in parts], render_piece, len(text), __name__),
+    ):
         heads += [len(rendered_lines) + k for k in p_heads]
         rendered_lines += p_lines
         line_of += [n + piece.first_line for n in p_line_of]
     rendered = _Renderer.joined(rendered_lines, line_of)
-    starts = tuple(accumulate((len(rendered_lines[i]) + 1
-                               for i in range(len(rendered_lines) - 1)), initial=0))
-    del line_of[len(starts):]
+    starts = tuple(
+        accumulate((len(rendered_lines[i]) + 1 for i in range(len(rendered_lines) - 1)), initial=0)
+    )
+    del line_of[len(starts) :]
     lines = OffsetMap(starts, tuple(line_of))
     del line_of  # (the map's tuple holds them: the list would double a long file's peak)
     titles = heading_titles([rendered_lines[k] for k in heads])
     if titles is None:  # (a title markdown does not read as one heading: as before)
-        doc = parse_markdown(rendered, path, source=source, encoding=encoding,
-                             warnings=warnings, html=False)
+        doc = parse_markdown(
+            rendered, path, source=source, encoding=encoding, warnings=warnings, html=False
+        )
         return replace(doc, format="rst", lines=lines)
     # the heading trails as parse_markdown gives them for the rendered text, from the
     # headings the renderer wrote (no markdown parse of the whole text)
@@ -122,10 +242,17 @@ def parse_rst(text: str, path: str, *, source: str = "", encoding: str = "utf-8"
         else:
             trail_starts.append(starts[k])
             trails.append(trail)
-    return Document(text=rendered, path=path, format="rst", source=source, encoding=encoding,
-                    lines=lines, pages=page_map(rendered),
-                    headings=OffsetMap(tuple(trail_starts), tuple(trails)) if trails else None,
-                    warnings=warnings)
+    return Document(
+        text=rendered,
+        path=path,
+        format="rst",
+        source=source,
+        encoding=encoding,
+        lines=lines,
+        pages=page_map(rendered),
+        headings=OffsetMap(tuple(trail_starts), tuple(trails)) if trails else None,
+        warnings=warnings,
+    )
 
 
 def render_piece(text: str, depth: int) -> tuple[list[str], list[int], list[int]]:
@@ -147,8 +274,10 @@ def _doctree(text: str) -> Any:
     try:
         return publish_doctree(text, settings=_settings(), parser=parser)
     except Exception as exc:
-        raise ValueError(f"docutils could not parse it ({type(exc).__name__}: "
-                         f"{str(exc).splitlines()[0] if str(exc) else ''})") from None
+        raise ValueError(
+            f"docutils could not parse it ({type(exc).__name__}: "
+            f"{str(exc).splitlines()[0] if str(exc) else ''})"
+        ) from None
     finally:
         _release_parser(parser)
 
@@ -191,11 +320,18 @@ def _base_settings() -> Any:
 
     _register()
     settings = get_default_settings(Reader, Parser, Writer)
-    for key, value in {"report_level": 5, "halt_level": 5, "file_insertion_enabled": False,
-                       "raw_enabled": False, "doctitle_xform": False,
-                       "sectsubtitle_xform": False, "input_encoding": "unicode",
-                       "syntax_highlight": "none", "traceback": True,
-                       "line_length_limit": MAX_LINE_CHARS}.items():
+    for key, value in {
+        "report_level": 5,
+        "halt_level": 5,
+        "file_insertion_enabled": False,
+        "raw_enabled": False,
+        "doctitle_xform": False,
+        "sectsubtitle_xform": False,
+        "input_encoding": "unicode",
+        "syntax_highlight": "none",
+        "traceback": True,
+        "line_length_limit": MAX_LINE_CHARS,
+    }.items():
         setattr(settings, key, value)
     return settings
 
@@ -360,8 +496,16 @@ class _Renderer:
         return "\n".join(lines) + "\n"
 
     # -- output ------------------------------------------------------------------------------
-    def block(self, text: str, line: int | None, prefix: str = "", hang: str = "", *,
-              exact: bool = False, span: tuple[int, int] | None = None) -> None:
+    def block(
+        self,
+        text: str,
+        line: int | None,
+        prefix: str = "",
+        hang: str = "",
+        *,
+        exact: bool = False,
+        span: tuple[int, int] | None = None,
+    ) -> None:
         """Append a block (its lines from ``line`` on), then a blank line. ``exact``: ``line``
         is known (code), else it is a hint that ``_locate`` checks against the source.
         ``span``: the block's first and last source lines are known (a table row's:
@@ -395,8 +539,7 @@ class _Renderer:
         lo, hi = max(1, min(hint, self.last) - 60), min(len(self.src), hint + 60)
         best = None
         for n in range(lo, hi + 1):
-            if words in self._plain_line(n) and (best is None
-                                                 or abs(n - hint) < abs(best - hint)):
+            if words in self._plain_line(n) and (best is None or abs(n - hint) < abs(best - hint)):
                 best = n
         return best or max(1, hint)
 
@@ -418,14 +561,29 @@ class _Renderer:
         if tag == "system_message":
             self._failed_source(n, prefix)
             return
-        if isinstance(n, (nodes.comment, nodes.target, nodes.substitution_definition, nodes.pending, nodes.raw, nodes.image, nodes.transition, nodes.decoration, nodes.Invisible)):
+        if isinstance(
+            n,
+            (
+                nodes.comment,
+                nodes.target,
+                nodes.substitution_definition,
+                nodes.pending,
+                nodes.raw,
+                nodes.image,
+                nodes.transition,
+                nodes.decoration,
+                nodes.Invisible,
+            ),
+        ):
             return
         if tag == "section":
             title = n.next_node(nodes.title)
             if title is not None:
                 self.heads.append(len(self.lines))
-                self.block("#" * min(depth + 1, 6) + " " + _inline(title),
-                           (title.line or 1) - 1 if title.line else None)
+                self.block(
+                    "#" * min(depth + 1, 6) + " " + _inline(title),
+                    (title.line or 1) - 1 if title.line else None,
+                )
             for child in n.children:
                 if child is not title:
                     self.node(child, depth + 1, prefix)
@@ -434,12 +592,16 @@ class _Renderer:
             return  # a generated table of contents
         if isinstance(n, (nodes.literal_block, nodes.doctest_block)):
             code = n.astext()
-            lang = next((c for c in n.get("classes", ()) if c not in ("code", "literal-block")),
-                        "")
+            lang = next((c for c in n.get("classes", ()) if c not in ("code", "literal-block")), "")
             start = n.get("ragsift_start") or self._code_start(n, code)
             body = "\n".join(line if line.strip() else " " for line in code.split("\n"))
-            self.block(f"```{lang}\n{body}\n```", start - 1 if start else None, prefix, prefix,
-                       exact=start is not None)
+            self.block(
+                f"```{lang}\n{body}\n```",
+                start - 1 if start else None,
+                prefix,
+                prefix,
+                exact=start is not None,
+            )
             return
         if isinstance(n, (nodes.paragraph, nodes.rubric, nodes.caption, nodes.attribution)):
             self.block(_inline(n), n.line, prefix, prefix)
@@ -476,8 +638,12 @@ class _Renderer:
                 if child is title:
                     continue
                 if first and isinstance(child, nodes.paragraph):
-                    self.block(f"{word}: {_inline(child)}" if word else _inline(child),
-                               child.line, prefix, prefix)
+                    self.block(
+                        f"{word}: {_inline(child)}" if word else _inline(child),
+                        child.line,
+                        prefix,
+                        prefix,
+                    )
                 else:
                     self.node(child, depth, prefix)
                 first = False
@@ -496,8 +662,9 @@ class _Renderer:
             self.block(f"[{_inline(label) if label else ''}] {body}", n.line, prefix, prefix)
             return
         if isinstance(n, nodes.line_block):
-            self.block("\n".join(_inline(line) for line in n.findall(nodes.line)), n.line,
-                       prefix, prefix)
+            self.block(
+                "\n".join(_inline(line) for line in n.findall(nodes.line)), n.line, prefix, prefix
+            )
             return
         if isinstance(n, nodes.option_list):
             for item in n.children:
@@ -546,8 +713,7 @@ class _Renderer:
                 continue
             if group:
                 text = textwrap.dedent("\n".join(r for _, r in group))
-                self.block(_strip_markup(text), max(1, group[0][0]), prefix, prefix,
-                           exact=True)
+                self.block(_strip_markup(text), max(1, group[0][0]), prefix, prefix, exact=True)
             group = [(line, row)] if row.strip() else []
 
     def _item(self, item: Any, depth: int, prefix: str, mark: str) -> None:
@@ -583,8 +749,11 @@ class _Renderer:
         for key, ks in by_table.items():
             known = [spans[k] for k in ks if spans[k] is not None]
             after = getattr(tables[key], "line", None) or 0
-            if known and (known[0][0] <= after or known[-1][1] > len(self.src)
-                          or any(a[1] >= b[0] for a, b in zip(known, known[1:]))):
+            if known and (
+                known[0][0] <= after
+                or known[-1][1] > len(self.src)
+                or any(a[1] >= b[0] for a, b in zip(known, known[1:]))
+            ):
                 for k in ks:
                     spans[k] = None
         return spans
@@ -605,8 +774,9 @@ class _Renderer:
                 end = child.line
                 if isinstance(child, nodes.paragraph):  # (its text: its lines, joined)
                     end += child.rawsource.count("\n")
-                inner = (min(child.line, inner[0]), max(end, inner[1])) if inner else (
-                    child.line, end)
+                inner = (
+                    (min(child.line, inner[0]), max(end, inner[1])) if inner else (child.line, end)
+                )
             if inner:
                 first = inner[0] if first is None else min(first, inner[0])
                 last = inner[1] if last is None else max(last, inner[1])
@@ -629,8 +799,12 @@ class _Renderer:
         def near(at: int) -> tuple[int, int]:
             return min(abs(at - line), abs(at - guess)), at
 
-        whole = [at for at in span if at + len(rows) - 1 <= len(self.src)
-                 and all(self.src[at + i - 1].strip() == row for i, row in enumerate(rows))]
+        whole = [
+            at
+            for at in span
+            if at + len(rows) - 1 <= len(self.src)
+            and all(self.src[at + i - 1].strip() == row for i, row in enumerate(rows))
+        ]
         if whole:
             return min(whole, key=near)
         first = rows[0]

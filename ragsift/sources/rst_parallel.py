@@ -42,8 +42,14 @@ def cpus() -> int:
         return os.cpu_count() or 1
 
 
-def rendered(parts: Sequence[tuple[str, int]], render: Callable[[str, int], Rendered],
-             size: int, module: str, *, helper_first: bool = False) -> Iterator[Rendered]:
+def rendered(
+    parts: Sequence[tuple[str, int]],
+    render: Callable[[str, int], Rendered],
+    size: int,
+    module: str,
+    *,
+    helper_first: bool = False,
+) -> Iterator[Rendered]:
     """``render(text, depth)`` of every part, in order; with a helper process when ``size``
     (the file's characters) is at least ``PARALLEL_CHARS`` and a second CPU is there. The
     helper is ``python -m module``, which calls ``serve`` with the same render function.
@@ -83,12 +89,16 @@ class _Helper:
         try:
             proc = subprocess.Popen(
                 [sys.executable, "-m", module],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
         except OSError:
             return None
         helper = cls(proc, len(parts))
-        threading.Thread(target=helper._send, args=(parts,), daemon=True,
-                         name="ragsift-rst-send").start()
+        threading.Thread(
+            target=helper._send, args=(parts,), daemon=True, name="ragsift-rst-send"
+        ).start()
         threading.Thread(target=helper._read, daemon=True, name="ragsift-rst-read").start()
         return helper
 

@@ -106,10 +106,12 @@ def pieces(text: str, piece_chars: int | None = None) -> list[Piece]:
         size += sum(len(line) for line in lines[prev:cut])
         prev = cut
         level = levels.get(cut)
-        if cut > start and (size >= piece_chars or cut - start >= PIECE_LINES
-                            or (cut in rows and cut - start >= PIECE_ROWS)
-                            or (level is not None and first_level is not None
-                                and level < first_level)):
+        if cut > start and (
+            size >= piece_chars
+            or cut - start >= PIECE_LINES
+            or (cut in rows and cut - start >= PIECE_ROWS)
+            or (level is not None and first_level is not None and level < first_level)
+        ):
             out.append(_piece(lines, start, cut, first_level, rows))
             start, size, first_level = cut, 0, None
         if level is not None and first_level is None:
@@ -120,8 +122,9 @@ def pieces(text: str, piece_chars: int | None = None) -> list[Piece]:
     return out
 
 
-def _piece(lines: list[str], start: int, end: int, first_level: int | None,
-           rows: dict[int, str | None]) -> Piece:
+def _piece(
+    lines: list[str], start: int, end: int, first_level: int | None, rows: dict[int, str | None]
+) -> Piece:
     """Lines ``start`` to ``end``; where either is a row of a long table, with the border
     that makes the rows there a table of their own (``_table_rows``)."""
     text = "".join(lines[start:end])
@@ -159,11 +162,14 @@ def _word_refs(text: str) -> set[str]:
         if ref is not None:
             found.add(_name(ref.group(1)))
     return found
+
+
 _SUBSTITUTION_REF = re.compile(r"\|([^|\s][^|\n]*)\|")
 
 
-def _at_line_starts(first: re.Pattern[str], after_line: re.Pattern[str],
-                    text: str) -> list[re.Match[str]]:
+def _at_line_starts(
+    first: re.Pattern[str], after_line: re.Pattern[str], text: str
+) -> list[re.Match[str]]:
     """The matches of ``first`` at the start of a line of ``text`` (``after_line`` is the
     same pattern after a "\n"), left to right, none inside another: those of ``^first`` in
     MULTILINE mode."""
@@ -216,12 +222,12 @@ def _name(text: str) -> str:
     return " ".join(text.strip("`").split()).lower()
 
 
-def _with_references(parts: list[Piece], lines: list[str],
-                     levels: dict[int, int]) -> list[Piece]:
+def _with_references(parts: list[Piece], lines: list[str], levels: dict[int, int]) -> list[Piece]:
     """Each piece with stubs for the names it refers to that another piece defines. Each
     piece's text is scanned once for each kind of name."""
-    targets: set[str] = {_name(lines[i + 1] if _ADORNMENT.match(lines[i].rstrip()) else lines[i])
-                         for i in levels}
+    targets: set[str] = {
+        _name(lines[i + 1] if _ADORNMENT.match(lines[i].rstrip()) else lines[i]) for i in levels
+    }
     substitutions: dict[str, str] = {}
     defined: list[tuple[set[str], set[str]]] = []  # each piece's targets and substitutions
     for part in parts:
@@ -237,14 +243,20 @@ def _with_references(parts: list[Piece], lines: list[str],
     for part, (own, own_subs) in zip(parts, defined):
         wanted = {_name(m.group(1)) for m in _PHRASE_REF.finditer(part.text)}
         wanted |= _word_refs(part.text)
-        stubs = [f".. _`{name}`: #" for name in sorted((wanted & targets) - own)
-                 if "`" not in name and "\\" not in name]
+        stubs = [
+            f".. _`{name}`: #"
+            for name in sorted((wanted & targets) - own)
+            if "`" not in name and "\\" not in name
+        ]
         used = {_name(m.group(1)) for m in _SUBSTITUTION_REF.finditer(part.text)}
-        stubs += [substitutions[name] for name in sorted(used - own_subs)
-                  if name in substitutions]
+        stubs += [substitutions[name] for name in sorted(used - own_subs) if name in substitutions]
         if stubs:
-            part = Piece(part.text.rstrip("\n") + "\n\n" + "\n\n".join(stubs) + "\n",
-                         part.first_line, part.depth, part.lead)
+            part = Piece(
+                part.text.rstrip("\n") + "\n\n" + "\n\n".join(stubs) + "\n",
+                part.first_line,
+                part.depth,
+                part.lead,
+            )
         out.append(part)
     return out
 
@@ -394,15 +406,20 @@ def _simple_rows(lines: list[str], top: int):
             return None
         if any(line[a:b].strip() for (_, a), (b, _) in zip(columns, columns[1:])):
             return None  # text in a column margin: docutils rejects the table
-        if line[first[0]:first[1]].strip():
+        if line[first[0] : first[1]].strip():
             starts.append(i)
         elif line and (not starts or any(s > starts[-1] for s in seps if s < i)):
             return None  # text outside every row (docutils drops it)
     for k, a in enumerate(starts):
         b = starts[k + 1] if k + 1 < len(starts) else end
         b = min([b, *(s for s in seps if a < s < b)])
-        if not _numbered([lines[i].rstrip()[x:y if c + 1 < len(columns) else None]
-                          for i in range(a, b) for c, (x, y) in enumerate(columns)]):
+        if not _numbered(
+            [
+                lines[i].rstrip()[x : y if c + 1 < len(columns) else None]
+                for i in range(a, b)
+                for c, (x, y) in enumerate(columns)
+            ]
+        ):
             return None
     body = seps[0] if len(seps) == 2 else top  # (rows after the header rule)
     cut_at = [a for a in starts if a > body][1:]
@@ -429,7 +446,8 @@ def _grid_rows(lines: list[str], top: int):
         if line[0] == "+":
             fill = line[1]
             if fill not in "-=" or line != "".join(
-                    "+" if k in corners else fill for k in range(width)):
+                "+" if k in corners else fill for k in range(width)
+            ):
                 return None
             if fill == "=":
                 if head is not None:
@@ -442,8 +460,13 @@ def _grid_rows(lines: list[str], top: int):
     if seps[-1] != i - 1 or head == i - 1 or len(seps) < 3:
         return None
     for a, b in zip(seps, seps[1:]):
-        if not _numbered([lines[j].rstrip()[x + 1:y] for j in range(a + 1, b)
-                          for x, y in zip(corners, corners[1:])]):
+        if not _numbered(
+            [
+                lines[j].rstrip()[x + 1 : y]
+                for j in range(a + 1, b)
+                for x, y in zip(corners, corners[1:])
+            ]
+        ):
             return None
     cut_at = [s for s in seps[1:-1] if s > (head or top)][1:]
     return [a + 1 for a in seps[:-1]], cut_at, None
@@ -458,7 +481,9 @@ def _fixed_width(line: str) -> bool:
 
     return "\t" not in line and not any(
         unicodedata.combining(ch) or unicodedata.east_asian_width(ch) in "WF"
-        for ch in line if ord(ch) > 127)
+        for ch in line
+        if ord(ch) > 127
+    )
 
 
 def _numbered(cells: list[str]) -> bool:
@@ -487,18 +512,22 @@ def _check_blocks(lines: list[str], cuts: list[int]) -> None:
             raise ValueError(
                 f"lines {a + 1}-{b} are one block of {b - a:,} lines ({chars:,} characters), "
                 f"past the reStructuredText reader's bound of {MAX_BLOCK_LINES:,} lines or "
-                f"{MAX_BLOCK_CHARS // 1024:,} KiB per block")
+                f"{MAX_BLOCK_CHARS // 1024:,} KiB per block"
+            )
 
 
 def _check_lines(lines: list[str]) -> None:
     """``ValueError`` naming the first line longer than ``MAX_LINE_CHARS`` (tabs expanded,
     as docutils counts)."""
     for n, line in enumerate(lines, start=1):
-        if len(line) > MAX_LINE_CHARS // 8 and len(
-                line.rstrip("\r\n").expandtabs(8)) > MAX_LINE_CHARS:
+        if (
+            len(line) > MAX_LINE_CHARS // 8
+            and len(line.rstrip("\r\n").expandtabs(8)) > MAX_LINE_CHARS
+        ):
             raise ValueError(
                 f"line {n:,} is {len(line.rstrip()):,} characters long, past the "
-                f"reStructuredText reader's bound of {MAX_LINE_CHARS:,} per line (docutils')")
+                f"reStructuredText reader's bound of {MAX_LINE_CHARS:,} per line (docutils')"
+            )
 
 
 def _check_depth(text: str) -> None:
@@ -520,7 +549,8 @@ def _check_depth(text: str) -> None:
         if len(stack) + inline > MAX_DEPTH + 1:  # (column 0 is the top level, not a nesting)
             raise ValueError(
                 f"line {number} is nested more than {MAX_DEPTH} indentation levels deep, "
-                f"past the reStructuredText reader's bound of {MAX_DEPTH}")
+                f"past the reStructuredText reader's bound of {MAX_DEPTH}"
+            )
 
 
 _MARKER = re.compile(r"(?:[-*+\u2022\u2023\u2043]|\(?(?:\d+|#|[A-Za-z])[.)]) +")

@@ -17,7 +17,8 @@ import re
 SCRIPTS: dict[str, re.Pattern[str]] = {
     "Latin": re.compile(r"[A-Za-z\u00c0-\u024f\u1e00-\u1eff]+"),
     "Chinese/Japanese": re.compile(  # Han (CJK ideographs, Ext. A, compatibility), kana
-        r"[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9d]+"),
+        r"[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9d]+"
+    ),
     "Korean": re.compile(r"[\u1100-\u11ff\u3130-\u318f\uac00-\ud7af]+"),
     "Cyrillic": re.compile(r"[\u0400-\u052f]+"),
     "Greek": re.compile(r"[\u0370-\u03ff\u1f00-\u1fff]+"),

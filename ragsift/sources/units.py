@@ -66,9 +66,7 @@ def text_units(text: str, max: int | None = 12, max_length: int | None = 200) ->
     return out
 
 
-def json_units(
-    value: Any, max: int | None = None, max_length: int | None = None
-) -> list[str]:
+def json_units(value: Any, max: int | None = None, max_length: int | None = None) -> list[str]:
     """Citable units of a parsed JSON value (see the module docstring for the rules)."""
     out: list[str] = []
     for unit, _anchor in iter_json_units(value):
