@@ -322,18 +322,22 @@ def embed_command(
 
 def _calibrate_once(index: str, model: str | None, *, quiet: bool) -> None:
     """The first run for a model without a shipped calibration (``--model multilingual``, a
-    folder) calibrates it (``api.calibrate``; the set is small, ~10 s): one stderr line."""
+    folder) calibrates it (``api.calibrate``; the set is small, ~10 s): one stderr line before
+    (what it will send) and one after (its time; through an endpoint, what it sent)."""
     from ragsift.api import calibrate, calibration_cost, calibration_needed
+    from ragsift.cli.calibrate import calibrated_line
 
     if index == "-" or not calibration_needed(index):
         return
     if not quiet:
-        cost = calibration_cost()
+        cost = calibration_cost(index, model=model)
         warn(
-            f"calibrating the relevance score for this model on the shipped set "
-            f"({cost.texts} texts to embed, once; --no-calibrate skips it)"
+            "calibrating the relevance score for this model on the shipped set, once "
+            f"(--no-calibrate skips it): {cost.line()}"
         )
-    calibrate(index, model=model)
+    result = calibrate(index, model=model)
+    if not quiet:
+        warn(calibrated_line(result))
 
 
 def _report(summary, index: str, *, quiet: bool, as_json: bool, model: str | None) -> None:
