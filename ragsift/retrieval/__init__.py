@@ -1,9 +1,16 @@
-"""The index on disk, exact search, the top-K strategy and explanations of hits.
+"""Ranking: what an index backend returns, ordered, gated and explained (no persistence:
+the index on disk is ``ragsift.index``).
 
-- ``store.py``: ``IndexStore`` (SQLite file; see docs/CONTRACTS.md).
-- ``topk.py``: ``TopK`` options, ``Candidate`` / ``Retrieval`` records, admission rule.
-- ``search.py``: ``Searcher`` (exact float32 matrix scan, deterministic order).
-- ``attribution.py``: which citable unit of a hit is closest to the query (a similarity proxy).
+- ``engine.py``: the one ranking engine (``rank``, ``retrieve``): ``query``, ``explain``,
+  ``tune``, ``eval`` and the Python API all come through it.
+- ``relevance.py``: the relevance score that orders candidates and holds the threshold.
+- ``hybrid.py``: hybrid-mode settings (``Fusion``) and the historical fusions ``eval`` compares.
+- ``units.py``: each candidate's best unit (the unit-level dense evidence).
+- ``topk.py``: ``TopK`` options, ``Candidate`` / ``Retrieval`` records, the admission rule.
+- ``threshold.py``: which floor is in force and where it came from.
+- ``search.py``: ``Searcher``, the model and the index opened together for queries.
+- ``spans.py``: evidence spans inside a hit's chunk; ``attribution.py``: the closest unit.
+- ``hints.py``: the hint sentences of a retrieval.
 
 Importing this package is cheap: numpy and the model load inside the functions that use them.
 """
