@@ -26,7 +26,7 @@ near-miss hint never proposes a value below it (``admit_at`` is then null and th
 that nothing this server accepts admits it). ``--threshold none``: no floor.
 
 **Errors.** A call's argument the server cannot use (an empty or over-long query, a lone
-surrogate, k < 1 or over the server's k, a 5,000-digit number, a threshold out of range or
+surrogate, k < 1 or over ``MAX_K`` (the server's k is the default), a 5,000-digit number, a threshold out of range or
 under the floor, an invalid glob, a wrong type, an unknown argument) is a tool result with
 ``isError: true`` and one sentence saying what to send instead; so is an error of the index
 (a damaged file: the CLI's own line, "index ... is corrupt ..."). Protocol errors are for what
@@ -54,6 +54,7 @@ import json
 import logging
 import math
 import os
+import posixpath
 import sys
 import threading
 from typing import TYPE_CHECKING, Any
@@ -70,6 +71,12 @@ MAX_QUERY_CHARS = 10_000  # a longer query is refused (the model reads ~1,000 ch
 MAX_GLOB_CHARS = 1_000
 MAX_LINE_BYTES = 8 << 20  # a longer JSON-RPC message is answered -32700 and skipped
 EOF_GRACE_S = 120  # at EOF, how long requests in flight may still take to be answered
+# The most hits one call may ask for (``k``); the server's ``--k`` is the default. 50: well
+# above what an agent needs for one question, yet a bounded reply: on the project's docs 50
+# hits are ~38,000 characters of text content (~10k tokens; the record ~77,000), 16x k=3's,
+# and a warm call 11 ms against 9 ms (bench/bench_mcp_k.py, RESULTS "MCP: k up to 50").
+# A server started with a larger --k allows that many.
+MAX_K = 50
 MAX_READ_LINES = 400  # ``read`` returns at most this many lines per call (``next_line``)
 URI_PREFIX = "ragsift://document/"
 
@@ -124,6 +131,7 @@ class Service:
         span: str = "chunk",
         path: str | None = None,
         model: str | None = None,
+        root: str | None = None,
     ) -> None:
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise RagsiftError("{k} must be at least 1 (got {got})", param="k", values={"got": k})
@@ -135,6 +143,7 @@ class Service:
             api.check_globs([path])
         self.path = path or None
         self.index_path, self.model = index, model
+        self.root = os.path.abspath(root) if root is not None else None
         self.index = api.open_index(index, model=model)
         self.lock = threading.Lock()
         try:
@@ -195,15 +204,21 @@ class Service:
             raise ArgumentError("query is empty: send a question or a few keywords")
         return text
 
+    @property
+    def most_k(self) -> int:
+        """The most hits a call may ask for: ``MAX_K``, or the server's ``k`` if larger."""
+        return max(MAX_K, self.k)
+
     def _k(self, value: Any) -> int:
         if value is None:
             return self.k
         whole = _whole(value)
+        most = self.most_k
         if whole is None:
-            raise ArgumentError(f"k must be a whole number from 1 to {self.k}, not {_kind(value)}")
-        if not 1 <= whole <= self.k:
+            raise ArgumentError(f"k must be a whole number from 1 to {most}, not {_kind(value)}")
+        if not 1 <= whole <= most:
             raise ArgumentError(
-                f"k must be from 1 to {self.k} (this server's most), not "
+                f"k must be from 1 to {most} (this server's most), not "
                 f"{_number(whole)}; omit it for {self.k}"
             )
         return whole
@@ -380,7 +395,7 @@ class Service:
             raise ArgumentError(f"line_end {last} is before line_start {first}")
         with self.lock:
             self.index.refresh()
-            records = self._records(path)
+            path, records = self._records(path)
         lines = _indexed_lines(records)
         if not lines:
             return {
@@ -419,14 +434,16 @@ class Service:
             return None
         return f"# {path} (the text ragsift indexed, chunk by chunk)\n" + _chunk_text(records)
 
-    def _records(self, path: str) -> list[Any]:
-        records = self.index.document_chunks(path) if self._allowed(path) else []
-        if not records:
-            raise ArgumentError(
-                f"no indexed document {path!r}; list_documents gives the "
-                "paths (hits' paths work as they are)"
-            )
-        return records
+    def _records(self, path: str) -> tuple[str, list[Any]]:
+        """The stored path ``path`` names and its chunks (``stored_candidates``)."""
+        for stored in stored_candidates(path, self.root):
+            records = self.index.document_chunks(stored) if self._allowed(stored) else []
+            if records:
+                return stored, records
+        raise ArgumentError(
+            f"no indexed document {path!r}; list_documents gives the "
+            "paths (hits' paths work as they are)"
+        )
 
     def _allowed(self, path: str) -> bool:
         return self.path is None or api.path_matches(path, [self.path])
@@ -456,6 +473,28 @@ class Service:
             f"internal error: {type(exc).__name__}: {_one_line(str(exc))} (the index "
             f"{self.index_path} was opened again; retry the call)"
         )
+
+
+def stored_candidates(path: str, root: str | None) -> list[str]:
+    """The stored paths a ``read`` path may name, most literal first: as given; normalised
+    (``./docs/x.md``, ``docs/../docs/x.md``: ``docs/x.md``); an absolute path inside the
+    project root (``root``, where paths are stored relative to it) or the server's folder,
+    made relative to it; a relative path made absolute (an index built from an absolute
+    folder stores absolute paths). A minimal rule of the MCP server's own (issue 41 item 5):
+    ``ragsift.api`` has no shared path rule yet."""
+    out = [path]
+    norm = posixpath.normpath(path.replace(os.sep, "/")) if path else path
+    out.append(norm)
+    here = os.getcwd()
+    if os.path.isabs(norm):
+        for base in (root, here):
+            if base is not None:
+                rel = os.path.relpath(norm, base)
+                if rel != os.pardir and not rel.startswith(os.pardir + os.sep):
+                    out.append(rel.replace(os.sep, "/"))
+    else:
+        out += [os.path.normpath(os.path.join(b, norm)) for b in (here, root) if b is not None]
+    return list(dict.fromkeys(out))
 
 
 def argument_words(name: str, value: object = None) -> str:
@@ -577,11 +616,10 @@ def _chunk_text(records: list[Any]) -> str:
 # -- text content: what a model reads ----------------------------------------------------------
 def search_text(record: dict[str, Any]) -> str:
     hits = record["admitted"]
-    floor = _floor_words(record)
+    floor = threshold_words(record)
     if hits:
         out = [
-            f"{len(hits)} hit(s) for {record['query']!r} at threshold "
-            f"{record['threshold']}{floor}; cite them by path and lines:"
+            f"{len(hits)} hit(s) for {record['query']!r} at {floor}; cite them by path and lines:"
         ]
         for i, h in enumerate(hits, 1):
             out.append(
@@ -591,8 +629,7 @@ def search_text(record: dict[str, Any]) -> str:
         return "\n".join(out)
     miss = record["near_miss"]
     head = (
-        f"no hit for {record['query']!r}: nothing cleared the threshold "
-        f"{record['threshold']}{floor}. The index holds nothing relevant enough; do not "
+        f"no hit for {record['query']!r}: nothing cleared the {floor}. The index holds nothing relevant enough; do not "
         "answer from it."
     )
     lines = [head] + [f"hint: {h}" for h in record["hints"]]
@@ -609,8 +646,7 @@ def explain_text(record: dict[str, Any]) -> str:
     admitted = [c for c in cands if c["admitted"]]
     lines = [
         f"{len(admitted)} admitted, {len(cands) - len(admitted)} rejected for "
-        f"{record['query']!r} (threshold {record['threshold']}, "
-        f"{record['threshold_origin']}{_floor_words(record)}):"
+        f"{record['query']!r} at {threshold_words(record)}:"
     ]
     for c in cands:
         lines.append(
@@ -641,10 +677,20 @@ def read_text(record: dict[str, Any]) -> str:
     )
 
 
-def _floor_words(record: dict[str, Any]) -> str:
-    if record.get("floor") is None:
-        return " (no floor)"
-    return f" (server floor {record['floor']:g}, {record['floor_origin']})"
+def threshold_words(record: dict[str, Any]) -> str:
+    """The threshold a call used and the server's floor, each said once: "threshold 0.17
+    (measured default, this server's floor)", "threshold 0.3 (given by the call; this
+    server's floor 0.17, measured default)", "threshold 0.3 (given by the call; no floor)"."""
+    used, floor = record.get("threshold"), record.get("floor")
+    origin = record.get("threshold_origin") or record.get("floor_origin") or ""
+    if used is None:
+        return "no threshold (this server has no floor)"
+    head = f"threshold {used:g}"
+    if floor is None:
+        return f"{head} ({origin}; no floor)" if origin else f"{head} (no floor)"
+    if used == floor:
+        return f"{head} ({record['floor_origin']}, this server's floor)"
+    return f"{head} ({origin}; this server's floor {floor:g}, {record['floor_origin']})"
 
 
 def _extra(h: dict[str, Any]) -> str:
@@ -805,8 +851,9 @@ def search_input(service: Service, floor: float | None) -> dict[str, Any]:
             "k": {
                 "type": "integer",
                 "minimum": 1,
-                "maximum": service.k,
-                "description": f"at most this many hits (default and most: {service.k})",
+                "maximum": service.most_k,
+                "description": f"at most this many hits (default {service.k}, "
+                f"most {service.most_k})",
             },
             "threshold": {
                 "type": "number",
@@ -1293,11 +1340,28 @@ async def _serve(service: Service, debug: bool) -> None:
     pending: set[Any] = set()
     settled = anyio.Event()
 
+    # stdin is read on a daemon thread of our own, not an anyio worker: a worker blocked in
+    # read() is joined at exit, so Ctrl-C would wait for the client to close stdin (#40)
+    lines_send, lines_recv = anyio.create_memory_object_stream[bytes](0)
+    token = anyio.lowlevel.current_token()
+
+    def pump() -> None:
+        try:
+            while True:
+                raw = wire.readline()
+                anyio.from_thread.run(lines_send.send, raw, token=token)
+                if not raw:
+                    return
+        except Exception:  # the loop is gone (Ctrl-C, the session ended): nobody to tell
+            return
+
+    threading.Thread(target=pump, name="ragsift-mcp-stdin", daemon=True).start()
+
     async def reader() -> None:
         nonlocal settled
         async with to_sdk_send:
             while True:
-                raw = await anyio.to_thread.run_sync(wire.readline, abandon_on_cancel=True)
+                raw = await lines_recv.receive()
                 if not raw:
                     with anyio.move_on_after(EOF_GRACE_S):  # a reply the SDK never sends
                         while pending and not wire.gone:
@@ -1358,6 +1422,26 @@ async def _serve(service: Service, debug: bool) -> None:
             tg.cancel_scope.cancel()  # the SDK ended the session (EOF): stop reading
     finally:
         wire.restore()
+
+
+START_UP_ERROR = -32000  # JSON-RPC's range for a server's own errors: it cannot serve
+
+
+def refuse(line: str) -> None:
+    """A server that could not start (a wrong ``--index``, a bad option) launched by a client:
+    every request until stdin closes is answered with ``line`` as a JSON-RPC error, the
+    ``initialize`` request first, so the client shows ragsift's line instead of "connection
+    closed" (MCP: a server may answer ``initialize`` with an error). No SDK needed."""
+    reader = os.fdopen(os.dup(0), "rb", buffering=1 << 16)
+    message = f"ragsift mcp cannot serve: {line}"
+    for raw in iter(lambda: reader.readline(MAX_LINE_BYTES), b""):
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(obj, dict) and "method" in obj and "id" in obj:
+            reply = error_reply(_echo_id(obj["id"]), START_UP_ERROR, message)
+            os.write(1, (encode(reply) + "\n").encode("ascii"))
 
 
 def quiet_sdk_logs(debug: bool) -> None:

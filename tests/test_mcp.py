@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from ragsift.mcp_server import MAX_K
 from ragsift.retrieval.relevance import DEFAULT_THRESHOLDS
 from tests.conftest import REPO, run_cli
 from tests.test_query_cli import fixture_index
@@ -196,12 +197,12 @@ BAD_ARGUMENTS = [
     ({"query": 42}, "query must be a string"),
     ({"query": ["bees"]}, "query must be a string"),
     ({"query": "bees " * 20_000}, "at most 10,000"),
-    ({"query": BEES, "k": 0}, "k must be from 1 to 5"),
-    ({"query": BEES, "k": 99}, "k must be from 1 to 5"),
+    ({"query": BEES, "k": 0}, "k must be from 1 to 50"),
+    ({"query": BEES, "k": 99}, "k must be from 1 to 50"),
     ({"query": BEES, "k": 2.5}, "k must be a whole number"),
     ({"query": BEES, "k": "3"}, "k must be a whole number"),
     ({"query": BEES, "k": True}, "k must be a whole number"),
-    ({"query": BEES, "k": 10**400}, "k must be from 1 to 5"),
+    ({"query": BEES, "k": 10**400}, "k must be from 1 to 50"),
     ({"query": BEES, "threshold": 1.5}, "between 0 and 1"),
     ({"query": BEES, "threshold": -0.1}, "between 0 and 1"),
     ({"query": BEES, "threshold": "0.5"}, "threshold must be a number"),
@@ -458,3 +459,65 @@ def test_hints_name_the_tools_arguments_not_the_cli_flags(index):
         assert not any("-k " in h or "--" in h for h in rec["hints"]), rec["hints"]
     hints = nowhere.structured_content["hints"]
     assert hints and "matches path 'nothing/*.md'" in hints[0] and "--path" not in hints[0]
+
+
+def test_a_call_may_ask_for_more_hits_than_the_servers_default(index):
+    """Issue 41 item 5: before, the server's --k (3) was also the most a call could ask for
+    ("k must be from 1 to 3"). Now --k is the default and a call may ask for up to MAX_K."""
+
+    async def body(client):
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        return (
+            tools["search"].input_schema["properties"]["k"],
+            await client.call_tool("search", {"query": "bees"}),
+            await client.call_tool("search", {"query": "bees", "k": 10}),
+            await client.call_tool("explain", {"query": "bees", "k": 10}),
+            await client.call_tool("search", {"query": "bees", "k": MAX_K + 1}),
+        )
+
+    schema, default, ten, explained, over = with_server(index, body, "--threshold", "none")
+    assert MAX_K == 50 and schema["maximum"] == MAX_K and "default 3" in schema["description"]
+    assert len(default.structured_content["admitted"]) == 3
+    assert len(ten.structured_content["admitted"]) == 10, ten.content[0].text
+    assert explained.structured_content["admitted"] == 10
+    assert over.is_error and f"k must be from 1 to {MAX_K}" in over.content[0].text
+
+
+def test_read_takes_a_path_as_typed_dot_slash_or_absolute_inside_the_folder(index):
+    """Issue 41 item 5: `./x` and an absolute path inside the server's folder name the stored
+    document (before: "no indexed document"); a path outside it still names nothing."""
+    stored = "fixtures/beekeeping/handbook.md"
+    typed = ["./" + stored, str(REPO / stored), "fixtures/../" + stored]
+
+    async def body(client):
+        return [
+            await client.call_tool("read", {"path": p, "line_start": 1, "line_end": 2})
+            for p in [*typed, "/etc/passwd"]
+        ]
+
+    *found, outside = with_server(index, body)
+    for path, result in zip(typed, found):
+        assert not result.is_error, (path, result.content[0].text)
+        assert result.structured_content["path"] == stored
+    assert outside.is_error and "no indexed document" in outside.content[0].text
+
+
+def test_the_text_says_the_threshold_and_the_floor_once(index):
+    """Issue 41 item 5: before, explain said "(threshold 0.17, measured default (server
+    floor 0.17, measured default))"."""
+
+    async def body(client):
+        return [
+            await client.call_tool(name, {"query": BEES, **extra})
+            for name in ("search", "explain")
+            for extra in ({}, {"threshold": 0.3})
+        ]
+
+    texts = [r.content[0].text.splitlines()[0] for r in with_server(index, body)]
+    origin = "measured default"
+    for text in texts:
+        assert text.count(origin) == 1 and text.count("floor") == 1, text
+    assert f"threshold {FLOOR:g} ({origin}, this server's floor)" in texts[0]
+    assert (
+        f"threshold 0.3 (given by the call; this server's floor {FLOOR:g}, {origin})" in (texts[3])
+    )

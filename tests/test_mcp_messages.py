@@ -9,13 +9,14 @@ import json
 import os
 import queue
 import shutil
+import signal
 import subprocess
 import sys
 import threading
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, default_signals
 from tests.test_query_cli import fixture_index
 
 pytest.importorskip("mcp", reason="the mcp extra is part of [test]")
@@ -52,6 +53,7 @@ class Session:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=env,
+            preexec_fn=default_signals,
         )
         self.lines: queue.Queue[bytes] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
@@ -262,14 +264,53 @@ def test_an_index_damaged_while_serving_is_one_line_in_a_tool_error(index, tmp_p
     assert err == ""
 
 
-def test_an_invalid_glob_at_start_exits_2_before_serving(index):
+@pytest.mark.parametrize(
+    "extra, line",
+    [
+        (["--path", "[z-a]"], "invalid glob '[z-a]': bad character range z-a"),
+        (["--index", "/nonexistent/wrong.db"], "no index at /nonexistent/wrong.db"),
+    ],
+)
+def test_a_server_that_cannot_start_answers_each_request_with_its_line_then_exits_2(
+    index, extra, line
+):
+    """Issue 41 item 5: a client (the MCP Inspector) reads only the protocol; before, it got
+    EOF and said "Connection closed". Now initialize (and any request after it) is answered
+    with ragsift's line as a JSON-RPC error, stderr has the line once, and EOF ends it: 2."""
+    ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
     proc = subprocess.run(
-        [sys.executable, "-m", "ragsift", "mcp", "--index", index, "--path", "[z-a]"],
+        [sys.executable, "-m", "ragsift", "mcp", "--index", index, *extra],
         cwd=str(REPO),
-        input=json.dumps(INIT) + "\n",
+        input=json.dumps(INIT) + "\n" + json.dumps(INITIALIZED) + "\n" + json.dumps(ping) + "\n",
         capture_output=True,
         text=True,
         timeout=HANG_GUARD_S,
     )
-    assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr == "ragsift: invalid glob '[z-a]': bad character range z-a\n"
+    assert proc.returncode == 2
+    replies = [json.loads(x) for x in proc.stdout.splitlines()]
+    assert [r["id"] for r in replies] == ["init", 2]
+    for r in replies:
+        assert r["error"]["code"] == -32000 and line in r["error"]["message"], r
+    assert proc.stderr.count("\n") == 1 and line in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("signals", [1, 2])
+@pytest.mark.parametrize("busy", [False, True])
+def test_ctrl_c_ends_the_server_with_130_and_one_line_while_stdin_stays_open(index, signals, busy):
+    """Issue 40 item 6: before, Ctrl-C printed `interrupted` and the server lived on until
+    the client closed stdin (the stdin reader, an anyio worker thread, was joined at exit); two
+    Ctrl-Cs in a row gave an ExceptionGroup "internal error" and -2. Here stdin stays open:
+    the wait is only a hang guard. ``busy``: a search was sent just before (it may be
+    running, loading the model, when the signal lands)."""
+    session = Session(index)
+    if busy:
+        session.send(search(b"1", '{"query":"when do honey bees swarm"}'))
+    for _ in range(signals):
+        session.proc.send_signal(signal.SIGINT)
+    try:
+        code = session.proc.wait(timeout=HANG_GUARD_S)
+    except subprocess.TimeoutExpired:
+        session.proc.kill()
+        raise AssertionError("Ctrl-C did not end the server while stdin was open") from None
+    assert code == 130
+    assert session.proc.stderr.read().decode() == "ragsift: interrupted\n"
