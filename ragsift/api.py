@@ -95,6 +95,8 @@ _RENAMED = {
     # records of files (``iter_chunks``: one dict per chunk, as ``chunk`` prints them)
     "embed_chunker": ("ragsift.ingest", "default_embed_chunker"),
     "chunk_files": ("ragsift.ingest", "iter_chunks"),
+    # a stored document path as a path to its file from the current folder (``--format grep``)
+    "openable_path": ("ragsift.paths", "openable"),
 }
 
 
@@ -127,6 +129,7 @@ __all__ = [
     "open_index",
     "remove",
     "search_record",
+    "stored_path",
     *_EXPORTS,
     *_RENAMED,
 ]
@@ -330,6 +333,40 @@ def remove(
     return docs
 
 
+def stored_path(
+    typed: str,
+    paths: Iterable[str],
+    *,
+    root: str | os.PathLike | None = None,
+    cwd: str | os.PathLike | None = None,
+) -> str:
+    """The stored path (or glob) that a path typed by a user names: the first of its spellings
+    (``ragsift.paths.typed_forms``: from where the user stands, ``cwd``, relative to the
+    project ``root``; as typed; absolute) that matches one of the stored ``paths``
+    (``Index.paths()``; the glob rule of ``path_matches``), else ``typed`` unchanged. The one
+    rule of ``ls``, ``rm``, ``--path`` and the MCP server's ``read``: ``./x.md``,
+    ``/abs/root/x.md`` and, from ``advanced/``, ``x.md`` all name ``advanced/x.md`` where that
+    is what is stored (issue 41)."""
+    import re
+
+    from ragsift.paths import typed_forms
+    from ragsift.retrieval.engine import path_matches
+
+    stored = list(paths)
+    forms = typed_forms(
+        typed,
+        None if root is None else os.fspath(root),
+        None if cwd is None else os.fspath(cwd),
+    )
+    for form in forms:
+        try:
+            if any(path_matches(p, [form]) for p in stored):
+                return form
+        except re.error:  # not a glob fnmatch can read: its check names it where it is used
+            return typed
+    return typed
+
+
 def _patterns(patterns: Any) -> list[str]:
     """``remove``'s patterns, checked as strictly as ``ragsift rm`` checks its arguments: at
     least one, each a non-empty string and a valid glob. A plain string is one pattern (not
@@ -354,12 +391,25 @@ def _patterns(patterns: Any) -> list[str]:
     return out
 
 
-def open_index(path: str | os.PathLike, *, model: str | None = None, embedder: Any = None) -> Index:
+def open_index(
+    path: str | os.PathLike,
+    *,
+    model: str | None = None,
+    embedder: Any = None,
+    typed_paths: bool = False,
+    root: str | os.PathLike | None = None,
+) -> Index:
     """Open an index for searching (read-only; never blocks a writer). A context manager.
-    ``embedder``: an embedder object for the queries instead of loading ``model``."""
+    ``embedder``: an embedder object for the queries instead of loading ``model``.
+    ``typed_paths``: a ``path`` glob given to ``search``/``tune`` and the globs given to
+    ``documents`` are paths as a user typed them (``stored_path``: from the current folder,
+    ``root`` the project root), as the CLI reads its arguments; else stored paths."""
     from ragsift.index import open_index
 
-    return Index(open_index(os.fspath(path), "r"), model=model, embedder=embedder)
+    index = Index(open_index(os.fspath(path), "r"), model=model, embedder=embedder)
+    if typed_paths:
+        index.typed_root = (None if root is None else os.fspath(root),)
+    return index
 
 
 @dataclass
@@ -400,6 +450,8 @@ class Index:
         self._embedder = embedder
         self._searchers: dict[tuple[str, Any], Searcher] = {}
         self._closed = False
+        # (project root,) when paths given to this index are as a user typed them (open_index)
+        self.typed_root: tuple[str | None] | None = None
 
     def __enter__(self) -> Index:
         return self
@@ -429,7 +481,20 @@ class Index:
         if isinstance(patterns, str):
             patterns = [patterns]  # one glob, not its characters
         check_globs(patterns)
-        return [d for d in self.store.documents() if path_matches(d.path, patterns)]
+        docs = self.store.documents()
+        if patterns and self.typed_root is not None:
+            stored = [d.path for d in docs]
+            patterns = [self._as_stored(p, stored) for p in patterns]
+        return [d for d in docs if path_matches(d.path, patterns)]
+
+    def _as_stored(self, typed: str | None, stored: Iterable[str] | None = None) -> str | None:
+        """``typed`` as the stored path or glob it names (``stored_path``) when this index
+        reads paths as typed (``open_index(typed_paths=True)``), else as given."""
+        if not typed or self.typed_root is None:
+            return typed
+        return stored_path(
+            typed, self.store.paths() if stored is None else stored, root=self.typed_root[0]
+        )
 
     @_reads
     def paths(self) -> list[str]:
@@ -490,6 +555,7 @@ class Index:
         for t in batch:
             _check_query(t)
         check_span(span)
+        path = self._as_stored(path)
         # the lexical side needs no query vector: fetched while the model loads
         ahead = None if path or within else batch
         searcher, strategy, floor = self._prepare(
@@ -641,6 +707,7 @@ class Index:
             objective = Objective.parse(objective)
         if isinstance(queries, (str, os.PathLike)):
             queries = load_queries(queries)
+        path = self._as_stored(path)
         searcher, strategy, _ = self._prepare(
             mode, None, k, threshold, reject_window, max_chars, required=False
         )

@@ -442,6 +442,8 @@ def score_picture(r: Retrieval, width: int = 40) -> list[str]:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("explain", epilog=EPILOG, help=explain_command.__doc__)(
+    from ragsift.cli.query import QueryCommand  # an unknown option's line names the -- form
+
+    app.command("explain", cls=QueryCommand, epilog=EPILOG, help=explain_command.__doc__)(
         handle_errors(explain_command)
     )

@@ -43,9 +43,9 @@ def ls_command(
 ) -> None:
     """List the documents an index holds: path, chunks, tokens, size and when it was indexed.
     Reading never blocks a running `ragsift embed`."""
-    from ragsift.api import open_index
+    from ragsift.cli.query import open_index
 
-    with open_index(index) as idx:
+    with open_index(index) as idx:  # GLOBs as the user typed them (api.stored_path)
         docs = idx.documents(patterns)
         if patterns and not docs:  # say what the stored paths look like
             from ragsift.api import path_hint

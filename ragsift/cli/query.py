@@ -15,6 +15,7 @@ import typer
 
 import ragsift.api as api
 from ragsift.cli._common import handle_errors, warn, write_jsonl
+from ragsift.cli._help import HelpCommand
 from ragsift.errors import EXIT_NOTHING, EXIT_OK, RagsiftError
 
 if TYPE_CHECKING:
@@ -88,9 +89,20 @@ MODEL_OPTION = typer.Option(
 )
 
 
-def open_index(index: str, model: str | None) -> api.Index:
-    """The index, open read-only for searching."""
-    return api.open_index(index, model=model)
+def open_index(index: str, model: str | None = None) -> api.Index:
+    """The index, open read-only for searching; ``--path`` and document globs are read as
+    the user typed them (``ragsift.api.stored_path``: from the current folder, inside a
+    project relative to its root)."""
+    return api.open_index(index, model=model, typed_paths=True, root=project_root())
+
+
+def project_root() -> str | None:
+    """The root of the project file governing the current folder (documents are stored
+    relative to it), or None."""
+    from ragsift.cli._common import STATE
+
+    project = STATE.get("project")
+    return project.root if project is not None else None
 
 
 def threshold_arg(text: str | None) -> float | str | None:
@@ -214,14 +226,17 @@ def query_command(
     if as_json or fmt == "json":
         write_jsonl(_json_rows(results, batch, rejected))
     elif fmt == "grep":
+        from ragsift.api import openable_path
         from ragsift.cli.render import grep_line
+
+        root = project_root()  # paths for an editor: openable from where the command runs
 
         # A batch (QUERY is -) numbers its lines: `N:path:line: preview`, N the query's
         # position among the queries read (1 = the first; blank lines are not queries).
         # A number holds no colon, so `cut -d: -f1` is the query and `cut -d: -f2-` the
         # single-query line, whatever the path holds; one query keeps grep's own format.
         sys.stdout.writelines(
-            (f"{n}:" if batch else "") + grep_line(c) + "\n"
+            (f"{n}:" if batch else "") + grep_line(c, openable_path(c.path, root)) + "\n"
             for n, r in enumerate(results, 1)
             for c in r.admitted
         )
@@ -295,5 +310,37 @@ def _print_hits(results: list[Retrieval], batch: bool, rejected: bool) -> None:
                 )
 
 
+class QueryCommand(HelpCommand):
+    """A command whose argument is a QUERY (``query``, ``explain``). A word that starts with a
+    dash is read as an option, as everywhere on the command line, so an unknown one stays an
+    error (a mistyped ``--treshold`` must not silently become the search); the error line
+    says how to search for it: after ``--``, which ends the options (issue 41)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        given = list(args)  # click's parser consumes the list it is given
+        try:
+            return super().parse_args(ctx, args)
+        except Exception as exc:
+            name = getattr(exc, "option_name", None)
+            if not name or type(exc).__name__ != "NoSuchOption":
+                raise
+            message = dash_hint(exc.format_message(), name, given, ctx)
+            raise type(exc)(name, message=message, ctx=ctx) from None
+
+
+def dash_hint(message: str, name: str, args: list[str], ctx: Any) -> str:
+    """click's "No such option" line with the form that searches for the word: ``ragsift
+    query -- '--show-default'`` (the whole argument it came in, quoted for a shell)."""
+    import shlex
+
+    word = next((a for a in args if a == name or a.startswith(name)), name)
+    return (
+        f"{message}. To search for text that starts with a dash, put it after --: "
+        f"{ctx.command_path} -- {shlex.quote(word)}"
+    )
+
+
 def register(app: typer.Typer) -> None:
-    app.command("query", epilog=EPILOG, help=query_command.__doc__)(handle_errors(query_command))
+    app.command("query", cls=QueryCommand, epilog=EPILOG, help=query_command.__doc__)(
+        handle_errors(query_command)
+    )

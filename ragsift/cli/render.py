@@ -68,11 +68,15 @@ def truncation_warning(max_length: int, dropped: int, query: str | None = None) 
 # -- grep format ------------------------------------------------------------------------------
 
 
-def grep_line(c: Candidate) -> str:
+def grep_line(c: Candidate, path: str | None = None) -> str:
     """``path:line: preview`` (the format of ``grep -n``, editors' quickfix lists and fzf): one
     line, the chunk text with its whitespace flattened, cut at ``GREP_PREVIEW`` characters.
-    Chunks without line numbers (some PDF pages) point at line 1."""
-    return f"{flat(c.path)}:{c.line_start or 1}: {flat(c.text, GREP_PREVIEW)}"
+    ``path``: the path to print (``query`` gives one openable from where it runs), else the
+    stored one. Chunks without line numbers (some PDF pages) point at line 1; a paged
+    document's page leads the preview (``libtasn1.pdf:1: p.3 ...``)."""
+    page = f"p.{c.page} " if c.page is not None else ""
+    shown_path = flat(c.path if path is None else path)
+    return f"{shown_path}:{c.line_start or 1}: {page}{flat(c.text, GREP_PREVIEW)}"
 
 
 def shown(text: str) -> str:

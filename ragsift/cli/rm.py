@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ragsift.cli._common import handle_errors, warn, write_jsonl
+from ragsift.cli._common import handle_errors, plural, warn, write_jsonl
 from ragsift.cli.query import INDEX_OPTION
 from ragsift.errors import EXIT_NOTHING, EXIT_OK
 
@@ -51,10 +51,14 @@ def rm_command(
 ) -> None:
     """Remove documents from an index: their chunks, full-text entries and vectors, in one
     atomic step. Refused while another process writes the index (unless --wait)."""
-    from ragsift.api import remove
+    from ragsift.api import open_index, remove, stored_path
     from ragsift.cli.ls import document_row
+    from ragsift.cli.query import project_root
 
-    docs = remove(index, patterns, dry_run=dry_run, wait=wait)
+    with open_index(index) as idx:  # each PATH as the user typed it (one rule: stored_path)
+        stored = idx.paths()
+    named = [stored_path(p, stored, root=project_root()) for p in patterns]
+    docs = remove(index, named, dry_run=dry_run, wait=wait)
     if as_json:
         write_jsonl(document_row(d) for d in docs)
     else:
@@ -64,9 +68,12 @@ def rm_command(
             typer.echo(printable(d.path, one_line=True))
     verb = "would remove" if dry_run else "removed"
     if docs:
-        warn(f"{verb} {len(docs)} documents ({sum(d.chunks for d in docs)} chunks)")
+        chunks = sum(d.chunks for d in docs)
+        warn(f"{verb} {plural(len(docs), 'document')} ({plural(chunks, 'chunk')})")
     else:
-        warn("no indexed document matches " + " ".join(repr(p) for p in patterns))
+        from ragsift.api import path_hint
+
+        warn(path_hint(" ".join(patterns), stored, flag=""))
     raise typer.Exit(EXIT_OK if docs else EXIT_NOTHING)
 
 
