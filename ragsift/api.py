@@ -56,6 +56,7 @@ _EXPORTS = {
     "BELOW_THRESHOLD": "ragsift.retrieval.topk",
     "OVER_K": "ragsift.retrieval.topk",
     "OVER_CHAR_BUDGET": "ragsift.retrieval.topk",
+    "COMMON_WORDS_ONLY": "ragsift.retrieval.topk",
     "outcome_hint": "ragsift.retrieval.topk",
     "admitting_threshold": "ragsift.retrieval.topk",
     "Attribution": "ragsift.retrieval.attribution",

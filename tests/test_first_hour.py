@@ -58,3 +58,47 @@ def test_json_of_a_dash_query_carries_it(index):
     proc = run_cli("explain", "-i", index, "--json", "-t", "none", "--", "--dry-run")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["query"] == "--dry-run"
+
+
+def test_a_query_of_common_words_only_admits_nothing_and_says_why(index):
+    proc = run_cli("query", "how do I", "-i", index)
+    assert proc.returncode == 1, proc.stdout
+    assert proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and "only common words (how, do, i)" in lines[0]
+    record = json.loads(run_cli("explain", "how do I", "-i", index, "--json").stdout)
+    assert record["admitted"] == 0 and record["candidates"]  # the candidates are still shown
+    assert {c["reason"] for c in record["candidates"]} == {"common-words-only"}
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "how do I feed a sourdough starter",  # English with a word of content
+        "when do honey bees swarm",
+        "--dry-run",  # an identifier
+        "蜂蜜",  # CJK
+    ],
+)
+def test_queries_with_a_word_of_content_are_not_caught(index, query):
+    record = json.loads(run_cli("explain", "-i", index, "--json", "--", query).stdout)
+    assert "common-words-only" not in {c["reason"] for c in record["candidates"]}
+
+
+def test_with_no_floor_common_words_are_searched_as_asked(index):
+    proc = run_cli("query", "how do I", "-i", index, "-t", "none", "--json")
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_common_words_that_a_page_holds_verbatim_admit_nothing(tmp_path):
+    """A page made of the same common words scores high on both sides (0.61 before: admitted);
+    the words still say nothing about what to find."""
+    (tmp_path / "faq.md").write_text("# FAQ\n\nHow do I start? How do I stop? How do I do it?\n")
+    (tmp_path / "bees.md").write_text("# Bees\n\nHoney bees swarm when the hive is full.\n")
+    index = str(tmp_path / "faq.db")
+    assert run_cli("embed", str(tmp_path), "-i", index).returncode == 0
+    proc = run_cli("query", "how do I", "-i", index)
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert "only common words" in proc.stderr
+    proc = run_cli("query", "how do I start", "-i", index, "--json")
+    assert proc.returncode == 0, proc.stderr  # a word of content: searched as before

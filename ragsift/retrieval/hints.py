@@ -56,9 +56,15 @@ def k_hint(r: Retrieval, setting: Setting = cli_setting) -> str | None:
 
 def under_floor(r: Retrieval) -> bool:
     """Nothing admitted because even the best candidate scores under the threshold."""
+    from ragsift.retrieval.topk import BELOW_THRESHOLD
+
     best = r.best
     return (
-        not r.admitted and best is not None and r.threshold is not None and best.score < r.threshold
+        not r.admitted
+        and best is not None
+        and best.reason == BELOW_THRESHOLD
+        and r.threshold is not None
+        and best.score < r.threshold
     )
 
 

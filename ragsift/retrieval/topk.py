@@ -18,6 +18,12 @@ Algorithm (pure arithmetic over scores; no I/O, no model):
    below-floor candidate inside the first ``k``: it is skipped and keeps its position.
 3. Every other candidate gets a reason: ``below-threshold``, ``over-char-budget`` (it clears
    the floor but the budget stopped admission before it), or ``over-k``.
+4. A query whose words are all English function words (``how do I``, ``what is it``:
+   ``common_words_only``) admits nothing while a floor is in force: such words are in almost
+   every chunk and the model's vector of them says nothing about a topic, so any score they
+   reach is noise. Every candidate is kept, with the reason ``common-words-only``, and the
+   hint says why. A query with any other word (a name, an identifier such as ``to_do``, a
+   number, a CJK word, a word of another language) is not affected, nor one with no floor.
 
 Guarantee: admission reads only the first ``k`` entries of the order, so ``reject_window``
 decides how many near-misses are *shown* and can never change which candidates are *admitted*
@@ -42,7 +48,19 @@ if TYPE_CHECKING:
 BELOW_THRESHOLD = "below-threshold"
 OVER_K = "over-k"
 OVER_CHAR_BUDGET = "over-char-budget"
-REASONS = (BELOW_THRESHOLD, OVER_K, OVER_CHAR_BUDGET)
+COMMON_WORDS_ONLY = "common-words-only"
+REASONS = (BELOW_THRESHOLD, OVER_K, OVER_CHAR_BUDGET, COMMON_WORDS_ONLY)
+
+
+def common_words_only(query: str) -> tuple[str, ...]:
+    """The query's words when every one is an English function word (``how do I``: ``how``,
+    ``do``, ``i``), else ``()``. The words are the lexical side's own (``index.terms``: its
+    ``STOPWORDS``, identifiers' whole forms, CJK parts), so a query the lexical side reads
+    for a word of content is never caught."""
+    from ragsift.index.terms import STOPWORDS, query_terms
+
+    terms = query_terms(query or "")
+    return tuple(terms) if terms and all(t in STOPWORDS for t in terms) else ()
 
 
 def query_hash(query: str) -> str:
@@ -314,6 +332,8 @@ def build_retrieval(
     ranked = list(ranked)[: strategy.fetch]
     records = list(records)[: len(ranked)]
     reasons = strategy.decide([c.score for c in ranked], [len(r.text) for r in records])
+    if strategy.threshold is not None and common_words_only(query):
+        reasons = [COMMON_WORDS_ONLY] * len(reasons)  # step 4 of the module docstring
     candidates = tuple(
         _candidate(rec, c, rank, reason, mode)
         for rank, (rec, c, reason) in enumerate(zip(records, ranked, reasons), start=1)
@@ -423,6 +443,12 @@ def outcome_hint(r: Retrieval, setting: Setting = cli_setting) -> str | None:
     best = r.best
     if best is None:
         return None
+    if best.reason == COMMON_WORDS_ONLY:
+        return (
+            f"the query holds only common words ({', '.join(common_words_only(r.query))}), "
+            "which say nothing about what to find: nothing admitted; ask with a word the "
+            "documents would hold (a name, a term, an identifier)"
+        )
     if not r.admitted:
         if best.reason == OVER_CHAR_BUDGET:
             return (
