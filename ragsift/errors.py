@@ -15,6 +15,7 @@ EXIT_NOTHING = 1  # nothing matched / nothing produced
 EXIT_USAGE = 2  # usage error (bad flag, bad value, unusable index, ...)
 EXIT_SKIPPED = 3  # completed, but some input files were skipped
 EXIT_OUTPUT = 4  # stdout or the index could not be written (disk full, I/O error)
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, as shells report it)
 
 
 def debug_requested() -> bool:

@@ -47,6 +47,10 @@ KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "query_prefix": (_STR, "text"),
     "passage_prefix": (_STR, "text"),
 }
+# what the options of the same name accept (``ragsift embed --pooling/--max-length``): the
+# file's values are checked here, so that a wrong one is named with the file and its line
+POOLINGS = ("mean", "cls")
+MAX_LENGTH = (2, 512)  # BERT-style position embeddings: 512 at most
 PATH_KEYS = ("index", "model")  # relative to the project root
 # model values that name a bundled model, not a folder (``ragsift.embedders.MULTILINGUAL``)
 NAMED_MODELS = ("multilingual",)
@@ -78,7 +82,7 @@ def find_project(start: str | os.PathLike | None = None) -> Project | None:
     project files (a script that wants only its own flags)."""
     if os.environ.get("RAGSIFT_NO_PROJECT"):
         return None
-    folder = os.path.abspath(os.fspath(start) if start is not None else os.getcwd())
+    folder = os.path.abspath(os.fspath(start) if start is not None else current_folder())
     while True:
         own = os.path.join(folder, PROJECT_FILE)
         if os.path.isfile(own):
@@ -92,21 +96,55 @@ def find_project(start: str | os.PathLike | None = None) -> Project | None:
         folder = parent
 
 
-def _has_tool_table(path: str) -> bool:
+def current_folder() -> str:
+    """``os.getcwd()``, or one line when the folder the command runs in was deleted (a shell
+    still standing in it): the project file that governs it cannot be looked for, and no
+    relative path can be resolved (issue 40)."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            return any(line.strip().replace(" ", "") == "[tool.ragsift]" for line in fh)
-    except (OSError, UnicodeDecodeError):
+        return os.getcwd()
+    except FileNotFoundError:
+        raise RagsiftError(
+            "the current folder no longer exists (it was deleted): cd to a folder that exists "
+            "and run the command again"
+        ) from None
+
+
+def _has_tool_table(path: str) -> bool:
+    """Whether a ``pyproject.toml`` holds a ``[tool.ragsift]`` table (or ``tool.ragsift``
+    keys), as TOML reads it: a ``[tool.ragsift]`` line inside a multi-line string is not one.
+    Only a file that mentions ``ragsift`` is parsed; one that cannot be parsed counts when a
+    line of it is that table's header, so ``load_project`` reports its syntax error."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError:
         return False
+    if b"ragsift" not in raw:
+        return False
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    tomllib = _tomllib()
+    try:
+        data = tomllib.loads(text)
+    except (ValueError, RecursionError):  # TOMLDecodeError is a ValueError
+        return any(line.strip().replace(" ", "") == "[tool.ragsift]" for line in text.splitlines())
+    tool = data.get("tool")
+    return isinstance(tool, dict) and "ragsift" in tool
 
 
-def load_project(path: str | os.PathLike) -> Project:
-    """Read and check one project file (see the module docstring)."""
+def _tomllib():
     try:
         import tomllib
     except ModuleNotFoundError:  # pragma: no cover - Python 3.10
         import tomli as tomllib  # type: ignore[no-redef]
+    return tomllib
 
+
+def load_project(path: str | os.PathLike) -> Project:
+    """Read and check one project file (see the module docstring)."""
+    tomllib = _tomllib()
     path = os.path.abspath(os.fspath(path))
     name = os.path.basename(path)
     try:
@@ -121,9 +159,21 @@ def load_project(path: str | os.PathLike) -> Project:
         raise RagsiftError(f"{path}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise RagsiftError(_syntax_error(path, str(exc), text)) from None
+    except ValueError as exc:  # a number of more digits than int() reads (4,300)
+        line = _long_number_line(text)
+        raise RagsiftError(f"{path}:{line}: cannot read a number: {exc}".split(";")[0]) from None
+    except RecursionError:  # tomllib reads nested arrays and tables by recursion
+        line, depth = _deepest(text)
+        m = _KEY.match(text.splitlines()[line - 1]) if text.splitlines() else None
+        key = f"{m.group(1)}: " if m else ""
+        raise RagsiftError(
+            f"{path}:{line}: {key}arrays or inline tables nested {depth} levels deep, deeper "
+            "than a TOML reader can follow"
+        ) from None
     pyproject = name == PYPROJECT
     if pyproject:
-        data = data.get("tool", {}).get("ragsift", {})
+        tool = data.get("tool", {})
+        data = tool.get("ragsift", {}) if isinstance(tool, dict) else {}
         if not isinstance(data, dict):
             raise RagsiftError(f"{path}: [tool.ragsift] must be a table")
     project = Project(file=path, root=os.path.dirname(path))
@@ -144,7 +194,7 @@ def load_project(path: str | os.PathLike) -> Project:
         if isinstance(value, list) and not all(isinstance(v, str) for v in value):
             bad_type = True
         if bad_type:
-            raise RagsiftError(f"{at}: {key} must be {want}, not {value!r}")
+            raise RagsiftError(f"{at}: {key} must be {want}, not {_shown(value)}")
         project.settings[key] = _checked(key, value, at)
         project.written[key] = project.settings[key]
         if line:
@@ -180,12 +230,74 @@ def _syntax_error(path: str, message: str, text: str) -> str:
     return f"{path}: {message}"
 
 
+def _shown(value: Any) -> str:
+    """A value in a message: its repr, cut short (a deeply nested or huge value stays short)."""
+    import reprlib
+
+    shown = reprlib.Repr()
+    shown.maxstring = shown.maxother = 60
+    return shown.repr(value)
+
+
+def _long_number_line(text: str) -> int:
+    """The line of the longest run of digits (where a number too long to read is)."""
+    runs = [(len(m.group()), m.start()) for m in re.finditer(r"[0-9_]{100,}", text)]
+    if not runs:
+        return 1
+    return text.count("\n", 0, max(runs)[1]) + 1
+
+
+def _deepest(text: str) -> tuple[int, int]:
+    """The line where arrays and inline tables nest deepest, and how deep (strings and
+    comments skipped): where to look when tomllib cannot follow the nesting."""
+    depth = deepest = 0
+    line = at = 1
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "\n":
+            line += 1
+        elif c == "#":
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        elif c in "\"'":
+            quote = c * 3 if text.startswith(c * 3, i) else c
+            j = i + len(quote)
+            while j < n and not text.startswith(quote, j):
+                if c == '"' and text[j] == "\\":
+                    j += 1
+                elif text[j] == "\n" and len(quote) == 1:
+                    break  # an unclosed one-line string: tomllib says so
+                j += 1
+            line += text.count("\n", i, j)
+            i = j + len(quote)
+            continue
+        elif c in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest, at = depth, line
+        elif c in "]}":
+            depth = max(0, depth - 1)
+        i += 1
+    return at, deepest
+
+
 def _checked(key: str, value: Any, at: str) -> Any:
     """Range checks a type check cannot make (each error names the key and its line)."""
     if key == "mode" and value not in ("dense", "lexical", "hybrid"):
-        raise RagsiftError(f"{at}: mode must be dense, lexical or hybrid, not {value!r}")
+        raise RagsiftError(f"{at}: mode must be dense, lexical or hybrid, not {_shown(value)}")
     if key == "span" and value not in ("chunk", "best"):
-        raise RagsiftError(f"{at}: span must be chunk or best, not {value!r}")
+        raise RagsiftError(f"{at}: span must be chunk or best, not {_shown(value)}")
+    texts = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+    if any("\x00" in t for t in texts):  # no file name or option may hold one
+        raise RagsiftError(f"{at}: {key} must not hold a NUL character (\\u0000)")
+    if key == "pooling" and value not in POOLINGS:
+        raise RagsiftError(f"{at}: pooling must be mean or cls, not {_shown(value)}")
+    if key == "max_length" and not MAX_LENGTH[0] <= value <= MAX_LENGTH[1]:
+        raise RagsiftError(
+            f"{at}: max_length must be from {MAX_LENGTH[0]} to {MAX_LENGTH[1]} tokens, not {value}"
+        )
     if key == "k" and value < 1:
         raise RagsiftError(f"{at}: k must be at least 1, not {value}")
     if key == "reject_window" and value < 0:
@@ -195,7 +307,7 @@ def _checked(key: str, value: Any, at: str) -> Any:
             if value.strip().lower() not in ("auto", "none"):
                 raise RagsiftError(
                     f"{at}: threshold must be a number between 0 and 1, "
-                    f'"auto" or "none", not {value!r}'
+                    f'"auto" or "none", not {_shown(value)}'
                 )
             return value.strip().lower()
         if not 0.0 <= value <= 1.0:
@@ -228,7 +340,16 @@ def _key_lines(text: str, table: str | None) -> dict[str, int]:
     """Line number of each top-level key of ``table`` (None: the document's top level)."""
     out: dict[str, int] = {}
     current: str | None = None
+    inside: str | None = None  # the delimiter of the multi-line string a line is inside
     for n, line in enumerate(text.splitlines(), 1):
+        if inside is not None:
+            if line.count(inside) % 2:
+                inside = None
+            continue
+        for quote in ('"""', "'''"):
+            if line.count(quote) % 2:  # a multi-line string opens here: skip its lines
+                inside = quote
+                break
         m = _TABLE.match(line)
         if m:
             current = m.group(1).replace(" ", "")

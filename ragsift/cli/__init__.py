@@ -12,7 +12,13 @@ import sys
 import typer
 
 from ragsift.cli._coerce import install as _install_light_coercion
-from ragsift.cli._common import PROJECT_COMMANDS, STATE, project_defaults, run_app
+from ragsift.cli._common import (
+    PROJECT_COMMANDS,
+    STATE,
+    install_interrupt_handler,
+    project_defaults,
+    run_app,
+)
 from ragsift.cli._help import HelpCommand, HelpGroup, TyperCommand
 from ragsift.version import __version__
 
@@ -91,6 +97,15 @@ FAST_EXIT = frozenset({"chunk", "query", "explain", "info", "ls", "embed", "rm"}
 def main(*, fast_exit: bool = True) -> None:
     """The ``ragsift`` console script (and ``python -m ragsift``). ``fast_exit=False`` for a
     caller that goes on after ``SystemExit`` (tests calling it in-process)."""
+    restore = install_interrupt_handler()  # a second Ctrl-C: exit 130 at once (cli/_common.py)
+    try:
+        _main(fast_exit=fast_exit)
+    finally:
+        if not fast_exit:  # a caller that goes on: its own handler back
+            restore()
+
+
+def _main(*, fast_exit: bool) -> None:
     every = app.registered_commands
     app.registered_commands = invoked_commands(sys.argv[1:])
     names = {info.name for info in app.registered_commands}

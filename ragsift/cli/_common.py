@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 import typer
 
-from ragsift.errors import EXIT_OUTPUT, EXIT_USAGE, RagsiftError
+from ragsift.errors import EXIT_INTERRUPTED, EXIT_OUTPUT, EXIT_USAGE, RagsiftError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -169,14 +169,14 @@ def handle_errors(func: F) -> F:
             _silence_stdout()
             raise typer.Exit(0) from None
         except KeyboardInterrupt:
-            warn("interrupted")
-            raise typer.Exit(130) from None
+            say_interrupted()
+            raise typer.Exit(EXIT_INTERRUPTED) from None
         except (typer.Exit, typer.Abort, SystemExit):
             raise
         except Exception as exc:  # a bug, not a user error: still one line unless --debug
             if _interrupted(exc):  # Ctrl-C inside an import (numpy re-raises ImportError)
-                warn("interrupted")
-                raise typer.Exit(130) from None
+                say_interrupted()
+                raise typer.Exit(EXIT_INTERRUPTED) from None
             if STATE["debug"]:
                 raise
             warn(
@@ -185,6 +185,54 @@ def handle_errors(func: F) -> F:
             raise typer.Exit(EXIT_USAGE) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+# -- Ctrl-C ---------------------------------------------------------------------------------------
+# The first Ctrl-C is Python's KeyboardInterrupt: it unwinds the command (a batch in flight is
+# rolled back, the lock released) and ``handle_errors`` says "interrupted", exit 130. A second
+# one while that is under way (a slow cleanup, or the exit itself) would otherwise raise again
+# wherever the process stands, outside every handler: a traceback and a death by SIGINT (-2).
+# It ends the process at once instead, as ``kill -9`` would (what was committed is kept:
+# docs/reliability.md), with the same one line and 130 (issue 40).
+_INTERRUPT = {"count": 0, "told": False}
+
+
+def say_interrupted(*, raw: bool = False) -> None:
+    """The "interrupted" line. ``raw``: from the signal handler of a second Ctrl-C, only if
+    the first has not said it, and with ``os.write``: the handler may run while the main
+    thread is inside a write to ``sys.stderr`` (a second buffered write would fail)."""
+    told, _INTERRUPT["told"] = _INTERRUPT["told"], True
+    if not raw:
+        warn("interrupted")
+    elif not told:
+        with contextlib.suppress(OSError):
+            os.write(2, b"ragsift: interrupted\n")
+
+
+def _on_sigint(signum: int, frame: Any) -> None:
+    _INTERRUPT["count"] += 1
+    if _INTERRUPT["count"] == 1:
+        raise KeyboardInterrupt
+    # stdout is not flushed: a reader that stopped reading would block the exit
+    say_interrupted(raw=True)
+    os._exit(EXIT_INTERRUPTED)
+
+
+def install_interrupt_handler() -> Callable[[], None]:
+    """Make a second Ctrl-C end the process at once with exit 130 (see above); returns what
+    puts the previous handler back. Left alone where SIGINT is ignored (a background job) or
+    handled by someone else, and off the main thread (where no handler can be set)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is not signal.default_int_handler:
+        return lambda: None
+    _INTERRUPT.update(count=0, told=False)
+    signal.signal(signal.SIGINT, _on_sigint)
+    return lambda: signal.signal(signal.SIGINT, previous)
 
 
 # -- parameter names as flags ------------------------------------------------------------------

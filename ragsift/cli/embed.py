@@ -380,11 +380,14 @@ def _watching(index: str, *, quiet: bool, as_json: bool, model: str | None):
     from ragsift.cli._common import flag_name
 
     last = []
+    watched: list[str] = []
 
     def on_run(run) -> None:
         last[:] = [run.summary]
         if run.number == 0:
             _report(run.summary, index, quiet=quiet, as_json=as_json, model=model)
+            if not quiet and not as_json and _on_terminal(sys.stderr):
+                warn(_watching_line(watched, index))
             return
         if as_json:
             import json
@@ -395,12 +398,36 @@ def _watching(index: str, *, quiet: bool, as_json: bool, model: str | None):
             warn(_watch_line(run.summary))
 
     def watching(index_, paths, **kwargs):
+        watched[:] = paths
         api.watch(
             index_, paths, on_run=on_run, on_error=lambda exc: warn(exc.worded(flag_name)), **kwargs
         )
         return last[0]
 
     return watching
+
+
+def _on_terminal(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _watching_line(paths: list[str], index: str) -> str:
+    """The status line a watch shows on a terminal after its first summary, so that a quiet
+    wait does not look like a hang (issue 41): ``watching docs/ for changes (index docs.db);
+    Ctrl-C stops``. Not on a pipe, nor with --quiet or --json: a log or a script has the run
+    lines."""
+
+    def near(path: str) -> str:  # a project's absolute paths, as seen from here
+        rel = os.path.relpath(path) if os.path.isabs(path) else path
+        return path if rel.startswith("..") else rel
+
+    shown = ", ".join(map(near, paths[:3])) + (
+        f" and {len(paths) - 3} more" if len(paths) > 3 else ""
+    )
+    return f"watching {shown} for changes (index {near(index)}); Ctrl-C stops"
 
 
 def _watch_line(s) -> str:

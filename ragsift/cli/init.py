@@ -33,8 +33,9 @@ def init_command(
     folders to embed (its docs/ folder if it has one, else the folder itself), and the
     retrieval settings, commented out at their defaults."""
     from ragsift.api import PROJECT_FILE, find_project, starter
+    from ragsift.project import current_folder
 
-    folder = os.getcwd()
+    folder = current_folder()  # one line when the folder was deleted
     target = os.path.join(folder, PROJECT_FILE)
     if os.path.exists(target) and not force:
         raise RagsiftError(

@@ -61,7 +61,13 @@ def check_versions(store, path: str, mode: str) -> None:
     from ragsift.version import __version__, version_tuple
 
     settings = store.settings() or {}
-    need = settings.get("min_writer_version" if mode == "w" else "min_reader_version")
+    key = "min_writer_version" if mode == "w" else "min_reader_version"
+    need = settings.get(key)
+    if need and _version(need) is None:
+        raise RagsiftError(
+            f"index damaged: {path}: its {key} setting is not a version "
+            f"({_short(need)}); rebuild it: ragsift embed PATH --index {path} --rebuild"
+        )
     if need and version_tuple(str(need)) > version_tuple(__version__):
         by = settings.get("written_by") or need
         verb = "write" if mode == "w" else "read"
@@ -70,6 +76,34 @@ def check_versions(store, path: str, mode: str) -> None:
             f"{verb} it, and this is ragsift {__version__}: upgrade ragsift"
             + (" (reading it still works)" if mode == "w" else "")
         )
+    if mode == "r" and not settings.get("model_fingerprint") and store.count():
+        # vectors whose model nobody knows: no query can be embedded to match them
+        raise RagsiftError(
+            f"index damaged: {path}: it holds vectors but no record of the model that made "
+            f"them (its settings are missing); rebuild it: ragsift embed PATH --index {path} "
+            "--rebuild"
+        )
+
+
+_VERSION_PART = 9  # digits of one part of a version: more is not a version ragsift wrote
+
+
+def _version(value: object) -> tuple[int, ...] | None:
+    """A stored version setting as numbers, or None when it cannot be one (edited by hand:
+    not text, no number, or a part of thousands of digits, which ``int`` refuses)."""
+    import re
+
+    if not isinstance(value, str):
+        return None
+    parts = re.findall(r"\d+", value.split("+")[0])[:3]
+    if not parts or any(len(p) > _VERSION_PART for p in parts):
+        return None
+    return tuple(int(p) for p in parts)
+
+
+def _short(value: object) -> str:
+    text = repr(value) if not isinstance(value, str) else value
+    return text if len(text) <= 40 else f"{text[:20]}… {len(text):,} characters"
 
 
 def inspect_index(path: str | os.PathLike) -> str:
