@@ -42,11 +42,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ragsift.sources.units import SENTENCE_END
+
 if TYPE_CHECKING:
     import numpy as np
 
 # The evidence layout an index records (setting ``evidence``); a reader refuses another.
-EVIDENCE_KIND = "units-2"  # units-1 (ragsift 0.3-0.5): the aggregate an unweighted mean
+EVIDENCE_KIND = "units-3"  # units-1 (ragsift 0.3-0.5): the aggregate an unweighted mean;
+# units-2 (0.6): Chinese/Japanese text not cut at its sentence ends (。！？ with no space after)
+# and a run of Han/kana counted as one word, so a CJK chunk's units were whole paragraphs
 # A unit has at least this many words (shorter pieces join a neighbour): the issue's
 # measurement used 6; see bench/RESULTS.md, "Unit evidence".
 MIN_WORDS = 6
@@ -54,14 +58,23 @@ MIN_WORDS = 6
 # inside the model's 256 tokens.
 MAX_WORDS = 96
 
-_WORD = re.compile(r"\S+")
+# Han (with 々〆〇) and kana: scripts written without spaces between words. A word of them is
+# CJK_WORD_CHARS characters (a run of 2-character words, as the lexical side's bigrams), so
+# MIN_WORDS and MAX_WORDS hold for Chinese and Japanese units too (chosen
+# leave-one-language-out: bench/RESULTS.md, "CJK sentences as units"). Hangul is spaced.
+_CJK = "\u3005-\u3007\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+CJK_WORD_CHARS = 2
+# a word: up to CJK_WORD_CHARS Han/kana characters, or a run of anything else but whitespace
+# (a text without Han/kana: exactly its ``\S+`` runs, the rule before units-3)
+_WORD = re.compile(f"[{_CJK}]{{1,{CJK_WORD_CHARS}}}|[^\\s{_CJK}]+")
 _WORDCHAR = re.compile(r"\w")
 _BLANK_LINE = re.compile(r"\n[ \t]*\n\s*")
 # a line that is a unit boundary of its own: list item, table row, heading, quote, fence,
 # directive, or an indented (code) line
 _OWN_LINE = re.compile(r"[ \t]*(?:[-*+•]\s|\d{1,3}[.)]\s|\||#{1,6}\s|>|```|~~~|\.\. |\t| {4})")
-# a sentence ends at . ! ? … (closing quotes/brackets allowed) followed by whitespace
-_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+")
+# where a sentence ends: the one rule of ``sources.units`` (. ! ? … and whitespace; 。！？ with
+# or without it)
+_SENTENCE_END = SENTENCE_END
 _HEADER = struct.Struct("<II")
 
 

@@ -28,8 +28,22 @@ from typing import Any
 
 MAX_DEPTH = 100
 ELLIPSIS = "…"
-# A sentence ends at . ! ? … (optionally followed by closing quotes/brackets) and whitespace.
-_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+")
+# Where a sentence ends, the one rule for every unit of text (``split_sentences`` here: the
+# JSON reader's units, spans; ``embedders.evidence``: the units a chunk is embedded by):
+# - at . ! ? … (closing quotes/brackets allowed after it) followed by whitespace;
+# - at a CJK full stop, exclamation or question mark (。！？, full-width ．, half-width ｡,
+#   a run of them) and the closing brackets/quotes after it (」』）】〕〉》 …), whitespace or
+#   not: Chinese and Japanese put no space after a sentence (issue 37).
+# A match's text, right-stripped, ends the sentence (the terminators are consumed by the
+# second branch, so ``m.start() + len(m.group().rstrip())`` is the sentence's end in both).
+# A text without 。！？．｡ gets exactly the first branch's ends (the rule before issue 37's
+# CJK sentences): English units are byte-identical (tests/test_cjk_units.py).
+CJK_SENTENCE_STOPS = "。！？．｡"
+SENTENCE_END = re.compile(
+    r"(?<=[.!?…])[\"'”’)\]]*\s+"
+    r"|[。！？．｡]+[」』）】〕〉》〗〙〛”’\"')\]]*\s*"
+)
+_SENTENCE_END = SENTENCE_END
 _LINE = re.compile(r"\r\n|\r|\n")
 
 
