@@ -96,6 +96,14 @@ def find_project(start: str | os.PathLike | None = None) -> Project | None:
         folder = parent
 
 
+# ``tool.ragsift`` as a header or dotted key (any spacing, quoted or not), or a ``ragsift`` key
+# at the start of a line (inside ``[tool]``): what may make a ``[tool.ragsift]`` table; a
+# dependency line (``"ragsift>=0.6"``) is not
+_MENTIONS_TABLE = re.compile(
+    rb"""tool["']?\s*\.\s*["']?ragsift|^\s*["']?ragsift["']?\s*[.=]""", re.MULTILINE
+)
+
+
 def current_folder() -> str:
     """``os.getcwd()``, or one line when the folder the command runs in was deleted (a shell
     still standing in it): the project file that governs it cannot be looked for, and no
@@ -119,7 +127,7 @@ def _has_tool_table(path: str) -> bool:
             raw = fh.read()
     except OSError:
         return False
-    if b"ragsift" not in raw:
+    if not _MENTIONS_TABLE.search(raw):  # most never name it: no TOML parse (~10 ms cold)
         return False
     try:
         text = raw.decode("utf-8")

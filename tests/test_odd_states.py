@@ -396,6 +396,11 @@ def test_a_table_line_inside_a_pyproject_string_is_not_a_project(tmp_path):
     found = find_project(site)
     assert found is not None and found.settings == {"k": 4}
 
+    (site / "pyproject.toml").write_text("[tool]\nragsift = { k = 5 }\n", "utf-8")
+    assert find_project(site).settings == {"k": 5}
+    (site / "pyproject.toml").write_text('[project]\ndependencies = ["ragsift>=0.6"]\n', "utf-8")
+    assert find_project(site) is None
+
     (site / "pyproject.toml").write_text("[tool.ragsift]\nk = = 4\n", "utf-8")
     with pytest.raises(RagsiftError, match=r"pyproject\.toml:2: "):
         find_project(site)
