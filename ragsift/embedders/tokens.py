@@ -24,6 +24,7 @@ class ModelTokenCounter:
         self.max_length = max_length
         self.memo: TokenMemo | None = None  # see ``keep_token_ids``
         self._sliceable: tuple[int, int] | bool | None = None  # unknown yet (``sliceable``)
+        self._piece_cache: Any = None  # ``piece_cache``
 
     def count(self, text: str) -> int:
         ids = self._tok.encode(text).ids
@@ -49,10 +50,26 @@ class ModelTokenCounter:
         return starts(self._tok.encode(text))
 
     def index(self, text: str) -> Any:
-        """The per-document index of the chunkers (``counters.index_for``): a ``ModelIndex``."""
+        """The per-document index of the chunkers (``counters.index_for``): for a BERT
+        WordPiece tokenizer (``sliceable``) a ``WindowedModelIndex`` (the document in windows,
+        word by word: bounded memory, cl100k's speed), else a ``ModelIndex`` (one encode)."""
+        if self.sliceable() is not None:
+            from ragsift.embedders.model_index import WindowedModelIndex
+
+            return WindowedModelIndex(self, text)
         from ragsift.embedders.model_index import ModelIndex
 
         return ModelIndex(self, text)
+
+    def piece_cache(self) -> Any:
+        """The tokens of the text between whitespace, kept for this process
+        (``model_index.PieceCache``; a sliceable tokenizer only)."""
+        cache = self._piece_cache
+        if cache is None:
+            from ragsift.embedders.model_index import PieceCache
+
+            cache = self._piece_cache = PieceCache(self._tok)
+        return cache
 
     def sliceable(self) -> tuple[int, int] | None:
         """(first, last) special ids if a text's ids are ``[first] + the ids of its words +
