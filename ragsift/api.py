@@ -425,6 +425,9 @@ class Search:
     model: str
     attributions: list[list[Any]] = field(default_factory=list)  # per query, with ``units``
     paths: list[str] | None = None  # the stored paths, when a query searched no document
+    # per query: what the model was given of a query longer than it reads
+    # (``ragsift.retrieval.search.DenseView``: its question, error lines, identifiers), or None
+    dense_views: list[Any] = field(default_factory=list)
 
 
 def _reads(method: Any) -> Any:
@@ -562,7 +565,7 @@ class Index:
         searcher, strategy, floor = self._prepare(
             mode, fusion, k, threshold, reject_window, max_chars, required=required, prefetch=ahead
         )
-        qvecs, cut = searcher.embed_queries_counted(batch)
+        qvecs, cut, views = searcher.embed_queries_viewed(batch)
         results = searcher.retrieve_many(
             batch, strategy, path_glob=path, qvecs=qvecs, span=span, within=within
         )
@@ -582,6 +585,7 @@ class Index:
             model=searcher.model,
             attributions=attributions,
             paths=self.paths() if any(r.searched == 0 for r in results) else None,
+            dense_views=views,
         )
 
     def query(

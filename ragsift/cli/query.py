@@ -256,13 +256,17 @@ def warn_search(found: Search, queries: list[str] | None = None) -> None:
     """The stderr lines of a search: a saved threshold that was ignored, each query the
     model cut (``queries``: a batch's texts, to name which), and one line when the queries
     are mostly in a script the index's model cannot read (its dense side is noise then)."""
-    from ragsift.cli.render import truncation_warning
+    from ragsift.cli.render import dense_view_line, truncation_warning
 
     if found.threshold.warning:
         warn(found.threshold.warning)
-    for i, dropped in enumerate(found.truncated):
-        if dropped:
-            warn(truncation_warning(found.max_length, dropped, queries[i] if queries else None))
+    views = found.dense_views or [None] * len(found.truncated)
+    for i, (dropped, view) in enumerate(zip(found.truncated, views)):
+        name = queries[i] if queries else None
+        if view is not None:
+            warn(dense_view_line(view, found.max_length, dropped, name))
+        elif dropped:
+            warn(truncation_warning(found.max_length, dropped, name))
     dense = [r.query for r in found.results if r.mode != "lexical"]
     script = api.unread_script(found.model, " ".join(dense)) if dense else None
     if script:

@@ -15,7 +15,7 @@ of different queries compare.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -62,6 +62,18 @@ def truncation_warning(max_length: int, dropped: int, query: str | None = None) 
     prefix = f"{query!r}: " if query is not None else ""
     return (
         f"warning: {prefix}query truncated to {max_length} model tokens; {dropped} tokens ignored"
+    )
+
+
+def dense_view_line(
+    view: Any, max_length: int | None, dropped: int, query: str | None = None
+) -> str:
+    """The stderr line of a query longer than the model reads (``Search.dense_views``): the
+    truncation line of any long query, then what the dense side was given instead of the
+    query's head and what it left out; the lexical side reads the query as given."""
+    return (
+        f"{truncation_warning(max_length or 0, dropped, query)}: the dense side was given "
+        f"{view.summary()}; the lexical side reads the query as given"
     )
 
 
