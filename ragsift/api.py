@@ -82,6 +82,7 @@ _EXPORTS = {
     "find_project": "ragsift.project",
     "Project": "ragsift.project",
     "PROJECT_FILE": "ragsift.project",
+    "current_folder": "ragsift.project",  # the cwd, or one line when it was deleted
     "starter": "ragsift.project",
     # tuning (``ragsift tune``)
     "Objective": "ragsift.tuning",

@@ -32,8 +32,7 @@ def init_command(
     """Write a commented starter ragsift.toml in the current folder: the index file, the
     folders to embed (its docs/ folder if it has one, else the folder itself), and the
     retrieval settings, commented out at their defaults."""
-    from ragsift.api import PROJECT_FILE, find_project, starter
-    from ragsift.project import current_folder
+    from ragsift.api import PROJECT_FILE, current_folder, find_project, starter
 
     folder = current_folder()  # one line when the folder was deleted
     target = os.path.join(folder, PROJECT_FILE)
