@@ -99,12 +99,12 @@ def unread_script(model_name: str, text: str | dict[str, int]) -> str | None:
 
 def _model_settings(folder: Path) -> dict:
     """Pooling, dimensions and max length that a sentence-transformers folder declares."""
-    from ragsift.embedders.onnx import _read_json
+    from ragsift.embedders.onnx import read_json
 
     found: dict = {}
     pooling_file = folder / "1_Pooling" / "config.json"
     if pooling_file.is_file():
-        cfg = _read_json(pooling_file)
+        cfg = read_json(pooling_file)
         if cfg.get("pooling_mode_cls_token"):
             found["pooling"] = "cls"
         elif cfg.get("pooling_mode_mean_tokens"):
@@ -116,12 +116,12 @@ def _model_settings(folder: Path) -> dict:
             found["dimensions"] = cfg["word_embedding_dimension"]
     st_file = folder / "sentence_bert_config.json"
     if st_file.is_file():
-        cfg = _read_json(st_file)
+        cfg = read_json(st_file)
         if isinstance(cfg.get("max_seq_length"), int):
             found["max_length"] = cfg["max_seq_length"]
     config_file = folder / "config.json"
     if config_file.is_file():
-        cfg = _read_json(config_file)
+        cfg = read_json(config_file)
         for key in ("hidden_size", "d_model", "dim"):
             if isinstance(cfg.get(key), int):
                 found.setdefault("dimensions", cfg[key])

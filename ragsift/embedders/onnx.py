@@ -67,7 +67,8 @@ def _threads() -> int:
     return max(1, min(2, cpus))
 
 
-def _read_json(path: Path) -> dict:
+def read_json(path: Path) -> dict:
+    """A model folder's JSON file as a dict; one ``RagsiftError`` line when it cannot be."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
