@@ -159,8 +159,8 @@ def test_checksum_cache_is_keyed_by_size_and_mtime(tmp_path, monkeypatch):
     shutil.copyfile(weights_mod.default_weights_path(), good)
     assert weights_mod.verify_weights(good, weights_mod.DEFAULT_SHA256)
     calls = []
-    real_hash = weights_mod._hash_file
-    monkeypatch.setattr(weights_mod, "_hash_file", lambda p: calls.append(p) or real_hash(p))
+    real_hash = weights_mod.hash_file
+    monkeypatch.setattr(weights_mod, "hash_file", lambda p: calls.append(p) or real_hash(p))
     weights_mod.verify_weights(good, weights_mod.DEFAULT_SHA256)
     assert calls == []  # served from the cache
     # rewritten in place (new mtime): hashed again, and the tampering is caught

@@ -403,9 +403,9 @@ def _sidecar(path: Any) -> Any:
 def _file_sha256(path: Any) -> str:
     """A fresh sha256 of the cached graph (never the path/size/mtime-keyed cache of
     ``weights.file_sha256``: this checks the file's bytes themselves)."""
-    from ragsift.embedders.weights import _hash_file
+    from ragsift.embedders.weights import hash_file
 
-    return _hash_file(path)
+    return hash_file(path)
 
 
 def _cache_valid(path: Any) -> bool:

