@@ -102,3 +102,14 @@ def test_common_words_that_a_page_holds_verbatim_admit_nothing(tmp_path):
     assert "only common words" in proc.stderr
     proc = run_cli("query", "how do I start", "-i", index, "--json")
     assert proc.returncode == 0, proc.stderr  # a word of content: searched as before
+
+
+def test_grep_line_of_a_markdown_page_break_keeps_the_file_line():
+    from ragsift.api import Candidate
+    from ragsift.cli.render import grep_line
+
+    hit = Candidate(
+        id="x", rowid=1, score=0.5, rank=1, admitted=True, reason=None, path="guide.md",
+        page=2, line_start=40, text="Inspect every week",
+    )  # fmt: skip
+    assert grep_line(hit) == "guide.md:40: Inspect every week"  # lines are the file's own

@@ -84,9 +84,12 @@ def grep_line(c: Candidate, path: str | None = None) -> str:
     """``path:line: preview`` (the format of ``grep -n``, editors' quickfix lists and fzf): one
     line, the chunk text with its whitespace flattened, cut at ``GREP_PREVIEW`` characters.
     ``path``: the path to print (``query`` gives one openable from where it runs), else the
-    stored one. Chunks without line numbers (some PDF pages) point at line 1; a paged
-    document's page leads the preview (``libtasn1.pdf:1: p.3 ...``)."""
-    page = f"p.{c.page} " if c.page is not None else ""
+    stored one. Chunks without line numbers (some PDF pages) point at line 1. A PDF's lines
+    count within each page (``sources/pdf_reader.py``), so its page leads the preview
+    (``libtasn1.pdf:1: p.3 ...``); other paged documents (markdown page breaks) number the
+    file's own lines."""
+    paged = c.page is not None and c.path.lower().endswith(".pdf")
+    page = f"p.{c.page} " if paged else ""
     shown_path = flat(c.path if path is None else path)
     return f"{shown_path}:{c.line_start or 1}: {page}{flat(c.text, GREP_PREVIEW)}"
 

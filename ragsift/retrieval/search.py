@@ -73,7 +73,9 @@ _SENTENCE_END = re.compile(r"(?<=[.?!])\s+")
 _IDENT = re.compile(
     r"[^\W\d]\w*(?:(?:\.|::|/|-)[^\W\d]\w*)+|\w*_\w+|[a-z]+[A-Z]\w*|[A-Z][a-z]+[A-Z]\w*|--?[a-z][\w-]+"
 )
-_QUESTION_CHARS = 300  # a last line longer than this: its last sentences within it
+# a last line longer than this (a pasted paragraph): its last sentences within it. Not tuned:
+# a question is a sentence or two (bench/RESULTS.md, "A pasted traceback with its question").
+_QUESTION_CHARS = 300
 
 
 @dataclass(frozen=True)
