@@ -120,6 +120,7 @@ def test_an_index_from_schema_2_is_read_alike_then_upgraded(both, tmp_path, monk
     with open_index(str(both / "i.lance")) as src:
         rowids, matrix = src.load_matrix()
         recs = src.chunk_records(rowids.tolist())
+        model = {k: src.settings()[k] for k in ("model", "model_fingerprint", "dimensions")}
     by_doc: dict = {}
     for rec, vec in zip(recs, matrix):
         by_doc.setdefault(rec.path, ([], []))
@@ -135,8 +136,9 @@ def test_an_index_from_schema_2_is_read_alike_then_upgraded(both, tmp_path, monk
         m.setattr(lance_module, "SCHEMA_VERSION", 2)
         m.setattr(lance_rows, "_lex_fields", lambda: [])
         m.setattr(lance_write, "lexical_rows", lambda rows: [])
-        m.setattr(lance_write.LanceWriter, "_merge_postings", lambda self: None)
+        m.setattr(lance_write.LanceWriter, "_merge_postings", lambda self, postings=None: None)
         with open_index(path, "w") as ix:
+            ix.set_settings(**model)  # vectors without their model's record are damage
             ix.write_documents(docs)
             ix.compact()
     queries = [*QUERIES, "honey", "crabs and sea stars", "queen"]

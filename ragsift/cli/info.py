@@ -121,8 +121,15 @@ def _rows(info: dict) -> list[tuple[str, str]]:
         *(k for k in opts if k not in CHUNKER_FIRST),
     ]:
         rows.append((f"  {key.replace('_', ' ')}", readable(opts[key])))
+    rows.append(("size on disk", _human(info["size_bytes"])))
+    if info.get("free_bytes") is not None:  # SQLite: freed pages, reused by later writes
+        rows.append(("  free pages", _human(info["free_bytes"])))
+    if info.get("fragments") is not None:  # Lance: the data files and the versions on disk
+        rows.append(("  fragments", f"{info['fragments']:,}"))
+        rows.append(
+            ("  versions kept", f"{info['versions']:,} (reading version {info['version']})")
+        )
     rows += [
-        ("size on disk", _human(info["size_bytes"])),
         ("schema version", str(info["schema_version"])),
         ("written by", f"ragsift {info['written_by']}" if info.get("written_by") else "-"),
         ("index from", str(info.get("index_from") or "default")),

@@ -38,8 +38,11 @@ Snapshots and the writer lock:
   there; Lance's commits are atomic (conditional put), so two writers cannot corrupt the
   index, but the later conflicting commit fails with an error and must be rerun. Run one
   writer per bucket index (e.g. one scheduled job).
-- Old versions are removed by ``compact`` only when older than ``KEEP_VERSIONS`` (a reader
-  holding a snapshot older than that may fail and must be reopened).
+- ``compact`` (the end of every ``embed`` and ``rm`` that wrote) keeps the newest version
+  only (``KEEP_VERSIONS``, lance_write.py; docs/scale.md, "What a Lance index keeps"): the
+  files of older versions go. A reader whose snapshot was removed meanwhile moves to the
+  newest version at the read that finds a file gone, and answers from it
+  (``_snapshot_removed``; tests/test_compaction.py).
 
 Object storage credentials come from the environment as for any AWS client
 (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``, ``AWS_ENDPOINT_URL`` for an
@@ -553,8 +556,20 @@ class LanceIndex(LanceWriter, FragmentCommits):
             "size_bytes": self._size(),
             "schema_version": self._schema_version,
             "version": self._ds.version if self._ds is not None else 0,
+            "fragments": len(self._ds.get_fragments()) if self._ds is not None else 0,
+            "versions": self._versions_kept(),
             "writer_pid": None if is_remote(self.path) else holder_pid(self.path),
         }
+
+    def _versions_kept(self) -> int:
+        """How many versions of the chunks dataset are on disk (readable snapshots; after a
+        ``compact`` 1, see ``KEEP_VERSIONS``)."""
+        if self._ds is None:
+            return 0
+        try:
+            return len(self._ds.versions())
+        except Exception:
+            return 1
 
     def _size(self) -> int:
         if not is_remote(self.path):
@@ -583,6 +598,18 @@ def inspect_location(path: str) -> str:
         raise
 
 
+def _snapshot_removed(index: LanceIndex, exc: Exception) -> bool:
+    """Whether a reader's read failed because a file of its snapshot is gone while a newer
+    version exists: a writer's ``compact`` removed the version (``KEEP_VERSIONS``). A file
+    missing from the newest version is damage, reported as such."""
+    if index.mode != "r" or index._closed or "not found" not in str(exc).lower():
+        return False
+    try:
+        return index.stale()
+    except Exception:
+        return False
+
+
 def _damage_as_error(method):
     """Wrap a ``LanceIndex`` read or write: an Arrow/Lance I/O failure on the index's own files (a data
     file cut short, a fragment that does not decode) is ``index damaged: …`` with the way out,
@@ -596,6 +623,9 @@ def _damage_as_error(method):
         except RagsiftError:
             raise
         except Exception as exc:  # narrowed just below, else re-raised
+            if _snapshot_removed(self, exc):  # its writer's ``compact`` removed it: the
+                self.refresh()  # reader moves to the newest version and asks again
+                return method(self, *args, **kwargs)
             if type(exc).__module__.startswith("pyarrow") or "LanceError" in str(exc):
                 first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 first = first.split(", /rustc/")[0]  # the Rust source location says nothing

@@ -59,7 +59,7 @@ class LancePostings:
         ntok: np.ndarray,
         extra: dict[str, tuple[np.ndarray, np.ndarray]],
         batches: int,
-        dead: bool,
+        dead: int,
     ) -> None:
         import numpy as np
 
@@ -70,7 +70,7 @@ class LancePostings:
         self.tokens = int(ntok.sum(dtype=np.int64))
         self.extra = extra
         self.batches = batches  # length rows (batches of postings) in the dataset
-        self.dead = dead  # whether some stored postings name deleted chunks
+        self.dead = dead  # how many chunks the stored postings name are deleted (0: none)
         self.has_lex = "lex_term" in ds.schema.names
         self._memory: sqlite3.Connection | None = None
         self.ceilings: dict[str, float] = {}  # query text -> BM25 ceiling (this snapshot)
@@ -85,7 +85,7 @@ class LancePostings:
         rowids = np.sort(t.column("rowid").to_numpy().astype(np.int64, copy=False))
         ntok = np.zeros(rowids.shape[0], np.int64)
         covered = np.zeros(rowids.shape[0], bool)
-        batches, dead = 0, False
+        batches, dead = 0, 0
         if "lex_term" in ds.schema.names:
             lens = ds.to_table(
                 columns=["lex_rows", "lex_counts"], filter=f"{LEX} AND lex_term = '{LENGTHS}'"
@@ -94,13 +94,18 @@ class LancePostings:
             ids = _concat(lens.column("lex_rows").to_pylist(), "<i8")
             counts = _concat(lens.column("lex_counts").to_pylist(), "<u4")
             slots, keep = _slots(rowids, ids)
-            dead = bool((~keep).any())
+            dead = int((~keep).sum())
             ntok[slots[keep]] = counts[keep]
             covered[slots[keep]] = True
         extra: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         if not covered.all():
             extra = _memory_postings(ds, rowids, ntok, np.flatnonzero(~covered), cjk)
         return cls(ds, rowids, ntok, extra, batches, dead)
+
+    def dead_share(self) -> float:
+        """The share of the chunks the stored postings name that are deleted: what a rewrite
+        would drop (``LanceWriter.compact``'s schedule)."""
+        return self.dead / (self.dead + self.rows) if self.dead else 0.0
 
     def complete(self) -> bool:
         """Whether the dataset holds this snapshot's postings as one batch, nothing deleted."""

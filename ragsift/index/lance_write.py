@@ -34,7 +34,12 @@ from ragsift.index.lance_rows import (
 if TYPE_CHECKING:
     import numpy as np
 
-KEEP_VERSIONS = datetime.timedelta(hours=1)
+# Versions ``compact`` keeps: the newest only. An older one (a reader's snapshot) is removed
+# with the files no newer version uses; a reader holding it moves to the newest at its next
+# read (``lance._damage_as_error``). Measured (bench/RESULTS.md, "Lance stays compact"): with
+# the old one-hour window fifteen one-page runs took a docs folder to 8x its fresh size;
+# keeping the newest only, 1.0x.
+KEEP_VERSIONS = datetime.timedelta(0)
 # settings a ``clear`` (``--rebuild``) keeps: what the index is, and who may write and read it
 _KEPT_SETTINGS = (
     "format",
@@ -43,6 +48,13 @@ _KEPT_SETTINGS = (
     "min_writer_version",
     "min_reader_version",
 )
+# ``compact`` rewrites the data (fragments merged, deleted rows dropped, postings as one
+# batch) once there are more fragments than this or more than this share of the rows is
+# deleted; between rewrites a run adds one fragment (its changed documents) and a deletion
+# file. So a run's cost follows its change, not the index, and the garbage stays below about
+# COMPACT_DELETED of the data plus one run's change (bench/RESULTS.md, "Lance stays compact").
+COMPACT_FRAGMENTS = 8
+COMPACT_DELETED = 0.2
 # From this many chunks ``compact`` adds B-tree indexes on ``rowid`` (chunk records by id) and
 # ``content_hash`` (vector reuse), so neither lookup scans the table.
 SCALAR_INDEX_MIN_ROWS = 10_000
@@ -465,9 +477,12 @@ class LanceWriter:
         self._next_rowid = None
 
     def compact(self) -> int:
-        """Merge small fragments, the postings (``_merge_postings``), bring the scalar (and
-        ANN) indexes up to date, drop versions older than ``KEEP_VERSIONS``; returns the
-        fragments removed."""
+        """The end of every run that wrote: when ``_needs_rewrite`` (more than
+        ``COMPACT_FRAGMENTS`` fragments, or more than ``COMPACT_DELETED`` of the rows deleted),
+        the postings merged into one batch (``_merge_postings``) and the fragments into as few
+        as Lance makes, without their deleted rows; always: the scalar (and ANN) indexes
+        brought up to date and the versions older than ``KEEP_VERSIONS`` removed with their
+        files (``_cleanup``). Returns the fragments removed."""
         self._require_writer()
         if self._upgrade_to is not None:  # a run that wrote nothing still upgrades the schema
             self._record_first()
@@ -475,12 +490,18 @@ class LanceWriter:
             self._commit([])
         if self._ds is None:
             return 0
-        self._merge_postings()  # first: the batches it replaces are not rewritten by
-        # compaction, which drops their deleted rows
+        from ragsift.index.lance_lexical import LancePostings
+
         before = len(self._ds.get_fragments())
-        if before > 1:
-            self._ds.optimize.compact_files()
-            self._reopen()
+        postings = LancePostings.load(self._ds)
+        if self._needs_rewrite(postings):
+            self._merge_postings(postings)  # first: the batches it replaces are not
+            # rewritten by compaction, which drops their deleted rows
+            if len(self._ds.get_fragments()) > 1 or self._deleted_share() > 0:
+                self._ds.optimize.compact_files(materialize_deletions_threshold=0.0)
+                self._reopen()
+        elif postings.extra:  # chunks without stored postings (an upgraded index)
+            self._merge_postings(postings)
         n = self._ds.count_rows("kind = 'chunk'")
         if n:
             if n >= SCALAR_INDEX_MIN_ROWS:  # lookups by id, by text hash and of a query's
@@ -496,18 +517,55 @@ class LanceWriter:
 
             ann.maintain(self)
             self._reopen()
-        with contextlib.suppress(Exception):
-            self._ds.cleanup_old_versions(older_than=KEEP_VERSIONS)
-            self._settings_ds.cleanup_old_versions(older_than=KEEP_VERSIONS)
+        self._cleanup()
         return max(0, before - len(self._ds.get_fragments()))
 
-    def _merge_postings(self) -> None:
+    def _deleted_share(self) -> float:
+        """The share of the stored rows that are deleted (kept until a rewrite)."""
+        rows = deleted = 0
+        for frag in self._ds.get_fragments():
+            rows += frag.metadata.num_rows + frag.metadata.num_deletions  # num_rows: live
+            deleted += frag.metadata.num_deletions
+        return deleted / rows if rows else 0.0
+
+    def _needs_rewrite(self, postings: Any) -> bool:
+        """Whether ``compact`` rewrites the data: the bound on what runs leave behind (the
+        schedule, bench/RESULTS.md "Lance stays compact"). Deleted rows are counted twice
+        over: as rows, and as the chunks the stored postings still name (the postings rows of
+        a replaced document stay live rows until the rewrite, and are most of its bytes)."""
+        return (
+            len(self._ds.get_fragments()) > COMPACT_FRAGMENTS
+            or self._deleted_share() > COMPACT_DELETED
+            or postings.dead_share() > COMPACT_DELETED
+        )
+
+    def _cleanup(self) -> None:
+        """Remove the versions older than ``KEEP_VERSIONS`` (all but the newest) of both
+        datasets with the files only they use. In a folder, where this writer holds the lock,
+        also the files no version uses (a killed run's, a refused Ray run's fragments:
+        ``delete_unverified``); on object storage (no lock: another writer's files may be in
+        flight) Lance removes those once a week old."""
+        from ragsift.index.locations import is_remote
+
+        local = not is_remote(self.path)
+        for ds in (self._ds, self._settings_ds):
+            if ds is None:
+                continue
+            with contextlib.suppress(Exception):  # a failed cleanup leaves files, never harm
+                ds.cleanup_old_versions(
+                    older_than=KEEP_VERSIONS,
+                    delete_unverified=local,
+                    error_if_tagged_old_versions=False,
+                )
+
+    def _merge_postings(self, postings: Any = None) -> None:
         """Rewrite the postings (``lance_lexical``) as one batch without deleted chunks, and
         write those of chunks that have none (an upgraded index), in ONE commit; nothing when
-        they are already so."""
+        they are already so. ``postings``: this version's, when the caller loaded them."""
         from ragsift.index.lance_lexical import LancePostings
 
-        postings = LancePostings.load(self._ds)
+        if postings is None:
+            postings = LancePostings.load(self._ds)
         if postings.complete():
             return
         if not postings.rows:  # no chunk left: no postings either

@@ -501,6 +501,9 @@ class IndexStore(StoreWriter):
         for suffix in ("", "-wal"):
             with contextlib.suppress(OSError):
                 size += os.path.getsize(self.path + suffix)
+        # pages freed by deletes and rewrites, which later writes reuse (no VACUUM: the file
+        # never shrinks under a reader); bench/RESULTS.md, "Lance stays compact"
+        free = q("PRAGMA freelist_count").fetchone()[0] * q("PRAGMA page_size").fetchone()[0]
         return {
             "path": self.path,
             "documents": docs,
@@ -511,6 +514,7 @@ class IndexStore(StoreWriter):
             "blocks": blocks,
             "dead_vectors": dead,
             "size_bytes": size,
+            "free_bytes": free,
             "schema_version": migrations.schema_version(self.db),
             "writer_pid": holder_pid(self.path),
         }

@@ -1,0 +1,146 @@
+"""An index that does not grow with the runs (issue 40, item 3): repeated small incremental
+runs keep a Lance folder and a SQLite file within 1.5x of a fresh build of the same folder;
+a reader that holds a version across a writer's compaction still answers; ``info`` shows the
+Lance fragments and versions.
+
+Real model (MiniLM, loaded once for the module) on a copy of a few fixture pages; every run is
+``build_index``, what ``ragsift embed`` runs."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES, run_cli
+
+pytest.importorskip("lance", reason="the Lance backend needs: pip install 'ragsift[lance]'")
+
+PAGES = (
+    "beekeeping/handbook.md",
+    "lantern/guide.md",
+    "sourdough.rst",
+    "tidepools.html",
+    "field-notes.txt",
+)
+RUNS = 5  # the bench runs 15 on a 24-page site (bench/RESULTS.md, "Lance stays compact")
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    from ragsift.embedders import load_embedder
+
+    return load_embedder()
+
+
+def site(root: Path) -> Path:
+    out = root / "site"
+    for page in PAGES:
+        dest = out / page
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(FIXTURES / page, dest)
+    return out
+
+
+def size_on_disk(index: Path) -> int:
+    if index.is_dir():
+        return sum(f.stat().st_size for f in index.rglob("*") if f.is_file())
+    return sum(
+        Path(str(index) + s).stat().st_size
+        for s in ("", "-wal", "-shm")
+        if Path(str(index) + s).exists()
+    )
+
+
+def embed(folder: Path, index: Path, embedder) -> None:
+    from ragsift.ingest import build_index
+
+    build_index([str(folder)], index, embedder=embedder)
+
+
+def edit(folder: Path, i: int) -> None:
+    with open(folder / "beekeeping" / "handbook.md", "a", encoding="utf-8") as fh:
+        fh.write(f"\nA note added on visit {i}: the bees were calm.\n")
+
+
+@pytest.mark.parametrize("name", ["i.lance", "i.db"])
+def test_repeated_small_runs_stay_within_1_5x_of_a_fresh_build(tmp_path, embedder, name):
+    folder = site(tmp_path)
+    index = tmp_path / name
+    embed(folder, index, embedder)
+    first = size_on_disk(index)
+    sizes = []
+    for i in range(RUNS):
+        edit(folder, i)
+        embed(folder, index, embedder)
+        sizes.append(size_on_disk(index))
+    fresh = tmp_path / ("fresh" + index.suffix)
+    embed(folder, fresh, embedder)
+    assert sizes[-1] <= 1.5 * size_on_disk(fresh), (sizes, size_on_disk(fresh))
+    assert max(sizes) <= 1.5 * first, (first, sizes)
+    from ragsift.api import open_index
+
+    with open_index(index) as ix:  # the runs' edits are there, once
+        texts = [r.text for r in ix.records()]
+        assert sum(f"visit {RUNS - 1}:" in t for t in texts) == 1
+
+
+def test_info_shows_lance_fragments_and_versions(tmp_path, embedder):
+    folder = site(tmp_path)
+    index = tmp_path / "i.lance"
+    embed(folder, index, embedder)
+    edit(folder, 0)
+    embed(folder, index, embedder)
+    got = run_cli("info", "--index", str(index), "--json")
+    assert got.returncode == 0, got.stderr
+    import json
+
+    info = json.loads(got.stdout)
+    import lance
+
+    from ragsift.index.lance_write import COMPACT_FRAGMENTS
+
+    ds = lance.dataset(str(index / "chunks.lance"))
+    assert info["fragments"] == len(ds.get_fragments()) <= COMPACT_FRAGMENTS
+    assert info["versions"] == len(ds.versions()) == 1  # the old versions are gone
+    assert info["version"] == ds.version
+    text = run_cli("info", "--index", str(index)).stdout
+    assert "fragments" in text and "versions kept" in text
+    sq = tmp_path / "i.db"
+    embed(folder, sq, embedder)
+    info = json.loads(run_cli("info", "--index", str(sq), "--json").stdout)
+    assert "fragments" not in info and "versions" not in info  # no such thing in SQLite
+    assert 0 <= info["free_bytes"] <= info["size_bytes"]  # freed pages, reused by writes
+    assert "free pages" in run_cli("info", "--index", str(sq)).stdout
+
+
+def test_a_reader_open_across_a_compaction_still_answers(tmp_path, embedder):
+    """Readers that opened before a run (one that had read, one that had not) answer after
+    the run removed their version (``KEEP_VERSIONS``): they move to the newest version."""
+    from ragsift.api import open_index
+
+    folder = site(tmp_path)
+    index = tmp_path / "i.lance"
+    embed(folder, index, embedder)
+    question = "how do I keep a lantern wick from smoking"
+    chunks = str(index / "chunks.lance")
+    with open_index(index, embedder=embedder) as warm, open_index(index, embedder=embedder) as cold:
+        before = warm.query(question, k=2, threshold=0.0).admitted
+        assert before
+        old = warm.store._ds.version
+        for i in range(2):  # two runs: the first removes the readers' version
+            edit(folder, i)
+            if i == 1:
+                (folder / "tidepools.html").unlink()
+            embed(folder, index, embedder)
+        import lance
+
+        kept = [v["version"] for v in lance.dataset(chunks).versions()]
+        assert len(kept) == 1 and kept[0] > old  # the readers' version is gone
+        for reader in (warm, cold):
+            got = reader.query(question, k=2, threshold=0.0).admitted
+            assert [(c.path, c.text) for c in got] == [(c.path, c.text) for c in before]
+            notes = reader.query("the note on the last visit", k=1, mode="lexical").admitted
+            assert notes and "visit 1:" in notes[0].text  # they moved to the newest version
+            assert all("tidepools" not in d.path for d in reader.documents())
