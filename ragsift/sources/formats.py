@@ -54,7 +54,10 @@ READERS: dict[str, tuple[int, str | None]] = {
     # keeps its text (0.5.0); 5: a ``::`` block whose first row repeats just above it points
     # at its own lines, not the earlier ones (0.6.0)
     "rst": (5, "docutils"),
-    "html": (1, None),
+    # html 2: the page's main content only: outside <main>/<article> and page chrome (nav,
+    # buttons, search, footers, permalinks, breadcrumbs) are not read; a template (more
+    # template syntax than text) is skipped (0.7.0, issue 41; sources/html_layout.py)
+    "html": (2, None),
     "json": (1, None),
     "jsonl": (1, None),
     "pdf": (1, "pypdf"),

@@ -20,6 +20,7 @@ from html.parser import HTMLParser
 
 from ragsift.errors import SkipFile
 from ragsift.sources.document import Document, OffsetMap
+from ragsift.sources.html_layout import Layout, is_chrome, layout, parse_events, replay
 
 _DROP = frozenset({"script", "style", "noscript", "template", "title", "svg", "math"})
 _PARAGRAPH = frozenset(
@@ -92,9 +93,17 @@ _VOID = frozenset(
 _SPACE = re.compile(r"[ \t\n\r\f\v]+")
 
 
-class _TextExtractor(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
+class _TextExtractor:
+    """The reader's pass over a page's ``parse_events`` (``html_layout.replay``)."""
+
+    def __init__(self, page: Layout | None = None, *, chrome: bool = True) -> None:
+        self.line = 1  # the source line of the text being handled (set by ``replay``)
+        self.page = page or Layout()
+        self.chrome = chrome  # False: no element is page chrome (every visible text is read)
+        self.ordinal = -1  # start tags seen (``html_layout`` counts them the same way)
+        self.stack: list[tuple[str, bool, bool]] = []  # open elements: (tag, hides, is root)
+        self.hidden = 0  # open elements that hide their content (chrome)
+        self.in_root = self.page.root is None  # the whole page when there is no root
         self.out: list[str] = []
         self.length = 0
         self.line_starts: list[int] = []
@@ -145,11 +154,30 @@ class _TextExtractor(HTMLParser):
 
     # -- parser callbacks ----------------------------------------------------------------
     def handle_starttag(self, tag: str, attrs: list) -> None:
+        self.ordinal += 1
         if tag in _DROP:
             if tag not in _VOID:
                 self.drop.append(tag)
             return
         if self.drop:
+            return
+        if tag not in _VOID:
+            is_root = self.ordinal == self.page.root
+            hides = self.chrome and (
+                is_chrome(tag, attrs)
+                or (
+                    self.page.root is None
+                    and (
+                        tag == "aside"
+                        or (tag == "header" and self.ordinal not in self.page.headers_kept)
+                    )
+                )
+            )
+            self.stack.append((tag, hides, is_root))
+            self.hidden += hides
+            if is_root:
+                self.in_root = True
+        if self.hidden or not self.in_root:
             return
         self._block(tag)
         if tag == "pre":
@@ -166,7 +194,8 @@ class _TextExtractor(HTMLParser):
             self.heading = (int(tag[1]), -1, [])
 
     def handle_startendtag(self, tag: str, attrs: list) -> None:
-        if not self.drop and tag not in _DROP:
+        self.ordinal += 1
+        if not self.drop and tag not in _DROP and not self.hidden and self.in_root:
             self._block(tag)
 
     def handle_endtag(self, tag: str) -> None:
@@ -176,6 +205,17 @@ class _TextExtractor(HTMLParser):
             return
         if tag in _VOID:
             return
+        shown = not self.hidden and self.in_root
+        if any(t == tag for t, _, _ in self.stack):
+            while self.stack:
+                t, hides, is_root = self.stack.pop()
+                self.hidden -= hides
+                if is_root:
+                    self.in_root = False  # the root is closed: nothing after it is read
+                if t == tag:
+                    break
+        if not shown:
+            return
         self._block(tag)
         if tag == "pre" and self.pre:
             self.pre -= 1
@@ -183,9 +223,9 @@ class _TextExtractor(HTMLParser):
             self._close_heading()
 
     def handle_data(self, data: str) -> None:
-        if self.drop or not data:
+        if self.drop or not data or self.hidden or not self.in_root:
             return
-        line = self.getpos()[0]
+        line = self.line
         if self.pre:
             self._pre_text(data, line)
             return
@@ -253,6 +293,47 @@ class _TextExtractor(HTMLParser):
         self.heading_trails.append(tuple(t for _, t in self.heading_stack))
 
 
+# Template syntax (Jinja/Django/Liquid/Nunjucks, ERB/EJS): ``{% %}``, ``{{ }}``, ``{# #}``,
+# ``<% %>``, each bounded so a stray brace never scans the whole file.
+_TEMPLATE = re.compile(r"\{%.{0,2000}?%\}|\{\{.{0,2000}?\}\}|\{#.{0,2000}?#\}|<%.{0,2000}?%>", re.S)
+
+
+def template_reason(text: str) -> str | None:
+    """Why an HTML file is a template rather than a document (None: it is a document).
+
+    A template is a file whose template syntax outweighs its text: the characters of its
+    ``{% %}``/``{{ }}``/``{# #}``/``<% %>`` constructs are at least those of the visible text
+    around them. Measured (bench/RESULTS.md, "HTML page chrome"): the 180 theme templates of
+    mkdocs, mkdocs-material, Sphinx, Furo and the RTD theme have 2.2 to 6,000 times more
+    template syntax than text (one, Furo's error page ``layout.html``, 0.15: kept), and the
+    4,470 built pages of the generators measured here at most 0.01 (a ``{{`` in a code
+    example). A page with none is never a template."""
+    if "{%" not in text and "{{" not in text and "{#" not in text and "<%" not in text:
+        return None
+    constructs = _TEMPLATE.findall(text)
+    syntax = sum(len(c) for c in constructs)
+    if not syntax:
+        return None
+    parser = _TextExtractor()
+    try:
+        replay(parse_events(_TEMPLATE.sub(" ", text)), parser)
+    except Exception:
+        return None
+    visible = sum(len(p) - p.count(" ") - p.count("\n") for p in parser.out)
+    if syntax < visible:
+        return None
+    return (
+        f"a template, not a document ({len(constructs)} template tags, {syntax:,} characters "
+        f"of them against {visible:,} of text)"
+    )
+
+
+def _extract(events: list, page: Layout | None) -> _TextExtractor:
+    parser = _TextExtractor(page, chrome=page is not None)
+    replay(events, parser)
+    return parser
+
+
 def parse_html(
     text: str,
     path: str,
@@ -261,10 +342,16 @@ def parse_html(
     encoding: str = "utf-8",
     warnings: tuple[str, ...] = (),
 ) -> Document:
-    parser = _TextExtractor()
+    skip = template_reason(text)
+    if skip:
+        raise SkipFile(skip)
     try:
-        parser.feed(text)
-        parser.close()
+        events = parse_events(text)
+        page = layout(text, events)
+        parser = _extract(events, page)
+        if not "".join(parser.out).strip():
+            # the rules left nothing (a page that is all links): every visible text
+            parser = _extract(events, None)
     except Exception as exc:
         raise SkipFile(f"unparsable HTML: {exc}") from None
     if parser.heading is not None:
