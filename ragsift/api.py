@@ -76,6 +76,7 @@ _EXPORTS = {
     "parse_size": "ragsift.sources",
     "ChunkSummary": "ragsift.ingest",
     "EmbedProgress": "ragsift.ingest",
+    "CountedProgress": "ragsift.ingest",  # its counts, fraction, rate and ETA (embed's bar)
     "EmbedSummary": "ragsift.ingest",
     "watch": "ragsift.ingest.watch",  # ``ragsift embed --watch``
     # the project file (``ragsift.toml``; ``ragsift init``)

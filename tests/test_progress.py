@@ -8,8 +8,8 @@ import shutil
 
 import pytest
 
-from ragsift.cli.embed import _Counts
-from ragsift.ingest import EmbedProgress, build_index
+from ragsift.cli.embed import progress_line
+from ragsift.ingest import CountedProgress, EmbedProgress, build_index
 
 
 class Recorder(EmbedProgress):
@@ -91,15 +91,15 @@ def test_an_unchanged_rerun_drops_all_work_from_the_total(corpus, tmp_path):
 
 
 def test_the_first_rate_is_tokens_over_model_time():
-    c = _Counts()
-    c.begin(files=86, work=1000)
+    c = CountedProgress()
+    c.start(files=86, work=1000)
     assert c.rate() is None and c.eta() is None
-    assert "- tokens/s" in c.line() and "ETA -" in c.line()
-    c.add(files=0, chunks=0, tokens=5000, work=100, unneeded=0, seconds=2.0)
+    assert "- tokens/s" in progress_line(c) and "ETA -" in progress_line(c)
+    c.advance(files=0, chunks=0, tokens=5000, work=100, unneeded=0, seconds=2.0)
     assert c.rate() == 2500.0
-    assert c.line().startswith("10%, 0/86 files, 0 chunks, 2,500 tokens/s, ETA ")
-    c.add(files=85, chunks=0, tokens=0, work=0, unneeded=800, seconds=0.0)
-    assert c.work_total == 200 and c.line().startswith("50%, 85/86 files")
+    assert progress_line(c).startswith("10%, 0/86 files, 0 chunks, 2,500 tokens/s, ETA ")
+    c.advance(files=85, chunks=0, tokens=0, work=0, unneeded=800, seconds=0.0)
+    assert c.work_total == 200 and progress_line(c).startswith("50%, 85/86 files")
 
 
 def test_a_producer_error_reaches_the_caller(corpus, tmp_path):
@@ -145,26 +145,26 @@ def test_the_tokens_left_to_embed_are_what_queued_reports(corpus, tmp_path):
 def test_percent_and_eta_follow_tokens_not_files():
     """The case of the issue: most files done, one big file not chunked yet. By bytes the
     bar said 100% with work left; by tokens it says how much is left."""
-    c = _Counts()
-    c.begin(files=76, work=10_000)
+    c = CountedProgress()
+    c.start(files=76, work=10_000)
     # 67 small files (2,000 bytes) chunked into 4,000 tokens, all embedded
-    c.queue(2_000, 4_000)
-    c.add(files=67, chunks=67, tokens=4_000, work=2_000, unneeded=0, seconds=1.0)
+    c.queued(2_000, 4_000)
+    c.advance(files=67, chunks=67, tokens=4_000, work=2_000, unneeded=0, seconds=1.0)
     # the rest (8,000 bytes) is not chunked yet: estimated at 2 tokens per byte
     assert c.fraction() == 4_000 / (4_000 + 8_000 * 2)
-    assert c.line().startswith("20%, 67/76 files")
+    assert progress_line(c).startswith("20%, 67/76 files")
     assert c.eta() is not None and c.eta() > 0
     # half of the remaining chunks turn out to be reused: fewer tokens to embed
-    c.queue(8_000, 16_000)
-    c.queue(0, -8_000)
+    c.queued(8_000, 16_000)
+    c.queued(0, -8_000)
     assert c.fraction() == 4_000 / 12_000
-    c.add(files=9, chunks=9, tokens=8_000, work=8_000, unneeded=0, seconds=1.0)
+    c.advance(files=9, chunks=9, tokens=8_000, work=8_000, unneeded=0, seconds=1.0)
     assert c.fraction() == 1.0 and c.eta() == 0
 
 
 def test_without_tokens_the_bar_follows_bytes():
-    c = _Counts()
-    c.begin(files=3, work=300)
-    c.queue(100, 0)  # a file whose chunks have no token counts (e.g. stdin records)
-    c.add(files=1, chunks=0, tokens=0, work=100, unneeded=0, seconds=0.0)
+    c = CountedProgress()
+    c.start(files=3, work=300)
+    c.queued(100, 0)  # a file whose chunks have no token counts (e.g. stdin records)
+    c.advance(files=1, chunks=0, tokens=0, work=100, unneeded=0, seconds=0.0)
     assert c.fraction() == 100 / 300

@@ -477,91 +477,24 @@ def _make_progress(quiet: bool):
     if quiet:
         return EmbedProgress()
     if sys.stderr.isatty():
-        return _RichProgress()
-    return _PlainProgress()
+        return _rich_progress()
+    return _plain_progress()
 
 
-class _Counts:
-    """What the progress lines show. The percentage and the ETA follow the tokens left to
-    embed: known for the files already chunked (their chunks' tokens, less those whose vector
-    was found), estimated for the rest at the same tokens per byte; before anything is chunked
-    they follow work units (bytes of the files that need chunking and embedding). The rate is
-    tokens over the model's own time for them, so the first line is already right."""
-
-    def __init__(self) -> None:
-        self.files_total = 0
-        self.work_total = 0
-        self.files = 0
-        self.chunks = 0
-        self.tokens = 0
-        self.work = 0
-        self.model_seconds = 0.0
-        self.queued_work = 0  # bytes chunked so far
-        self.queued_tokens = 0  # tokens of their chunks that need embedding
-        self.t0 = time.perf_counter()
-
-    def begin(self, files: int, work: int) -> None:
-        self.files_total, self.work_total = files, work
-        self.t0 = time.perf_counter()
-
-    def add(
-        self, files: int, chunks: int, tokens: int, work: int, unneeded: int, seconds: float
-    ) -> None:
-        self.files += files
-        self.chunks += chunks
-        self.tokens += tokens
-        self.work += work
-        self.work_total -= unneeded
-        self.model_seconds += seconds
-
-    def queue(self, work: int, tokens: int) -> None:
-        self.queued_work += work
-        self.queued_tokens += tokens
-
-    def _tokens_total(self) -> float | None:
-        """Tokens this run will embed: those of the chunked files, and at their tokens per
-        byte for the files not chunked yet. None before a file with tokens was chunked."""
-        if self.queued_work <= 0 or self.queued_tokens <= 0:
-            return None
-        rest = max(self.work_total - self.queued_work, 0)
-        return max(self.queued_tokens + rest * self.queued_tokens / self.queued_work, self.tokens)
-
-    def fraction(self) -> float | None:
-        total = self._tokens_total()
-        if total is not None:
-            return min(self.tokens / total, 1.0)
-        if self.work_total > 0:
-            return min(self.work, self.work_total) / self.work_total
-        return None
-
-    def rate(self) -> float | None:
-        """Tokens per second of model time; None before anything was embedded."""
-        return self.tokens / self.model_seconds if self.model_seconds > 0 else None
-
-    def eta(self) -> float | None:
-        """Seconds left: the tokens left to embed at the rate of the run so far (wall time,
-        parsing included), or the work units left before tokens are known; None before
-        there is a rate."""
-        elapsed = time.perf_counter() - self.t0
-        total = self._tokens_total()
-        if total is not None and self.tokens > 0 and elapsed > 0:
-            return max(total - self.tokens, 0) / (self.tokens / elapsed)
-        if self.work <= 0 or elapsed <= 0 or self.work_total <= 0:
-            return None
-        return max(self.work_total - self.work, 0) / (self.work / elapsed)
-
-    def line(self) -> str:
-        parts = []
-        fraction = self.fraction()
-        if fraction is not None:
-            parts.append(f"{fraction:.0%}")
-        parts.append(f"{self.files}/{self.files_total} files")
-        parts.append(f"{self.chunks} chunks")
-        rate = self.rate()
-        parts.append(f"{rate:,.0f} tokens/s" if rate is not None else "- tokens/s")
-        eta = self.eta()
-        parts.append(f"ETA {_clock(eta)}" if eta is not None else "ETA -")
-        return ", ".join(parts)
+def progress_line(c) -> str:
+    """The progress line of a ``CountedProgress`` (``ingest.summary``, where its numbers are
+    worked out): ``20%, 67/76 files, 67 chunks, 4,000 tokens/s, ETA 0:00:05``."""
+    parts = []
+    fraction = c.fraction()
+    if fraction is not None:
+        parts.append(f"{fraction:.0%}")
+    parts.append(f"{c.files}/{c.files_total} files")
+    parts.append(f"{c.chunks} chunks")
+    rate = c.rate()
+    parts.append(f"{rate:,.0f} tokens/s" if rate is not None else "- tokens/s")
+    eta = c.eta()
+    parts.append(f"ETA {_clock(eta)}" if eta is not None else "ETA -")
+    return ", ".join(parts)
 
 
 def _clock(seconds: float) -> str:
@@ -569,96 +502,80 @@ def _clock(seconds: float) -> str:
     return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
 
 
-class _PlainProgress(_Counts):
+def _plain_progress():
     """stderr is not a terminal: one plain line every 5 s, only for long runs."""
+    from ragsift.api import CountedProgress
 
-    EVERY = 5.0
+    class PlainProgress(CountedProgress):
+        EVERY = 5.0
 
-    def __init__(self) -> None:
-        super().__init__()
-        self._last = time.perf_counter()
+        def __init__(self) -> None:
+            super().__init__()
+            self._last = time.perf_counter()
 
-    def start(self, files: int, work: int = 0) -> None:
-        self.begin(files, work)
+        def advance(self, *args, **kwargs) -> None:
+            super().advance(*args, **kwargs)
+            now = time.perf_counter()
+            if now - self._last >= self.EVERY:
+                self._last = now
+                warn(progress_line(self))
 
-    def advance(
-        self,
-        files: int = 0,
-        chunks: int = 0,
-        tokens: int = 0,
-        *,
-        work: int = 0,
-        unneeded: int = 0,
-        seconds: float = 0.0,
-    ) -> None:
-        self.add(files, chunks, tokens, work, unneeded, seconds)
-        now = time.perf_counter()
-        if now - self._last >= self.EVERY:
-            self._last = now
-            warn(self.line())
-
-    def queued(self, work: int = 0, tokens: int = 0) -> None:
-        self.queue(work, tokens)
-
-    def finish(self) -> None:
-        pass
+    return PlainProgress()
 
 
-class _RichProgress(_Counts):
+def _rich_progress():
     """A rich bar on stderr over work units (bytes to chunk and embed): files, chunks,
     tokens/s of the model, ETA."""
+    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
 
-    def __init__(self) -> None:
-        super().__init__()
-        from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
+    from ragsift.api import CountedProgress
+    from ragsift.cli._common import stderr_console
 
-        from ragsift.cli._common import stderr_console
-
-        self._bar = Progress(
-            TextColumn("[bold]embed"),
-            BarColumn(),
-            TaskProgressColumn(),
-            TextColumn("{task.fields[status]}"),
-            console=stderr_console(),
-            transient=True,
-        )
-        self._task = None
-
-    def _status(self) -> str:
-        return self.line().split(", ", 1)[1] if self.fraction() is not None else self.line()
-
-    def queued(self, work: int = 0, tokens: int = 0) -> None:
-        self.queue(work, tokens)
-        self._update()
-
-    def start(self, files: int, work: int = 0) -> None:
-        self.begin(files, work)
-        self._bar.start()
-        self._task = self._bar.add_task("embed", total=1000, status=self._status())
-
-    def advance(
-        self,
-        files: int = 0,
-        chunks: int = 0,
-        tokens: int = 0,
-        *,
-        work: int = 0,
-        unneeded: int = 0,
-        seconds: float = 0.0,
-    ) -> None:
-        self.add(files, chunks, tokens, work, unneeded, seconds)
-        self._update()
-
-    def _update(self) -> None:
-        if self._task is not None:
-            fraction = self.fraction() or 0.0
-            self._bar.update(
-                self._task, total=1000, completed=round(fraction * 1000), status=self._status()
+    class RichProgress(CountedProgress):
+        def __init__(self) -> None:
+            super().__init__()
+            self._bar = Progress(
+                TextColumn("[bold]embed"),
+                BarColumn(),
+                TaskProgressColumn(),
+                TextColumn("{task.fields[status]}"),
+                console=stderr_console(),
+                transient=True,
             )
+            self._task = None
 
-    def finish(self) -> None:
-        if self._task is not None:
-            self._bar.stop()
+        def _status(self) -> str:
+            line = progress_line(self)
+            return line.split(", ", 1)[1] if self.fraction() is not None else line
+
+        def queued(self, work: int = 0, tokens: int = 0) -> None:
+            super().queued(work, tokens)
+            self._update()
+
+        def start(self, files: int, work: int = 0) -> None:
+            super().start(files, work)
+            self._bar.start()
+            self._task = self._bar.add_task("embed", total=1000, status=self._status())
+
+        def advance(self, *args, **kwargs) -> None:
+            super().advance(*args, **kwargs)
+            self._update()
+
+        def _update(self) -> None:
+            if self._task is not None:
+                fraction = self.fraction() or 0.0
+                self._bar.update(
+                    self._task,
+                    total=1000,
+                    completed=round(fraction * 1000),
+                    status=self._status(),
+                )
+
+        def finish(self) -> None:
+            if self._task is not None:
+                self._bar.stop()
+
+    return RichProgress()
 
 
 def register(app: typer.Typer) -> None:

@@ -11,7 +11,8 @@
 - ``sizing.py``: the default chunker of ``embed``, sized in the model's tokens.
 - ``local.py``, ``ray.py``: the runners, wiring the same stages and plan on this machine or
   on a Ray cluster; ``prefetch.py``: the local runner's producer thread.
-- ``run.py``: ``build_index``, the whole ``embed`` run; ``summary.py``: what runs report.
+- ``run.py``: ``build_index``, the whole ``embed`` run; ``summary.py``: what runs report
+  (and ``CountedProgress``, the progress arithmetic front ends draw).
 
 Nothing here imports ``sqlite3`` or Lance: the index is reached through
 ``ragsift.index.open_index`` and the ``IndexWriter`` contract.
@@ -21,10 +22,11 @@ from ragsift.ingest.load import iter_chunks, iter_documents
 from ragsift.ingest.records import chunk_record, content_hash
 from ragsift.ingest.run import build_index, index_model
 from ragsift.ingest.sizing import default_embed_chunker, embed_size
-from ragsift.ingest.summary import ChunkSummary, EmbedProgress, EmbedSummary
+from ragsift.ingest.summary import ChunkSummary, CountedProgress, EmbedProgress, EmbedSummary
 
 __all__ = [
     "ChunkSummary",
+    "CountedProgress",
     "EmbedProgress",
     "EmbedSummary",
     "build_index",

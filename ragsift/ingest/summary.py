@@ -1,9 +1,11 @@
 """What a run reports: the ``chunk`` and ``embed`` summaries (stderr, or ``--json``: their
-field names are an API) and the progress sink ``embed`` advances."""
+field names are an API), the progress sink ``embed`` advances, and the counts, fraction,
+rate and ETA worked out from it (``CountedProgress``: front ends only draw them)."""
 
 from __future__ import annotations
 
 import statistics
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -137,3 +139,86 @@ class EmbedProgress:
 
     def finish(self) -> None:
         """The run is over (successfully or not)."""
+
+
+class CountedProgress(EmbedProgress):
+    """An ``EmbedProgress`` that keeps count of what a run reported and works out from it the
+    fraction done, the rate and the time left, so a front end only draws them (``ragsift
+    embed``'s line and bar subclass it).
+
+    The fraction and the ETA follow the tokens left to embed: known for the files already
+    chunked (their chunks' tokens, less those whose vector was found: ``queued``), estimated
+    for the rest at the same tokens per work unit; before a file with tokens is chunked they
+    follow work units (bytes of the files that need chunking and embedding). The rate is
+    tokens over the model's own time for them, so the first value is already right."""
+
+    def __init__(self) -> None:
+        self.files_total = 0
+        self.work_total = 0
+        self.files = 0
+        self.chunks = 0
+        self.tokens = 0
+        self.work = 0
+        self.model_seconds = 0.0
+        self.queued_work = 0  # work units chunked so far
+        self.queued_tokens = 0  # tokens of their chunks that need embedding
+        self.t0 = time.perf_counter()
+
+    def start(self, files: int, work: int = 0) -> None:
+        self.files_total, self.work_total = files, work
+        self.t0 = time.perf_counter()
+
+    def advance(
+        self,
+        files: int = 0,
+        chunks: int = 0,
+        tokens: int = 0,
+        *,
+        work: int = 0,
+        unneeded: int = 0,
+        seconds: float = 0.0,
+    ) -> None:
+        self.files += files
+        self.chunks += chunks
+        self.tokens += tokens
+        self.work += work
+        self.work_total -= unneeded
+        self.model_seconds += seconds
+
+    def queued(self, work: int = 0, tokens: int = 0) -> None:
+        self.queued_work += work
+        self.queued_tokens += tokens
+
+    def tokens_total(self) -> float | None:
+        """Tokens this run will embed: those of the chunked files, and at their tokens per
+        work unit for the files not chunked yet. None before a file with tokens was chunked."""
+        if self.queued_work <= 0 or self.queued_tokens <= 0:
+            return None
+        rest = max(self.work_total - self.queued_work, 0)
+        return max(self.queued_tokens + rest * self.queued_tokens / self.queued_work, self.tokens)
+
+    def fraction(self) -> float | None:
+        """The part done, 0..1: tokens embedded of ``tokens_total``, else work units done;
+        None when neither is known."""
+        total = self.tokens_total()
+        if total is not None:
+            return min(self.tokens / total, 1.0)
+        if self.work_total > 0:
+            return min(self.work, self.work_total) / self.work_total
+        return None
+
+    def rate(self) -> float | None:
+        """Tokens per second of model time; None before anything was embedded."""
+        return self.tokens / self.model_seconds if self.model_seconds > 0 else None
+
+    def eta(self) -> float | None:
+        """Seconds left: the tokens left to embed at the rate of the run so far (wall time,
+        parsing included), or the work units left before tokens are known; None before
+        there is a rate."""
+        elapsed = time.perf_counter() - self.t0
+        total = self.tokens_total()
+        if total is not None and self.tokens > 0 and elapsed > 0:
+            return max(total - self.tokens, 0) / (self.tokens / elapsed)
+        if self.work <= 0 or elapsed <= 0 or self.work_total <= 0:
+            return None
+        return max(self.work_total - self.work, 0) / (self.work / elapsed)
