@@ -69,6 +69,7 @@ _EXPORTS = {
     "NORMS": "ragsift.retrieval.hybrid",
     "spans_of_ranked": "ragsift.retrieval.spans",
     "embed_size": "ragsift.ingest",
+    "sized_for_embed": "ragsift.ingest",  # a chunker sized for embed (``eval``'s model tokens)
     "index_model": "ragsift.ingest",  # the model ``embed`` uses when none is given
     "unread_script": "ragsift.embedders",  # a query's script the index's model cannot read
     # chunking files (``ragsift chunk``) and building (``ragsift embed``)

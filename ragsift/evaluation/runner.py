@@ -199,26 +199,24 @@ def _materialize(dataset: SpanDataset | BeirDataset, tmpdir: Path) -> tuple[list
 
 def _make_chunker(cfg: EvalConfig) -> Any:
     """The configuration's chunker; ``tokenizer = "model"`` sizes chunks in the embedder's own
-    tokens and, without a ``size``, at ``ingest.embed_size`` (what ``ragsift embed`` does:
-    the max length less the passage prefix)."""
+    tokens and, without a ``size`` (or a ``max_chars``), at ``ingest.embed_size`` (what
+    ``ragsift embed`` does: the max length less the passage prefix; one definition:
+    ``api.sized_for_embed``)."""
+    from ragsift.api import sized_for_embed
     from ragsift.chunkers import OPTIONS, make_chunker
     from ragsift.evaluation.reference import REFERENCE_CHUNKERS
 
     options = dict(cfg.chunker_options)
     tokenizer: Any = cfg.tokenizer
     if cfg.tokenizer == "model":
-        from ragsift.api import embed_size
-        from ragsift.embedders import model_counter
-
-        tokenizer = model_counter(cfg.model)
-        if cfg.embedder_options.get("max_length"):
-            tokenizer.max_length = min(tokenizer.max_length, cfg.embedder_options["max_length"])
         sized = cfg.chunker in REFERENCE_CHUNKERS or "size" in OPTIONS.get(cfg.chunker, ())
-        if sized and "max_chars" not in options:
-            # the size `ragsift embed` uses (one definition: ingest.embed_size)
-            options.setdefault(
-                "size", embed_size(tokenizer, cfg.embedder_options.get("passage_prefix"))
-            )
+        tokenizer, options = sized_for_embed(
+            options,
+            takes_size=sized and "max_chars" not in options,
+            model_dir=cfg.model,
+            max_length=cfg.embedder_options.get("max_length") or None,
+            passage_prefix=cfg.embedder_options.get("passage_prefix"),
+        )
     try:
         if cfg.chunker in REFERENCE_CHUNKERS:
             return REFERENCE_CHUNKERS[cfg.chunker](tokenizer=tokenizer, **options)

@@ -8,7 +8,8 @@
   ``chunker_key``) and the chunk JSON lines accepted on stdin.
 - ``batch.py``: stages 3–4, batch, embed what the index lacks and commit (``Run``).
 - ``model.py``: the model, loaded ahead or on first need and bound to the index.
-- ``sizing.py``: the default chunker of ``embed``, sized in the model's tokens.
+- ``sizing.py``: the default chunker of ``embed``, sized in the model's tokens (one
+  definition, ``sized_for_embed``, which ``eval`` uses too).
 - ``local.py``, ``ray.py``: the runners, wiring the same stages and plan on this machine or
   on a Ray cluster; ``prefetch.py``: the local runner's producer thread.
 - ``run.py``: ``build_index``, the whole ``embed`` run; ``summary.py``: what runs report
@@ -21,7 +22,7 @@ Nothing here imports ``sqlite3`` or Lance: the index is reached through
 from ragsift.ingest.load import iter_chunks, iter_documents
 from ragsift.ingest.records import chunk_record, content_hash
 from ragsift.ingest.run import build_index, index_model
-from ragsift.ingest.sizing import default_embed_chunker, embed_size
+from ragsift.ingest.sizing import default_embed_chunker, embed_size, sized_for_embed
 from ragsift.ingest.summary import ChunkSummary, CountedProgress, EmbedProgress, EmbedSummary
 
 __all__ = [
@@ -37,4 +38,5 @@ __all__ = [
     "index_model",
     "iter_chunks",
     "iter_documents",
+    "sized_for_embed",
 ]

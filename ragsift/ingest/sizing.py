@@ -3,7 +3,7 @@ in the model's own tokens so that no chunk is ever truncated."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ragsift.chunkers.base import Chunker
@@ -16,6 +16,29 @@ def embed_size(counter, passage_prefix: str | None = None) -> int:
     beat 192 and 128 by 5.6 and 9.4 recall points on chroma-dev (bench/RESULTS.md)."""
     prefix = counter.count(passage_prefix) - counter.count("") if passage_prefix else 0
     return max(counter.max_length - prefix, 8)
+
+
+def sized_for_embed(
+    options: dict,
+    *,
+    takes_size: bool,
+    model_dir: str | None = None,
+    max_length: int | None = None,
+    passage_prefix: str | None = None,
+) -> tuple[Any, dict]:
+    """The one definition of a chunker sized for embed, in the model's own tokens: the
+    model's token counter (``max_length`` caps its max length) and ``options`` with ``size``
+    set to ``embed_size`` when the chunker ``takes_size`` and none is given. ``embed`` and
+    ``chunk`` (``default_embed_chunker``) and ``eval``'s ``tokenizer = "model"``
+    configurations size their chunkers through it."""
+    from ragsift.embedders import model_counter
+
+    counter = model_counter(model_dir)
+    if max_length is not None:
+        counter.max_length = min(counter.max_length, max_length)
+    if takes_size and "size" not in options:
+        options = {**options, "size": embed_size(counter, passage_prefix)}
+    return counter, options
 
 
 def default_embed_chunker(
@@ -31,26 +54,19 @@ def default_embed_chunker(
 ) -> Chunker:
     """The chunker ``embed`` uses: by default recursive, sized in the model's own tokens at
     the model's max length (special tokens included; ``max_length`` overrides it) less the
-    tokens of ``passage_prefix``, so no chunk is ever truncated. ``extra``: further strategy
-    options (``None`` values dropped)."""
+    tokens of ``passage_prefix``, so no chunk is ever truncated (``sized_for_embed``).
+    ``extra``: further strategy options (``None`` values dropped)."""
     from ragsift.chunkers import OPTIONS, make_chunker
 
-    options: dict = {k: v for k, v in extra.items() if v is not None}
+    given = dict(extra, size=size, overlap=overlap)
+    options: dict = {k: v for k, v in given.items() if v is not None}
+    tok: object = tokenizer
     if tokenizer in (None, "model"):
-        from ragsift.embedders import model_counter
-
-        counter = model_counter(model_dir)
-        if max_length is not None:
-            counter.max_length = min(counter.max_length, max_length)
-        if size is not None:
-            options["size"] = size
-        elif "size" in OPTIONS.get(strategy, ()):
-            options["size"] = embed_size(counter, passage_prefix)
-        tok: object = counter
-    else:
-        tok = tokenizer
-        if size is not None:
-            options["size"] = size
-    if overlap is not None:
-        options["overlap"] = overlap
+        tok, options = sized_for_embed(
+            options,
+            takes_size="size" in OPTIONS.get(strategy, ()),
+            model_dir=model_dir,
+            max_length=max_length,
+            passage_prefix=passage_prefix,
+        )
     return make_chunker(strategy, tokenizer=tok, **options)
