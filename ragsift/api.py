@@ -19,6 +19,7 @@ default; ``None`` disables the floor; a number is used as given. Errors a user c
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -337,6 +338,9 @@ def remove(
     return docs
 
 
+_GLOB_CHARS = re.compile(r"[*?\[]")
+
+
 def stored_path(
     typed: str,
     paths: Iterable[str],
@@ -351,18 +355,20 @@ def stored_path(
     rule of ``ls``, ``rm``, ``--path`` and the MCP server's ``read``: ``./x.md``,
     ``/abs/root/x.md`` and, from ``advanced/``, ``x.md`` all name ``advanced/x.md`` where that
     is what is stored (issue 41)."""
-    import re
-
     from ragsift.paths import typed_forms
     from ragsift.retrieval.engine import path_matches
 
-    stored = list(paths)
+    stored = paths if isinstance(paths, (set, frozenset)) else set(paths)
     forms = typed_forms(
         typed,
         None if root is None else os.fspath(root),
         None if cwd is None else os.fspath(cwd),
     )
     for form in forms:
+        if form in stored:  # a plain path: one look-up, not a scan (rm with many paths)
+            return form
+        if not _GLOB_CHARS.search(form):
+            continue
         try:
             if any(path_matches(p, [form]) for p in stored):
                 return form
@@ -490,7 +496,7 @@ class Index:
         check_globs(patterns)
         docs = self.store.documents()
         if patterns and self.typed_root is not None:
-            stored = [d.path for d in docs]
+            stored = {d.path for d in docs}
             patterns = [self._as_stored(p, stored) for p in patterns]
         return [d for d in docs if path_matches(d.path, patterns)]
 

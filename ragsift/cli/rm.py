@@ -57,7 +57,8 @@ def rm_command(
 
     with open_index(index) as idx:  # each PATH as the user typed it (one rule: stored_path)
         stored = idx.paths()
-    named = [stored_path(p, stored, root=project_root()) for p in patterns]
+    known = set(stored)
+    named = [stored_path(p, known, root=project_root()) for p in patterns]
     docs = remove(index, named, dry_run=dry_run, wait=wait)
     if as_json:
         write_jsonl(document_row(d) for d in docs)
