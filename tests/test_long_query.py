@@ -79,3 +79,29 @@ def test_a_long_paragraph_keeps_its_last_sentences():
     view = dense_view(text, emb.count_tokens, emb.max_length)
     assert view is not None and view.kept_tokens <= emb.max_length
     assert "How do I make the copy skip files that did not change?" in view.text
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "jinja2.exceptions.TemplateNotFound: product.html",
+        'Exception in thread "main" java.lang.NullPointerException: name',
+        "Caused by: java.io.IOException: closed",
+        "TypeError: Cannot read properties of undefined (reading 'map')",
+        "error[E0382]: borrow of moved value: `v`",
+        "panic: runtime error: index out of range [3] with length 3",
+        "src/main.c:3:5: error: expected ';' before '}' token",
+        "npm ERR! code ERESOLVE",
+    ],
+)
+def test_error_lines_of_several_tools_are_kept(line):
+    from ragsift.embedders import load_embedder
+    from ragsift.retrieval.search import dense_view
+
+    emb = load_embedder()
+    frames = "\n".join(
+        f"    at com.shop.cart.Service.step{i}(Service.java:{i})" for i in range(300)
+    )
+    view = dense_view(f"{line}\n{frames}\nwhat does this mean?", emb.count_tokens, 256)
+    assert view is not None and view.error_lines >= 1
+    assert line in view.text.splitlines()

@@ -53,7 +53,7 @@ def bounded(queries: Sequence[str]) -> list[str]:
 #      that ends with "?";
 #   2. the error lines, last first: a line that starts with a name ending in Error, Exception,
 #      Warning, NotFound, ... (``jinja2.exceptions.TemplateNotFound: x.html``) or with
-#      error:, fatal:, panic:, Caused by:, ERR!;
+#      error:, fatal:, panic:, Caused by:, ERR!, or a compiler's ``file:line: error:``;
 #   3. the identifiers of the rest (``render_template``, ``flask/templating.py``,
 #      ``TemplateNotFound``; a path to a file by its last two parts, a folder's path not at
 #      all), the most repeated first;
@@ -66,7 +66,8 @@ def bounded(queries: Sequence[str]) -> list[str]:
 # given the view.
 _ERROR_LINE = re.compile(
     r"^\s*(?:[\w.$:]*(?:Error|Exception|Exit|Interrupt|Warning|NotFound|Fault|Failure|Denied)"
-    r"\b|(?i:error|fatal|panic|caused by|npm err!|err!)[\s:\[])"
+    r"\b|(?i:error|fatal|panic|caused by|npm err!|err!)[\s:\[]"
+    r"|\S+:\d+:(?:\d+:)?\s*(?i:fatal error|error)\b)"  # a compiler's file:line: error:
 )
 _DECORATION = re.compile(r"^[\s^~\-=_*+|.]*$")  # ^^^^^ markers, rules, empty lines
 _SENTENCE_END = re.compile(r"(?<=[.?!])\s+")
