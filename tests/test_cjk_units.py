@@ -2,9 +2,10 @@
 
 One sentence rule (``sources.units.SENTENCE_END``) for the JSON reader's units, spans and the
 units a chunk is embedded by: a CJK sentence ends at 。！？ (full-width ．, half-width ｡) and
-the closing brackets/quotes after it, with no space needed; Han and kana count as one word per
-``CJK_WORD_CHARS`` characters for ``MIN_WORDS``/``MAX_WORDS``. A text without them gets
-exactly the units of the rule before (``units-2``): English units are byte-identical.
+the closing brackets/quotes after it, with no space needed. Words stay whitespace-separated
+(``MIN_WORDS``): a CJK sentence joins the next until a unit holds six. A text without those
+stops gets exactly the units of the rule before (``units-2``): English units are
+byte-identical.
 """
 
 from __future__ import annotations
@@ -25,13 +26,12 @@ from ragsift.sources import units
 REPO = Path(__file__).resolve().parent.parent
 # the rule of units-2 (ragsift 0.6), written out: what English text must still get
 OLD_END = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+")
-OLD_WORD = re.compile(r"\S+")
+HAN_KANA = "\u3005-\u3007\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 
 
 def _old_bounds(text: str, monkeypatch) -> list[tuple[int, int]]:
     with monkeypatch.context() as m:
         m.setattr(evidence, "_SENTENCE_END", OLD_END)
-        m.setattr(evidence, "_WORD", OLD_WORD)
         return evidence.unit_bounds(text)
 
 
@@ -57,7 +57,7 @@ def test_english_units_are_byte_identical_to_the_rule_before(monkeypatch):
     checked = 0
     for path in _english_texts():
         text = path.read_text(encoding="utf-8", errors="replace")
-        cjk = re.compile(f"[{evidence._CJK}{units.CJK_SENTENCE_STOPS}]")
+        cjk = re.compile(f"[{HAN_KANA}{units.CJK_SENTENCE_STOPS}]")
         # the docs quote a few CJK examples: their lines are left out, the rest compared
         text = "\n".join(line for line in text.split("\n") if not cjk.search(line))
         assert evidence.unit_bounds(text) == _old_bounds(text, monkeypatch), path
@@ -69,12 +69,11 @@ def test_english_units_are_byte_identical_to_the_rule_before(monkeypatch):
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=st.characters(codec="utf-8", exclude_characters="。！？．｡")))
 def test_any_text_without_cjk_stops_or_han_kana_keeps_its_units(text):
-    text = re.sub(f"[{evidence._CJK}]", "", text)
+    text = re.sub(f"[{HAN_KANA}]", "", text)
     with pytest.MonkeyPatch.context() as m:
         new = evidence.unit_bounds(text)
         new_sentences = list(units.split_sentences(text))
         m.setattr(evidence, "_SENTENCE_END", OLD_END)
-        m.setattr(evidence, "_WORD", OLD_WORD)
         m.setattr(units, "_SENTENCE_END", OLD_END)
         assert new == evidence.unit_bounds(text)
         assert new_sentences == list(units.split_sentences(text))
@@ -104,35 +103,30 @@ def test_chinese_and_japanese_sentences_split_without_spaces():
     ]
 
 
-def test_a_chinese_paragraph_gives_one_unit_per_sentence():
+def test_cjk_sentences_are_units_once_they_hold_six_words():
+    # mixed with Latin words (as documentation is): cut at a 。 once a unit holds six words
     text = (
-        "# 安装步骤\n\n安装程序会先询问语言和键盘布局。然后它会检测硬件，并加载所需的驱动程序。"
-        "如果网络可用，它会尝试通过 DHCP 自动配置网络。最后，安装程序会要求你选择一个镜像。\n"
+        "# 安装步骤\n\n运行 apt update 和 apt upgrade 可以更新系统。然后用 apt install "
+        "nginx 安装 Web 服务器。最后检查 systemctl status nginx 的输出。\n"
     )
     got = [text[a:z] for a, z in evidence.unit_bounds(text)]
     assert got == [
-        "# 安装步骤\n\n安装程序会先询问语言和键盘布局。",  # the heading reads with the first
-        "然后它会检测硬件，并加载所需的驱动程序。",
-        "如果网络可用，它会尝试通过 DHCP 自动配置网络。",
-        "最后，安装程序会要求你选择一个镜像。",
+        "# 安装步骤\n\n运行 apt update 和 apt upgrade 可以更新系统。",  # the heading joins
+        # the last sentence holds five words: it joins the one before
+        "然后用 apt install nginx 安装 Web 服务器。最后检查 systemctl status nginx 的输出。",
     ]
-    # under the rule before, the whole paragraph was one unit with its heading
-    with pytest.MonkeyPatch.context() as m:
+    with pytest.MonkeyPatch.context() as m:  # the rule before: one unit
         m.setattr(evidence, "_SENTENCE_END", OLD_END)
-        m.setattr(evidence, "_WORD", OLD_WORD)
         assert len(evidence.unit_bounds(text)) == 1
-
-
-def test_short_cjk_sentences_join_and_a_long_run_is_cut():
-    k = evidence.CJK_WORD_CHARS
-    short = "是的。" * 3 + "这一句足够长，可以自己成为一个单元。"
-    got = [short[a:z] for a, z in evidence.unit_bounds(short)]
-    assert got == [short]  # three 2-character sentences are under MIN_WORDS: they join
-    run = "汉" * (k * evidence.MAX_WORDS * 2 + 5)  # no stop at all: cut by MAX_WORDS words
-    bounds = evidence.unit_bounds(run)
-    # the 5 left over (3 words, under MIN_WORDS) join the piece before
-    assert [z - a for a, z in bounds] == [k * evidence.MAX_WORDS, k * evidence.MAX_WORDS + 5]
-    assert "".join(run[a:z] for a, z in bounds) == run
+    # pure Chinese has no spaces: each sentence is one word, they join (one unit, as before)
+    pure = "安装程序会先询问语言和键盘布局。然后它会检测硬件。最后要求你选择一个镜像。"
+    assert evidence.unit_bounds(pure) == [(0, len(pure))]
+    # sentences of Japanese with spaced words are cut the same way
+    ja = "まず端末で sudo apt update と sudo apt upgrade を実行します。次に sudo apt install nginx で Web サーバーを入れます。"
+    assert [ja[a:z] for a, z in evidence.unit_bounds(ja)] == [
+        "まず端末で sudo apt update と sudo apt upgrade を実行します。",
+        "次に sudo apt install nginx で Web サーバーを入れます。",
+    ]
 
 
 def test_an_index_of_units_2_gets_one_line_and_rebuild(tmp_path):
@@ -155,14 +149,15 @@ def test_an_index_of_units_2_gets_one_line_and_rebuild(tmp_path):
     assert run_cli("query", "password", "--index", str(path)).returncode == 0
 
 
-def test_embed_stores_one_unit_per_chinese_sentence(tmp_path):
-    """The real (default) model: the stored unit offsets of a Chinese document are its
-    sentences, and each unit's text is what the rule cut."""
+def test_embed_stores_the_units_of_the_rule(tmp_path):
+    """The real (default) model: the stored unit offsets of a Chinese document are the
+    rule's units, cut at its 。"""
     docs = tmp_path / "docs"
     docs.mkdir()
     body = (
-        "浏览器默认禁止网页向不同源的服务器发送请求。要允许前端从另一个域名调用接口，"
-        "需要在服务器上启用跨域资源共享。响应头中必须列出允许的来源和方法。"
+        "浏览器默认禁止网页向不同源的服务器发送请求，除非服务器返回 Access-Control-Allow-Origin "
+        "响应头。要允许前端从另一个域名调用接口，需要在 nginx 或应用里启用 CORS 中间件。"
+        "响应头中必须列出允许的来源、方法和 Content-Type 之类的请求头。"
     )
     (docs / "cors.md").write_text(f"# 跨域资源共享\n\n{body}\n", encoding="utf-8")
     index = tmp_path / "cjk.db"
@@ -174,8 +169,9 @@ def test_embed_stores_one_unit_per_chinese_sentence(tmp_path):
     assert not rest
     starts, ends, _, _ = evidence.decode(blob)
     got = [text[a:z] for a, z in zip(starts.tolist(), ends.tolist())]
+    assert got == [text[a:z] for a, z in evidence.unit_bounds(text)]
     assert len(got) == 3 and got[1:] == [
-        "要允许前端从另一个域名调用接口，需要在服务器上启用跨域资源共享。",
-        "响应头中必须列出允许的来源和方法。",
+        "要允许前端从另一个域名调用接口，需要在 nginx 或应用里启用 CORS 中间件。",
+        "响应头中必须列出允许的来源、方法和 Content-Type 之类的请求头。",
     ]
-    assert got[0].endswith("浏览器默认禁止网页向不同源的服务器发送请求。")
+    assert got[0].endswith("Access-Control-Allow-Origin 响应头。")
