@@ -4,7 +4,7 @@ a reader that holds a version across a writer's compaction still answers; ``info
 Lance fragments and versions.
 
 Real model (MiniLM, loaded once for the module) on a copy of a few fixture pages; every run is
-``build_index``, what ``ragsift embed`` runs."""
+``api.build``, what ``ragsift embed`` runs."""
 
 from __future__ import annotations
 
@@ -54,9 +54,9 @@ def size_on_disk(index: Path) -> int:
 
 
 def embed(folder: Path, index: Path, embedder) -> None:
-    from ragsift.ingest import build_index
+    from ragsift.api import build
 
-    build_index([str(folder)], index, embedder=embedder)
+    build(index, [folder], embedder=embedder)
 
 
 def edit(folder: Path, i: int) -> None:

@@ -301,11 +301,28 @@ def test_lance_index_is_written_by_the_workers_not_the_driver(local_ray, tmp_pat
     def killed(*args, **kwargs):
         raise KeyboardInterrupt
 
+    def data_files() -> set[str]:
+        return set(os.listdir(os.path.join(chunks_uri, "data")))
+
+    files = data_files()
     monkeypatch.setattr(LanceIndex, "commit_fragments", killed)
     with pytest.raises(KeyboardInterrupt):
         build_index([str(docs)], str(tmp_path / "w.lance"), engine="ray")
     assert distributed.LAST_RUN["rows_written_by_workers"] >= 1
     assert lance.dataset(chunks_uri).version == version
+    assert data_files() == files  # the workers' files were removed with the interruption
+    monkeypatch.undo()
+    # refused after the workers wrote (the model the workers loaded is refused): the same
+    from ragsift.errors import RagsiftError
+
+    def refused(prints, dims):
+        raise RagsiftError("index w.lance holds another model's vectors")
+
+    monkeypatch.setattr(distributed.Pool, "one_model", staticmethod(refused))
+    with pytest.raises(RagsiftError, match="another model"):
+        build_index([str(docs)], str(tmp_path / "w.lance"), engine="ray")
+    assert distributed.LAST_RUN["rows_written_by_workers"] >= 1
+    assert lance.dataset(chunks_uri).version == version and data_files() == files
     monkeypatch.undo()
     with LanceIndex.open(str(tmp_path / "w.lance")) as idx:
         assert idx.verify() == []
@@ -313,3 +330,39 @@ def test_lance_index_is_written_by_the_workers_not_the_driver(local_ray, tmp_pat
     assert (s.parsed, s.unchanged) == (1, 5)
     build_index([str(docs)], str(tmp_path / "local.db"))
     assert_same(contents(str(tmp_path / "local.db")), contents(str(tmp_path / "w.lance")))
+
+
+def test_a_ray_run_prints_no_restart_notice(tmp_path):
+    """Ray's C++ ``core_worker.cc … max_restarts > 0`` line (every Ray Data actor pool logs it,
+    ray-project/ray#57733) is not printed by a normal run (issue 41, item 6)."""
+    docs = corpus(tmp_path / "docs", n=3)
+    proc = run_cli("embed", str(docs), "--index", str(tmp_path / "n.lance"), "--engine", "ray")
+    assert proc.returncode == 3, proc.stderr  # bad.json skipped
+    assert "core_worker.cc" not in proc.stderr and "max_restarts" not in proc.stderr
+    assert "bad.json" in proc.stderr and "3 parsed" in proc.stderr  # the rest is there
+
+
+def test_the_restart_notice_filter_drops_that_line_only(tmp_path):
+    """``restart_notice_dropped``: what C++ writes to fd 2 passes through, in order, except
+    the notice; Python's own stderr lines too (no Ray needed: the bytes Ray writes)."""
+    code = textwrap.dedent(
+        """
+        import os, sys
+        from ragsift.ingest.ray import restart_notice_dropped
+        with restart_notice_dropped():
+            os.write(2, b"[2026-12-05 02:13:08,843 E 1 1] core_worker.cc:2465: Actor with "
+                     b"class name: 'MapWorker(MapBatches(EmbedWriteActor))' and ID: 'a5' has "
+                     b"constructor arguments in the object store and max_restarts > 0. If ...\\n")
+            os.write(2, b"[2026-12-05 02:13:09,001 E 1 1] core_worker.cc:99: a real error\\n")
+            print("ragsift: a progress line", file=sys.stderr, flush=True)
+            os.write(2, b"no newline at the end")
+        print("after", file=sys.stderr)
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True
+    )
+    assert proc.stderr == (
+        "[2026-12-05 02:13:09,001 E 1 1] core_worker.cc:99: a real error\n"
+        "ragsift: a progress line\nno newline at the endafter\n"
+    )

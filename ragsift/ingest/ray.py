@@ -34,7 +34,9 @@ Not distributed (measured in bench/RESULTS.md): the change set and the commit.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 from typing import TYPE_CHECKING, Any
 
 from ragsift.errors import RagsiftError
@@ -45,6 +47,7 @@ from ragsift.ingest.records import content_hash, index_records
 
 if TYPE_CHECKING:
     from ragsift.ingest.batch import Run
+    from ragsift.ingest.request import BuildRequest
 
 # What the last ``ingest_files`` moved: vectors streamed back to the driver, chunk rows the
 # workers wrote to a Lance index themselves, and the fragments they wrote (read by tests).
@@ -98,6 +101,71 @@ def connect(address: str | None) -> Any:
     ctx.enable_progress_bars = False
     ctx.print_on_execution_start = False
     return ray
+
+
+# Ray's C++ core worker logs this at ERROR on the driver's stderr each time Ray Data starts an
+# actor pool: Ray Data hands its actors their function through the object store, and Ray
+# warns that a restart could fail if that object were lost (ray-project/ray#53727, #57733).
+# Here it is held by this process for the whole stage, so restarts work (a killed actor is
+# retried: tests/test_ray_engine.py); the line is noise on every run (issue 41, item 6).
+RESTART_NOTICE = re.compile(
+    rb"core_worker\.cc:\d+: Actor with class name: .* has constructor arguments in the "
+    rb"object store and max_restarts > 0"
+)
+
+
+@contextlib.contextmanager
+def restart_notice_dropped():
+    """While inside, the driver's file descriptor 2 (where Ray's C++ code writes, out of
+    Python's reach) goes through a pipe that drops ``RESTART_NOTICE`` lines and passes every
+    other byte on at once, in order: real errors still show. Nothing done where fd 2 cannot
+    be duplicated."""
+    import sys
+    import threading
+
+    with contextlib.suppress(Exception):
+        sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+        read_end, write_end = os.pipe()
+    except OSError:
+        yield
+        return
+
+    def pump() -> None:
+        pending = b""
+        while True:
+            try:
+                data = os.read(read_end, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            *lines, pending = (pending + data).split(b"\n")
+            out = b"".join(ln + b"\n" for ln in lines if not RESTART_NOTICE.search(ln))
+            if pending and not pending.startswith(b"["):  # only a log line is held back
+                out, pending = out + pending, b""
+            if out:
+                with contextlib.suppress(OSError):
+                    os.write(saved, out)
+        if pending and not RESTART_NOTICE.search(pending):
+            with contextlib.suppress(OSError):
+                os.write(saved, pending)
+        os.close(read_end)
+
+    thread = threading.Thread(target=pump, name="ray-stderr", daemon=True)
+    thread.start()
+    os.dup2(write_end, 2)
+    os.close(write_end)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+        os.dup2(saved, 2)  # the pipe's last writer gone: the pump ends
+        thread.join(timeout=5)
+        if not thread.is_alive():  # else a child still holds the pipe: the pump keeps it
+            os.close(saved)
 
 
 def _kill_once(stage: str) -> None:
@@ -255,39 +323,46 @@ class _Precomputed:
 
 def ingest_files(
     run: Run,
-    paths: list[str],
+    request: BuildRequest,
     chunker: Any,
-    include: list[str] | None,
-    exclude: list[str] | None,
-    prune: bool,
     *,
-    address: str | None = None,
     workers: int | None = None,
     threads: int | None = None,
-    max_file_size: int | None = None,
-    follow_links: bool = False,
 ) -> ChangePlan:
     """The Ray counterpart of ``ingest.local.ingest_files``: the same walk, change plan,
-    summary and commits; returns the plan."""
+    summary and commits; returns the plan. ``workers``/``threads``: the embedding actors and
+    the onnxruntime threads of each (None: one actor per CPU the texts can use, 1 thread)."""
+    rules = request.walk
+    key_of_chunker = run.use_chunker(chunker)
+    found = walk(request.paths, rules, run.skip, run.on_warning, run.summary.ignored)
+    # -- the change plan, on the driver, exactly as a local run ------------------------------
+    plan = ChangePlan(run.store.documents_state(), key_of_chunker, run.root)
+    changed = _changed_files(run, plan, found.files, rules.max_file_size)
+    LAST_RUN.clear()
+    LAST_RUN.update(vectors_to_driver=0, rows_written_by_workers=0, fragments=0)
+    if changed:
+        _ray_stages(run, request.ray_address, plan, changed, chunker, (workers, threads))
+    run.flush()
+    if request.prune:  # only what is certainly gone from a folder listed in this run (as locally)
+        run.remove(plan.gone(list(request.paths), found))
+    return plan
+
+
+def _changed_files(
+    run: Run, plan: ChangePlan, files: list, max_file_size: int | None
+) -> list[dict]:
+    """The change plan's side on the driver: each discovered file unchanged (counted, as a
+    local run counts it) or changed, a row for the parse stage."""
     import hashlib
 
     from ragsift.errors import SkipFile
-    from ragsift.index.backend import DocumentWrite, FragmentCommits
     from ragsift.sources import DEFAULT_MAX_FILE_SIZE, read_bytes
 
-    s = run.summary
-    key_of_chunker = run.use_chunker(chunker)
-    found = walk(
-        paths, include, exclude, follow_links, run.skip, run.on_warning, s.ignored, run.root
-    )
-    files = found.files
     cap = DEFAULT_MAX_FILE_SIZE if max_file_size is None else max_file_size
-    # -- the change plan, on the driver, exactly as a local run ------------------------------
-    plan = ChangePlan(run.store.documents_state(), key_of_chunker, run.root)
     changed: list[dict] = []
     run.progress.start(len(files))
     for sf in files:
-        s.discovered += 1
+        run.summary.discovered += 1
         key = plan.key(sf)
         u = plan.by_stat(sf, key)
         if u is None and plan.needs_bytes(key, sf):
@@ -310,9 +385,26 @@ def ingest_files(
                 "pipeline": plan.pipeline(sf),
             }
         )
+    return changed
+
+
+def _ray_stages(
+    run: Run,
+    address: str | None,
+    plan: ChangePlan,
+    changed: list[dict],
+    chunker: Any,
+    sizes: tuple[int | None, int | None],
+) -> None:
+    """The changed files through the Ray stages (parse, then embed: the workers write a Lance
+    index's chunk rows themselves, a SQLite index's vectors come back to ``run``); ``sizes``:
+    the actor pool's workers and threads."""
+    import contextlib
+    import sys
+
+    from ragsift.index.backend import DocumentWrite, FragmentCommits
+
     by_key = {c["key"]: c for c in changed}
-    LAST_RUN.clear()
-    LAST_RUN.update(vectors_to_driver=0, rows_written_by_workers=0, fragments=0)
 
     def write_of(row: dict, recs: list[dict]) -> DocumentWrite:
         c = by_key[row["key"]]
@@ -330,39 +422,25 @@ def ingest_files(
             chunker=c["pipeline"],
         )
 
-    if changed:
-        import contextlib
-        import sys
-
-        # Ray prints worker-death notices on the driver's stdout; keep stdout for --json.
-        with contextlib.redirect_stdout(sys.stderr):
-            owned = not _ray().is_initialized()
-            ray = connect(address)
-            fragments = isinstance(run.store, FragmentCommits)
-            try:
-                docs = _parse_stage(ray, run, changed, chunker)
-                pool = Pool(
-                    ray,
-                    run.model.model_dir,
-                    run.model.options,
-                    run.model.batch_size,
-                    workers,
-                    threads,
-                )
-                if fragments:  # the workers write the chunk rows; one commit here
-                    _write_fragments(pool, run, [write_of(r, recs) for r, recs in docs])
-                    docs = []
-                else:
-                    _embed_stage(pool, run, docs)
-            finally:
-                if owned:
-                    ray.shutdown()
-        for row, recs in docs:
-            run.add(write_of(row, recs))
-    run.flush()
-    if prune:  # only what is certainly gone from a folder listed in this run (as locally)
-        run.remove(plan.gone(paths, found))
-    return plan
+    # Ray prints worker-death notices on the driver's stdout; keep stdout for --json.
+    with contextlib.redirect_stdout(sys.stderr):
+        owned = not _ray().is_initialized()
+        ray = connect(address)
+        fragments = isinstance(run.store, FragmentCommits)
+        try:
+            docs = _parse_stage(ray, run, changed, chunker)
+            slot = run.model
+            pool = Pool(ray, slot.model_dir, slot.options, slot.batch_size, *sizes)
+            if fragments:  # the workers write the chunk rows; one commit here
+                _write_fragments(pool, run, [write_of(r, recs) for r, recs in docs])
+                docs = []
+            else:
+                _embed_stage(pool, run, docs)
+        finally:
+            if owned:
+                ray.shutdown()
+    for row, recs in docs:
+        run.add(write_of(row, recs))
 
 
 def _parse_stage(
@@ -446,7 +524,8 @@ class Pool:
             max_restarts=-1,
             max_task_retries=-1,
         )
-        yield from ds.iter_batches(batch_size=None, batch_format="numpy")
+        with restart_notice_dropped():
+            yield from ds.iter_batches(batch_size=None, batch_format="numpy")
 
     @staticmethod
     def one_model(prints: set[str], dims: set[int]) -> dict:
@@ -507,9 +586,7 @@ def _write_fragments(pool: Pool, run: Run, writes: list) -> None:
     texts the index lacks and writes their chunk rows as fragments; the driver writes the
     document rows and the chunks whose vector the index already holds, then commits everything
     as ONE transaction. Same summary counts as ``Run.flush``."""
-    import json
-
-    s, store = run.summary, run.store
+    store = run.store
     if not writes:
         return
     hashes = [r["content_hash"] for w in writes for r in w.records]
@@ -541,6 +618,31 @@ def _write_fragments(pool: Pool, run: Run, writes: list) -> None:
                 )
                 g["rows"].append(chunk)
     fragments: list[str] = []
+    try:
+        _embed_and_commit(pool, run, writes, groups, here_rows, here_vecs, truncated, fragments)
+    except BaseException:  # a refusal or an interruption: the workers' files go too
+        with contextlib.suppress(Exception):
+            store.discard_fragments(fragments)
+        raise
+
+
+def _embed_and_commit(
+    pool: Pool,
+    run: Run,
+    writes: list,
+    groups: dict[str, dict],
+    here_rows: list[dict],
+    here_vecs: list,
+    truncated: dict[str, int],
+    fragments: list[str],
+) -> None:
+    """``_write_fragments``' second half: the actors write the rows of ``groups`` (their
+    fragments' metadata collected in ``fragments`` as they come back), the model is checked
+    (``one_model``, ``ModelSlot.use``: the refusal), and the run is committed."""
+    import json
+
+    s, store = run.summary, run.store
+    hashes = [r["content_hash"] for w in writes for r in w.records]
     dim = store.dimensions()
     if groups:
         items = [
