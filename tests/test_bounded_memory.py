@@ -192,3 +192,64 @@ def test_chunk_of_a_large_file_has_bounded_memory(tmp_path):
     base = _peak_kb("chunk", str(small))
     peak = _peak_kb("chunk", str(big))
     assert peak - base <= 20 * size_kb, (peak, base, size_kb)
+
+
+# -- markdown: pieces that can hold no heading and no HTML are not parsed -------------------
+
+
+def _markdown(rng: random.Random, size: int) -> str:
+    """Long markdown: plain paragraphs, and in its middle third a few headings (ATX and
+    setext), raw HTML, entities, reference links and definitions (inside quotes too), fences
+    and tables; so the pieces at both ends hold neither a heading nor HTML."""
+    rare = [
+        "# Title [ref]",
+        "Setext title\n------------",
+        "## Second *level* `code`",
+        "<div>\n<b>bold</b> text\n</div>",
+        "Entities &amp; &#42; and a <span>tag</span>.",
+        "[ref]: https://example.com/a",
+        "> [quoted]: /b\n> # Quoted heading",
+        "```\n# not a heading\n<div>\n```",
+        "| a | b |\n|---|---|\n| 1 | 2 |",
+        "    # indented code",
+        "p < 0.05 & q > 1 and [quoted] and [ref]",
+    ]
+    out: list[str] = []
+    total = 0
+    while total < size:
+        middle = size / 3 < total < 2 * size / 3
+        if middle and rng.random() < 0.05:
+            part = rng.choice(rare)
+        else:
+            part = " ".join(rng.choices(WORDS[:20], k=rng.randint(5, 60)))
+        out.append(part)
+        total += len(part) + 2
+    return "\n\n".join(out)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_markdown_skipping_pieces_reads_the_same_document(monkeypatch, seed):
+    from ragsift.sources import markdown
+
+    text = _markdown(random.Random(seed), 400_000)  # ~6 pieces of PIECE_CHARS
+    original = markdown._token_pieces
+    declined = []
+
+    def counting(text, starts, need=None):
+        def asked(src):
+            declined.append(not need(src))
+            return not declined[-1]
+
+        return original(text, starts, asked)
+
+    monkeypatch.setattr(markdown, "_token_pieces", counting)
+    skipped = markdown.parse_markdown(text, "a.md")
+    assert any(declined) and not all(declined)
+    monkeypatch.setattr(
+        markdown, "_token_pieces", lambda text, starts, need=None: original(text, starts)
+    )
+    whole = markdown.parse_markdown(text, "a.md")
+    assert skipped.text == whole.text
+    assert skipped.headings == whole.headings and skipped.lines == whole.lines
+    assert skipped.warnings == whole.warnings
+    assert whole.headings is not None and whole.text != text  # headings found, HTML reduced

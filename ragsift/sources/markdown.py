@@ -22,6 +22,7 @@ from __future__ import annotations
 import heapq
 import re
 from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import replace
 from functools import cache
 from importlib import import_module
@@ -148,11 +149,15 @@ def _cut_lines(text: str, starts: tuple[int, ...]) -> tuple[list[int], list[int]
     return cuts, parsed, parsed_chars
 
 
-def _token_pieces(text: str, starts: tuple[int, ...]) -> Any:
+def _token_pieces(
+    text: str, starts: tuple[int, ...], need: Callable[[str], bool] | None = None
+) -> Any:
     """``(tokens, env)`` of ``text`` piece by piece (see ``PIECE_CHARS``), each token's
     ``map`` in lines of the whole text; ``env`` holds the whole text's link references.
     One piece, as before, when the text is short and holds no long table. Raises
-    ``BlockBound``."""
+    ``BlockBound``. ``need(source)``: whether a piece (of several) is parsed at all; the
+    pieces it declines are not yielded (``parse_markdown`` parses only pieces that may hold a
+    heading or raw HTML: most of a long document holds neither, issue 40 item 7)."""
     n = len(starts)
     if len(text) <= PIECE_CHARS and (n <= PIECE_ROWS or _TABLE_HEAD.search(text) is None):
         yield _block_tokens(text)
@@ -205,12 +210,17 @@ def _token_pieces(text: str, starts: tuple[int, ...]) -> Any:
     if len(pieces) > 1 and _REFERENCE_DEFINITION.search(text):
         for a, b in pieces:  # a reference may be used before (or in another piece than) where
             part: dict = {}  # it is defined: the whole text's, first definition first
-            _parser().parse(source(a, b)[0], part)
+            src = source(a, b)[0]
+            if "]:" not in src:  # (every definition, in any container, holds "]:")
+                continue
+            _parser().parse(src, part)
             for key, value in part.get("references", {}).items():
                 env.setdefault("references", {}).setdefault(key, value)
     for a, b in pieces:
         part = {}
         src, shift = source(a, b)
+        if need is not None and not need(src):
+            continue
         tokens = _parser().parse(src, part)
         del src
         if shift != a:  # the header's tokens are not the file's: no map (the table's rows
@@ -316,7 +326,16 @@ def parse_markdown(
     edits: list[tuple[int, int, str]] = []
     if html or _may_have_headings(text):
         try:
-            for tokens, env in _token_pieces(text, lines.starts or (0,)):
+            # a piece without a line that may be a heading, and without a tag or character
+            # reference, has no heading and nothing to reduce (the same superset tests as
+            # for the whole text): it is not parsed
+            if html:
+                need = lambda src: (  # noqa: E731
+                    _may_have_headings(src) or _MAY_HAVE_HTML.search(src) is not None
+                )
+            else:
+                need = _may_have_headings
+            for tokens, env in _token_pieces(text, lines.starts or (0,), need):
                 found = [
                     (tok, tokens[i + 1] if i + 1 < len(tokens) else None)
                     for i, tok in enumerate(tokens)
