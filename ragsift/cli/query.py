@@ -159,6 +159,12 @@ Examples:
 
   ragsift query "bee swarm" -i idx.db --span best --json | jq -r .span_text
 
+  ragsift query -i idx.db -- --dry-run
+
+A query that starts with a dash goes after --, which ends the options (as in the last
+example); a query longer than the model reads gives the model its last line, its error lines
+and its identifiers (stderr says what was left out).
+
 Exit status: 0 when something was admitted (for any query of a batch), 1 when nothing
 cleared the threshold (or the index holds no chunks), 2 on errors (also: a model with no
 measured threshold and none given or tuned).
@@ -248,7 +254,8 @@ def query_command(
             any_admitted = True
         else:
             prefix = f"{r.query!r}: " if batch else ""
-            warn(prefix + (nothing_hint(r, outcome_hint(r), paths) or "nothing admitted"))
+            hint = nothing_hint(r, outcome_hint(r), paths, source=found.threshold.source)
+            warn(prefix + (hint or "nothing admitted"))
     raise typer.Exit(EXIT_OK if any_admitted else EXIT_NOTHING)
 
 
