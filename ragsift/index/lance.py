@@ -241,16 +241,21 @@ class LanceIndex(LanceWriter, FragmentCommits):
         self.close()
 
     def stale(self) -> bool:
-        """Reader: whether a newer version was committed than the one read."""
+        """Reader: whether a newer version was committed than the one read (of the chunks or
+        of the settings)."""
         if self.mode != "r":
             return False
-        try:
-            latest = self._dataset(self._chunks_uri)
-        except Exception:
-            return False
-        if latest is None or self._ds is None:
-            return (latest is None) != (self._ds is None)
-        return latest.version != self._ds.version
+        for uri, have in ((self._chunks_uri, self._ds), (self._settings_uri, self._settings_ds)):
+            try:
+                latest = self._dataset(uri)
+            except Exception:
+                continue
+            if latest is None or have is None:
+                if (latest is None) != (have is None):
+                    return True
+            elif latest.version != have.version:
+                return True
+        return False
 
     def refresh(self) -> None:
         """Reader: move to the newest committed version."""
