@@ -342,3 +342,30 @@ def test_chunk_table_under_100_columns_is_one_block_per_chunk(tmp_path):
     assert "  a note ␛[31mred␛[0m here" in lines
     wide = run_cli("chunk", str(folder), "--format", "table", env=WIDE)
     assert "┃" in wide.stdout
+
+
+def test_a_hint_proposes_only_a_plausible_threshold():
+    """Issue 41 item 6: for a plainly off-topic question the hint proposed `--threshold 0.03`,
+    which admits noise. A threshold is proposed only for a best candidate scoring at least
+    PLAUSIBLE_SHARE of the measured default (0.17 here: 0.085); under it, none, and no
+    "tune --save" either."""
+    from ragsift.retrieval.hints import hints
+    from ragsift.retrieval.topk import PLAUSIBLE_SHARE, outcome_hint, plausible_floor
+
+    assert PLAUSIBLE_SHARE == 0.5 and plausible_floor(0.17, "dense") == pytest.approx(0.085)
+    assert plausible_floor(0.9, "dense") == pytest.approx(0.085)  # the default, if lower
+    assert plausible_floor(0.1, "dense") == pytest.approx(0.05)  # the threshold, if lower
+    off_topic = _record([0.042, 0.03, 0.02], threshold=0.17)
+    hint = outcome_hint(off_topic)
+    assert "best candidate 0.042" in hint and "no lower threshold is proposed" in hint
+    assert "--threshold" not in " ".join(hints(off_topic, hint))
+    near = _record([0.12, 0.03], threshold=0.17)
+    assert "`--threshold 0.12` would admit 1" in outcome_hint(near)
+    assert "tune --save" in hints(near, outcome_hint(near))[0]
+
+
+def test_an_off_topic_query_gets_no_threshold_proposal_on_the_cli(index):
+    proc = run_cli("query", "What is the capital of France?", "-i", index)
+    assert proc.returncode == 1
+    assert "no lower threshold is proposed" in proc.stderr, proc.stderr
+    assert "--threshold" not in proc.stderr and "tune --save" not in proc.stderr

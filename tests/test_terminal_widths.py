@@ -251,6 +251,22 @@ def test_explain_default_threshold_fits(messy_index, width):
     check_layout(proc.stdout, rec, width)
 
 
+def test_the_header_wraps_between_phrases_at_80_columns(fixtures_index):
+    """Issue 41 item 6: with fewer candidates than k + the reject window, the counts line
+    ("24 candidates: all there are (k 3 + reject window 30 allow 33) · 1 admitted · 23
+    rejected") is longer than 80 columns; it was wrapped by words ("· 23" / "rejected")."""
+    proc = explain(fixtures_index, BEES, 80, "--reject-window", "30")
+    assert proc.returncode == 0, proc.stderr
+    head = proc.stdout.splitlines()[:6]
+    counts = [line for line in head if "admitted" in line or "rejected" in line]
+    assert any("all there are (k 3 + reject window 30 allow 33)" in line for line in head), head
+    assert any(re.search(r"\b\d+ admitted", line) for line in counts), head
+    assert any(re.search(r"\b\d+ rejected", line) for line in counts), head
+    for line in head:
+        assert cell_len(line) <= 80 and not re.search(r"(·|\d)$", line.rstrip()), head
+        assert not line.startswith(("rejected", "admitted")), head
+
+
 # -- info --------------------------------------------------------------------------------------
 
 INFO_KEYS = {

@@ -254,3 +254,30 @@ def test_tune_and_eval_share_one_definition_of_each_metric():
         )
     at_half = rows[2]  # 0.5 admits 0.8 and both 0.5 scores (ties admitted): 2 of 4 relevant
     assert (at_half["precision"], at_half["recall"], at_half["empty"]) == (0.5, 0.6667, 0.3333)
+
+
+def test_after_tune_save_the_nothing_admitted_hint_no_longer_says_to_run_it(labelled, tmp_path):
+    """Issue 41 item 6: after `tune --save`, a query that admits nothing still said "or tune a
+    threshold on your own questions and keep it: `ragsift tune --save`", which is what was
+    just done. Now it says the threshold in force was tuned, and how to change it."""
+    import shutil
+
+    from ragsift.retrieval.hints import TUNE_NOTE, TUNED_NOTE
+    from tests.conftest import run_cli
+
+    index, queries = labelled
+    copy = tmp_path / "tuned.db"
+    shutil.copy(index, copy)
+    # a weak match: its best candidate (~0.10) is under the threshold both before (0.17) and
+    # after tuning (the middle of the plateau from 0.12 up), above where off-topic ones score
+    off_topic = "winter preparations"
+    before = run_cli("query", off_topic, "-i", str(copy))
+    assert before.returncode == 1 and TUNE_NOTE[2:] in before.stderr, before.stderr
+    saved = run_cli("tune", "-i", str(copy), "--queries", queries, "--save")
+    assert saved.returncode == 0, saved.stderr
+    for command in ("query", "explain"):
+        proc = run_cli(command, off_topic, "-i", str(copy), env={"COLUMNS": "200"})
+        assert proc.returncode == 1, proc.stderr
+        said = proc.stderr + proc.stdout
+        assert "nothing cleared the threshold" in said, said
+        assert TUNE_NOTE[2:] not in said and TUNED_NOTE[2:40] in said, said

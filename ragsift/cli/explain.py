@@ -114,7 +114,7 @@ def explain_command(
             stdout_console(),
             r,
             found.attributions[0],
-            hints(r, outcome_hint(r), found.paths),
+            hints(r, outcome_hint(r), found.paths, source=floor.source),
             found.model,
             floor.label,
             query_truncated=cut,
@@ -198,7 +198,8 @@ def render(
         details.append(f"--path {r.path_filter}")
     for row in packed(details, width):  # the threshold and its origin never split
         out(Text(shown(row), style="dim"))
-    out(Text(counts_line(r), style="dim"))
+    for row in packed(counts_line(r).split(" · "), width):  # wrapped between its phrases
+        out(Text(shown(row), style="dim"))
     if query_truncated:
         out(
             Text(

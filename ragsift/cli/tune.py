@@ -151,26 +151,31 @@ def render(console: Console, report: TuneReport, max_rows: int) -> None:
         f"{report.k} · objective {report.objective}",
         highlight=False,
     )
-    ranking = "  ".join(
+    from ragsift.cli.explain import packed
+
+    ranking = [
         f"{name} {value:.3f}"
         for name, value in report.ranking.items()
         if name != "answerable_queries"
-    )
-    console.print(
-        f"[dim]ranking of the first k (any threshold): {ranking} over "
-        f"{int(report.ranking['answerable_queries'])} answerable queries[/]",
-        highlight=False,
-    )
+    ]
+    parts = [
+        "ranking of the first k (any threshold):",
+        *ranking,
+        f"over {int(report.ranking['answerable_queries'])} answerable queries",
+    ]
+    for row in packed(parts, console.width, sep="  "):  # wrapped between its phrases
+        console.print(f"[dim]{row}[/]", highlight=False)
 
     table = Table(title="threshold sweep", title_justify="left")
+    # two-line headers: the table fits 80 columns with every header whole (#41)
     for col in (
         "threshold",
         "precision",
         "recall",
         "F1",
         "nothing",
-        "nothing (answerable)",
-        "admitted/query",
+        "nothing\n(answerable)",
+        "admitted\nper query",
     ):
         table.add_column(col, justify="right")
     for row in _pick_rows(report.rows, rec, max_rows):

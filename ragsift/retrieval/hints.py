@@ -69,6 +69,11 @@ def under_floor(r: Retrieval) -> bool:
 
 
 TUNE_NOTE = "; or tune a threshold on your own questions and keep it: `ragsift tune --save`"
+# when the threshold in force is already a tuned one, "run tune --save" is no fix (issue 41)
+TUNED_NOTE = (
+    "; the threshold in force was tuned on your labelled questions: if this one should be "
+    "answered, add it to them and run `ragsift tune --save` again"
+)
 
 
 def path_hint(pattern: str, paths: list[str], show: int = 3, flag: str = "--path ") -> str:
@@ -94,13 +99,17 @@ def path_hint(pattern: str, paths: list[str], show: int = 3, flag: str = "--path
 
 
 def hints(
-    r: Retrieval, base: str | None, paths: list[str] | None = None, setting: Setting = cli_setting
+    r: Retrieval,
+    base: str | None,
+    paths: list[str] | None = None,
+    setting: Setting = cli_setting,
+    source: str | None = None,
 ) -> list[str]:
     """Every hint for one retrieval, most important first. ``base`` is the retrieval layer's
     own ``outcome_hint`` (in the same words); ``paths`` the stored document paths (for an
-    empty ``--path``)."""
+    empty ``--path``); ``source``: where the threshold came from (``ThresholdInForce.source``)."""
     out: list[str] = []
-    first = nothing_hint(r, base, paths, setting)
+    first = nothing_hint(r, base, paths, setting, source)
     if first:
         out.append(first)
     extra = k_hint(r, setting)
@@ -110,13 +119,22 @@ def hints(
 
 
 def nothing_hint(
-    r: Retrieval, base: str | None, paths: list[str] | None, setting: Setting = cli_setting
+    r: Retrieval,
+    base: str | None,
+    paths: list[str] | None,
+    setting: Setting = cli_setting,
+    source: str | None = None,
 ) -> str | None:
     """The retrieval layer's ``outcome_hint`` (``base``) with what only the CLI can add: the
     shape of the stored paths for an empty ``--path``, and for a best candidate under the
-    floor (``base`` names it and its score) the lasting fix, ``tune --save``."""
+    floor (``base`` names it and its score) the lasting fix, ``tune --save`` (``TUNED_NOTE``
+    when the threshold in force, ``source``, is already a tuned one)."""
+    from ragsift.retrieval.threshold import TUNED
+    from ragsift.retrieval.topk import proposes_threshold
+
     if r.searched == 0 and r.path_filter and not r.corpus_empty and paths is not None:
         return path_hint(r.path_filter, paths, flag=setting("path") + " ")
-    if base and under_floor(r) and setting is cli_setting:  # (a CLI command's lasting fix)
-        return base + TUNE_NOTE
+    # (a CLI command's lasting fix; none for a query whose best candidate scores off-topic)
+    if base and under_floor(r) and proposes_threshold(r) and setting is cli_setting:
+        return base + (TUNED_NOTE if source == TUNED else TUNE_NOTE)
     return base

@@ -421,6 +421,36 @@ def admitting_threshold(score: float) -> float:
     return math.floor(score * 100) / 100
 
 
+# A hint proposes a lower threshold only for a best candidate that scores at least
+# PLAUSIBLE_SHARE of the mode's measured default threshold (or of the threshold in force, if
+# lower); under that, the best candidate scores like an off-topic question's best and a
+# proposed threshold would admit noise (issue 41: "--threshold 0.03" for a plainly off-topic
+# question). Measured on the English docs sites (bench/bench_hint_threshold.py, RESULTS
+# "Plausible thresholds in hints"): at the default 0.17, the best candidates of off-topic
+# questions that admit nothing score 0.020-0.067 on Typer (11) and 0.019-0.068 on Flask
+# (11 of 12; one 0.113), the one answerable miss whose best candidate is right 0.121; half
+# the default (0.085) proposes for 0/11 and 1/12 off-topic and keeps that miss.
+PLAUSIBLE_SHARE = 0.5
+
+
+def plausible_floor(threshold: float, mode: str) -> float:
+    """The lowest score whose admitting threshold a hint may propose (``PLAUSIBLE_SHARE``)."""
+    from ragsift.retrieval.relevance import DEFAULT_THRESHOLDS
+
+    return PLAUSIBLE_SHARE * min(threshold, DEFAULT_THRESHOLDS.get(mode, threshold))
+
+
+def proposes_threshold(r: Retrieval) -> bool:
+    """Whether a "nothing cleared the threshold" hint proposes one: a best candidate under
+    the threshold, at or above ``plausible_floor``."""
+    best = r.best
+    return (
+        best is not None
+        and r.threshold is not None
+        and plausible_floor(r.threshold, r.mode) <= best.score < r.threshold
+    )
+
+
 Setting = Callable[..., str]  # (name, value=None) -> a reader's words that set it
 
 
@@ -455,6 +485,14 @@ def outcome_hint(r: Retrieval, setting: Setting = cli_setting) -> str | None:
                 f"the best hit ({best.chars} chars, {best.location}) does not fit "
                 f"{setting('max_chars', r.max_chars)}; "
                 f"`{setting('max_chars', best.chars)}` would admit it"
+            )
+        if r.threshold is not None and best.score < r.threshold and not proposes_threshold(r):
+            return (
+                f"nothing cleared the threshold {r.threshold:.2f}: best candidate "
+                f"{best.score:.3f} at {best.location}, under "
+                f"{plausible_floor(r.threshold, r.mode):.3f}, where off-topic questions score: "
+                "the index holds nothing relevant enough for this query (no lower threshold "
+                "is proposed)"
             )
         if r.threshold is not None and best.score < r.threshold:
             suggestion = admitting_threshold(best.score)
