@@ -264,7 +264,7 @@ WORDS = [
 def bench_ray(work: Path) -> dict:
     import ray
 
-    from ragsift.ingest import build_index, default_embed_chunker
+    from ragsift.ingest import BuildRequest, build_index, default_embed_chunker
     from ragsift.ingest import ray as distributed
 
     docs = work / "raydocs"
@@ -279,7 +279,7 @@ def bench_ray(work: Path) -> dict:
     for p in ("local.db", "ray.db"):
         Path(work / p).unlink(missing_ok=True)
     t0 = time.perf_counter()
-    s = build_index([str(docs)], str(work / "local.db"), chunker)
+    s = build_index(BuildRequest.of(str(work / "local.db"), [str(docs)], chunker=chunker))
     out["local_s"] = round(time.perf_counter() - t0, 1)
     out["chunks"] = s.chunks
     t0 = time.perf_counter()
@@ -287,14 +287,24 @@ def bench_ray(work: Path) -> dict:
     out["ray_init_s"] = round(time.perf_counter() - t0, 1)
     t0 = time.perf_counter()
     s = build_index(
-        [str(docs)], str(work / "ray.db"), default_embed_chunker(None, size=64), engine="ray"
+        BuildRequest.of(
+            str(work / "ray.db"),
+            [str(docs)],
+            chunker=default_embed_chunker(None, size=64),
+            engine="ray",
+        )
     )
     out["ray_s"] = round(time.perf_counter() - t0, 1)
     out["overhead_ratio"] = round(out["ray_s"] / out["local_s"], 2)
     out["overhead_ratio_incl_init"] = round((out["ray_s"] + out["ray_init_s"]) / out["local_s"], 2)
     t0 = time.perf_counter()
     build_index(
-        [str(docs)], str(work / "ray.db"), default_embed_chunker(None, size=64), engine="ray"
+        BuildRequest.of(
+            str(work / "ray.db"),
+            [str(docs)],
+            chunker=default_embed_chunker(None, size=64),
+            engine="ray",
+        )
     )
     out["noop_rerun_s"] = round(time.perf_counter() - t0, 2)  # change set only: serial
     texts = {f"h{i}": " ".join(rng.choice(WORDS) for _ in range(45)) for i in range(1000)}

@@ -96,7 +96,7 @@ def speed(repeats: int) -> None:
     from ragsift.chunkers import make_chunker
     from ragsift.embedders import load_embedder
     from ragsift.index import open_index
-    from ragsift.ingest import build_index
+    from ragsift.ingest import BuildHooks, BuildRequest, build_index
     from ragsift.retrieval.search import Searcher
     from ragsift.retrieval.spans import spans_for
     from ragsift.retrieval.topk import TopK
@@ -115,7 +115,10 @@ def speed(repeats: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         idx = Path(tmp) / "fixtures.db"
         build_index(
-            [str(ROOT / "fixtures")], idx, make_chunker("recursive"), emb, on_skip=lambda _s: None
+            BuildRequest.of(
+                idx, [str(ROOT / "fixtures")], chunker=make_chunker("recursive"), embedder=emb
+            ),
+            BuildHooks(on_skip=lambda _s: None),
         )
         with open_index(idx, "r") as store:
             searcher = Searcher(store, embedder=emb)

@@ -80,7 +80,7 @@ _EXPORTS = {
     "EmbedProgress": "ragsift.ingest",
     "CountedProgress": "ragsift.ingest",  # its counts, fraction, rate and ETA (embed's bar)
     "EmbedSummary": "ragsift.ingest",
-    "watch": "ragsift.ingest.watch",  # ``ragsift embed --watch``
+    "BuildRequest": "ragsift.ingest",  # one ``embed`` run as a value (``build(request=...)``)
     # the project file (``ragsift.toml``; ``ragsift init``)
     "find_project": "ragsift.project",
     "Project": "ragsift.project",
@@ -141,78 +141,71 @@ __all__ = [
 
 
 def build(
-    index: str | os.PathLike,
-    paths: Iterable[str | os.PathLike],
+    index: str | os.PathLike | None = None,
+    paths: Iterable[str | os.PathLike] | str | os.PathLike | None = None,
     *,
-    model: str | None = None,
-    include: Sequence[str] | None = None,
-    exclude: Sequence[str] | None = None,
-    rebuild: bool = False,
-    wait: Any = False,
-    chunker: Any = None,
-    prune: bool = True,
-    batch_size: int | None = None,
-    stdin_lines: Iterable[str] | None = None,
-    on_skip: Any = None,
-    on_warning: Any = None,
-    progress: Any = None,
-    max_file_size: int | None = None,
-    follow_links: bool = False,
-    engine: str = "local",
-    ray_address: str | None = None,
-    embedder: Any = None,
-    root: str | os.PathLike | None = None,
-    **embedder_options: Any,
+    request: Any = None,
+    **options: Any,
 ) -> EmbedSummary:
     """``ragsift embed PATHS --index INDEX``: create or update the index (only changed files
-    are re-embedded). ``model``: an ONNX model folder (None: the bundled all-MiniLM-L6-v2);
-    ``embedder_options``: pooling, normalize, max_length, query_prefix, passage_prefix (None
-    values: the default). ``chunker``: a chunker (``embed_chunker(...)``; None: embed's
-    default); ``paths == ["-"]`` with ``stdin_lines``: one record per line; ``on_skip(s)`` /
-    ``on_warning(path, message)``: called for each file that cannot be used / each warning;
-    ``progress``: an ``EmbedProgress``; ``engine``: "local" or "ray"; ``embedder``: an
+    are re-embedded). Its keywords (``options``): ``model``, an ONNX model folder,
+    ``multilingual`` or an endpoint URL (None: the index's own, else the bundled
+    all-MiniLM-L6-v2); the embedder options ``pooling``, ``normalize``, ``max_length``,
+    ``query_prefix``, ``passage_prefix`` (None values: the default); ``include``,
+    ``exclude``, ``follow_links``, ``max_file_size``: which files are read; ``chunker``: a
+    chunker (``embed_chunker(...)``; None: embed's default), or ``chunking``: its options
+    (``strategy``, ``size``, ``overlap``, ``tokenizer``; the chunker is made for the model);
+    ``rebuild``, ``prune``, ``wait``, ``batch_size``; ``paths == ["-"]`` with
+    ``stdin_lines``: one record per line; ``on_skip(s)`` / ``on_warning(path, message)``:
+    called for each file that cannot be used / each warning; ``progress``: an
+    ``EmbedProgress``; ``engine``: "local" or "ray" (``ray_address``); ``embedder``: an
     embedder object to use instead of loading ``model`` (``ragsift eval`` passes its caching
     one); ``root``: a project root (``find_project(...).root``): documents inside it are
-    stored by their path relative to it. Returns the run's
-    ``EmbedSummary`` (``skipped`` lists files that could not be used)."""
-    from ragsift.embedders.binding import EMBEDDER_OPTIONS
+    stored by their path relative to it. Or ``request``: a ``BuildRequest`` made already
+    (``BuildRequest.of(index, paths, **keywords)``), with only the hooks (``on_skip``,
+    ``on_warning``, ``progress``) beside it. Returns the run's ``EmbedSummary``
+    (``skipped`` lists files that could not be used)."""
     from ragsift.ingest import build_index
 
-    unknown = sorted(set(embedder_options) - set(EMBEDDER_OPTIONS))
-    if unknown:
-        raise TypeError(
-            f"build() got unknown option(s) {', '.join(map(repr, unknown))}; "
-            f"embedder options are {', '.join(EMBEDDER_OPTIONS)}"
-        )
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]  # one path, not its characters
-    paths = [os.fspath(p) for p in paths]
-    if not paths:
-        raise RagsiftError("build needs at least one path to index")
-    options = {k: v for k, v in embedder_options.items() if v is not None}
-    return build_index(
-        paths,
-        os.fspath(index),
-        chunker,
-        embedder,
-        include=list(include or []),
-        exclude=list(exclude or []),
-        prune=prune,
-        rebuild=rebuild,
-        wait=wait,
-        model_dir=model,
-        batch_size=batch_size,
-        embedder_options=options or None,
-        stdin_lines=stdin_lines,
-        on_skip=on_skip,
-        on_warning=on_warning,
-        progress=progress,
-        max_file_size=max_file_size,
-        follow_links=follow_links,
-        engine=engine,
-        ray_address=ray_address,
-        root=None if root is None else os.path.abspath(os.fspath(root)),
-    )
+    request, hooks = _build_request(index, paths, request, options, "build")
+    return build_index(request, hooks)
+
+
+def watch(
+    index: str | os.PathLike | None = None,
+    paths: Iterable[str | os.PathLike] | str | os.PathLike | None = None,
+    *,
+    request: Any = None,
+    stop: Any = None,
+    on_run: Any = None,
+    on_error: Any = None,
+    **options: Any,
+) -> int:
+    """``ragsift embed PATHS --index INDEX --watch``: ``build``'s run, then one incremental
+    run per settled burst of changes until ``stop`` (an Event, or a callable returning True)
+    is set or Ctrl-C; takes ``build``'s arguments (``ragsift.ingest.watch.watch`` says the
+    rest: ``on_run``, ``on_error``). Returns the number of runs after the first."""
+    from ragsift.ingest.watch import watch as watching
+
+    request, hooks = _build_request(index, paths, request, options, "watch")
+    return watching(request, hooks, stop=stop, on_run=on_run, on_error=on_error)
+
+
+def _build_request(
+    index: Any, paths: Any, request: Any, options: dict[str, Any], caller: str
+) -> tuple[Any, Any]:
+    """``build``'s and ``watch``'s arguments as one ``BuildRequest`` (checked once) and the
+    ``BuildHooks`` beside it."""
+    from ragsift.ingest.request import BuildHooks, BuildRequest
+
+    hooks = BuildHooks(**{k: options.pop(k) for k in BuildHooks.HOOKS if k in options})
+    if request is None:
+        if index is None or paths is None:
+            raise TypeError(f"{caller}() needs an index and paths, or a request")
+        return BuildRequest.of(index, paths, caller=caller, **options), hooks
+    if index is not None or paths is not None or options:
+        raise TypeError(f"{caller}() takes a request alone (with on_skip, on_warning, progress)")
+    return request, hooks
 
 
 def calibration_cost(index: str | os.PathLike | None = None, *, model: str | None = None) -> Any:

@@ -186,10 +186,10 @@ def embedder():
 
 def _build(folder, index, embedder):
     from ragsift.chunkers import make_chunker
-    from ragsift.ingest import build_index
+    from ragsift.ingest import BuildRequest, build_index
 
     chunker = make_chunker("recursive", tokenizer="cl100k", size=40, min_chars=0)
-    return build_index([str(folder)], index, chunker, embedder)
+    return build_index(BuildRequest.of(index, [str(folder)], chunker=chunker, embedder=embedder))
 
 
 def _lexical(index, query: str) -> list[dict]:
@@ -339,7 +339,7 @@ def test_explain_shows_a_lexical_only_hit(tmp_path, embedder, monkeypatch):
 
     from ragsift.chunkers import make_chunker
     from ragsift.cli import app
-    from ragsift.ingest import build_index
+    from ragsift.ingest import BuildRequest, build_index
     from ragsift.retrieval import search
 
     monkeypatch.setattr(search, "Fusion", functools.partial(Fusion, alpha=0.5, depth=100))
@@ -351,7 +351,7 @@ def test_explain_shows_a_lexical_only_hit(tmp_path, embedder, monkeypatch):
     (docs / "log.md").write_text("Reference code zq7x appeared in the build log.\n")
     index = str(tmp_path / "index.db")
     chunker = make_chunker("recursive", tokenizer="cl100k")
-    build_index([str(docs)], index, chunker, embedder)
+    build_index(BuildRequest.of(index, [str(docs)], chunker=chunker, embedder=embedder))
     query = "purring felines zq7x"
     # a window wide enough to show every candidate: the lexical-only hit is ranked by its
     # relevance score among them (its one word of three is weak evidence beside 110 close cats)

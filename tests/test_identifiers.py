@@ -105,10 +105,12 @@ def embedder():
 
 def _build(folder, index, embedder):
     from ragsift.chunkers import make_chunker
-    from ragsift.ingest import build_index
+    from ragsift.ingest import BuildRequest, build_index
 
     chunker = make_chunker("recursive", tokenizer="cl100k", size=200, min_chars=0)
-    return build_index([str(folder)], str(index), chunker, embedder)
+    return build_index(
+        BuildRequest.of(str(index), [str(folder)], chunker=chunker, embedder=embedder)
+    )
 
 
 @pytest.fixture(scope="module")

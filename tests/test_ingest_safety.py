@@ -105,7 +105,7 @@ def test_invalid_include_or_exclude_glob_is_one_usage_line(tmp_path):
 
 
 def test_unlistable_folder_is_kept_and_reported_vanished_file_is_pruned(tmp_path, monkeypatch):
-    from ragsift.ingest import build_index
+    from ragsift.ingest import BuildHooks, BuildRequest, build_index
 
     docs = tmp_path / "docs"
     _w(docs, "keep/a.md", "# Alpha\n\nAnemones live in tide pools.\n")
@@ -113,7 +113,7 @@ def test_unlistable_folder_is_kept_and_reported_vanished_file_is_pruned(tmp_path
     _w(docs, "top.md", "# Top\n\nA lantern needs a trimmed wick.\n")
     _w(docs, "gone.md", "# Gone\n\nThis file will be deleted.\n")
     index = tmp_path / "i.db"
-    first = build_index([str(docs)], index)
+    first = build_index(BuildRequest.of(index, [str(docs)]))
     assert first.parsed == 4 and not first.skipped
 
     (docs / "gone.md").unlink()
@@ -128,7 +128,7 @@ def test_unlistable_folder_is_kept_and_reported_vanished_file_is_pruned(tmp_path
 
     monkeypatch.setattr(os, "scandir", scandir)
     skipped = []
-    second = build_index([str(docs)], index, on_skip=skipped.append)
+    second = build_index(BuildRequest.of(index, [str(docs)]), BuildHooks(on_skip=skipped.append))
     assert [(s.path, s.reason) for s in skipped] == [(f"{docs}/keep", "permission denied")]
     assert second.removed == 1  # gone.md: its folder was listed and it is not there
     assert _docs(index) == [f"{docs}/keep/a.md", f"{docs}/keep/b.md", f"{docs}/top.md"]
@@ -140,7 +140,7 @@ def test_unlistable_folder_is_kept_and_reported_vanished_file_is_pruned(tmp_path
         return real_scandir(path)
 
     monkeypatch.setattr(os, "scandir", vanished)
-    third = build_index([str(docs)], index)
+    third = build_index(BuildRequest.of(index, [str(docs)]))
     assert third.removed == 0 and len(third.skipped) == 1
     assert _docs(index) == [f"{docs}/keep/a.md", f"{docs}/keep/b.md", f"{docs}/top.md"]
 
@@ -149,7 +149,7 @@ def test_unlistable_folder_is_kept_and_reported_vanished_file_is_pruned(tmp_path
     for p in (docs / "keep").iterdir():
         p.unlink()
     (docs / "keep").rmdir()
-    fourth = build_index([str(docs)], index)
+    fourth = build_index(BuildRequest.of(index, [str(docs)]))
     assert fourth.removed == 2 and _docs(index) == [f"{docs}/top.md"]
 
 

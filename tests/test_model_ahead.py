@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ragsift.errors import RagsiftError
-from ragsift.ingest import batch, build_index, local, model, run
+from ragsift.ingest import BuildRequest, batch, build_index, local, model, run
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -38,22 +38,22 @@ def loads(monkeypatch):
 
 def test_a_new_index_loads_the_model_ahead_and_uses_it(tmp_path, loads):
     shutil.copytree(FIXTURES / "beekeeping", tmp_path / "docs")
-    s = build_index([str(tmp_path / "docs")], tmp_path / "i.sqlite")
+    s = build_index(BuildRequest.of(tmp_path / "i.sqlite", [str(tmp_path / "docs")]))
     assert len(loads) == 1 and s.model_loaded and s.embedded == s.chunks > 0
     assert loader_threads() == []
     # an unchanged re-run and a re-run with one changed file: no load ahead
-    s = build_index([str(tmp_path / "docs")], tmp_path / "i.sqlite")
+    s = build_index(BuildRequest.of(tmp_path / "i.sqlite", [str(tmp_path / "docs")]))
     assert len(loads) == 1 and not s.model_loaded
     first = sorted((tmp_path / "docs").rglob("*.md"))[0]
     first.write_text(first.read_text() + "\n\nOne more paragraph about smokers.\n")
-    s = build_index([str(tmp_path / "docs")], tmp_path / "i.sqlite")
+    s = build_index(BuildRequest.of(tmp_path / "i.sqlite", [str(tmp_path / "docs")]))
     assert len(loads) == 1 and s.model_loaded and s.embedded >= 1
 
 
 def test_a_rebuild_loads_ahead(tmp_path, loads):
     shutil.copytree(FIXTURES / "beekeeping", tmp_path / "docs")
-    build_index([str(tmp_path / "docs")], tmp_path / "i.sqlite")
-    s = build_index([str(tmp_path / "docs")], tmp_path / "i.sqlite", rebuild=True)
+    build_index(BuildRequest.of(tmp_path / "i.sqlite", [str(tmp_path / "docs")]))
+    s = build_index(BuildRequest.of(tmp_path / "i.sqlite", [str(tmp_path / "docs")], rebuild=True))
     assert len(loads) == 2 and s.model_loaded and s.reused == 0 < s.embedded
 
 
@@ -62,7 +62,7 @@ def test_nothing_to_embed_waits_for_the_unused_load(tmp_path, loads):
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
-    s = build_index([str(docs)], tmp_path / "i.sqlite")
+    s = build_index(BuildRequest.of(tmp_path / "i.sqlite", [str(docs)]))
     assert len(loads) == 1 and not s.model_loaded and s.chunks == 0
     assert loader_threads() == []
 
@@ -72,11 +72,11 @@ def test_an_error_before_the_index_opens_leaves_no_load_running(tmp_path, loads)
     foreign = tmp_path / "foreign.sqlite"
     foreign.write_bytes(b"not an index, not empty")
     with pytest.raises(RagsiftError):
-        build_index([str(tmp_path / "docs")], foreign)
+        build_index(BuildRequest.of(foreign, [str(tmp_path / "docs")]))
     assert loads == [] and loader_threads() == []  # a foreign file: nothing loaded ahead
     with pytest.raises(RagsiftError, match="tokenizer|model"):
         build_index(
-            [str(tmp_path / "docs")], tmp_path / "i.sqlite", model_dir=str(tmp_path)
+            BuildRequest.of(tmp_path / "i.sqlite", [str(tmp_path / "docs")], model=str(tmp_path))
         )  # no model files there
     assert loader_threads() == []
 
@@ -91,7 +91,7 @@ def test_a_failed_load_ahead_is_raised_by_the_run(tmp_path, monkeypatch):
     monkeypatch.setattr(embedders, "load_embedder", broken)
     shutil.copytree(FIXTURES / "beekeeping", tmp_path / "docs")
     with pytest.raises(RagsiftError, match="broken on purpose"):
-        build_index([str(tmp_path / "docs")], tmp_path / "i.sqlite")
+        build_index(BuildRequest.of(tmp_path / "i.sqlite", [str(tmp_path / "docs")]))
     assert loader_threads() == []
 
 
@@ -114,7 +114,7 @@ def test_the_first_batch_gathers_while_the_model_loads(tmp_path, monkeypatch, lo
         return real(self, batch)
 
     monkeypatch.setattr(IndexStore, "write_documents", counting)
-    s = build_index([str(docs)], tmp_path / "i.sqlite")
+    s = build_index(BuildRequest.of(tmp_path / "i.sqlite", [str(docs)]))
     assert s.embedded == s.chunks == 12
     assert commits == ([12] if loading else [8, 4])
 
@@ -164,6 +164,6 @@ def test_a_batch_due_when_the_model_is_ready_commits_without_the_next_file(tmp_p
     monkeypatch.setattr(local, "index_records", slow_tenth)
     monkeypatch.setattr(batch.Run, "add", counting_add)
     monkeypatch.setattr(IndexStore, "write_documents", recording)
-    s = build_index([str(docs)], tmp_path / "i.sqlite")
+    s = build_index(BuildRequest.of(tmp_path / "i.sqlite", [str(docs)]))
     assert s.embedded == 12
     assert events == [("commit", 9), "10th file parsed", ("commit", 3)]

@@ -32,23 +32,27 @@ def local_ray():
 def test_ray_with_the_multilingual_model_on_lance_and_sqlite(local_ray, tmp_path):
     pytest.importorskip("lance")
     from ragsift import api
-    from ragsift.ingest import build_index
+    from ragsift.ingest import BuildRequest, build_index
     from tests.test_ray_engine import assert_same, contents
 
     docs = tmp_path / "docs"
     docs.mkdir()
     for name, text in DOCS.items():
         (docs / name).write_text(text, encoding="utf-8")
-    build_index([str(docs)], str(tmp_path / "local.db"), model_dir="multilingual")
+    build_index(BuildRequest.of(str(tmp_path / "local.db"), [str(docs)], model="multilingual"))
     for name in ("ray.db", "ray.lance"):
-        s = build_index([str(docs)], str(tmp_path / name), model_dir="multilingual", engine="ray")
+        s = build_index(
+            BuildRequest.of(str(tmp_path / name), [str(docs)], model="multilingual", engine="ray")
+        )
         assert (s.parsed, s.embedded) == (len(DOCS), len(DOCS))
         assert s.foreign_script() == "Chinese/Japanese"  # counted on the workers
         assert_same(contents(str(tmp_path / "local.db")), contents(str(tmp_path / name)))
     (docs / "log.md").write_text(
         "# 日志配置\n\n生产环境建议把日志写入文件，按天轮转。\n", encoding="utf-8"
     )
-    s = build_index([str(docs)], str(tmp_path / "ray.lance"), engine="ray")  # no model
+    s = build_index(
+        BuildRequest.of(str(tmp_path / "ray.lance"), [str(docs)], engine="ray")
+    )  # no model
     assert (s.unchanged, s.parsed, s.embedded) == (len(DOCS), 1, 1)
     with api.open_index(tmp_path / "ray.lance") as ix:
         assert ix.settings["model_source"] == "multilingual"

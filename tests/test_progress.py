@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from ragsift.cli.embed import progress_line
-from ragsift.ingest import CountedProgress, EmbedProgress, build_index
+from ragsift.ingest import BuildHooks, BuildRequest, CountedProgress, EmbedProgress, build_index
 
 
 class Recorder(EmbedProgress):
@@ -66,7 +66,9 @@ def test_work_adds_up_and_every_embedded_token_has_model_time(corpus, tmp_path):
 
     rec = Recorder()
     small = make_chunker("recursive", tokenizer="cl100k", size=24, min_chars=0)
-    summary = build_index([str(corpus)], tmp_path / "i.db", small, progress=rec)
+    summary = build_index(
+        BuildRequest.of(tmp_path / "i.db", [str(corpus)], chunker=small), BuildHooks(progress=rec)
+    )
     files, work = rec.started
     assert files == 4
     assert work == sum(p.stat().st_size for p in corpus.iterdir())
@@ -82,9 +84,11 @@ def test_work_adds_up_and_every_embedded_token_has_model_time(corpus, tmp_path):
 
 
 def test_an_unchanged_rerun_drops_all_work_from_the_total(corpus, tmp_path):
-    build_index([str(corpus)], tmp_path / "i.db")
+    build_index(BuildRequest.of(tmp_path / "i.db", [str(corpus)]))
     rec = Recorder()
-    summary = build_index([str(corpus)], tmp_path / "i.db", progress=rec)
+    summary = build_index(
+        BuildRequest.of(tmp_path / "i.db", [str(corpus)]), BuildHooks(progress=rec)
+    )
     assert summary.unchanged == 3 and summary.embedded == 0
     assert rec.total("work") == 0
     assert rec.total("unneeded") == rec.started[1]
@@ -125,7 +129,9 @@ def test_the_tokens_left_to_embed_are_what_queued_reports(corpus, tmp_path):
 
     small = make_chunker("recursive", tokenizer="cl100k", size=24, min_chars=0)
     rec = Recorder()
-    summary = build_index([str(corpus)], tmp_path / "i.db", small, progress=rec)
+    summary = build_index(
+        BuildRequest.of(tmp_path / "i.db", [str(corpus)], chunker=small), BuildHooks(progress=rec)
+    )
     assert rec.total("queued_tokens") == summary.tokens > 0
     assert rec.total("queued_work") == sum(p.stat().st_size for p in corpus.iterdir())
     # a re-run after one edit re-chunks that file and finds most of its vectors
@@ -134,7 +140,10 @@ def test_the_tokens_left_to_embed_are_what_queued_reports(corpus, tmp_path):
     try:
         first.write_text(original + "\nOne more line about the orchard.\n")
         rec = Recorder()
-        summary = build_index([str(corpus)], tmp_path / "i.db", small, progress=rec)
+        summary = build_index(
+            BuildRequest.of(tmp_path / "i.db", [str(corpus)], chunker=small),
+            BuildHooks(progress=rec),
+        )
         assert summary.reused > 0
         assert rec.total("queued_tokens") == summary.tokens
         assert any(e["queued_tokens"] < 0 for e in rec.events)  # reused chunks taken back

@@ -38,8 +38,8 @@ def test_help_and_a_sqlite_run_import_no_scale_module(tmp_path):
     assert out.strip() == "[]"
     (tmp_path / "a.txt").write_text("Plain text about honey bees.\n")
     code = (
-        "import sys; from ragsift.ingest import build_index; "
-        f"build_index([{str(tmp_path / 'a.txt')!r}], {str(tmp_path / 'i.db')!r}); "
+        "import sys; from ragsift.ingest import BuildRequest, build_index; "
+        f"build_index(BuildRequest.of({str(tmp_path / 'i.db')!r}, [{str(tmp_path / 'a.txt')!r}])); "
         f"print([m for m in {HEAVY!r} if m in sys.modules])"
     )
     out = subprocess.run(
@@ -108,22 +108,22 @@ def assert_same(a: dict, b: dict) -> None:
 
 
 def test_same_index_as_a_local_run_and_incremental(local_ray, tmp_path):
-    from ragsift.ingest import build_index
+    from ragsift.ingest import BuildRequest, build_index
 
     docs = corpus(tmp_path / "docs")
-    local = build_index([str(docs)], str(tmp_path / "local.db"))
+    local = build_index(BuildRequest.of(str(tmp_path / "local.db"), [str(docs)]))
     for name in ("ray.db", "ray.lance"):
-        s = build_index([str(docs)], str(tmp_path / name), engine="ray")
+        s = build_index(BuildRequest.of(str(tmp_path / name), [str(docs)], engine="ray"))
         for k in ("discovered", "parsed", "chunks", "embedded", "reused", "tokens"):
             assert getattr(s, k) == getattr(local, k), (name, k)
         assert [x.path for x in s.skipped] == [x.path for x in local.skipped] != []
         assert_same(contents(str(tmp_path / "local.db")), contents(str(tmp_path / name)))
     # incremental: nothing changed -> no model work; one changed file -> only its chunks
-    s = build_index([str(docs)], str(tmp_path / "ray.lance"), engine="ray")
+    s = build_index(BuildRequest.of(str(tmp_path / "ray.lance"), [str(docs)], engine="ray"))
     assert (s.unchanged, s.parsed, s.embedded, s.model_loaded) == (10, 0, 0, False)
     (docs / "d3.md").write_text("# Doc 3\n\nA completely new paragraph about lanterns.\n")
     (docs / "d4.md").unlink()
-    s = build_index([str(docs)], str(tmp_path / "ray.lance"), engine="ray")
+    s = build_index(BuildRequest.of(str(tmp_path / "ray.lance"), [str(docs)], engine="ray"))
     assert (s.unchanged, s.parsed, s.removed, s.embedded) == (8, 1, 1, 1)
     assert s.model_loaded
 
@@ -185,7 +185,7 @@ TWO_NODES = textwrap.dedent("""
     import json, sys
     import ray
     from ray.cluster_utils import Cluster
-    from ragsift.ingest import build_index
+    from ragsift.ingest import BuildRequest, build_index
     from ragsift.ingest import ray as distributed
 
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1,
@@ -206,7 +206,8 @@ TWO_NODES = textwrap.dedent("""
     out = ray.get(actor.__call__.remote({"hash": np.array(["a"]), "context": np.array([""]),
                                          "text": np.array(["honey bees swarm"])}))
     ray.kill(actor)
-    s = build_index([sys.argv[1]], sys.argv[2], engine="ray", ray_address=cluster.address)
+    s = build_index(BuildRequest.of(sys.argv[2], [sys.argv[1]], engine="ray",
+                                    ray_address=cluster.address))
     print(json.dumps({"nodes": len(nodes), "actor_node_is_other": str(out["node"][0]) == other,
                       "vector": out["vector"][0].tolist(), "chunks": s.chunks}))
     ray.shutdown()
@@ -268,15 +269,15 @@ def test_lance_index_is_written_by_the_workers_not_the_driver(local_ray, tmp_pat
     import lance
 
     from ragsift.index.lance import LanceIndex
-    from ragsift.ingest import build_index
+    from ragsift.ingest import BuildRequest, build_index
     from ragsift.ingest import ray as distributed
 
     docs = corpus(tmp_path / "docs", n=6)
-    local = build_index([str(docs)], str(tmp_path / "local.db"))
-    s = build_index([str(docs)], str(tmp_path / "r.db"), engine="ray")
+    local = build_index(BuildRequest.of(str(tmp_path / "local.db"), [str(docs)]))
+    s = build_index(BuildRequest.of(str(tmp_path / "r.db"), [str(docs)], engine="ray"))
     assert distributed.LAST_RUN["vectors_to_driver"] == s.embedded > 0
     assert distributed.LAST_RUN["rows_written_by_workers"] == 0
-    s = build_index([str(docs)], str(tmp_path / "w.lance"), engine="ray")
+    s = build_index(BuildRequest.of(str(tmp_path / "w.lance"), [str(docs)], engine="ray"))
     assert distributed.LAST_RUN["vectors_to_driver"] == 0
     assert distributed.LAST_RUN["rows_written_by_workers"] == s.chunks == local.chunks
     assert distributed.LAST_RUN["fragments"] >= 1
@@ -287,11 +288,11 @@ def test_lance_index_is_written_by_the_workers_not_the_driver(local_ray, tmp_pat
     # the index already holds keeps its vector (written by the driver, no model work for it)
     text = (docs / "d2.md").read_text()
     (docs / "d2.md").write_text(text + "\nA brand new closing line about lanterns.\n")
-    s = build_index([str(docs)], str(tmp_path / "w.lance"), engine="ray")
+    s = build_index(BuildRequest.of(str(tmp_path / "w.lance"), [str(docs)], engine="ray"))
     assert (s.parsed, s.unchanged) == (1, 5) and s.embedded >= 1 and s.reused >= 1
     assert distributed.LAST_RUN["vectors_to_driver"] == 0
     assert distributed.LAST_RUN["rows_written_by_workers"] == s.embedded
-    build_index([str(docs)], str(tmp_path / "local.db"))
+    build_index(BuildRequest.of(str(tmp_path / "local.db"), [str(docs)]))
     assert_same(contents(str(tmp_path / "local.db")), contents(str(tmp_path / "w.lance")))
     # a run killed after the workers wrote their fragments, before the commit: the index is
     # as it was (the written files are never referenced), and the next run completes it
@@ -307,7 +308,7 @@ def test_lance_index_is_written_by_the_workers_not_the_driver(local_ray, tmp_pat
     files = data_files()
     monkeypatch.setattr(LanceIndex, "commit_fragments", killed)
     with pytest.raises(KeyboardInterrupt):
-        build_index([str(docs)], str(tmp_path / "w.lance"), engine="ray")
+        build_index(BuildRequest.of(str(tmp_path / "w.lance"), [str(docs)], engine="ray"))
     assert distributed.LAST_RUN["rows_written_by_workers"] >= 1
     assert lance.dataset(chunks_uri).version == version
     assert data_files() == files  # the workers' files were removed with the interruption
@@ -320,15 +321,15 @@ def test_lance_index_is_written_by_the_workers_not_the_driver(local_ray, tmp_pat
 
     monkeypatch.setattr(distributed.Pool, "one_model", staticmethod(refused))
     with pytest.raises(RagsiftError, match="another model"):
-        build_index([str(docs)], str(tmp_path / "w.lance"), engine="ray")
+        build_index(BuildRequest.of(str(tmp_path / "w.lance"), [str(docs)], engine="ray"))
     assert distributed.LAST_RUN["rows_written_by_workers"] >= 1
     assert lance.dataset(chunks_uri).version == version and data_files() == files
     monkeypatch.undo()
     with LanceIndex.open(str(tmp_path / "w.lance")) as idx:
         assert idx.verify() == []
-    s = build_index([str(docs)], str(tmp_path / "w.lance"), engine="ray")
+    s = build_index(BuildRequest.of(str(tmp_path / "w.lance"), [str(docs)], engine="ray"))
     assert (s.parsed, s.unchanged) == (1, 5)
-    build_index([str(docs)], str(tmp_path / "local.db"))
+    build_index(BuildRequest.of(str(tmp_path / "local.db"), [str(docs)]))
     assert_same(contents(str(tmp_path / "local.db")), contents(str(tmp_path / "w.lance")))
 
 

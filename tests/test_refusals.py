@@ -144,10 +144,12 @@ def _docs(tmp_path: Path) -> Path:
 
 def _embed(tmp_path: Path, location: str, embedder) -> None:
     from ragsift.chunkers import make_chunker
-    from ragsift.ingest import build_index
+    from ragsift.ingest import BuildRequest, build_index
 
     chunker = make_chunker("recursive", tokenizer="cl100k", size=200, min_chars=0)
-    build_index([str(_docs(tmp_path))], location, chunker, embedder)
+    build_index(
+        BuildRequest.of(location, [str(_docs(tmp_path))], chunker=chunker, embedder=embedder)
+    )
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

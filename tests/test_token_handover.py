@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from ragsift.embedders import load_embedder, model_counter
 from ragsift.embedders.onnx import ModelTokenCounter, TokenMemo
 from ragsift.index import open_index
-from ragsift.ingest import build_index, default_embed_chunker
+from ragsift.ingest import BuildRequest, build_index, default_embed_chunker
 
 
 @pytest.fixture(scope="module")
@@ -121,7 +121,7 @@ def test_embed_hands_over_no_ids_and_stores_what_each_unit_gets_alone(
 
     monkeypatch.setattr(TokenMemo, "take", spy)
     chunker = default_embed_chunker()
-    summary = build_index([str(corpus)], tmp_path / "shared.db", chunker)
+    summary = build_index(BuildRequest.of(tmp_path / "shared.db", [str(corpus)], chunker=chunker))
     assert summary.embedded > 10 and sum(taken) == 0 and chunker.counter.memo is None
     stored = _vectors(tmp_path / "shared.db")
     with open_index(str(tmp_path / "shared.db"), "r") as st:

@@ -276,7 +276,7 @@ def _language_cases(
 
     from ragsift.index import open_index
     from ragsift.index.terms import query_words
-    from ragsift.ingest import build_index, default_embed_chunker
+    from ragsift.ingest import BuildHooks, BuildRequest, build_index, default_embed_chunker
     from ragsift.retrieval.engine import rank
 
     folder = tmp / lang_set.language
@@ -285,12 +285,14 @@ def _language_cases(
         (folder / f"{p.id}.md").write_text(p.document(), encoding="utf-8")
     index = tmp / f"{lang_set.language}.sqlite"
     summary = build_index(
-        [str(folder)],
-        index,
-        default_embed_chunker(model_dir),
-        embedder,
-        model_dir=model_dir,
-        on_warning=lambda *_: None,
+        BuildRequest.of(
+            index,
+            [str(folder)],
+            chunker=default_embed_chunker(model_dir),
+            embedder=embedder,
+            model=model_dir,
+        ),
+        BuildHooks(on_warning=lambda *_: None),
     )
     embedded["passages"] += summary.chunks
     queries = lang_set.queries()

@@ -255,7 +255,7 @@ def embed_command(
     Each batch of files is committed on its own, so an interrupted run (even kill -9)
     keeps everything committed and the next run finishes the rest.
     """
-    from ragsift.api import build, embed_chunker, index_model
+    from ragsift.api import BuildRequest, build, index_model
 
     if not paths:
         raise RagsiftError(
@@ -264,52 +264,45 @@ def embed_command(
         )
 
     cap = max_file_size_bytes(max_file_size)
-
-    options = {
-        "pooling": pooling.value if pooling is not None else None,
-        "normalize": False if no_normalize else None,
-        "max_length": max_length,
-        "query_prefix": query_prefix,
-        "passage_prefix": passage_prefix,
-    }
     # no --model: the index's own (an index built with --model multilingual stays so), read
     # before the chunker is chosen, since the chunker is sized for the model
     model = index_model(index, model)
-    chunker = None
-    if paths != ["-"]:
-        chunker = embed_chunker(
-            model,
-            strategy=strategy.value,
-            size=size,
-            overlap=overlap,
-            tokenizer=tokenizer.value,
-            max_length=max_length,
-            passage_prefix=passage_prefix,
-        )
+    request = BuildRequest.of(
+        index,
+        paths,
+        model=model,
+        chunking={
+            "strategy": strategy.value,
+            "size": size,
+            "overlap": overlap,
+            "tokenizer": tokenizer.value,
+        },
+        include=include,
+        exclude=exclude,
+        follow_links=follow_links,
+        max_file_size=cap,
+        root=_project_root(),
+        prune=not no_prune,
+        rebuild=rebuild,
+        wait=waiting_notice(index) if wait else False,
+        batch_size=batch_size,
+        stdin_lines=sys.stdin.buffer if paths == ["-"] else None,
+        engine=Engine(engine).value,
+        ray_address=ray_address,
+        pooling=pooling.value if pooling is not None else None,
+        normalize=False if no_normalize else None,
+        max_length=max_length,
+        query_prefix=query_prefix,
+        passage_prefix=passage_prefix,
+    )
     progress = _make_progress(quiet)
     if watch:  # the same run, then one per settled burst of changes, until Ctrl-C (130)
         build = _watching(index, quiet=quiet, as_json=as_json, model=model)
     summary = build(
-        index,
-        paths,
-        chunker=chunker,
-        include=include,
-        exclude=exclude,
-        prune=not no_prune,
-        rebuild=rebuild,
-        wait=waiting_notice(index) if wait else False,
-        model=model,
-        batch_size=batch_size,
-        stdin_lines=sys.stdin.buffer if paths == ["-"] else None,
+        request=request,
         on_skip=lambda s: warn(f"skipped {s.path}: {s.reason}"),
         on_warning=lambda path, message: warn(f"warning: {path}: {message}"),
         progress=progress,
-        max_file_size=cap,
-        follow_links=follow_links,
-        engine=Engine(engine).value,
-        ray_address=ray_address,
-        root=_project_root(),
-        **options,
     )
     if not watch:  # a watch reported each run as it went
         _report(summary, index, quiet=quiet, as_json=as_json, model=model)
@@ -397,10 +390,13 @@ def _watching(index: str, *, quiet: bool, as_json: bool, model: str | None):
         if not quiet:
             warn(_watch_line(run.summary))
 
-    def watching(index_, paths, **kwargs):
-        watched[:] = paths
+    def watching(*, request, **hooks):
+        watched[:] = request.paths
         api.watch(
-            index_, paths, on_run=on_run, on_error=lambda exc: warn(exc.worded(flag_name)), **kwargs
+            request=request,
+            on_run=on_run,
+            on_error=lambda exc: warn(exc.worded(flag_name)),
+            **hooks,
         )
         return last[0]
 

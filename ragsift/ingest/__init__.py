@@ -1,5 +1,7 @@
 """Ingestion: file → parse → chunk → embed → index, as stages around one change plan.
 
+- ``request.py``: ``BuildRequest``, one run as a value (paths, ``WalkRules``, chunker, model
+  and ``EmbedderOptions``, engine), checked once; ``build_index`` and ``watch`` take it as it is.
 - ``plan.py``: the change plan (unchanged / changed / new / gone; the size/mtime → sha256 rule
   and the prune rule, written once).
 - ``load.py``: stage 1, find, read and parse (the one walk and read → parse loop of ``chunk``
@@ -21,15 +23,25 @@ Nothing here imports ``sqlite3`` or Lance: the index is reached through
 
 from ragsift.ingest.load import iter_chunks, iter_documents
 from ragsift.ingest.records import chunk_record, content_hash
-from ragsift.ingest.run import build_index, index_model
+from ragsift.ingest.request import (
+    BuildHooks,
+    BuildRequest,
+    EmbedderOptions,
+    WalkRules,
+    index_model,
+)
+from ragsift.ingest.run import build_index
 from ragsift.ingest.sizing import default_embed_chunker, embed_size, sized_for_embed
 from ragsift.ingest.summary import ChunkSummary, CountedProgress, EmbedProgress, EmbedSummary
 
 __all__ = [
+    "BuildHooks",
+    "BuildRequest",
     "ChunkSummary",
     "CountedProgress",
     "EmbedProgress",
     "EmbedSummary",
+    "EmbedderOptions",
     "build_index",
     "chunk_record",
     "content_hash",
@@ -39,4 +51,5 @@ __all__ = [
     "iter_chunks",
     "iter_documents",
     "sized_for_embed",
+    "WalkRules",
 ]

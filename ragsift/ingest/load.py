@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from ragsift.errors import SkipFile
 from ragsift.ingest.records import chunk_record, prepared
+from ragsift.ingest.request import WalkRules
 from ragsift.ingest.summary import ChunkSummary
 
 if TYPE_CHECKING:
@@ -19,20 +20,22 @@ PARSER_LIMITS = (RecursionError, ValueError, UnicodeError, OverflowError, Memory
 
 
 def walk(
-    paths,
-    include,
-    exclude,
-    follow_links: bool,
+    paths: Iterable[str],
+    rules: WalkRules,
     skip: Callable[[Skipped], None],
     on_warning: Callable[[str, str], None] | None,
     ignored: dict[str, int],
-    root: str | None = None,
 ) -> Walk:
-    """Discovery, its skips and warnings reported, its ignored files counted by reason."""
+    """Discovery under ``rules``, its skips and warnings reported, its ignored files counted by
+    reason."""
     from ragsift.sources import walk as discover
 
     found = discover(
-        list(paths), include or [], exclude or [], follow_links=follow_links, root=root
+        list(paths),
+        list(rules.include),
+        list(rules.exclude),
+        follow_links=rules.follow_links,
+        root=rules.root,
     )
     for s, warning in found.notes:  # in the order they happened
         if s is not None:
@@ -92,26 +95,26 @@ def report_warnings(path: str, warnings, on_warning: Callable[[str, str], None] 
 def iter_documents(
     paths: list[str],
     *,
-    include: list[str] | None = None,
-    exclude: list[str] | None = None,
     on_skip: Callable[[Skipped], None] | None = None,
     summary: ChunkSummary | None = None,
     on_warning: Callable[[str, str], None] | None = None,
-    max_file_size: int | None = None,
-    follow_links: bool = False,
+    **walk_rules: Any,
 ) -> Iterator[Document]:
     """Discover and parse files in deterministic order; unusable files are reported, not raised.
 
-    Raises ``RagsiftError`` (usage) for a path that does not exist or an invalid glob, before
-    anything is read. ``max_file_size``: bytes per input file (None: the default cap)."""
+    ``walk_rules``: ``include``, ``exclude``, ``follow_links``, ``max_file_size`` (bytes per
+    input file; None: the default cap), ``root`` (``request.WalkRules``). Raises
+    ``RagsiftError`` (usage) for a path that does not exist or an invalid glob, before
+    anything is read."""
     summary = summary if summary is not None else ChunkSummary()
+    rules = WalkRules(**{k: v for k, v in walk_rules.items() if v is not None})
 
     def skip(s: Skipped) -> None:
         summary.skipped.append(s)
         if on_skip:
             on_skip(s)
 
-    found = walk(paths, include, exclude, follow_links, skip, on_warning, summary.ignored)
+    found = walk(paths, rules, skip, on_warning, summary.ignored)
 
     def count(sf: SourceFile) -> bool:
         summary.files += 1
@@ -121,7 +124,7 @@ def iter_documents(
         found.files,
         skip=skip,
         on_warning=on_warning,
-        max_file_size=max_file_size,
+        max_file_size=rules.max_file_size,
         before_read=count,
     ):
         summary.parsed += 1
@@ -132,28 +135,15 @@ def iter_chunks(
     paths: list[str],
     chunker: Chunker,
     *,
-    include: list[str] | None = None,
-    exclude: list[str] | None = None,
-    on_skip: Callable[[Skipped], None] | None = None,
     summary: ChunkSummary | None = None,
     budget: int | None = None,
-    on_warning: Callable[[str, str], None] | None = None,
-    max_file_size: int | None = None,
-    follow_links: bool = False,
+    **documents: Any,
 ) -> Iterator[dict]:
     """Yield ``chunk_record`` dicts for every chunk of every readable file under ``paths``
-    (``ragsift chunk``)."""
+    (``ragsift chunk``); ``documents``: ``iter_documents``' keywords (the walk rules,
+    ``on_skip``, ``on_warning``). ``budget``: chunks over it are counted in the summary."""
     summary = summary if summary is not None else ChunkSummary()
-    for doc in iter_documents(
-        paths,
-        include=include,
-        exclude=exclude,
-        on_skip=on_skip,
-        summary=summary,
-        on_warning=on_warning,
-        max_file_size=max_file_size,
-        follow_links=follow_links,
-    ):
+    for doc in iter_documents(paths, summary=summary, **documents):
         doc = prepared(chunker, doc)
         for i, ch in enumerate(chunker.chunk(doc)):
             summary.chunks += 1

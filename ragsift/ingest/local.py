@@ -15,39 +15,29 @@ from ragsift.sources.scripts import count_scripts
 
 if TYPE_CHECKING:
     from ragsift.ingest.batch import Run
+    from ragsift.ingest.request import BuildRequest
     from ragsift.sources import Skipped, SourceFile
 
 
-def ingest_files(
-    run: Run,
-    paths: list[str],
-    chunker: Any,
-    include,
-    exclude,
-    prune: bool,
-    *,
-    max_file_size: int | None = None,
-    follow_links: bool = False,
-) -> ChangePlan:
-    """Files → the index; returns the run's change plan."""
+def ingest_files(run: Run, request: BuildRequest, chunker: Any) -> ChangePlan:
+    """The request's files → the index; returns the run's change plan."""
     s = run.summary
+    rules = request.walk
     key_of_chunker = run.use_chunker(chunker)
-    found = walk(
-        paths, include, exclude, follow_links, run.skip, run.on_warning, s.ignored, run.root
-    )
+    found = walk(request.paths, rules, run.skip, run.on_warning, s.ignored)
     plan = ChangePlan(run.store.documents_state(), key_of_chunker, run.root)
     run.progress.start(len(found.files), sum(sf.size or 0 for sf in found.files))
     # (no token-id handover from the chunker: the embedder embeds each chunk's units, texts
     # the chunker never counted, ``embedders.evidence``)
     events = prefetched(
-        file_events(found.files, plan, chunker, max_file_size),
+        file_events(found.files, plan, chunker, rules.max_file_size),
         PREFETCH_FILES,
         idle=run.flush_if_due,
     )
     _consume(run, events)
     run.flush()
-    if prune:
-        run.remove(plan.gone(paths, found))
+    if request.prune:
+        run.remove(plan.gone(list(request.paths), found))
     return plan
 
 

@@ -4,9 +4,12 @@ to record), and handing the chunker's token ids to the embedder."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ragsift.embedders.binding import bind, clean_embedder_options, load_options, options_changed
+from ragsift.embedders.binding import bind, load_options, options_changed
+
+if TYPE_CHECKING:
+    from ragsift.ingest.request import BuildRequest
 
 
 class ModelLoad:
@@ -79,27 +82,25 @@ class ModelSlot:
     started ahead), bound to the index before its first vector is written.
 
     ``store``: the open ``IndexWriter`` (its settings are read and the model's recorded);
-    ``embedder``: a ready object (e.g. a caching wrapper) or None; ``options``: the run's
-    explicit embedder options (None with a ready embedder: unknown, not recorded)."""
+    ``request``: the run's ``BuildRequest`` (its ready ``embedder``, e.g. a caching wrapper,
+    or None; its batch size; its embedder options, None with a ready embedder and none given:
+    unknown, not recorded); ``model_dir``: the model the run uses (``request.index_model``)."""
 
     def __init__(
         self,
         store: Any,
-        embedder: Any,
+        request: BuildRequest,
         model_dir: str | None,
-        batch_size: int | None,
-        options: dict | None,
         early: ModelLoad | None = None,
         kept: KeptModels | None = None,
     ) -> None:
         self.store = store
         self.kept = kept
-        self._embedder = embedder
+        self._embedder = request.embedder
         self.model_dir = model_dir
-        self.batch_size = batch_size
-        self.options = (
-            clean_embedder_options(options) if options is not None or embedder is None else None
-        )
+        self.batch_size = request.batch_size
+        given = request.embedder_options.as_dict()
+        self.options = given if given or request.embedder is None else None
         self.early = early
         self.loaded = False  # this run loaded a model (the summary's ``model_loaded``)
         self.settings = store.settings()

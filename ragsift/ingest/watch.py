@@ -38,13 +38,15 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ragsift.errors import EXIT_USAGE, RagsiftError
+from ragsift.ingest.request import BuildHooks, BuildRequest
 
 if TYPE_CHECKING:
+    from ragsift.ingest.request import WalkRules
     from ragsift.ingest.summary import EmbedSummary
 
 DEBOUNCE_MS = 3000  # the longest a burst is grouped before a run starts anyway
@@ -70,152 +72,122 @@ class WatchRun:
 
 
 def watch(
-    index: str | os.PathLike,
-    paths: Iterable[str | os.PathLike],
+    request: BuildRequest,
+    hooks: BuildHooks | None = None,
     *,
     stop: Any = None,
     on_run: Callable[[WatchRun], None] | None = None,
     on_error: Callable[[RagsiftError], None] | None = None,
-    model: str | None = None,
-    include: Sequence[str] | None = None,
-    exclude: Sequence[str] | None = None,
-    rebuild: bool = False,
-    wait: Any = False,
-    chunker: Any = None,
-    prune: bool = True,
-    batch_size: int | None = None,
-    stdin_lines: Any = None,
-    on_skip: Any = None,
-    on_warning: Any = None,
-    progress: Any = None,
-    max_file_size: int | None = None,
-    follow_links: bool = False,
-    engine: str = "local",
-    ray_address: str | None = None,
-    embedder: Any = None,
-    root: str | os.PathLike | None = None,
     debounce_ms: int = DEBOUNCE_MS,
     step_ms: int = STEP_MS,
-    **embedder_options: Any,
 ) -> int:
-    """``ragsift embed PATHS --index INDEX --watch``: the initial incremental run, then one
-    incremental run per settled burst of changes to the documents under ``paths``, until
-    ``stop`` (a ``threading.Event``, or a callable returning True) is set or
-    ``KeyboardInterrupt``. Takes ``api.build``'s arguments (``rebuild`` and ``progress``
-    apply to the initial run only; later runs wait for a busy writer lock). ``on_run(run)``:
-    after each run (a ``WatchRun``). ``on_error(exc)``: a ``RagsiftError`` of a later run (the
-    index could not be written, ...): the watch goes on and the next burst tries again; without
-    it the error is raised. Errors of the initial run are raised. Returns the number of runs
-    after the initial one. Needs ``watchfiles`` (``pip install 'ragsift[watch]'``)."""
-    from ragsift.embedders.binding import EMBEDDER_OPTIONS
-    from ragsift.ingest.model import KeptModels
-    from ragsift.ingest.run import build_index
-    from ragsift.ingest.summary import EmbedProgress
-
-    unknown = sorted(set(embedder_options) - set(EMBEDDER_OPTIONS))
-    if unknown:
-        raise TypeError(
-            f"watch() got unknown option(s) {', '.join(map(repr, unknown))}; "
-            f"embedder options are {', '.join(EMBEDDER_OPTIONS)}"
-        )
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]
-    paths = [os.fspath(p) for p in paths]
-    if not paths:
-        raise RagsiftError("watch needs at least one path to index")
-    if "-" in paths or stdin_lines is not None:
+    """``ragsift embed PATHS --index INDEX --watch``: the initial incremental run of
+    ``request`` (a ``BuildRequest``, what ``build_index`` takes), then one incremental run per
+    settled burst of changes to the documents under its paths, until ``stop`` (a
+    ``threading.Event``, or a callable returning True) is set or ``KeyboardInterrupt``. The
+    request's ``rebuild`` and the ``hooks``' ``progress`` apply to the initial run only; later
+    runs wait for a busy writer lock (``BuildRequest.later``). ``on_run(run)``: after each run
+    (a ``WatchRun``). ``on_error(exc)``: a ``RagsiftError`` of a later run (the index could not
+    be written, ...): the watch goes on and the next burst tries again; without it the error
+    is raised. Errors of the initial run are raised. Returns the number of runs after the
+    initial one. Needs ``watchfiles`` (``pip install 'ragsift[watch]'``)."""
+    if request.reads_stdin or request.stdin_lines is not None:
         raise RagsiftError("{watch} watches files and folders, not stdin (-)", param="watch")
-    watchfiles = _watchfiles()
-    index = os.fspath(index)
-    include, exclude = list(include or []), list(exclude or [])
-    options = {k: v for k, v in embedder_options.items() if v is not None} or None
-    root = None if root is None else os.path.abspath(os.fspath(root))
-    stopped = _Stop(stop)
-
-    def snapshot() -> tuple:
-        return _snapshot(paths, include, exclude, follow_links)
-
-    kept = KeptModels()  # the model loads once, for the first run that embeds
-
-    def run(first: bool) -> EmbedSummary:
-        return build_index(
-            paths,
-            index,
-            chunker,
-            embedder,
-            include=include,
-            exclude=exclude,
-            prune=prune,
-            rebuild=rebuild and first,
-            wait=wait if first else (wait or True),
-            model_dir=model,
-            batch_size=batch_size,
-            embedder_options=options,
-            on_skip=on_skip,
-            on_warning=on_warning,
-            progress=progress if first else EmbedProgress(),
-            max_file_size=max_file_size,
-            follow_links=follow_links,
-            engine=engine,
-            ray_address=ray_address,
-            root=root,
-            kept=kept,
-        )
-
-    seen = snapshot()
-    summary = run(first=True)
+    watcher = _Watcher(_watchfiles(), request, hooks or BuildHooks(), stop)
+    seen = watcher.snapshot()
+    summary = watcher.run(request, watcher.hooks)
     if on_run is not None:
         on_run(WatchRun(0, summary))
-    runs = 0
-    ready = False  # the watcher has started: the first yield compares with the initial run
-    retry = False  # the last run failed: try again at the next timeout
-    checked = time.monotonic()
-    ignore = _event_filter(paths, index)
+    return watcher.follow(seen, on_run, on_error, debounce_ms, step_ms)
 
-    def keep(change: Any, path: str) -> bool:
-        # an event the filter drops still wakes the loop when a look at the folders is due
-        # (the first after the watcher started, a failed run's retry, RECHECK_S without one):
-        # a steady stream of them (each reader that opens an index inside the folder creates
-        # and deletes its -wal and -shm files) holds off watchfiles' timeout for as long as
-        # it lasts, and with it the look that catches an event the OS never delivered
-        return (
-            ignore(change, path) or not ready or retry or (time.monotonic() - checked >= RECHECK_S)
-        )
 
-    for changes in watchfiles.watch(
-        *_watch_roots(paths),
-        watch_filter=keep,
-        debounce=debounce_ms,
-        step=step_ms,
-        stop_event=stopped,
-        rust_timeout=READY_MS,
-        yield_on_timeout=True,
-        raise_interrupt=True,
-    ):
-        if stopped.is_set():
-            break
-        if not changes and ready and not retry and time.monotonic() - checked < RECHECK_S:
-            continue  # a timeout: nothing happened
-        ready = True
+class _Watcher:
+    """One watch's state: its request, where its runs report, the model kept across runs."""
+
+    def __init__(self, watchfiles: Any, request: BuildRequest, hooks: BuildHooks, stop: Any):
+        from ragsift.ingest.model import KeptModels
+
+        self.watchfiles = watchfiles
+        self.request = request
+        self.hooks = hooks
+        self.paths = list(request.paths)
+        self.stopped = _Stop(stop)
+        self.kept = KeptModels()  # the model loads once, for the first run that embeds
+
+    def snapshot(self) -> tuple:
+        return _snapshot(self.paths, self.request.walk)
+
+    def run(self, request: BuildRequest, hooks: BuildHooks) -> EmbedSummary:
+        from ragsift.ingest.run import build_index
+
+        return build_index(request, hooks, kept=self.kept)
+
+    def follow(
+        self,
+        seen: tuple,
+        on_run: Callable[[WatchRun], None] | None,
+        on_error: Callable[[RagsiftError], None] | None,
+        debounce_ms: int,
+        step_ms: int,
+    ) -> int:
+        """The runs after the initial one (whose snapshot is ``seen``), one per settled burst
+        whose snapshot differs from the last run's; returns how many ran."""
+        later = self.request.later()
+        hooks = replace(self.hooks, progress=None)  # later runs draw no progress
+        runs = 0
+        ready = False  # the watcher has started: the first yield compares with the initial run
+        retry = False  # the last run failed: try again at the next timeout
         checked = time.monotonic()
-        now = snapshot()
-        if now == seen:
-            continue  # only files discovery ignores changed
-        try:
-            summary = run(first=False)
-        except RagsiftError as exc:
-            if on_error is None:
-                raise
-            on_error(exc)  # `seen` stays: the next timeout or burst tries again
-            retry = True
-            continue
-        seen, retry = now, False
-        runs += 1
-        if on_run is not None:
-            on_run(WatchRun(runs, summary, len(changes)))
-        if stopped.is_set():
-            break
-    return runs
+        ignore = _event_filter(self.paths, self.request.index)
+
+        def keep(change: Any, path: str) -> bool:
+            # an event the filter drops still wakes the loop when a look at the folders is
+            # due (the first after the watcher started, a failed run's retry, RECHECK_S
+            # without one): a steady stream of them (each reader that opens an index inside
+            # the folder creates and deletes its -wal and -shm files) holds off watchfiles'
+            # timeout for as long as it lasts, and with it the look that catches an event
+            # the OS never delivered
+            return (
+                ignore(change, path)
+                or not ready
+                or retry
+                or (time.monotonic() - checked >= RECHECK_S)
+            )
+
+        for changes in self.watchfiles.watch(
+            *_watch_roots(self.paths),
+            watch_filter=keep,
+            debounce=debounce_ms,
+            step=step_ms,
+            stop_event=self.stopped,
+            rust_timeout=READY_MS,
+            yield_on_timeout=True,
+            raise_interrupt=True,
+        ):
+            if self.stopped.is_set():
+                break
+            if not changes and ready and not retry and time.monotonic() - checked < RECHECK_S:
+                continue  # a timeout: nothing happened
+            ready = True
+            checked = time.monotonic()
+            now = self.snapshot()
+            if now == seen:
+                continue  # only files discovery ignores changed
+            try:
+                summary = self.run(later, hooks)
+            except RagsiftError as exc:
+                if on_error is None:
+                    raise
+                on_error(exc)  # `seen` stays: the next timeout or burst tries again
+                retry = True
+                continue
+            seen, retry = now, False
+            runs += 1
+            if on_run is not None:
+                on_run(WatchRun(runs, summary, len(changes)))
+            if self.stopped.is_set():
+                break
+        return runs
 
 
 def _watchfiles() -> Any:
@@ -244,15 +216,13 @@ class _Stop:
         return bool(self._stop())
 
 
-def _snapshot(
-    paths: list[str], include: list[str], exclude: list[str], follow_links: bool
-) -> tuple:
-    """What discovery finds now: each document's real path, size and mtime, and the entries it
-    could not read (so a file becoming unreadable, or readable again, counts as a change).
-    Equal snapshots: a run would have nothing to do."""
+def _snapshot(paths: list[str], rules: WalkRules) -> tuple:
+    """What discovery finds now under ``rules``: each document's real path, size and mtime,
+    and the entries it could not read (so a file becoming unreadable, or readable again,
+    counts as a change). Equal snapshots: a run would have nothing to do."""
     from ragsift.sources import walk
 
-    found = walk(paths, include, exclude, follow_links=follow_links)
+    found = walk(paths, list(rules.include), list(rules.exclude), follow_links=rules.follow_links)
     files = sorted(
         (os.path.realpath(f.path) if f.path is not None else f.relpath, f.size, f.mtime)
         for f in found.files
