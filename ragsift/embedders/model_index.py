@@ -171,7 +171,7 @@ _SPACE_RE = re.compile(r"[ \t\n\r]")
 # per-window numpy calls start to show (bench/RESULTS.md, "Bounded tokenization").
 WINDOW = 1 << 16
 SMALL = 4096  # a shorter window is encoded whole by the tokenizer (``PieceCache.window``)
-KEEP = 8  # windows kept encoded (a chunk never spans more than two; the rest are re-encoded)
+KEEP = 4  # windows kept encoded (a chunk never spans more than two; the rest are re-encoded)
 
 
 class PieceCache:
@@ -187,9 +187,9 @@ class PieceCache:
     one ``encode_batch`` per window (the real tokenizer: the same ids and offsets). Bounded:
     the cache starts over past ``PIECES`` pieces or ``LIMIT`` stored tokens. Thread-safe."""
 
-    # before starting over: ~10 MB at most (a 100,000-row table holds ~100k distinct pieces;
-    # 10 MB of prose ~33k, a hit rate of 98%)
-    PIECES = 1 << 16
+    # before starting over: ~5 MB at most (a 100,000-row table holds ~100k distinct pieces;
+    # 10 MB of prose ~33k: its hit rate stays ~97%)
+    PIECES = 1 << 15
     LIMIT = 1 << 19  # stored tokens
 
     def __init__(self, tok: Any) -> None:
@@ -286,7 +286,7 @@ class WindowedModelIndex:
         self._cuts = [0]  # window k is text[cuts[k]:cuts[k+1]]
         self._tok0 = [0]  # boundaries (``starts`` entries) before window k
         self._done = self.n == 0
-        self._kept: dict[int, tuple[list[int], list[int], Any]] = {}
+        self._kept: dict[int, tuple[Any, Any, Any]] = {}
         self._ctx: dict[str, list[int] | None] = {}
 
     # -- windows ---------------------------------------------------------------------------
@@ -319,7 +319,7 @@ class WindowedModelIndex:
                 bounds[0] = 0  # leading whitespace belongs to the first token
             if len(bounds) > 1:
                 bounds = bounds[np.r_[True, bounds[1:] > bounds[:-1]]]
-            hit = (bounds.tolist(), firsts.tolist(), ids)
+            hit = (_int64s(bounds), _int64s(firsts), ids)
         return self._keep(k, hit)
 
     def _keep(
@@ -435,3 +435,11 @@ class WindowedModelIndex:
             c = self._counter._tok.encode(context).ids
             self._ctx[context] = c[1:-1] if len(c) >= 2 and (c[0], c[-1]) == self._ends else None
         return self._ctx[context]
+
+
+def _int64s(values: Any) -> array:
+    """A numpy int64 array as an ``array("q")``: 8 bytes an entry (a list takes ~36), and
+    ``bisect`` reads it as it reads a list."""
+    out = array("q")
+    out.frombytes(values.tobytes())
+    return out
