@@ -54,7 +54,6 @@ import json
 import logging
 import math
 import os
-import posixpath
 import sys
 import threading
 from typing import TYPE_CHECKING, Any
@@ -435,11 +434,13 @@ class Service:
         return f"# {path} (the text ragsift indexed, chunk by chunk)\n" + _chunk_text(records)
 
     def _records(self, path: str) -> tuple[str, list[Any]]:
-        """The stored path ``path`` names and its chunks (``stored_candidates``)."""
-        for stored in stored_candidates(path, self.root):
-            records = self.index.document_chunks(stored) if self._allowed(stored) else []
-            if records:
-                return stored, records
+        """The stored path ``path`` names (``api.stored_path``, the rule of ``ls``, ``rm`` and
+        ``--path``: ``./x``, absolute inside the project root, relative to the server's
+        folder) and its chunks."""
+        stored = api.stored_path(path, self.index.paths(), root=self.root)
+        records = self.index.document_chunks(stored) if self._allowed(stored) else []
+        if records:
+            return stored, records
         raise ArgumentError(
             f"no indexed document {path!r}; list_documents gives the "
             "paths (hits' paths work as they are)"
@@ -473,28 +474,6 @@ class Service:
             f"internal error: {type(exc).__name__}: {_one_line(str(exc))} (the index "
             f"{self.index_path} was opened again; retry the call)"
         )
-
-
-def stored_candidates(path: str, root: str | None) -> list[str]:
-    """The stored paths a ``read`` path may name, most literal first: as given; normalised
-    (``./docs/x.md``, ``docs/../docs/x.md``: ``docs/x.md``); an absolute path inside the
-    project root (``root``, where paths are stored relative to it) or the server's folder,
-    made relative to it; a relative path made absolute (an index built from an absolute
-    folder stores absolute paths). A minimal rule of the MCP server's own (issue 41 item 5):
-    ``ragsift.api`` has no shared path rule yet."""
-    out = [path]
-    norm = posixpath.normpath(path.replace(os.sep, "/")) if path else path
-    out.append(norm)
-    here = os.getcwd()
-    if os.path.isabs(norm):
-        for base in (root, here):
-            if base is not None:
-                rel = os.path.relpath(norm, base)
-                if rel != os.pardir and not rel.startswith(os.pardir + os.sep):
-                    out.append(rel.replace(os.sep, "/"))
-    else:
-        out += [os.path.normpath(os.path.join(b, norm)) for b in (here, root) if b is not None]
-    return list(dict.fromkeys(out))
 
 
 def argument_words(name: str, value: object = None) -> str:

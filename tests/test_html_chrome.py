@@ -525,3 +525,11 @@ def test_a_page_that_is_all_navigation_is_read_whole_rather_than_skipped():
     it would be empty (a skipped file, exit 3); it is read as before them."""
     page = '<html><body><nav><a href="a.html">Alpha guide</a> <a href="b.html">Beta</a></nav>'
     assert read(page + "</body></html>").text == "Alpha guide Beta\n"
+
+
+def test_template_spans_are_outermost_and_an_unclosed_opener_ends_its_kind():
+    from ragsift.sources.html import template_spans
+
+    text = "a {{ b }} c {% if x %}{{ y }}{% endif %} <% z %> {{ never closed {# n #}"
+    spans = [text[a:b] for a, b in template_spans(text)]
+    assert spans == ["{{ b }}", "{% if x %}", "{{ y }}", "{% endif %}", "<% z %>", "{# n #}"]

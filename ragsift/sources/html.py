@@ -293,9 +293,54 @@ class _TextExtractor:
         self.heading_trails.append(tuple(t for _, t in self.heading_stack))
 
 
-# Template syntax (Jinja/Django/Liquid/Nunjucks, ERB/EJS): ``{% %}``, ``{{ }}``, ``{# #}``,
-# ``<% %>``, each bounded so a stray brace never scans the whole file.
-_TEMPLATE = re.compile(r"\{%.{0,2000}?%\}|\{\{.{0,2000}?\}\}|\{#.{0,2000}?#\}|<%.{0,2000}?%>", re.S)
+# Template syntax (Jinja/Django/Liquid/Nunjucks, ERB/EJS): an opener and its closer.
+_TEMPLATE_PAIRS = {"{%": "%}", "{{": "}}", "{#": "#}", "<%": "%>"}
+
+
+def template_spans(text: str) -> list[tuple[int, int]]:
+    """The ``(start, end)`` of each template construct, in order, outermost only. Linear: each
+    kind's next opener is looked up once per construct passed, and a kind whose closer is not
+    found is not looked for again."""
+    nxt = {o: text.find(o) for o in _TEMPLATE_PAIRS}
+    out: list[tuple[int, int]] = []
+    pos = 0
+    while True:
+        live = [(i, o) for o, i in nxt.items() if i >= 0]
+        if not live:
+            return out
+        start, opener = min(live)
+        end = text.find(_TEMPLATE_PAIRS[opener], start + 2)
+        if end < 0:
+            nxt[opener] = -1  # never closed: no later one of its kind closes either
+            continue
+        pos = end + 2
+        out.append((start, pos))
+        for o, i in nxt.items():
+            if 0 <= i < pos:
+                nxt[o] = text.find(o, pos)
+
+
+def template_weight(text: str) -> tuple[int, int, int]:
+    """``(constructs, syntax, visible)``: the template constructs of an HTML file, their
+    characters, and the visible text's non-space characters once they are removed."""
+    if "{%" not in text and "{{" not in text and "{#" not in text and "<%" not in text:
+        return 0, 0, 0
+    spans = template_spans(text)
+    syntax = sum(b - a for a, b in spans)
+    if not syntax:
+        return 0, 0, 0
+    pieces, at = [], 0
+    for a, b in spans:
+        pieces.append(text[at:a])
+        at = b
+    pieces.append(text[at:])
+    parser = _TextExtractor()
+    try:
+        replay(parse_events(" ".join(pieces)), parser)
+    except Exception:
+        return len(spans), syntax, len(text)  # unreadable as HTML: not judged a template
+    visible = sum(len(p) - p.count(" ") - p.count("\n") for p in parser.out)
+    return len(spans), syntax, visible
 
 
 def template_reason(text: str) -> str | None:
@@ -303,27 +348,16 @@ def template_reason(text: str) -> str | None:
 
     A template is a file whose template syntax outweighs its text: the characters of its
     ``{% %}``/``{{ }}``/``{# #}``/``<% %>`` constructs are at least those of the visible text
-    around them. Measured (bench/RESULTS.md, "HTML page chrome"): the 180 theme templates of
-    mkdocs, mkdocs-material, Sphinx, Furo and the RTD theme have 2.2 to 6,000 times more
-    template syntax than text (one, Furo's error page ``layout.html``, 0.15: kept), and the
-    4,470 built pages of the generators measured here at most 0.01 (a ``{{`` in a code
-    example). A page with none is never a template."""
-    if "{%" not in text and "{{" not in text and "{#" not in text and "<%" not in text:
-        return None
-    constructs = _TEMPLATE.findall(text)
-    syntax = sum(len(c) for c in constructs)
-    if not syntax:
-        return None
-    parser = _TextExtractor()
-    try:
-        replay(parse_events(_TEMPLATE.sub(" ", text)), parser)
-    except Exception:
-        return None
-    visible = sum(len(p) - p.count(" ") - p.count("\n") for p in parser.out)
-    if syntax < visible:
+    around them (``template_weight``). Measured (bench/bench_html_templates.py, RESULTS "HTML
+    page chrome"): the 180 theme templates with template syntax of mkdocs, mkdocs-material,
+    Sphinx, Furo and the RTD theme have 5.5 to 6,236 times more template syntax than text
+    (one, Furo's error page ``layout.html``, 0.15: kept), the 4,470 built pages measured at
+    most 0.01 (a ``{{`` in a code example). A page with none is never a template."""
+    constructs, syntax, visible = template_weight(text)
+    if not syntax or syntax < visible:
         return None
     return (
-        f"a template, not a document ({len(constructs)} template tags, {syntax:,} characters "
+        f"a template, not a document ({constructs} template tags, {syntax:,} characters "
         f"of them against {visible:,} of text)"
     )
 
