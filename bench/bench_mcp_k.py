@@ -12,7 +12,8 @@ import statistics
 import sys
 import time
 
-from ragsift.mcp_server import Service, search_text
+from ragsift.mcp_server.service import Service
+from ragsift.mcp_server.text import search_text
 
 QUERIES = [
     "how do I choose the threshold",

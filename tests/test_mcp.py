@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from ragsift.mcp_server import MAX_K
+from ragsift.mcp_server.service import MAX_K
 from ragsift.retrieval.relevance import DEFAULT_THRESHOLDS
 from tests.conftest import REPO, run_cli
 from tests.test_query_cli import fixture_index

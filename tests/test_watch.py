@@ -186,7 +186,7 @@ def test_open_readers_keep_answering_and_see_each_change(folder: Path, watching)
     between and during runs, and its next call sees what the run committed."""
     import json
 
-    from ragsift.mcp_server import Service
+    from ragsift.mcp_server.service import Service
 
     w = watching()
     service = Service(str(w.index), threshold=0.0)

@@ -80,7 +80,8 @@ def mcp_command(
         raise RagsiftError(
             "`ragsift mcp` needs the mcp extra: pip install 'ragsift[mcp]'"
         ) from None
-    from ragsift.mcp_server import Service, refuse, serve
+    from ragsift.mcp_server.service import Service
+    from ragsift.mcp_server.wire import refuse, serve
 
     # every option checked and the index opened before serving: a mistake is exit 2
     try:
