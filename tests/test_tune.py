@@ -281,3 +281,25 @@ def test_after_tune_save_the_nothing_admitted_hint_no_longer_says_to_run_it(labe
         said = proc.stderr + proc.stdout
         assert "nothing cleared the threshold" in said, said
         assert TUNE_NOTE[2:] not in said and TUNED_NOTE[2:40] in said, said
+
+
+def test_tune_at_80_columns_shows_every_column_header_whole(labelled):
+    """Issue 41 item 6: at 80 columns the headers were cut ("nothing (answerabl…",
+    "admitted/q…") and the ranking line wrapped inside a phrase ("over 3" / "answerable
+    queries")."""
+    from rich.cells import cell_len
+
+    from tests.conftest import run_cli
+
+    index, queries = labelled
+    proc = run_cli("tune", "--index", index, "--queries", queries, env={"COLUMNS": "80"})
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    top = lines[: next(i for i, line in enumerate(lines) if line.startswith("┡"))]
+    header = " ".join(top)
+    for words in ("threshold", "precision", "recall", "F1", "nothing", "(answerable)"):
+        assert words in header, top
+    assert "admitted" in header and "per query" in header and "…" not in header, top
+    assert any("over 3 answerable queries" in line for line in lines[:4]), lines[:4]
+    table = lines[: next(i for i, line in enumerate(lines) if line.startswith("└")) + 1]
+    assert all(cell_len(line) <= 80 for line in table), table
