@@ -135,6 +135,7 @@ __all__ = [
     "remove",
     "search_record",
     "stored_path",
+    "watch",
     *_EXPORTS,
     *_RENAMED,
 ]
