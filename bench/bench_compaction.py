@@ -115,6 +115,12 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--site", default=None, help="a folder of pages (default: see above)")
     ap.add_argument("--pages", type=int, default=24)
+    ap.add_argument(
+        "--arms",
+        default="sqlite,lance,every-run,old",
+        help="which of sqlite, lance, every-run (the data rewritten by every run), old (and "
+        "the one-hour window of versions: before issue 40) to run",
+    )
     args = ap.parse_args()
     load0 = open("/proc/loadavg").read().split()[:3]
     root = tempfile.mkdtemp(prefix="ragsift-compaction-")
@@ -122,12 +128,20 @@ def main() -> int:
         site = os.path.join(root, "site")
         source = make_site(site, args.site, args.pages)
         page = os.path.join(site, sorted(os.listdir(site))[0])
-        arms = {  # name: (index, the schedule its runs use)
-            "sqlite": (os.path.join(root, "i.db"), "default"),
-            "lance": (os.path.join(root, "i.lance"), "default"),
-            "lance, data rewritten every run": (os.path.join(root, "every.lance"), "every-run"),
-            "lance, before (1-hour window)": (os.path.join(root, "old.lance"), "old"),
+        every = {  # name: (index, the schedule its runs use, its --arms name)
+            "sqlite": (os.path.join(root, "i.db"), "default", "sqlite"),
+            "lance": (os.path.join(root, "i.lance"), "default", "lance"),
+            "lance, data rewritten every run": (
+                os.path.join(root, "every.lance"),
+                "every-run",
+                "every-run",
+            ),
+            "lance, before (1-hour window)": (os.path.join(root, "old.lance"), "old", "old"),
         }
+        wanted = set(args.arms.split(","))
+        if wanted & {"every-run", "old"}:
+            wanted.add("lance")  # their fresh build is the lance arm's, copied
+        arms = {k: (i, a) for k, (i, a, n) in every.items() if n in wanted}
         print(f"site: {len(os.listdir(site))} pages of {source}; edited page: {page}")
         rows: dict[str, dict] = {}
         for name, (index, arm) in arms.items():
@@ -149,7 +163,7 @@ def main() -> int:
                 r["walls"].append(wall)
                 r["compact"].append(compact)
         fresh_end = {}
-        for kind in (".db", ".lance"):
+        for kind in sorted({os.path.splitext(i)[1] for i, _ in arms.values()}):
             again = os.path.join(root, "fresh-end" + kind)
             embed(site, again)
             fresh_end[kind] = size_on_disk(again)
