@@ -58,8 +58,8 @@ def designs(cases: dict, ref_en: list, languages) -> dict:
         rates,
         scored,
     )
-    from ragsift.retrieval.engine import MODES
     from ragsift.retrieval.relevance import DEFAULT_THRESHOLDS, MODELS
+    from ragsift.retrieval.request import MODES
 
     out: dict = {"align": {}, "align-pool": {}, "align-lik": {}, "refit": {}}
     own_en = [q for q in cases["dense"] if q.fold == "en"]
@@ -120,8 +120,8 @@ def table(name: str, model_dir: str | None, ref_en: list, admission: str | None)
     from ragsift.calibration.data import LANGUAGES
     from ragsift.calibration.run import align_all, calibrate, fit_all, gather
     from ragsift.embedders import load_embedder
-    from ragsift.retrieval.engine import MODES
     from ragsift.retrieval.relevance import DEFAULT_THRESHOLDS, MODELS
+    from ragsift.retrieval.request import MODES
 
     emb = load_embedder(model_dir)
     t0 = time.perf_counter()

@@ -40,8 +40,8 @@ REPO = Path(__file__).resolve().parent.parent
 
 from ragsift.index import open_index
 from ragsift.index.store import DocumentWrite
+from ragsift.retrieval.request import SearchRequest
 from ragsift.retrieval.search import Searcher
-from ragsift.retrieval.topk import TopK
 
 DIM = 384
 FETCH = 13  # k=3 + reject window 10
@@ -238,7 +238,7 @@ def measure_warm(path: Path, emb, args, work: Path, n: int) -> dict:
         load_ms = (time.perf_counter() - t) * 1000
         matrix, rowids = store._dense.matrix, store._dense.rowids  # what the backend loaded
         qs = queries_for(matrix, args.queries)
-        strat = TopK(k=3, threshold=0.5, reject_window=10)
+        strat = SearchRequest(k=3, threshold=0.5, reject_window=10)
         engines = {
             "scan": lambda q: np.array(
                 [r for r, _ in store.dense_candidates(q[None, :], FETCH)[0]]

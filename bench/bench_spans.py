@@ -97,9 +97,9 @@ def speed(repeats: int) -> None:
     from ragsift.embedders import load_embedder
     from ragsift.index import open_index
     from ragsift.ingest import BuildHooks, BuildRequest, build_index
+    from ragsift.retrieval.request import SearchRequest
     from ragsift.retrieval.search import Searcher
     from ragsift.retrieval.spans import spans_for
-    from ragsift.retrieval.topk import TopK
 
     queries = [
         "when do honey bees swarm",
@@ -122,7 +122,7 @@ def speed(repeats: int) -> None:
         )
         with open_index(idx, "r") as store:
             searcher = Searcher(store, embedder=emb)
-            results = [searcher.retrieve(q, TopK(k=5, threshold=None)) for q in queries]
+            results = [searcher.retrieve(q, SearchRequest(k=5, threshold=None)) for q in queries]
             wall, cpu = [], []
             for _ in range(repeats):
                 for r in results:

@@ -21,16 +21,17 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ragsift.errors import RagsiftError
-from ragsift.retrieval.engine import DEFAULT_MODE, check_mode
+from ragsift.retrieval.request import DEFAULT_MODE, check_mode
 
 if TYPE_CHECKING:
     from ragsift.index.backend import DocumentInfo
     from ragsift.ingest import EmbedSummary
     from ragsift.retrieval.hybrid import Fusion
+    from ragsift.retrieval.request import SearchRequest
     from ragsift.retrieval.search import Searcher
     from ragsift.retrieval.threshold import ThresholdInForce
     from ragsift.retrieval.topk import Retrieval
@@ -43,14 +44,15 @@ AUTO = "auto"  # the threshold argument's default (``ragsift.retrieval.threshold
 # (``__getattr__``): ``import ragsift.api`` stays light for ``ragsift --help``.
 _EXPORTS = {
     "DEFAULT_INDEX": "ragsift.index",
-    "MODES": "ragsift.retrieval.engine",
-    "DEFAULT_MODE": "ragsift.retrieval.engine",
-    "check_mode": "ragsift.retrieval.engine",
+    "MODES": "ragsift.retrieval.request",
+    "DEFAULT_MODE": "ragsift.retrieval.request",
+    "check_mode": "ragsift.retrieval.request",
     "check_globs": "ragsift.retrieval.engine",
     "path_matches": "ragsift.retrieval.engine",
     "SPAN_MODES": "ragsift.retrieval.spans",
     "check_span": "ragsift.retrieval.spans",
     "check_threshold": "ragsift.retrieval.threshold",
+    "SearchRequest": "ragsift.retrieval.request",  # one search's options (``search(request)``)
     "ThresholdInForce": "ragsift.retrieval.threshold",
     "Candidate": "ragsift.retrieval.topk",
     "Retrieval": "ragsift.retrieval.topk",
@@ -455,7 +457,7 @@ class Index:
         self.store = store
         self._model = model
         self._embedder = embedder
-        self._searchers: dict[tuple[str, Any], Searcher] = {}
+        self._searcher_of: Searcher | None = None
         self._closed = False
         # (project root,) when paths given to this index are as a user typed them (open_index)
         self.typed_root: tuple[str | None] | None = None
@@ -529,60 +531,78 @@ class Index:
         ``"auto"`` (the saved one, else the model's measured default), ``None`` (no floor) or
         a number in [0, 1]. ``required=False``: no error for a model with no measured
         default (``.value`` is then None)."""
-        from ragsift.retrieval.threshold import resolve_threshold
+        from ragsift.retrieval.request import SearchRequest
 
-        return resolve_threshold(threshold, self.settings, mode=check_mode(mode), required=required)
+        request = SearchRequest(threshold=threshold, mode=mode)
+        return request.resolved(self.settings, required=required).floor
+
+    @_reads
+    def prepare(
+        self, request: SearchRequest | None = None, *, required: bool = True, **options: Any
+    ) -> SearchRequest:
+        """The ``SearchRequest`` (``request``, with ``options`` set on it; none: one made of
+        ``options``, the keywords of ``search``) completed against this index, once: a
+        ``path`` typed from the current folder becomes the stored path (``open_index(...,
+        typed_paths=True)``) and the threshold argument the floor in force (``.floor``:
+        ``.value``, ``.label``, ``.warning``). ``required=False``: no error for a model with
+        no floor known (``.floor.source`` is then None). A request this index prepared is
+        returned as it is."""
+        from ragsift.retrieval.request import SearchRequest
+
+        request = SearchRequest.of(request, options, "prepare")
+        if request.floor is not None:
+            return request
+        if request.path and self.typed_root is not None:
+            request = replace(request, path=self._as_stored(request.path))
+        return request.resolved(self.settings, required=required)
 
     @_reads
     def search(
         self,
         texts: str | Sequence[str],
+        request: SearchRequest | None = None,
         *,
-        k: int = 3,
-        threshold: float | str | None = AUTO,
-        reject_window: int = 10,
-        max_chars: int | None = None,
-        path: str | None = None,
-        mode: str = DEFAULT_MODE,
-        fusion: Fusion | None = None,
-        span: str = "chunk",
-        within: str | None = None,
-        units: int | None = None,
         required: bool = True,
+        **options: Any,
     ) -> Search:
         """The whole answer to one query or a batch (embedded in one call): a ``Search``
         with each query's ``Retrieval``, the threshold in force and where it came from, the
         query tokens the model cut, and with ``units`` the closest stored units of each
         admitted hit (``explain``'s attributions). What ``query``, ``explain`` and the MCP
-        server print is built from it. ``required=False``: no error for a model with no
-        measured threshold and none given (no floor then)."""
-        from ragsift.retrieval.spans import check_span
+        server print is built from it. The options: a ``SearchRequest``, or its fields as
+        keywords (``k=3``, ``threshold="auto"``, ``reject_window=10``, ``max_chars=None``,
+        ``path=None``, ``within=None``, ``mode="hybrid"``, ``fusion=None``, ``span="chunk"``,
+        ``units=None``), or both (the keywords set on the request). ``required=False``: no
+        error for a model with no measured threshold and none given (no floor then)."""
+        from ragsift.retrieval.request import SearchRequest
 
         batch = [texts] if isinstance(texts, str) else list(texts)
         for t in batch:
             _check_query(t)
-        check_span(span)
-        path = self._as_stored(path)
+        # every argument is checked before the model loads or anything is read
+        request = self.prepare(SearchRequest.of(request, options, "search"), required=False)
         # the lexical side needs no query vector: fetched while the model loads
-        ahead = None if path or within else batch
-        searcher, strategy, floor = self._prepare(
-            mode, fusion, k, threshold, reject_window, max_chars, required=required, prefetch=ahead
-        )
+        ahead = None if request.path or request.within else batch
+        searcher = self._searcher(ahead, request)
+        if required:
+            searcher.require_chunks()  # an empty index says so, whatever its model
+            if request.floor.source is None:  # no floor known: the policy's error (exit 2)
+                from ragsift.retrieval.threshold import no_threshold
+
+                raise no_threshold(self.settings, request.floor)
         qvecs, cut, views = searcher.embed_queries_viewed(batch)
-        results = searcher.retrieve_many(
-            batch, strategy, path_glob=path, qvecs=qvecs, span=span, within=within
-        )
+        results = searcher.retrieve_many(batch, request, qvecs=qvecs)
         attributions: list[list[Any]] = [[] for _ in results]
-        if units is not None:
+        if request.units is not None:
             from ragsift.retrieval.attribution import attribute
 
             attributions = [
-                attribute(searcher.store, qvecs[i], r.admitted, top=units)
+                attribute(searcher.store, qvecs[i], r.admitted, top=request.units)
                 for i, r in enumerate(results)
             ]
         return Search(
             results=results,
-            threshold=floor,
+            threshold=request.floor,
             truncated=cut,
             max_length=getattr(searcher.embedder, "max_length", None),
             model=searcher.model,
@@ -591,97 +611,39 @@ class Index:
             dense_views=views,
         )
 
-    def query(
-        self,
-        text: str,
-        *,
-        k: int = 3,
-        threshold: float | str | None = AUTO,
-        reject_window: int = 10,
-        max_chars: int | None = None,
-        path: str | None = None,
-        mode: str = DEFAULT_MODE,
-        fusion: Fusion | None = None,
-        span: str = "chunk",
-        within: str | None = None,
-    ) -> Retrieval:
+    def query(self, text: str, request: SearchRequest | None = None, **options: Any) -> Retrieval:
         """One query through the engine ``ragsift query`` uses: the ``Retrieval`` record
-        (``admitted``, ``rejected`` with reasons, ``as_dict()``). ``span="best"``: each
+        (``admitted``, ``rejected`` with reasons, ``as_dict()``). The options as for
+        ``search`` (a ``SearchRequest`` or its fields as keywords). ``span="best"``: each
         admitted hit also carries ``span_start``/``span_end``/``span_text``, its evidence.
         ``within``: a glob every searched document must also match (``path`` narrows it)."""
-        return self.query_many(
-            [text],
-            k=k,
-            threshold=threshold,
-            reject_window=reject_window,
-            max_chars=max_chars,
-            path=path,
-            mode=mode,
-            fusion=fusion,
-            span=span,
-            within=within,
-        )[0]
+        from ragsift.retrieval.request import SearchRequest
+
+        return self.search([text], SearchRequest.of(request, options, "query")).results[0]
 
     def query_many(
-        self,
-        texts: Sequence[str],
-        *,
-        k: int = 3,
-        threshold: float | str | None = AUTO,
-        reject_window: int = 10,
-        max_chars: int | None = None,
-        path: str | None = None,
-        mode: str = DEFAULT_MODE,
-        fusion: Fusion | None = None,
-        span: str = "chunk",
-        within: str | None = None,
+        self, texts: Sequence[str], request: SearchRequest | None = None, **options: Any
     ) -> list[Retrieval]:
-        """Several queries, embedded in one batch."""
+        """Several queries, embedded in one batch (the options as for ``search``)."""
+        from ragsift.retrieval.request import SearchRequest
+
         if isinstance(texts, str):
             raise TypeError("query_many takes a list of query texts, not one str (use query)")
-        return self.search(
-            list(texts),
-            k=k,
-            threshold=threshold,
-            reject_window=reject_window,
-            max_chars=max_chars,
-            path=path,
-            mode=mode,
-            fusion=fusion,
-            span=span,
-            within=within,
-        ).results
+        return self.search(list(texts), SearchRequest.of(request, options, "query_many")).results
 
     def explain(
-        self,
-        text: str,
-        *,
-        k: int = 3,
-        threshold: float | str | None = AUTO,
-        reject_window: int = 10,
-        max_chars: int | None = None,
-        path: str | None = None,
-        mode: str = DEFAULT_MODE,
-        span: str = "chunk",
-        units: int = 3,
-        within: str | None = None,
+        self, text: str, request: SearchRequest | None = None, **options: Any
     ) -> dict[str, Any]:
         """``ragsift explain QUERY --json``: the retrieval record with where its threshold came
         from, the hints, the query's truncation and the closest units of each admitted hit
-        (``explain_record``)."""
+        (``explain_record``; ``units`` 3 unless given). The options as for ``search``."""
+        from ragsift.retrieval.request import SearchRequest
+
         _check_query(text)  # one query: a str (a list would be a batch)
-        found = self.search(
-            text,
-            k=k,
-            threshold=threshold,
-            reject_window=reject_window,
-            max_chars=max_chars,
-            path=path,
-            mode=mode,
-            span=span,
-            within=within,
-            units=units,
-        )
+        request = SearchRequest.of(request, options, "explain")
+        if request.units is None:
+            request = replace(request, units=3)
+        found = self.search(text, request)
         return explain_record(
             found.results[0],
             found.threshold,
@@ -694,36 +656,30 @@ class Index:
     def tune(
         self,
         queries: str | os.PathLike | Sequence[Any],
+        request: SearchRequest | None = None,
         *,
         objective: Any = "f1",
         step: float = 0.01,
-        k: int = 3,
-        threshold: float | str | None = AUTO,
-        reject_window: int = 10,
-        max_chars: int | None = None,
-        path: str | None = None,
-        mode: str = DEFAULT_MODE,
+        **options: Any,
     ) -> TuneReport:
         """``ragsift tune``: search every labelled query once (no floor) and sweep the
         threshold; ``queries``: a JSON-lines file (``load_queries``) or its loaded records;
-        ``objective``: "f1", "recall@precision=0.8", ... (or an ``Objective``); ``threshold``:
-        the floor to compare against (default: the one in force, if any). Store the
-        recommendation with ``save_threshold(index, report, mode=mode)``."""
+        ``objective``: "f1", "recall@precision=0.8", ... (or an ``Objective``); the search
+        options as for ``search`` (``k``, ``reject_window``, ``max_chars``, ``path``,
+        ``mode``; ``threshold``: the floor to compare against, default the one in force, if
+        any). Store the recommendation with ``save_threshold(index, report, mode=mode)``."""
+        from ragsift.retrieval.request import SearchRequest
         from ragsift.tuning import Objective, load_queries, tune
 
         if isinstance(objective, str):
             objective = Objective.parse(objective)
         if isinstance(queries, (str, os.PathLike)):
             queries = load_queries(queries)
-        path = self._as_stored(path)
-        searcher, strategy, _ = self._prepare(
-            mode, None, k, threshold, reject_window, max_chars, required=False
-        )
+        request = self.prepare(SearchRequest.of(request, options, "tune"), required=False)
+        searcher = self._searcher()
         if not searcher.count:
             raise RagsiftError(f"index {getattr(self.store, 'path', '')} holds no chunks")
-        return tune(
-            searcher, list(queries), strategy, objective=objective, path_glob=path, step=step
-        )
+        return tune(searcher, list(queries), request, objective=objective, step=step)
 
     @_reads
     def rank(
@@ -738,15 +694,17 @@ class Index:
         score, evidence): the order ``query`` applies its threshold to, with no top-K record
         (``ragsift eval`` ranks thousands of queries at BEIR depth)."""
         from ragsift.retrieval.engine import rank
+        from ragsift.retrieval.hybrid import Fusion
 
-        searcher = self._searcher(check_mode(mode), fusion)
+        check_mode(mode)
+        searcher = self._searcher()
         return rank(
             self.store,
             list(queries),
             searcher.embed_queries(list(queries)),
-            mode=searcher.mode,
+            mode=mode,
             n=depth,
-            fusion=searcher.fusion,
+            fusion=fusion or Fusion(),
             models=searcher.models,
         )
 
@@ -798,60 +756,24 @@ class Index:
         self.store.refresh()
         return True
 
-    def _prepare(
-        self,
-        mode: str,
-        fusion: Fusion | None,
-        k: int,
-        threshold: float | str | None,
-        reject_window: int,
-        max_chars: int | None,
-        *,
-        required: bool = True,
-        prefetch: Sequence[str] | None = None,
-    ):
-        from ragsift.retrieval.threshold import strategy_for
-
-        self._check_open()
-        # every argument is checked before the model loads or anything is read
-        strategy, floor = strategy_for(
-            self.settings,
-            k=k,
-            threshold=threshold,
-            reject_window=reject_window,
-            max_chars=max_chars,
-            mode=check_mode(mode),
-            required=False,
-        )
-        searcher = self._searcher(mode, fusion, prefetch)
-        if required:
-            searcher.require_chunks()  # an empty index says so, whatever its model
-            if floor.source is None:  # no floor known: the policy's error (exit 2)
-                self.threshold(threshold, mode)
-        return searcher, strategy, floor
-
     def _searcher(
-        self, mode: str, fusion: Fusion | None, prefetch: Sequence[str] | None = None
+        self, prefetch: Sequence[str] | None = None, request: SearchRequest | None = None
     ) -> Searcher:
-        """The searcher for ``mode``; the first one loads the model in a thread beside the
-        index's matrix and the lexical lists of ``prefetch`` (a cold query pays the longer
-        of the two, not their sum); later ones share its model."""
+        """The searcher of this index; made on the first search, which loads the model in a
+        thread beside the index's matrix and the lexical lists of ``prefetch`` for
+        ``request`` (a cold query pays the longer of the two, not their sum)."""
         from ragsift.retrieval.search import Searcher
 
-        key = (mode, fusion)
-        if key not in self._searchers:
-            loaded = next(iter(self._searchers.values()), None)
-            embedder = loaded.embedder if loaded else self._embedder
-            self._searchers[key] = Searcher(
+        if self._searcher_of is None:
+            self._searcher_of = Searcher(
                 self.store,
-                embedder=embedder,
+                embedder=self._embedder,
                 model_dir=self._model,
-                mode=mode,
-                fusion=fusion,
-                preload_embedder=embedder is None,
+                preload_embedder=self._embedder is None,
                 prefetch=prefetch,
+                request=request,
             )
-        return self._searchers[key]
+        return self._searcher_of
 
 
 def _check_query(text: Any) -> None:

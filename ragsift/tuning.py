@@ -37,9 +37,9 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragsift.errors import RagsiftError
 from ragsift.metrics import (  # the one metrics module, shared with `eval`
@@ -52,6 +52,9 @@ from ragsift.metrics import (  # the one metrics module, shared with `eval`
     threshold_grid,
 )
 from ragsift.retrieval.topk import Candidate, Retrieval, TopK
+
+if TYPE_CHECKING:
+    from ragsift.retrieval.request import SearchRequest
 
 
 @dataclass(frozen=True)
@@ -290,24 +293,24 @@ class TuneReport:
 
 def analyse(
     judged: Sequence[Judged],
+    strategy: TopK,
     *,
-    k: int,
-    reject_window: int,
-    max_chars: int | None,
     objective: Objective,
     thresholds: Sequence[float] | None = None,
-    current_threshold: float | None = None,
     model: str = "",
     step: float = 0.01,
 ) -> TuneReport:
-    """Sweep thresholds over judged queries and pick one (pure: no model, no index)."""
+    """Sweep thresholds over judged queries and pick one (pure: no model, no index).
+    ``strategy``: the k, reject window and character budget of the search; its threshold is
+    the current one, reported for comparison (None: none)."""
+    k, max_chars, current_threshold = strategy.k, strategy.max_chars, strategy.threshold
     grid = list(thresholds) if thresholds else threshold_grid(judged, k, step)
     rows = [metrics_at(judged, t, k, max_chars) for t in grid]
     rel = [s for j in judged for s, m in zip(j.scores, j.matched) if m]
     irr = [s for j in judged for s, m in zip(j.scores, j.matched) if not m]
     return TuneReport(
         k=k,
-        reject_window=reject_window,
+        reject_window=strategy.reject_window,
         max_chars=max_chars,
         objective=str(objective),
         queries=len(judged),
@@ -329,26 +332,24 @@ def analyse(
 def tune(
     searcher: Any,
     queries: Sequence[LabelledQuery],
-    strategy: TopK,
+    request: SearchRequest,
     *,
     objective: Objective,
     thresholds: Sequence[float] | None = None,
-    path_glob: str | None = None,
     step: float = 0.01,
 ) -> TuneReport:
-    """Search every query once (no floor) and analyse the sweep. ``strategy.threshold`` is
-    reported as the current threshold for comparison."""
-    probe = TopK(k=strategy.k, threshold=None, reject_window=strategy.reject_window, max_chars=None)
-    retrievals = searcher.retrieve_many([q.query for q in queries], probe, path_glob=path_glob)
+    """Search every query once (no floor, no character budget: ``request`` with those
+    cleared) and analyse the sweep. ``request``'s threshold in force (its ``floor``, resolved
+    if it has none) is reported as the current threshold for comparison."""
+    request = request.resolved(searcher.settings, required=False)
+    probe = replace(request, threshold=None, max_chars=None, span="chunk", units=None, floor=None)
+    retrievals = searcher.retrieve_many([q.query for q in queries], probe)
     judged = [judge(r, q) for r, q in zip(retrievals, queries)]
     report = analyse(
         judged,
-        k=strategy.k,
-        reject_window=strategy.reject_window,
-        max_chars=strategy.max_chars,
+        request.strategy,
         objective=objective,
         thresholds=thresholds,
-        current_threshold=strategy.threshold,
         model=searcher.model,
         step=step,
     )

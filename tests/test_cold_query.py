@@ -19,12 +19,12 @@ def index(tmp_path_factory) -> str:
 @pytest.mark.parametrize("mode", ["hybrid", "lexical", "dense"])
 def test_prefetched_lexical_lists_give_the_same_retrievals_and_are_used(index, mode):
     from ragsift.index import open_index
+    from ragsift.retrieval.request import SearchRequest
     from ragsift.retrieval.search import Searcher
-    from ragsift.retrieval.topk import TopK
 
-    strategy = TopK(k=5, threshold=None, reject_window=5)
+    request = SearchRequest(k=5, threshold=None, reject_window=5, mode=mode)
     with open_index(index, "r") as store:
-        plain = Searcher(store, mode=mode).retrieve_many(QUERIES, strategy)
+        plain = Searcher(store).retrieve_many(QUERIES, request)
         calls: list[str] = []
         original = store.lexical_candidates
 
@@ -33,16 +33,16 @@ def test_prefetched_lexical_lists_give_the_same_retrievals_and_are_used(index, m
             return original(text, n, paths)
 
         store.lexical_candidates = counted
-        searcher = Searcher(store, preload_embedder=True, mode=mode, prefetch=QUERIES)
+        searcher = Searcher(store, preload_embedder=True, prefetch=QUERIES, request=request)
         fetched_ahead = list(calls)
-        ahead = searcher.retrieve_many(QUERIES, strategy)
+        ahead = searcher.retrieve_many(QUERIES, request)
         assert ahead == plain and any(r.admitted or r.rejected for r in plain)
         if mode == "dense":
             assert calls == []
         else:  # every query fetched once, before the search, and never again
             assert sorted(fetched_ahead) == sorted(QUERIES) and calls == fetched_ahead
         # only the first search uses them; a later one asks the index again, same answer
-        again = searcher.retrieve_many(QUERIES, strategy)
+        again = searcher.retrieve_many(QUERIES, request)
         assert again == plain
         if mode != "dense":
             assert len(calls) == 2 * len(QUERIES)
@@ -50,14 +50,14 @@ def test_prefetched_lexical_lists_give_the_same_retrievals_and_are_used(index, m
 
 def test_prefetched_lists_are_not_used_under_a_path_filter(index):
     from ragsift.index import open_index
+    from ragsift.retrieval.request import SearchRequest
     from ragsift.retrieval.search import Searcher
-    from ragsift.retrieval.topk import TopK
 
-    strategy = TopK(k=5, threshold=None, reject_window=5)
     with open_index(index, "r") as store:
         glob = next(p for p in store.paths() if "bee" in p)
-        plain = Searcher(store).retrieve_many(QUERIES, strategy, path_glob=glob)
-        ahead = Searcher(store, prefetch=QUERIES).retrieve_many(QUERIES, strategy, path_glob=glob)
+        request = SearchRequest(k=5, threshold=None, reject_window=5, path=glob)
+        plain = Searcher(store).retrieve_many(QUERIES, request)
+        ahead = Searcher(store, prefetch=QUERIES, request=request).retrieve_many(QUERIES, request)
         assert ahead == plain
         assert any(r.candidates for r in ahead)
         assert all(c.path == glob for r in ahead for c in r.candidates)

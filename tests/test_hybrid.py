@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -269,20 +270,18 @@ def test_a_lexical_only_hit_is_identifiable(tmp_path, embedder):
 
 def test_searcher_builds_the_retrieval_record_in_every_mode(tmp_path, embedder):
     from ragsift.index import open_index
+    from ragsift.retrieval.request import SearchRequest
     from ragsift.retrieval.search import Searcher
-    from ragsift.retrieval.topk import TopK
 
     index = _cats_dogs_log_index(tmp_path, embedder)
     with open_index(index, "r") as store:
-        strategy = TopK(k=2, threshold=0.3, reject_window=5)
-        hybrid = Searcher(store, embedder=embedder, fusion=Fusion(depth=1))
-        r = hybrid.retrieve("purring felines zq7x", strategy)
-        dense_only = Searcher(store, embedder=embedder, mode="dense").retrieve(
-            "purring felines zq7x", strategy
-        )
-        lexical = Searcher(store, embedder=embedder, mode="lexical")
-        lex = lexical.retrieve("zq7x", strategy)
-        filtered = lexical.retrieve("zq7x cats", strategy, path_glob="*cats.md")
+        request = SearchRequest(k=2, threshold=0.3, reject_window=5)
+        searcher = Searcher(store, embedder=embedder)
+        r = searcher.retrieve("purring felines zq7x", replace(request, fusion=Fusion(depth=1)))
+        dense_only = searcher.retrieve("purring felines zq7x", replace(request, mode="dense"))
+        lexical = replace(request, mode="lexical")
+        lex = searcher.retrieve("zq7x", lexical)
+        filtered = searcher.retrieve("zq7x cats", replace(lexical, path="*cats.md"))
     # fetch = k + window = 7 > depth 1: each side is widened to 7 so the record is complete
     assert r.mode == "hybrid" and [c.fused_rank for c in r.candidates] == [1, 2, 3]
     assert r.candidates_complete
@@ -305,8 +304,8 @@ def test_searcher_builds_the_retrieval_record_in_every_mode(tmp_path, embedder):
 def test_searcher_mode_dispatches_to_the_fusion(tmp_path, embedder):
     from ragsift.index import open_index
     from ragsift.retrieval.hybrid import Fusion
+    from ragsift.retrieval.request import SearchRequest
     from ragsift.retrieval.search import Searcher
-    from ragsift.retrieval.topk import TopK
 
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -314,13 +313,12 @@ def test_searcher_mode_dispatches_to_the_fusion(tmp_path, embedder):
     (docs / "log.md").write_text("Reference code zq7x appeared in the build log.\n")
     index = tmp_path / "index.db"
     _build(docs, index, embedder)
-    strategy = TopK(k=1, threshold=None, reject_window=0)
+    request = SearchRequest(k=1, threshold=None, reject_window=0)
     with open_index(index, "r") as store:
-        dense = Searcher(store, embedder=embedder, mode="dense").retrieve(
-            "purring felines zq7x", strategy
-        )
-        hybrid = Searcher(store, embedder=embedder, mode="hybrid", fusion=Fusion(depth=1))
-        fused = hybrid.retrieve("purring felines zq7x", strategy)
+        searcher = Searcher(store, embedder=embedder)
+        dense = searcher.retrieve("purring felines zq7x", replace(request, mode="dense"))
+        hybrid = replace(request, mode="hybrid", fusion=Fusion(depth=1))
+        fused = searcher.retrieve("purring felines zq7x", hybrid)
     assert dense.mode == "dense" and dense.candidates[0].source is None
     assert fused.mode == "hybrid" and fused.candidates[0].source in ("both", "dense", "lexical")
     assert fused.as_dict()["candidates"][0]["source"] == fused.candidates[0].source
@@ -340,9 +338,10 @@ def test_explain_shows_a_lexical_only_hit(tmp_path, embedder, monkeypatch):
     from ragsift.chunkers import make_chunker
     from ragsift.cli import app
     from ragsift.ingest import BuildRequest, build_index
-    from ragsift.retrieval import search
+    from ragsift.retrieval import engine
 
-    monkeypatch.setattr(search, "Fusion", functools.partial(Fusion, alpha=0.5, depth=100))
+    # the default Fusion of a request without one (``SearchRequest.fusion`` None)
+    monkeypatch.setattr(engine, "Fusion", functools.partial(Fusion, alpha=0.5, depth=100))
 
     docs = tmp_path / "docs"
     docs.mkdir()

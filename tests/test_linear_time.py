@@ -205,6 +205,7 @@ def test_a_long_query_is_cut_where_it_comes_in():
     words: the work of a query is bounded whatever its length (a 100,000-character query got
     no answer in 120 s)."""
     from ragsift.retrieval import search
+    from ragsift.retrieval.request import SearchRequest
 
     class Embedder:
         def __init__(self):
@@ -240,7 +241,8 @@ def test_a_long_query_is_cut_where_it_comes_in():
 
     store, embedder = Store(), Embedder()
     query = "honey bees " * 20_000
-    searcher = search.Searcher(store, embedder=embedder, mode="lexical", prefetch=[query])
+    lexical = SearchRequest(mode="lexical")
+    searcher = search.Searcher(store, embedder=embedder, prefetch=[query], request=lexical)
     assert store.asked == [query[: search.MAX_QUERY_CHARS]]
     searcher.embed_queries([query, "short"])
     assert embedder.seen == [query[: search.MAX_QUERY_CHARS], "short"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ from ragsift.errors import RagsiftError
 from ragsift.index.backend import ChunkRecord
 from ragsift.index.dense import DenseMatrix, top_order
 from ragsift.retrieval import attribution as attr
+from ragsift.retrieval.request import SearchRequest
 from ragsift.retrieval.search import Searcher
 from ragsift.retrieval.topk import (
     BELOW_THRESHOLD,
@@ -329,21 +331,22 @@ def test_searcher_exact_order_filter_and_nan():
     m /= np.linalg.norm(m, axis=1, keepdims=True)
     m[7] = np.nan  # a broken vector never ranks
     paths = ["docs/a.md" if i % 2 else "notes/b.txt" for i in range(50)]
-    s = Searcher(FakeStore(m, paths), mode="dense")
+    s = Searcher(FakeStore(m, paths))
     q = _unit(rng.standard_normal(8))
-    r = s.retrieve("q", TopK(k=3, threshold=None, reject_window=5), qvec=q)
+    dense = SearchRequest(k=3, threshold=None, reject_window=5, mode="dense")
+    r = s.retrieve("q", dense, qvec=q)
     ref = np.nan_to_num(m @ q, nan=-np.inf)
     expected = [100 + i for i in np.argsort(-ref, kind="stable")[:8]]
     assert [c.rowid for c in r.candidates] == expected
     assert [c.dense_score for c in r.candidates] == pytest.approx(sorted(ref, reverse=True)[:8])
     assert [c.score for c in r.candidates] == sorted((c.score for c in r.candidates), reverse=True)
     assert r.searched == 50 and len(r.admitted) == 3
-    f = s.retrieve("q", TopK(k=3, threshold=None, reject_window=40), qvec=q, path_glob="docs/*")
+    f = s.retrieve("q", replace(dense, reject_window=40, path="docs/*"), qvec=q)
     assert f.searched == 25 and all(c.path.startswith("docs/") for c in f.candidates)
     assert f.candidates_complete and len(f.candidates) == 25
     (cos,) = s.store.cosines(q, [f.candidates[0].rowid])
     assert cos == f.candidates[0].dense_score  # the same kernel: bit-identical
-    none = s.retrieve("q", TopK(), qvec=q, path_glob="nowhere/*")
+    none = s.retrieve("q", SearchRequest(threshold=None, mode="dense", path="nowhere/*"), qvec=q)
     assert none.searched == 0 and none.candidates == () and not none.corpus_empty
 
 
@@ -351,10 +354,10 @@ def test_searcher_batch_equals_single():
     rng = np.random.default_rng(2)
     m = rng.standard_normal((40, 6)).astype(np.float32)
     m /= np.linalg.norm(m, axis=1, keepdims=True)
-    s = Searcher(FakeStore(m, ["a.md"] * 40), mode="dense")
+    s = Searcher(FakeStore(m, ["a.md"] * 40))
     qs = rng.standard_normal((5, 6)).astype(np.float32)
     qs /= np.linalg.norm(qs, axis=1, keepdims=True)
-    strat = TopK(k=2, threshold=0.1, reject_window=3)
+    strat = SearchRequest(k=2, threshold=0.1, reject_window=3, mode="dense")
     batch = s.retrieve_many([str(i) for i in range(5)], strat, qvecs=qs)
     for i in range(5):
         one = s.retrieve(str(i), strat, qvec=qs[i])
@@ -362,8 +365,10 @@ def test_searcher_batch_equals_single():
 
 
 def test_searcher_empty_index():
-    s = Searcher(FakeStore(np.zeros((0, 3)), []), mode="dense")
-    r = s.retrieve("q", TopK(), qvec=np.ones(3, dtype=np.float32))
+    s = Searcher(FakeStore(np.zeros((0, 3)), []))
+    r = s.retrieve(
+        "q", SearchRequest(threshold=None, mode="dense"), qvec=np.ones(3, dtype=np.float32)
+    )
     assert r.corpus_empty and r.candidates == () and r.as_dict()["considered"] == 0
 
 

@@ -77,9 +77,7 @@ def test_objective_parse_and_choose():
             Objective.parse(bad)
     rep = analyse(
         JUDGED,
-        k=3,
-        reject_window=1,
-        max_chars=None,
+        TopK(k=3, threshold=None, reject_window=1, max_chars=None),
         objective=Objective.parse("f1"),
         thresholds=[i / 100 for i in range(20, 90, 5)],
     )
@@ -93,9 +91,7 @@ def test_objective_parse_and_choose():
 def test_ties_go_to_the_middle_of_the_plateau():
     rep = analyse(
         [J([0.8, 0.1], [{0}, set()], 1)],
-        k=1,
-        reject_window=1,
-        max_chars=None,
+        TopK(k=1, threshold=None, reject_window=1, max_chars=None),
         objective=Objective(),
         thresholds=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8],
     )

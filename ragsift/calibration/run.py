@@ -52,7 +52,6 @@ from ragsift.calibration.fit import (
     rates,
     scored,
 )
-from ragsift.retrieval.engine import MODES
 from ragsift.retrieval.relevance import (
     DEFAULT_THRESHOLDS,
     MODELS,
@@ -61,6 +60,7 @@ from ragsift.retrieval.relevance import (
     model_record,
     score_digest,
 )
+from ragsift.retrieval.request import MODES
 
 METHOD = "align-1"  # the calibration's design and its version (stored with it)
 REFERENCE_LANGUAGE = "en"  # the reference model's language: the map is fitted on it

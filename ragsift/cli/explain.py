@@ -84,13 +84,12 @@ def explain_command(
     """Show why a query found what it found: admitted hits with their margin over the
     threshold, rejected candidates with their gap and reason, a score picture, and the
     closest unit of each hit (an embedding-similarity proxy, not a causal explanation)."""
-    from ragsift.api import explain_record, hints, outcome_hint
+    from ragsift.api import SearchRequest, explain_record, hints, outcome_hint
 
     if not text.strip():
         raise RagsiftError("the query is empty")
     with open_index(index, model) as ix:
-        found = ix.search(
-            text,
+        request = SearchRequest(
             k=k,
             threshold=threshold_arg(threshold),
             reject_window=reject_window,
@@ -100,6 +99,7 @@ def explain_command(
             span=span,
             units=units,
         )
+        found = ix.search(text, request)
     warn_search(found)
     r, floor, cut = found.results[0], found.threshold, found.truncated[0]
     if as_json:

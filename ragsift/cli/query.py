@@ -207,7 +207,7 @@ def query_command(
     Top-K with a floor: at most K hits, each with score >= threshold; when nothing clears the
     floor nothing is printed (no fallback to a weak match) and the exit status is 1.
     """
-    from ragsift.api import nothing_hint, outcome_hint
+    from ragsift.api import SearchRequest, nothing_hint, outcome_hint
 
     fmt = fmt.strip().lower()
     if fmt not in ("text", "grep", "json"):
@@ -216,8 +216,7 @@ def query_command(
         raise RagsiftError("--rejected needs --format text or json (grep lists the hits)")
     queries, batch = read_queries(text)
     with open_index(index, model) as ix:
-        found = ix.search(
-            queries,
+        request = SearchRequest(
             k=k,
             threshold=threshold_arg(threshold),
             reject_window=reject_window,
@@ -226,6 +225,7 @@ def query_command(
             mode=mode,
             span=span,
         )
+        found = ix.search(queries, request)
     warn_search(found, queries if batch else None)
     results, paths = found.results, found.paths
     any_admitted = False

@@ -107,18 +107,12 @@ def tune_command(
 
     --threshold here is the floor to compare against (default: the one in force, if any);
     --save stores the recommendation in the index."""
-    from ragsift.api import Objective, load_queries
+    from ragsift.api import Objective, SearchRequest, load_queries
 
     objective = Objective.parse(optimize)
     labelled = load_queries(queries)
     with open_index(index, model) as ix:
-        floor = ix.threshold(threshold_arg(threshold), mode, required=False)
-        if floor.warning:
-            warn(floor.warning)
-        report = ix.tune(
-            labelled,
-            objective=objective,
-            step=step,
+        request = SearchRequest(
             k=k,
             threshold=threshold_arg(threshold),
             reject_window=reject_window,
@@ -126,6 +120,10 @@ def tune_command(
             path=path,
             mode=mode,
         )
+        request = ix.prepare(request, required=False)  # the floor to compare against, once
+        if request.floor.warning:
+            warn(request.floor.warning)
+        report = ix.tune(labelled, request, objective=objective, step=step)
     if report.unmatched_line():
         warn("warning: " + report.unmatched_line())
     if save:

@@ -31,31 +31,15 @@ from ragsift.errors import RagsiftError
 from ragsift.retrieval import relevance
 from ragsift.retrieval.hybrid import Fusion, fuse
 from ragsift.retrieval.relevance import Ranked
+from ragsift.retrieval.request import check_mode
 from ragsift.retrieval.units import UNIT_DEPTH, BestUnit, best_units, wanted
 
 if TYPE_CHECKING:
     import numpy as np
 
     from ragsift.index.backend import IndexReader
-    from ragsift.retrieval.topk import Retrieval, TopK
-
-# The modes, defined once (CLI choices, eval configs and the engine read them from here).
-MODES = ("dense", "lexical", "hybrid")
-# The default for query/explain/tune/eval and the Python API, chosen by measurement (see
-# Fusion): hybrid beat dense on both labelled sets (chroma-dev recall@5 96.7 vs 89.0; SciFact
-# nDCG@10 72.6 vs 67.1; with the relevance score 96.1 and 74.6). In every mode the threshold
-# applies to the mode's relevance score.
-DEFAULT_MODE = "hybrid"
-
-
-def check_mode(mode: str) -> str:
-    if mode not in MODES:
-        raise RagsiftError(
-            "{mode} must be {choices}, not {got}",
-            param="mode",
-            values={"choices": f"{', '.join(MODES[:-1])} or {MODES[-1]}", "got": repr(mode)},
-        )
-    return mode
+    from ragsift.retrieval.request import SearchRequest
+    from ragsift.retrieval.topk import Retrieval
 
 
 def path_matches(path: str, globs: Sequence[str] | None) -> bool:
@@ -295,26 +279,24 @@ def retrieve(
     backend: IndexReader,
     queries: Sequence[str],
     qvecs: np.ndarray | None,
-    strategy: TopK,
+    request: SearchRequest,
     *,
-    mode: str = DEFAULT_MODE,
-    fusion: Fusion = Fusion(),
-    path_glob: str | None = None,
     model: str = "",
     dimensions: int = 0,
-    span: str = "chunk",
-    within: str | None = None,
     ahead: Mapping[tuple[str, int], list[tuple[int, float]]] | None = None,
     models: Mapping[str, relevance.Model] | None = None,
 ) -> list[Retrieval]:
-    """Rank every query (``strategy.fetch`` candidates) and apply the top-K strategy: one
-    ``Retrieval`` record per query. ``span="best"``: each admitted hit also carries its
-    evidence span (``ragsift.retrieval.spans``). ``within``: a glob every searched document
-    must match too (``path_glob`` narrows further). ``models``: as for ``rank``."""
+    """Rank every query (``request.strategy.fetch`` candidates, in ``request.mode``) and apply
+    the top-K strategy: one ``Retrieval`` record per query. ``request``: a resolved
+    ``SearchRequest`` (its floor in force is the threshold); its ``path`` and ``within`` globs
+    restrict the searched documents (``within``: one every document must match too), and
+    with ``span="best"`` each admitted hit also carries its evidence span
+    (``ragsift.retrieval.spans``). ``models``: as for ``rank``."""
     from ragsift.retrieval.topk import build_retrieval
     from ragsift.sources.reading import encodable
 
-    check_mode(mode)
+    strategy, mode, span = request.strategy, request.mode, request.span
+    path_glob, within = request.path, request.within
     queries = [encodable(q) for q in queries]  # a lone surrogate becomes U+FFFD
     paths = matching_paths(backend, path_glob, within)
     total = backend.count()
@@ -326,7 +308,7 @@ def retrieve(
             qvecs,
             mode=mode,
             n=strategy.fetch,
-            fusion=fusion,
+            fusion=request.fusion or Fusion(),
             paths=paths,
             ahead=ahead,
             models=models,

@@ -20,14 +20,15 @@ from typing import TYPE_CHECKING, Any
 
 from ragsift.embedders.binding import EMBEDDER_OPTIONS, check_model, embedder_for  # noqa: F401 (re-exported: defined there)
 from ragsift.errors import RagsiftError
-from ragsift.retrieval.engine import DEFAULT_MODE, check_mode, lexical_ahead, retrieve
-from ragsift.retrieval.hybrid import Fusion
+from ragsift.retrieval.engine import lexical_ahead, retrieve
 from ragsift.retrieval.relevance import models_for
+from ragsift.retrieval.request import DEFAULT_MODE
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from ragsift.retrieval.topk import Retrieval, TopK
+    from ragsift.retrieval.request import SearchRequest
+    from ragsift.retrieval.topk import Retrieval
 
 # A query is cut to this many characters where it comes in (``Searcher``, before it is embedded
 # or read for words): a pasted file as a query is answered in the time of a page, never left
@@ -207,10 +208,10 @@ def dense_view(text: str, count: Callable[[list[str]], list[int]], limit: int) -
 class Searcher:
     """Search one index (``store`` follows ``ragsift.index.backend.IndexReader``).
 
-    The embedder is loaded on first use and must match the index's model fingerprint.
-    ``mode`` chooses the evidence (dense | lexical | hybrid, see the engine); the threshold
-    applies to the relevance score that orders them. ``prefetch``: the queries of the first search, known
-    before the model is loaded; their lexical lists are fetched while it loads
+    The embedder is loaded on first use and must match the index's model fingerprint. Each
+    search is one ``SearchRequest`` (its mode, threshold, k, ...), handed to the engine as it
+    is. ``prefetch``: the queries of the first search, known before the model is loaded, and
+    ``request`` that search's request: their lexical lists are fetched while the model loads
     (``engine.lexical_ahead``; unused with a path filter)."""
 
     def __init__(
@@ -219,12 +220,9 @@ class Searcher:
         embedder: Any = None,
         model_dir: str | None = None,
         preload_embedder: bool = False,
-        mode: str = DEFAULT_MODE,
-        fusion: Fusion | None = None,
         prefetch: Sequence[str] | None = None,
+        request: SearchRequest | None = None,
     ) -> None:
-        self.mode = check_mode(mode)
-        self.fusion = fusion or Fusion()
         self.store = store
         self.settings: dict = dict(store.settings() or {})
         # the relevance models of this index: its stored calibration's, else the shipped ones
@@ -233,6 +231,8 @@ class Searcher:
         self._lexical: dict = {}
         self._embedder = embedder
         self._model_dir = model_dir
+        mode = request.mode if request is not None else DEFAULT_MODE
+        fusion = request.fusion if request is not None else None
         if embedder is None and preload_embedder:
             from concurrent.futures import ThreadPoolExecutor
 
@@ -244,12 +244,10 @@ class Searcher:
             with ThreadPoolExecutor(1, thread_name_prefix="ragsift-model") as pool:
                 self._loading = pool.submit(embedder_for, self.settings, model_dir)
                 store.load()
-                self._lexical = lexical_ahead(
-                    store, bounded(prefetch or ()), self.mode, self.fusion
-                )
+                self._lexical = lexical_ahead(store, bounded(prefetch or ()), mode, fusion)
         else:
             store.load()
-            self._lexical = lexical_ahead(store, bounded(prefetch or ()), self.mode, self.fusion)
+            self._lexical = lexical_ahead(store, bounded(prefetch or ()), mode, fusion)
         self.count = int(store.count())
         self.dimensions = int(self.settings.get("dimensions") or 0)
 
@@ -329,37 +327,24 @@ class Searcher:
 
     # -- search ----------------------------------------------------------------------------
     def retrieve(
-        self,
-        query: str,
-        strategy: TopK,
-        *,
-        path_glob: str | None = None,
-        qvec: np.ndarray | None = None,
-        span: str = "chunk",
-        within: str | None = None,
+        self, query: str, request: SearchRequest, *, qvec: np.ndarray | None = None
     ) -> Retrieval:
-        return self.retrieve_many(
-            [query],
-            strategy,
-            path_glob=path_glob,
-            qvecs=None if qvec is None else qvec[None, :],
-            span=span,
-            within=within,
-        )[0]
+        return self.retrieve_many([query], request, qvecs=None if qvec is None else qvec[None, :])[
+            0
+        ]
 
     def retrieve_many(
         self,
         queries: Sequence[str],
-        strategy: TopK,
+        request: SearchRequest,
         *,
-        path_glob: str | None = None,
         qvecs: np.ndarray | None = None,
-        span: str = "chunk",
-        within: str | None = None,
     ) -> list[Retrieval]:
-        """Embed ``queries`` in one batch and retrieve each through the engine."""
+        """Embed ``queries`` in one batch and retrieve each through the engine with
+        ``request`` (its floor resolved here if the caller has not: ``resolved``)."""
         if not queries:
             return []
+        request = request.resolved(self.settings)
         queries = bounded(queries)
         if qvecs is None and self.count:
             qvecs = self.embed_queries(queries)
@@ -368,14 +353,9 @@ class Searcher:
             self.store,
             queries,
             qvecs,
-            strategy,
-            mode=self.mode,
-            fusion=self.fusion,
-            path_glob=path_glob,
+            request,
             model=self.model,
             dimensions=self.dimensions,
-            span=span,
             ahead=ahead,
-            within=within,
             models=self.models,
         )

@@ -173,13 +173,23 @@ def resolve_threshold(
     measured = measured_thresholds(mode).get(fingerprint or "")
     if measured is not None:
         return ThresholdInForce(measured, MEASURED, warning=warning)
-    if not required:
-        return ThresholdInForce(None, None, warning=warning)
-    model = settings.get("model") or fingerprint or "of this index"
+    floor = ThresholdInForce(None, None, warning=warning)
+    if required:
+        raise no_threshold(settings, floor)
+    return floor
+
+
+def no_threshold(settings: dict[str, Any], floor: ThresholdInForce) -> RagsiftError:
+    """The policy's error (exit 2) for an index whose model has no floor known (``floor``:
+    what ``resolve_threshold(..., required=False)`` found, ``source`` None) when a query
+    needs one: calibrate, pass a threshold, or tune."""
+    model = settings.get("model") or settings.get("model_fingerprint") or "of this index"
     ignored = (
-        " (the threshold saved in it is ignored: it was tuned on another score)" if warning else ""
+        " (the threshold saved in it is ignored: it was tuned on another score)"
+        if floor.warning
+        else ""
     )
-    raise RagsiftError(
+    return RagsiftError(
         f"model {model} has no measured threshold{ignored}; calibrate it with `ragsift "
         "calibrate` (the set that ships with ragsift), pass --threshold VALUE (or --threshold "
         "none), or store one in the index with `ragsift tune --queries FILE --save`"
@@ -207,24 +217,3 @@ def tuned_setting(
         "score": SCORE_KIND,
         "calibration": score_digest(models_for(settings or {})),
     }
-
-
-def strategy_for(
-    settings: dict[str, Any],
-    *,
-    k: int,
-    threshold: float | str | None,
-    reject_window: int,
-    max_chars: int | None,
-    required: bool = True,
-    mode: str = "hybrid",
-):
-    """The ``TopK`` options of the shared flags, with the threshold in force for this index.
-    Returns ``(TopK, ThresholdInForce)``."""
-    from ragsift.retrieval.topk import TopK
-
-    floor = resolve_threshold(threshold, settings, required=required, mode=mode)
-    return (
-        TopK(k=k, threshold=floor.value, reject_window=reject_window, max_chars=max_chars),
-        floor,
-    )
