@@ -60,6 +60,7 @@ PIECES = st.sampled_from(
         "…",
         "1,000.5",
         "x" * 120,
+        "y" * 300,  # longer than PieceCache.LONG: encoded, never kept
         "### Heading",
         "| a | b |",
         "https://example.com/a?b=c",
@@ -98,7 +99,7 @@ def test_windowed_index_answers_as_one_encode(text, window, data):
 
 def test_windows_evicted_and_encoded_again_answer_the_same(counter, monkeypatch):
     monkeypatch.setattr(model_index, "KEEP", 2)
-    text = _varied_text(random.Random(3), 20_000)
+    text = _varied_text(random.Random(3), 20_000) + (" z" + "é" * 300) * 40
     old = ModelIndex(counter, text)
     new = WindowedModelIndex(counter, text, window=500)
     rng = random.Random(4)

@@ -191,6 +191,7 @@ class PieceCache:
     # 10 MB of prose ~33k: its hit rate stays ~97%)
     PIECES = 1 << 15
     LIMIT = 1 << 19  # stored tokens
+    LONG = 256  # characters: a longer piece is encoded for its window, not kept
 
     def __init__(self, tok: Any) -> None:
         import threading
@@ -247,6 +248,9 @@ class PieceCache:
                     self._special.extend(enc.special_tokens_mask)
                 get = self._slot.__getitem__
                 slots = [get(p) for p in pieces]
+                for p in missing:  # a long piece is not kept as a key (a 5 MB word would be)
+                    if len(p) > self.LONG:
+                        del self._slot[p]
             sl = np.array(slots, dtype=np.int64)
             # views of the stores, dropped before the lock is released (an array with a view
             # cannot grow)
@@ -331,14 +335,22 @@ class WindowedModelIndex:
         return hit
 
     def _next(self) -> None:
-        """Cut and encode the next window."""
+        """Cut and encode the next window. The first window reaches the document's first
+        token: that boundary is forced to 0 (``starts``), so it must lie in window 0."""
         k = len(self._cuts) - 1
         a = self._cuts[k]
-        m = _SPACE_RE.search(self.text, a + self._window) if a + self._window < self.n else None
-        self._cuts.append(m.start() if m else self.n)
+        cut = self._cut_after(a + self._window)
+        while k == 0 and cut < self.n and all(self._pieces.window(self.text[a:cut])[2]):
+            cut = self._cut_after(cut + self._window)  # no token that is not special yet
+        self._cuts.append(cut)
         self._tok0.append(self._tok0[k] + len(self._encode(k)[0]))
         if self._cuts[-1] >= self.n:
             self._done = True
+
+    def _cut_after(self, p: int) -> int:
+        """The first ASCII whitespace at or after ``p`` (the text's end if none)."""
+        m = _SPACE_RE.search(self.text, p) if p < self.n else None
+        return m.start() if m else self.n
 
     def _window_of(self, p: int) -> int:
         """The window holding offset ``p`` (the last one for ``p >= n``), cut."""
