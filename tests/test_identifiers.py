@@ -271,6 +271,9 @@ def test_a_lance_index_from_schema_1_is_read_as_it_is_then_upgraded(tmp_path, mo
         m.setattr(lance_rows, "fts_text", lambda c, t: (c + "\n" + t) if c else t)
         with open_index(path, "w") as ix:
             ix.write_documents(docs)
+            # the model's record, as every index that holds vectors has (an index without
+            # one is refused as damaged: tests/test_odd_states.py)
+            ix.set_settings(model="test", model_fingerprint="test/8/0", dimensions=8)
             ix.compact()
     with open_index(path, "r") as ix:
         assert ix.settings()["schema_version"] == 1
