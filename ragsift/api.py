@@ -533,20 +533,20 @@ class Index:
         default (``.value`` is then None)."""
         from ragsift.retrieval.request import SearchRequest
 
-        request = SearchRequest(threshold=threshold, mode=mode)
-        return request.resolved(self.settings, required=required).floor
+        request = SearchRequest(threshold=threshold, mode=mode, required=required)
+        request = request.resolved(self.settings)
+        request.check_floor(self.settings)
+        return request.floor
 
     @_reads
-    def prepare(
-        self, request: SearchRequest | None = None, *, required: bool = True, **options: Any
-    ) -> SearchRequest:
+    def prepare(self, request: SearchRequest | None = None, **options: Any) -> SearchRequest:
         """The ``SearchRequest`` (``request``, with ``options`` set on it; none: one made of
         ``options``, the keywords of ``search``) completed against this index, once: a
         ``path`` typed from the current folder becomes the stored path (``open_index(...,
         typed_paths=True)``) and the threshold argument the floor in force (``.floor``:
-        ``.value``, ``.label``, ``.warning``). ``required=False``: no error for a model with
-        no floor known (``.floor.source`` is then None). A request this index prepared is
-        returned as it is."""
+        ``.value``, ``.label``, ``.warning``; ``.floor.source`` None when no floor is known:
+        a ``required`` request raises then, when it searches or with ``check_floor``). A
+        request this index prepared is returned as it is."""
         from ragsift.retrieval.request import SearchRequest
 
         request = SearchRequest.of(request, options, "prepare")
@@ -554,15 +554,13 @@ class Index:
             return request
         if request.path and self.typed_root is not None:
             request = replace(request, path=self._as_stored(request.path))
-        return request.resolved(self.settings, required=required)
+        return request.resolved(self.settings)
 
     @_reads
     def search(
         self,
         texts: str | Sequence[str],
         request: SearchRequest | None = None,
-        *,
-        required: bool = True,
         **options: Any,
     ) -> Search:
         """The whole answer to one query or a batch (embedded in one call): a ``Search``
@@ -572,24 +570,22 @@ class Index:
         server print is built from it. The options: a ``SearchRequest``, or its fields as
         keywords (``k=3``, ``threshold="auto"``, ``reject_window=10``, ``max_chars=None``,
         ``path=None``, ``within=None``, ``mode="hybrid"``, ``fusion=None``, ``span="chunk"``,
-        ``units=None``), or both (the keywords set on the request). ``required=False``: no
-        error for a model with no measured threshold and none given (no floor then)."""
+        ``units=None``, ``required=True``), or both (the keywords set on the request).
+        ``required=False``: no error for an empty index or for a model with no measured
+        threshold and none given (no floor then)."""
         from ragsift.retrieval.request import SearchRequest
 
         batch = [texts] if isinstance(texts, str) else list(texts)
         for t in batch:
             _check_query(t)
         # every argument is checked before the model loads or anything is read
-        request = self.prepare(SearchRequest.of(request, options, "search"), required=False)
+        request = self.prepare(SearchRequest.of(request, options, "search"))
         # the lexical side needs no query vector: fetched while the model loads
         ahead = None if request.path or request.within else batch
         searcher = self._searcher(ahead, request)
-        if required:
+        if request.required:
             searcher.require_chunks()  # an empty index says so, whatever its model
-            if request.floor.source is None:  # no floor known: the policy's error (exit 2)
-                from ragsift.retrieval.threshold import no_threshold
-
-                raise no_threshold(self.settings, request.floor)
+            request.check_floor(self.settings)  # no floor known: the policy's error (exit 2)
         qvecs, cut, views = searcher.embed_queries_viewed(batch)
         results = searcher.retrieve_many(batch, request, qvecs=qvecs)
         attributions: list[list[Any]] = [[] for _ in results]
@@ -675,7 +671,7 @@ class Index:
             objective = Objective.parse(objective)
         if isinstance(queries, (str, os.PathLike)):
             queries = load_queries(queries)
-        request = self.prepare(SearchRequest.of(request, options, "tune"), required=False)
+        request = self.prepare(SearchRequest.of(request, options, "tune"))
         searcher = self._searcher()
         if not searcher.count:
             raise RagsiftError(f"index {getattr(self.store, 'path', '')} holds no chunks")

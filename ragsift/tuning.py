@@ -341,7 +341,7 @@ def tune(
     """Search every query once (no floor, no character budget: ``request`` with those
     cleared) and analyse the sweep. ``request``'s threshold in force (its ``floor``, resolved
     if it has none) is reported as the current threshold for comparison."""
-    request = request.resolved(searcher.settings, required=False)
+    request = request.resolved(searcher.settings)
     probe = replace(request, threshold=None, max_chars=None, span="chunk", units=None, floor=None)
     retrievals = searcher.retrieve_many([q.query for q in queries], probe)
     judged = [judge(r, q) for r, q in zip(retrievals, queries)]

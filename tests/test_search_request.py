@@ -122,3 +122,38 @@ def test_the_request_module_loads_no_numpy():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_required_request_needs_a_floor_and_one_that_is_not_searches_without(tmp_path):
+    """A model nobody measured (MiniLM's files under another name, never calibrated): a
+    search refuses with the policy's error (exit 2) unless its request says the answer needs
+    no floor (``required=False``), the one field ``Index.search``, ``Index.threshold`` and the
+    searcher read it from."""
+    import shutil
+
+    from ragsift.embedders import DEFAULT_MODEL_DIR
+    from ragsift.embedders.weights import default_weights_path
+    from ragsift.errors import EXIT_USAGE
+
+    other = tmp_path / "other-model"
+    shutil.copytree(DEFAULT_MODEL_DIR, other)
+    shutil.copy(default_weights_path(), other / "model.onnx")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "bees.md").write_text("Honey bees swarm in late spring.\n")
+    path = tmp_path / "other.db"
+    rs.build(path, [docs], model=str(other))  # the API never calibrates by itself
+    with rs.open_index(path, model=str(other)) as ix:
+        with pytest.raises(RagsiftError, match="no measured threshold") as refused:
+            ix.query("when do bees swarm")
+        assert refused.value.exit_code == EXIT_USAGE
+        request = ix.prepare()  # completing a request never refuses: the search does
+        assert request.floor.source is None and request.required
+        with pytest.raises(RagsiftError, match="no measured threshold"):
+            request.check_floor(ix.settings)
+        with pytest.raises(RagsiftError, match="no measured threshold"):
+            ix.threshold()
+        assert ix.threshold(required=False).source is None
+        found = ix.search("when do bees swarm", required=False)
+        assert found.threshold.source is None and found.results[0].threshold is None
+        assert found.results[0].admitted  # no floor: the top k are admitted

@@ -120,7 +120,7 @@ def tune_command(
             path=path,
             mode=mode,
         )
-        request = ix.prepare(request, required=False)  # the floor to compare against, once
+        request = ix.prepare(request)  # the floor to compare against (if any), once
         if request.floor.warning:
             warn(request.floor.warning)
         report = ix.tune(labelled, request, objective=objective, step=step)

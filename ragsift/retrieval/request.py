@@ -61,8 +61,10 @@ class SearchRequest:
     match (a server's bound); ``mode``: dense, lexical or hybrid; ``fusion``: the hybrid
     fusion (``eval`` comparisons; None: the default ``Fusion()``); ``span``: ``"chunk"`` or
     ``"best"`` (each admitted hit's evidence span); ``units``: with a number, the closest
-    stored units of each admitted hit (``explain``'s attributions). ``floor``: the threshold
-    in force, set by ``resolved`` (None until then)."""
+    stored units of each admitted hit (``explain``'s attributions); ``required``: the answer
+    needs a floor (none known for the index's model: ``check_floor`` raises the policy's
+    error) and chunks (``api.Index.search``: an empty index is exit 1). ``floor``: the
+    threshold in force, set by ``resolved`` (None until then)."""
 
     k: int = 3
     threshold: float | str | None = AUTO
@@ -74,6 +76,7 @@ class SearchRequest:
     fusion: Fusion | None = None
     span: str = "chunk"
     units: int | None = None
+    required: bool = True
     floor: ThresholdInForce | None = None
 
     def __post_init__(self) -> None:
@@ -108,17 +111,25 @@ class SearchRequest:
         # a changed option asks for its floor again (the threshold or the mode may change it)
         return replace(request, floor=None, **keywords) if keywords else request
 
-    def resolved(self, settings: dict[str, Any], *, required: bool = True) -> SearchRequest:
+    def resolved(self, settings: dict[str, Any]) -> SearchRequest:
         """This request with its floor in force for an index's ``settings``
-        (``threshold.resolve_threshold``; ``required=False``: no error when no floor is known,
-        ``floor.source`` is then None). Resolved once: a request that has its floor is
+        (``threshold.resolve_threshold``; no error when no floor is known: ``floor.source`` is
+        then None, see ``check_floor``). Resolved once: a request that has its floor is
         returned as it is."""
         if self.floor is not None:
             return self
         from ragsift.retrieval.threshold import resolve_threshold
 
-        floor = resolve_threshold(self.threshold, settings, required=required, mode=self.mode)
+        floor = resolve_threshold(self.threshold, settings, required=False, mode=self.mode)
         return replace(self, floor=floor)
+
+    def check_floor(self, settings: dict[str, Any]) -> None:
+        """Raise the policy's error (``threshold.no_threshold``, exit 2) when this resolved
+        request is ``required`` and no floor is known for the index (its ``settings``)."""
+        if self.required and self.floor is not None and self.floor.source is None:
+            from ragsift.retrieval.threshold import no_threshold
+
+            raise no_threshold(settings, self.floor)
 
     @property
     def strategy(self) -> TopK:

@@ -344,7 +344,9 @@ class Searcher:
         ``request`` (its floor resolved here if the caller has not: ``resolved``)."""
         if not queries:
             return []
-        request = request.resolved(self.settings)
+        if request.floor is None:
+            request = request.resolved(self.settings)
+            request.check_floor(self.settings)
         queries = bounded(queries)
         if qvecs is None and self.count:
             qvecs = self.embed_queries(queries)
