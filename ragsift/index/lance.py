@@ -623,22 +623,24 @@ def _damage_as_error(method):
 
     @functools.wraps(method)
     def read(self, *args, **kwargs):
-        try:
-            return method(self, *args, **kwargs)
-        except RagsiftError:
-            raise
-        except Exception as exc:  # narrowed just below, else re-raised
-            if _snapshot_removed(self, exc):  # its writer's ``compact`` removed it: the
-                self.refresh()  # reader moves to the newest version and asks again
+        for retry in (False, True):
+            try:
                 return method(self, *args, **kwargs)
-            if type(exc).__module__.startswith("pyarrow") or "LanceError" in str(exc):
-                first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                first = first.split(", /rustc/")[0]  # the Rust source location says nothing
-                raise RagsiftError(
-                    f"index damaged: {self.path}: {first[:200]}; rebuild it with `ragsift "
-                    f"embed PATH... --index {self.path} --rebuild`"
-                ) from None
-            raise
+            except RagsiftError:
+                raise
+            except Exception as exc:  # narrowed just below, else re-raised
+                if not retry and _snapshot_removed(self, exc):  # a writer's ``compact``
+                    self.refresh()  # removed it: the reader moves to the newest version
+                    continue  # and asks once more (a second failure is what it is)
+                if type(exc).__module__.startswith("pyarrow") or "LanceError" in str(exc):
+                    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                    first = first.split(", /rustc/")[0]  # the Rust location says nothing
+                    raise RagsiftError(
+                        f"index damaged: {self.path}: {first[:200]}; rebuild it with "
+                        f"`ragsift embed PATH... --index {self.path} --rebuild`"
+                    ) from None
+                raise
+        raise AssertionError("unreachable")
 
     return read
 
