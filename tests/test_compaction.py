@@ -144,3 +144,29 @@ def test_a_reader_open_across_a_compaction_still_answers(tmp_path, embedder):
             notes = reader.query("the note on the last visit", k=1, mode="lexical").admitted
             assert notes and "visit 1:" in notes[0].text  # they moved to the newest version
             assert all("tidepools" not in d.path for d in reader.documents())
+
+
+def test_files_no_version_uses_are_removed_by_the_next_run(tmp_path, embedder):
+    """What a killed run (or a refused Ray run) left in a folder: data files written but never
+    committed. The next run that writes removes them (``LanceWriter._cleanup``)."""
+    from ragsift.index.lance import LanceIndex
+    from ragsift.index.lance_rows import rows_table, write_fragments
+
+    folder = site(tmp_path)
+    index = tmp_path / "i.lance"
+    embed(folder, index, embedder)
+    data = index / "chunks.lance" / "data"
+    before = set(p.name for p in data.iterdir())
+    with LanceIndex.open(str(index)) as ix:
+        rowid = int(ix.load_matrix()[0].max()) + 1
+        rec = {"text": "never committed", "index": 0, "content_hash": "0" * 64, "tokens": 2}
+        row = ix.chunk_row("orphan.md", rowid, rec)
+        dim = ix.dimensions()
+    write_fragments(str(index / "chunks.lance"), rows_table([row], [[0.0] * dim], dim), None)
+    orphans = set(p.name for p in data.iterdir()) - before
+    assert orphans  # written, referenced by no version
+    edit(folder, 0)
+    embed(folder, index, embedder)
+    assert not orphans & set(p.name for p in data.iterdir())
+    with LanceIndex.open(str(index)) as ix:
+        assert ix.verify() == [] and "orphan.md" not in {d.key for d in ix.documents()}
