@@ -403,3 +403,9 @@ class FragmentCommits(Protocol):
         """Commit ``docs`` (replacing those keys), the workers' ``fragments`` and ``rows`` with
         ``vectors`` written here, as one transaction."""
         ...
+
+    def discard_fragments(self, fragments: Sequence[str]) -> int:
+        """Remove the files of ``fragments`` never committed (a run refused or interrupted
+        after its workers wrote them), so a refusal leaves the index as it was; returns the
+        files removed."""
+        ...
