@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+from dataclasses import replace
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -195,7 +196,7 @@ class Service:
     def _search_args(
         self, query: Any, k: Any, threshold: Any, path: Any, floor: Any
     ) -> dict[str, Any]:
-        return {
+        call = {
             "text": self._query(query),
             "k": self._k(k),
             "threshold": self._threshold(threshold, floor),
@@ -204,6 +205,12 @@ class Service:
             "span": self.span,
             "within": self.path,
         }
+        # the call's api.SearchRequest; with the server's own threshold, the floor this call
+        # resolved (``floor()``) goes with it, so the index's floor is resolved once a call
+        same = call["threshold"] == self.threshold
+        options = {n: v for n, v in call.items() if n != "text"}
+        call["request"] = api.SearchRequest(**options, floor=floor if same else None)
+        return call
 
     # -- calls ----------------------------------------------------------------------------------
     PARAMETERS = {
@@ -225,9 +232,7 @@ class Service:
             self.index.refresh()
             floor = self.floor()
             call = self._search_args(query, k, threshold, path, floor)
-            found = self.index.search(
-                call["text"], **{k: v for k, v in call.items() if k != "text"}
-            )
+            found = self.index.search(call["text"], call["request"])
             record = api.search_record(
                 found.results[0], found.threshold, found.paths, setting=argument_words
             )
@@ -240,9 +245,7 @@ class Service:
             self.index.refresh()
             floor = self.floor()
             call = self._search_args(query, k, threshold, path, floor)
-            found = self.index.search(
-                call["text"], units=3, **{k: v for k, v in call.items() if k != "text"}
-            )
+            found = self.index.search(call["text"], replace(call["request"], units=3))
             record = api.explain_record(
                 found.results[0],
                 found.threshold,
