@@ -157,3 +157,27 @@ def test_a_required_request_needs_a_floor_and_one_that_is_not_searches_without(t
         found = ix.search("when do bees swarm", required=False)
         assert found.threshold.source is None and found.results[0].threshold is None
         assert found.results[0].admitted  # no floor: the top k are admitted
+
+
+def test_an_mcp_call_resolves_the_floor_once(index, monkeypatch):
+    from ragsift.mcp_server.service import Service
+    from ragsift.retrieval import threshold
+
+    resolved = []
+    resolve = threshold.resolve_threshold
+
+    def counted(*args, **kwargs):
+        resolved.append(args[0])
+        return resolve(*args, **kwargs)
+
+    service = Service(index)
+    try:
+        monkeypatch.setattr(threshold, "resolve_threshold", counted)
+        record = service.search(query="when do bees swarm", k=2)
+        assert resolved == ["auto"] and record["threshold"] == record["floor"]
+        resolved.clear()
+        stricter = service.explain(query="when do bees swarm", threshold=0.99)
+        # the server's floor once; the call's own number is taken as given
+        assert resolved == ["auto", 0.99] and stricter["threshold"] == 0.99
+    finally:
+        service.close()
