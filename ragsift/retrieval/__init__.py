@@ -3,6 +3,8 @@ the index on disk is ``ragsift.index``).
 
 - ``engine.py``: the one ranking engine (``rank``, ``retrieve``): ``query``, ``explain``,
   ``tune``, ``eval`` and the Python API all come through it.
+- ``request.py``: ``SearchRequest``, one search's options from the front end to the engine
+  (checked once, its floor resolved once), and the mode list.
 - ``relevance.py``: the relevance score that orders candidates and holds the threshold.
 - ``hybrid.py``: hybrid-mode settings (``Fusion``) and the historical fusions ``eval`` compares.
 - ``units.py``: each candidate's best unit (the unit-level dense evidence).
