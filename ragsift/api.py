@@ -830,7 +830,7 @@ def explain_record(
     record["threshold_origin"] = floor.label
     record["threshold_from"] = floor.origin
     record["hint"] = hint
-    record["hints"] = hints(r, hint, paths, setting)
+    record["hints"] = hints(r, hint, paths, setting, floor.source)
     record["query_truncated"] = query_truncated
     record["attribution_note"] = NOTE
     record["attributions"] = [a.as_dict() for a in attributions]
@@ -867,5 +867,5 @@ def search_record(
             if best is not None and r.threshold is not None and best.score < r.threshold
             else None
         ),
-        "hints": hints(r, outcome_hint(r, setting), paths, setting),
+        "hints": hints(r, outcome_hint(r, setting), paths, setting, floor.source),
     }

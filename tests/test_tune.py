@@ -277,6 +277,9 @@ def test_after_tune_save_the_nothing_admitted_hint_no_longer_says_to_run_it(labe
         said = proc.stderr + proc.stdout
         assert "nothing cleared the threshold" in said, said
         assert TUNE_NOTE[2:] not in said and TUNED_NOTE[2:40] in said, said
+    record = json.loads(run_cli("explain", off_topic, "-i", str(copy), "--json").stdout)
+    assert record["threshold_from"] == "tuned"
+    assert TUNED_NOTE[2:40] in record["hints"][0] and TUNE_NOTE[2:] not in record["hints"][0]
 
 
 def test_tune_at_80_columns_shows_every_column_header_whole(labelled):
