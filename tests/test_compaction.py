@@ -170,3 +170,65 @@ def test_files_no_version_uses_are_removed_by_the_next_run(tmp_path, embedder):
     assert not orphans & set(p.name for p in data.iterdir())
     with LanceIndex.open(str(index)) as ix:
         assert ix.verify() == [] and "orphan.md" not in {d.key for d in ix.documents()}
+
+
+def test_the_ann_index_stays_valid_across_a_rewrite(tmp_path, monkeypatch):
+    """The IVF-PQ index (``ann.py``; ``ANN_MIN_ROWS`` lowered to 1,000) across a run that
+    replaces a third of the documents, so ``compact`` rewrites the data and removes the old
+    version: it still exists, proposes only live rows, agrees with the exact scan, and a
+    reader opened before the rewrite answers through it. Synthetic clustered vectors (an
+    index-level test, as ``test_lance_backend``'s ANN test: the model plays no part in it)."""
+    import numpy as np
+
+    from ragsift.index import ann
+    from ragsift.index.backend import DocumentWrite
+    from ragsift.index.lance import LanceIndex
+    from ragsift.index.lance_lexical import LancePostings
+
+    rng = np.random.default_rng(3)
+    centres = rng.standard_normal((30, 384)).astype(np.float32)
+
+    def vectors(n):
+        v = centres[rng.integers(0, 30, n)] + 0.7 * rng.standard_normal((n, 384), np.float32)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    def doc(d, rows, tag):
+        recs = [
+            {"index": i, "text": f"{tag} {d} {i}", "content_hash": f"{tag}-{d}-{i}", "tokens": 3}
+            for i in range(len(rows))
+        ]
+        return DocumentWrite(key=f"k{d}", path=f"doc{d}.md", sha256=tag, records=recs, vectors=rows)
+
+    monkeypatch.setattr(ann, "ANN_MIN_ROWS", 1000)
+    path = str(tmp_path / "ann.lance")
+    with LanceIndex.open(path, "w") as w:
+        w.write_documents([doc(d, vectors(60), "a") for d in range(30)])
+        w.compact()
+        assert w._has_index("vector")
+    queries = vectors(10)
+    with LanceIndex.open(path) as before:
+        assert ann.use_ann(before, None) and before.dense_candidates(queries[:1], 5)[0]
+        old_live = set(before.load_matrix()[0].tolist())
+        with LanceIndex.open(path, "w") as w:
+            w.write_documents([doc(d, vectors(60), "b") for d in range(10)])  # a third
+            assert w._needs_rewrite(LancePostings.load(w._ds))  # a third replaced
+            w.compact()
+            assert w._has_index("vector") and w.stats()["versions"] == 1
+            assert w._deleted_share() == 0.0  # the replaced rows are gone from the data
+        with LanceIndex.open(path) as r:
+            live = set(r.load_matrix()[0].tolist())
+            approx = r.dense_candidates(queries, 10)
+            assert all(rowid in live for q in approx for rowid, _ in q)
+            monkeypatch.setattr(ann, "ANN_MIN_ROWS", 10**9)
+            r._ann = None
+            exact = r.dense_candidates(queries, 10)
+            monkeypatch.setattr(ann, "ANN_MIN_ROWS", 1000)
+            recall = np.mean(
+                [len({a for a, _ in x} & {e for e, _ in y}) / 10 for x, y in zip(approx, exact)]
+            )
+            assert recall >= 0.9
+        got = before.dense_candidates(queries, 10)  # its version is gone: it still answers,
+        assert all(len(q) == 10 for q in got)  # from the newest (or from files it holds open)
+        assert all(r in live for q in got for r, _ in q) or all(
+            r in old_live for q in got for r, _ in q
+        )
