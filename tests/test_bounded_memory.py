@@ -254,3 +254,27 @@ def test_markdown_skipping_pieces_reads_the_same_document(monkeypatch, seed):
     assert skipped.headings == whole.headings and skipped.lines == whole.lines
     assert skipped.warnings == whole.warnings
     assert whole.headings is not None and whole.text != text  # headings found, HTML reduced
+
+
+def test_the_windows_encode_each_character_about_once(counter, monkeypatch):
+    """Linear work without a clock: chunking 4x the text encodes ~4x the characters, each
+    window about once (re-encoded only when a question goes back past the kept windows)."""
+    from ragsift.embedders.model_index import PieceCache
+
+    monkeypatch.setattr(model_index, "WINDOW", 5_000)
+    seen: list[int] = []
+    original = PieceCache.window
+
+    def window(self, text):
+        seen.append(len(text))
+        return original(self, text)
+
+    monkeypatch.setattr(PieceCache, "window", window)
+    chunker = make_chunker("recursive", tokenizer=counter, size=128, overlap=16)
+    work = []
+    for size in (50_000, 200_000):
+        text = _varied_text(random.Random(size), size)
+        seen.clear()
+        assert chunker.chunk(text)
+        work.append(sum(seen) / len(text))
+    assert all(1.0 <= w <= 1.3 for w in work), work  # each character about once, at any size
