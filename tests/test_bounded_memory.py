@@ -278,3 +278,16 @@ def test_the_windows_encode_each_character_about_once(counter, monkeypatch):
         assert chunker.chunk(text)
         work.append(sum(seen) / len(text))
     assert all(1.0 <= w <= 1.3 for w in work), work  # each character about once, at any size
+
+
+def test_a_chunker_that_has_chunked_still_pickles(counter):
+    """Ray sends the chunker to its workers: the piece cache goes as an empty one."""
+    import pickle
+
+    chunker = make_chunker("recursive", tokenizer=counter, size=64)
+    text = _varied_text(random.Random(7), 10_000)
+    before = chunker.chunk(text)
+    assert counter.piece_cache()._slot  # filled
+    again = pickle.loads(pickle.dumps(chunker))
+    assert again.counter.piece_cache()._slot == {}
+    assert again.chunk(text) == before

@@ -200,6 +200,11 @@ class PieceCache:
         self._lock = threading.Lock()
         self._reset()
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled (a chunker sent to Ray's workers) as an empty cache on the same tokenizer:
+        a lock does not pickle, and the pieces are only a cache."""
+        return (PieceCache, (self._tok,))
+
     def _reset(self) -> None:
         self._slot: dict[str, int] = {}
         self._first = array("q")  # per slot: where its tokens start in the flat arrays
