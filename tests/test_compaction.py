@@ -184,6 +184,7 @@ def test_the_ann_index_stays_valid_across_a_rewrite(tmp_path, monkeypatch):
     from ragsift.index.backend import DocumentWrite
     from ragsift.index.lance import LanceIndex
     from ragsift.index.lance_lexical import LancePostings
+    from ragsift.index.lance_write import COMPACT_FRAGMENTS
 
     rng = np.random.default_rng(3)
     centres = rng.standard_normal((30, 384)).astype(np.float32)
@@ -215,6 +216,9 @@ def test_the_ann_index_stays_valid_across_a_rewrite(tmp_path, monkeypatch):
             w.compact()
             assert w._has_index("vector") and w.stats()["versions"] == 1
             assert w._deleted_share() == 0.0  # the replaced rows are gone from the data
+            # one segment (``_merge_index_segments``), so the fragments could merge
+            assert [len(ix.segments) for ix in w._ds.describe_indices()] == [1]
+            assert w.stats()["fragments"] == 1
         with LanceIndex.open(path) as r:
             live = set(r.load_matrix()[0].tolist())
             approx = r.dense_candidates(queries, 10)
@@ -227,6 +231,19 @@ def test_the_ann_index_stays_valid_across_a_rewrite(tmp_path, monkeypatch):
                 [len({a for a, _ in x} & {e for e, _ in y}) / 10 for x, y in zip(approx, exact)]
             )
             assert recall >= 0.9
+        with LanceIndex.open(path) as r:
+            fresh = r.stats()["size_bytes"]
+        segments = []
+        for run in range(8):  # one document a run: a delta segment each, merged on rewrites
+            with LanceIndex.open(path, "w") as w:
+                w.write_documents([doc(20 + run, vectors(60), "c")])
+                w.compact()
+                segments.append(len(w._ds.describe_indices()[0].segments))
+                assert w.stats()["fragments"] <= COMPACT_FRAGMENTS
+        assert max(segments) < 8 and 1 in segments[1:], segments  # before: 2, 3, ... 9
+        with LanceIndex.open(path) as r:
+            assert r.stats()["size_bytes"] <= 2 * fresh
+            live = set(r.load_matrix()[0].tolist())  # the newest version's rows
         got = before.dense_candidates(queries, 10)  # its version is gone: it still answers,
         assert all(len(q) == 10 for q in got)  # from the newest (or from files it holds open)
         assert all(r in live for q in got for r, _ in q) or all(

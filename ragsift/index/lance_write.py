@@ -56,6 +56,7 @@ _KEPT_SETTINGS = (
 COMPACT_FRAGMENTS = 8
 COMPACT_DELETED = 0.2  # also the share of rows written since the last rewrite
 LANCE_FRAGMENT_ROWS = 1024 * 1024  # compact_files' target_rows_per_fragment (its default)
+MERGE_ALL_SEGMENTS = 1 << 20  # optimize_indices' num_indices_to_merge: every segment
 # From this many chunks ``compact`` adds B-tree indexes on ``rowid`` (chunk records by id) and
 # ``content_hash`` (vector reuse), so neither lookup scans the table.
 SCALAR_INDEX_MIN_ROWS = 10_000
@@ -525,6 +526,7 @@ class LanceWriter:
         if self._needs_rewrite(postings):
             self._merge_postings(postings)  # first: the batches it replaces are not
             # rewritten by compaction, which drops their deleted rows
+            self._merge_index_segments()
             if len(self._ds.get_fragments()) > 1 or self._deleted_share() > 0:
                 self._ds.optimize.compact_files(materialize_deletions_threshold=0.0)
                 self._reopen()
@@ -547,6 +549,17 @@ class LanceWriter:
             self._reopen()
         self._cleanup()
         return max(0, before - len(self._ds.get_fragments()))
+
+    def _merge_index_segments(self) -> None:
+        """Before a rewrite: every index brought up to date as ONE segment (the rows written
+        since in, the per-run segments ``optimize_indices`` adds merged). Lance merges
+        fragments only within one segment and never an indexed with an unindexed one, so
+        without this an indexed dataset's fragments never merged and every run left a segment
+        more (measured: the folder at 3.2x its size after 20 one-document runs of a 1,800-row
+        index with IVF-PQ; tests/test_compaction.py)."""
+        if self._ds.describe_indices():
+            self._ds.optimize.optimize_indices(num_indices_to_merge=MERGE_ALL_SEGMENTS)
+            self._reopen()
 
     def _deleted_share(self) -> float:
         """The share of the stored rows that are deleted (kept until a rewrite)."""
