@@ -507,9 +507,10 @@ class LanceWriter:
 
     def compact(self) -> int:
         """The end of every run that wrote: when ``_needs_rewrite`` (more than
-        ``COMPACT_FRAGMENTS`` fragments, or more than ``COMPACT_DELETED`` of the rows deleted),
-        the postings merged into one batch (``_merge_postings``) and the fragments into as few
-        as Lance makes, without their deleted rows; always: the scalar (and ANN) indexes
+        ``COMPACT_FRAGMENTS`` fragments, or more than ``COMPACT_DELETED`` of the rows deleted
+        or written since the last rewrite), the postings merged into one batch
+        (``_merge_postings``), the indexes into one segment each and the fragments into as
+        few as Lance makes, without their deleted rows; always: the scalar (and ANN) indexes
         brought up to date and the versions older than ``KEEP_VERSIONS`` removed with their
         files (``_cleanup``). Returns the fragments removed."""
         self._require_writer()
@@ -518,6 +519,7 @@ class LanceWriter:
         if self._touched:
             self._commit([])
         if self._ds is None:
+            self._cleanup()
             return 0
         from ragsift.index.lance_lexical import LancePostings
 
