@@ -615,6 +615,8 @@ class Index:
         ``within``: a glob every searched document must also match (``path`` narrows it)."""
         from ragsift.retrieval.request import SearchRequest
 
+        self._check_open()  # a closed index, then the query, then its options (as before)
+        _check_query(text)
         return self.search([text], SearchRequest.of(request, options, "query")).results[0]
 
     def query_many(
@@ -625,7 +627,11 @@ class Index:
 
         if isinstance(texts, str):
             raise TypeError("query_many takes a list of query texts, not one str (use query)")
-        return self.search(list(texts), SearchRequest.of(request, options, "query_many")).results
+        self._check_open()  # a closed index, then the queries, then their options (as before)
+        texts = list(texts)
+        for t in texts:
+            _check_query(t)
+        return self.search(texts, SearchRequest.of(request, options, "query_many")).results
 
     def explain(
         self, text: str, request: SearchRequest | None = None, **options: Any
@@ -636,6 +642,7 @@ class Index:
         from ragsift.retrieval.request import SearchRequest
 
         _check_query(text)  # one query: a str (a list would be a batch)
+        self._check_open()  # then a closed index, then the options (as before)
         request = SearchRequest.of(request, options, "explain")
         if request.units is None:
             request = replace(request, units=3)

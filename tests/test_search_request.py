@@ -181,3 +181,22 @@ def test_an_mcp_call_resolves_the_floor_once(index, monkeypatch):
         assert resolved == ["auto", 0.99] and stricter["threshold"] == 0.99
     finally:
         service.close()
+
+
+def test_errors_come_in_the_order_they_always_did(index):
+    """A closed index, then the query, then its options (the request), whichever call."""
+    ix = rs.open_index(index)
+    for call in (ix.query, ix.search):
+        with pytest.raises(RagsiftError, match="the query is empty"):
+            call("  ", k=0)
+    with pytest.raises(RagsiftError, match="the query is empty"):
+        ix.query_many(["bees", ""], k=0)
+    with pytest.raises(RagsiftError) as bad:
+        ix.query("bees", k=0, mode="sparse")
+    assert bad.value.param == "mode"
+    ix.close()
+    for call in (ix.query, ix.search, ix.explain):
+        with pytest.raises(RagsiftError, match="closed"):
+            call("bees", k=0)
+    with pytest.raises(RagsiftError, match="closed"):
+        ix.query_many(["bees"], k=0)
