@@ -236,6 +236,7 @@ def test_identifiers_match_whole_first_and_by_their_parts(tmp_path, open_backend
     }
     rng = np.random.default_rng(11)
     with open_backend(tmp_path / "ids", "w") as b:
+        b.set_settings(model="test", model_fingerprint="test/8/x", dimensions=DIM)
         b.write_documents([_doc(p, t, _unit(rng, len(t))) for p, t in texts.items()])
         b.compact()
     with open_backend(tmp_path / "ids") as b:
