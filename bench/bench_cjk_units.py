@@ -126,8 +126,8 @@ def main() -> None:
         t1, r = results[pick]["hybrid", held]
         print(
             f"held out {held}: chosen on {other}: {pick}; on {held}: objective "
-            f"{100 * objective(pick, held):.1f} (units-2 {100 * objective('units-2', held):.1f}"
-            f" if measured), top1 {100 * t1:.1f}, answered {100 * r.answered:.1f}, off-topic "
+            f"{100 * objective(pick, held):.1f}, top1 {100 * t1:.1f}, answered "
+            f"{100 * r.answered:.1f}, off-topic "
             f"{round(r.false * r.unanswerable)}"
         )
     if args.words:

@@ -155,9 +155,10 @@ def test_embed_stores_the_units_of_the_rule(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()
     body = (
-        "浏览器默认禁止网页向不同源的服务器发送请求，除非服务器返回 Access-Control-Allow-Origin "
-        "响应头。要允许前端从另一个域名调用接口，需要在 nginx 或应用里启用 CORS 中间件。"
-        "响应头中必须列出允许的来源、方法和 Content-Type 之类的请求头。"
+        "浏览器默认禁止网页向不同源的服务器发送请求，除非服务器在 HTTP 响应里返回 "
+        "Access-Control-Allow-Origin 这个 header。要允许前端从另一个域名调用接口，可以在 nginx "
+        "的 server 块里加上 add_header 指令，或者在应用里启用 CORS 中间件。响应头中必须列出允许的 "
+        "Origin、Methods 和 Headers，例如 GET、POST 和 Content-Type。"
     )
     (docs / "cors.md").write_text(f"# 跨域资源共享\n\n{body}\n", encoding="utf-8")
     index = tmp_path / "cjk.db"
@@ -171,7 +172,8 @@ def test_embed_stores_the_units_of_the_rule(tmp_path):
     got = [text[a:z] for a, z in zip(starts.tolist(), ends.tolist())]
     assert got == [text[a:z] for a, z in evidence.unit_bounds(text)]
     assert len(got) == 3 and got[1:] == [
-        "要允许前端从另一个域名调用接口，需要在 nginx 或应用里启用 CORS 中间件。",
-        "响应头中必须列出允许的来源、方法和 Content-Type 之类的请求头。",
+        "要允许前端从另一个域名调用接口，可以在 nginx 的 server 块里加上 add_header 指令，"
+        "或者在应用里启用 CORS 中间件。",
+        "响应头中必须列出允许的 Origin、Methods 和 Headers，例如 GET、POST 和 Content-Type。",
     ]
-    assert got[0].endswith("Access-Control-Allow-Origin 响应头。")
+    assert got[0].endswith("Access-Control-Allow-Origin 这个 header。")
