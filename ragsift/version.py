@@ -9,8 +9,9 @@ __version__ = "0.7.0"
 # a 0.4.0 writer would re-chunk every .rst document with its reader 3, and this one back
 # again at its next run. 0.6.0: the rst reader 5 likewise, and the evidence layout units-2
 # (chunk vectors weighted by unit length), which 0.5.0 would refuse as "one vector per
-# chunk". 0.7.0 (CJK terms: SQLite schema 6, Lance schema 4) leaves it at 0.6.0: the schema
-# numbers already stop 0.6.0 from opening such an index at all. Raise it whenever an older
+# chunk". 0.7.0 (CJK terms: SQLite schema 6, Lance schema 4; evidence layout units-3, CJK
+# sentences as units) leaves it at 0.6.0: the schema numbers already stop 0.6.0 from opening
+# such an index at all, and 0.6.0 refuses an evidence layout other than its units-2. Raise it whenever an older
 # writer would misread what this one writes; readers are bound the same way by
 # ``MIN_READER_VERSION`` (None: every version that reads the schema may read it).
 MIN_WRITER_VERSION = "0.6.0"
