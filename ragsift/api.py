@@ -411,8 +411,15 @@ def open_index(
     ``documents`` are paths as a user typed them (``stored_path``: from the current folder,
     ``root`` the project root), as the CLI reads its arguments; else stored paths."""
     from ragsift.index import open_index
+    from ragsift.index.opening import check_model_record
 
-    index = Index(open_index(os.fspath(path), "r"), model=model, embedder=embedder)
+    store = open_index(os.fspath(path), "r")
+    try:
+        check_model_record(store, os.fspath(path))
+    except BaseException:
+        store.close()
+        raise
+    index = Index(store, model=model, embedder=embedder)
     if typed_paths:
         index.typed_root = (None if root is None else os.fspath(root),)
     return index

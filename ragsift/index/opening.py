@@ -76,13 +76,6 @@ def check_versions(store, path: str, mode: str) -> None:
             f"{verb} it, and this is ragsift {__version__}: upgrade ragsift"
             + (" (reading it still works)" if mode == "w" else "")
         )
-    if mode == "r" and not settings.get("model_fingerprint") and store.count():
-        # vectors whose model nobody knows: no query can be embedded to match them
-        raise RagsiftError(
-            f"index damaged: {path}: it holds vectors but no record of the model that made "
-            f"them (its settings are missing); rebuild it: ragsift embed PATH --index {path} "
-            "--rebuild"
-        )
 
 
 _VERSION_PART = 9  # digits of one part of a version: more is not a version ragsift wrote
@@ -118,3 +111,19 @@ def inspect_index(path: str | os.PathLike) -> str:
     from ragsift.index.store import inspect_file
 
     return inspect_file(path)
+
+
+def check_model_record(store, path: str) -> None:
+    """Refuse, as damaged, an index that holds vectors but no record of the model that made
+    them (its settings rows deleted by hand): no query can be embedded to match them. Asked
+    by the front door (``api.open_index``) for a search; the backends themselves can hold
+    rows without settings (their contract tests write such indexes)."""
+    from ragsift.errors import RagsiftError
+
+    settings = store.settings() or {}
+    if not settings.get("model_fingerprint") and store.count():
+        raise RagsiftError(
+            f"index damaged: {path}: it holds vectors but no record of the model that made "
+            f"them (its settings are missing); rebuild it: ragsift embed PATH --index {path} "
+            "--rebuild"
+        )
