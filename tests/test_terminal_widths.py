@@ -279,6 +279,7 @@ INFO_KEYS = {
     "blocks",
     "dead_vectors",
     "size_bytes",
+    "free_bytes",  # added by issue 40 (SQLite's freed pages; docs/cli.md, info)
     "schema_version",
     "writer_pid",
     "threshold",
