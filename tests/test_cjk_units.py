@@ -177,3 +177,17 @@ def test_embed_stores_the_units_of_the_rule(tmp_path):
         "响应头中必须列出允许的 Origin、Methods 和 Headers，例如 GET、POST 和 Content-Type。",
     ]
     assert got[0].endswith("Access-Control-Allow-Origin 这个 header。")
+
+
+def test_the_json_reader_cuts_cjk_strings_at_their_sentence_ends():
+    """The JSON reader's units (one per line of the document) follow the same rule."""
+    assert units.json_units({"说明": "先安装。然后配置！最后运行？"}) == [
+        "说明: 先安装。然后配置！最后运行？"  # an object's string fields stay whole
+    ]
+    assert units.json_units(["先安装。然后配置！最后运行？", "English. Unchanged"]) == [
+        "先安装。",
+        "然后配置！",
+        "最后运行？",
+        "English.",
+        "Unchanged",
+    ]
