@@ -16,11 +16,13 @@ left as it is, so offsets and lines around it stay exact.
 from __future__ import annotations
 
 import re
+import sys
+from collections.abc import Callable
 from html.parser import HTMLParser
 
 from ragsift.errors import SkipFile
 from ragsift.sources.document import Document, OffsetMap
-from ragsift.sources.html_layout import Layout, is_chrome, layout, parse_events, replay
+from ragsift.sources.html_layout import Layout, feed, is_chrome, layout, passes
 
 _DROP = frozenset({"script", "style", "noscript", "template", "title", "svg", "math"})
 _PARAGRAPH = frozenset(
@@ -94,15 +96,18 @@ _SPACE = re.compile(r"[ \t\n\r\f\v]+")
 
 
 class _TextExtractor:
-    """The reader's pass over a page's ``parse_events`` (``html_layout.replay``)."""
+    """The reader's pass over a page, driven by ``html_layout.feed``."""
 
     def __init__(self, page: Layout | None = None, *, chrome: bool = True) -> None:
-        self.line = 1  # the source line of the text being handled (set by ``replay``)
+        self.line = 1  # the source line of the text being handled (set by ``feed``)
         self.page = page or Layout()
         self.chrome = chrome  # False: no element is page chrome (every visible text is read)
         self.ordinal = -1  # start tags seen (``html_layout`` counts them the same way)
-        self.stack: list[tuple[str, bool, bool]] = []  # open elements: (tag, hides, is root)
-        self.hidden = 0  # open elements that hide their content (chrome)
+        # open elements, as their tags (a deep page holds tens of thousands: one str each);
+        # the depths of those that hide their content (chrome) and of the content root
+        self.stack: list[str] = []
+        self.hiders: list[int] = []
+        self.root_depth = -1
         self.in_root = self.page.root is None  # the whole page when there is no root
         self.out: list[str] = []
         self.length = 0
@@ -173,11 +178,15 @@ class _TextExtractor:
                     )
                 )
             )
-            self.stack.append((tag, hides, is_root))
-            self.hidden += hides
+            if hides:
+                self.hiders.append(len(self.stack))
             if is_root:
+                self.root_depth = len(self.stack)
                 self.in_root = True
-        if self.hidden or not self.in_root:
+            # interned: the parser makes a new string for every tag, and an unclosed page
+            # keeps tens of thousands open (52 bytes each instead of a shared one)
+            self.stack.append(sys.intern(tag))
+        if self.hiders or not self.in_root:
             return
         self._block(tag)
         if tag == "pre":
@@ -195,7 +204,7 @@ class _TextExtractor:
 
     def handle_startendtag(self, tag: str, attrs: list) -> None:
         self.ordinal += 1
-        if not self.drop and tag not in _DROP and not self.hidden and self.in_root:
+        if not self.drop and tag not in _DROP and not self.hiders and self.in_root:
             self._block(tag)
 
     def handle_endtag(self, tag: str) -> None:
@@ -205,12 +214,15 @@ class _TextExtractor:
             return
         if tag in _VOID:
             return
-        shown = not self.hidden and self.in_root
-        if any(t == tag for t, _, _ in self.stack):
+        shown = not self.hiders and self.in_root
+        if tag in self.stack:
             while self.stack:
-                t, hides, is_root = self.stack.pop()
-                self.hidden -= hides
-                if is_root:
+                t = self.stack.pop()
+                depth = len(self.stack)
+                if self.hiders and self.hiders[-1] == depth:
+                    self.hiders.pop()
+                if depth == self.root_depth:
+                    self.root_depth = -1
                     self.in_root = False  # the root is closed: nothing after it is read
                 if t == tag:
                     break
@@ -223,7 +235,7 @@ class _TextExtractor:
             self._close_heading()
 
     def handle_data(self, data: str) -> None:
-        if self.drop or not data or self.hidden or not self.in_root:
+        if self.drop or not data or self.hiders or not self.in_root:
             return
         line = self.line
         if self.pre:
@@ -336,7 +348,7 @@ def template_weight(text: str) -> tuple[int, int, int]:
     pieces.append(text[at:])
     parser = _TextExtractor()
     try:
-        replay(parse_events(" ".join(pieces)), parser)
+        feed(" ".join(pieces), parser)
     except Exception:
         return len(spans), syntax, len(text)  # unreadable as HTML: not judged a template
     visible = sum(len(p) - p.count(" ") - p.count("\n") for p in parser.out)
@@ -362,9 +374,9 @@ def template_reason(text: str) -> str | None:
     )
 
 
-def _extract(events: list, page: Layout | None) -> _TextExtractor:
+def _extract(run: Callable[[object], None], page: Layout | None) -> _TextExtractor:
     parser = _TextExtractor(page, chrome=page is not None)
-    replay(events, parser)
+    run(parser)
     return parser
 
 
@@ -380,12 +392,12 @@ def parse_html(
     if skip:
         raise SkipFile(skip)
     try:
-        events = parse_events(text)
-        page = layout(text, events)
-        parser = _extract(events, page)
+        run = passes(text)
+        page = layout(text, run)
+        parser = _extract(run, page)
         if not "".join(parser.out).strip():
             # the rules left nothing (a page that is all links): every visible text
-            parser = _extract(events, None)
+            parser = _extract(run, None)
     except Exception as exc:
         raise SkipFile(f"unparsable HTML: {exc}") from None
     if parser.heading is not None:

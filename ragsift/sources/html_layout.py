@@ -24,12 +24,14 @@ The rules (``reader: html`` in the index's reader fingerprint changes with them)
 
 Text is measured here by a first, lighter pass (``layout``), run only when the page has a
 ``<main>``, ``<article>``, ``<header>`` or a ``role`` attribute; the reader then skips what
-the layout excludes. Measured on real builds (bench/RESULTS.md, "HTML page chrome").
+the layout excludes. A page up to ``EVENTS_MAX`` characters is tokenized once for both
+passes; a larger one is parsed twice, streaming (``passes``), so memory stays bounded. Measured on real builds (bench/RESULTS.md, "HTML page chrome").
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
@@ -120,14 +122,45 @@ class _Candidate:
     inside: tuple[int, ...] = ()  # the ordinals of the candidates it stands in
 
 
-START, STARTEND, END, DATA = range(4)
-Event = tuple  # (START|STARTEND, tag, attrs) | (END, tag, None) | (DATA, text, source line)
+class _Forward(HTMLParser):
+    """``html.parser`` driving another object's ``handle_*`` callbacks, with ``target.line``
+    set to the source line of each text."""
 
-
-class _Recorder(HTMLParser):
-    def __init__(self) -> None:
+    def __init__(self, target: object) -> None:
         super().__init__(convert_charrefs=True)
-        self.events: list[Event] = []
+        self.target = target
+        self.handle_starttag = target.handle_starttag  # type: ignore[method-assign]
+        self.handle_startendtag = target.handle_startendtag  # type: ignore[method-assign]
+        self.handle_endtag = target.handle_endtag  # type: ignore[method-assign]
+
+    def handle_data(self, data: str) -> None:
+        self.target.line = self.getpos()[0]
+        self.target.handle_data(data)
+
+
+def feed(text: str, target: object) -> None:
+    """Parse ``text``, calling ``target``'s ``handle_starttag``/``handle_startendtag``/
+    ``handle_endtag``/``handle_data`` as ``HTMLParser`` does. Streaming: nothing of the page
+    is kept but what the target keeps. Raises what ``HTMLParser`` raises."""
+    parser = _Forward(target)
+    parser.feed(text)
+    parser.close()
+
+
+# A page of up to this many characters that needs the layout pass is tokenized once and its
+# events replayed by both passes (the events take 35-70x the page's bytes: 18 MB at most); a
+# larger one is parsed twice, streaming, so that a huge page stays within 20x its bytes
+# (tests/test_bounds.py). Measured on the handbook's 127 pages with a <main> added: twice
+# streaming cost 1.36x the CPU of one tokenization replayed.
+EVENTS_MAX = 256 * 1024
+
+START, STARTEND, END, DATA = range(4)
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.line = 0
+        self.events: list[tuple] = []
 
     def handle_starttag(self, tag: str, attrs: list) -> None:
         self.events.append((START, tag, attrs))
@@ -139,22 +172,10 @@ class _Recorder(HTMLParser):
         self.events.append((END, tag, None))
 
     def handle_data(self, data: str) -> None:
-        self.events.append((DATA, data, self.getpos()[0]))
+        self.events.append((DATA, data, self.line))
 
 
-def parse_events(text: str) -> list[Event]:
-    """``html.parser``'s callbacks for ``text``, in order, to be replayed (``replay``) by
-    both passes: the page is tokenized once. Raises what ``HTMLParser`` raises."""
-    recorder = _Recorder()
-    recorder.feed(text)
-    recorder.close()
-    return recorder.events
-
-
-def replay(events: list[Event], target: object) -> None:
-    """Call ``target``'s ``handle_starttag``/``handle_startendtag``/``handle_endtag``/
-    ``handle_data`` as the parser would have, with ``target.line`` set to the source line of
-    each text."""
+def _replay(events: list[tuple], target: object) -> None:
     start, startend, end = target.handle_starttag, target.handle_startendtag, target.handle_endtag
     data = target.handle_data
     for kind, a, b in events:
@@ -167,6 +188,19 @@ def replay(events: list[Event], target: object) -> None:
             end(a)
         else:
             startend(a, b)
+
+
+def passes(text: str) -> Callable[[object], None]:
+    """How to run a pass over ``text`` (``run(target)``, as ``feed``): a page that needs the
+    layout pass and is at most ``EVENTS_MAX`` characters is tokenized once, here, and replayed
+    to each pass; any other page is parsed by each pass, streaming. Raises what
+    ``HTMLParser`` raises."""
+    if len(text) > EVENTS_MAX or not _NEEDS_LAYOUT.search(text):
+        return lambda target: feed(text, target)
+    recorder = _Recorder()
+    feed(text, recorder)
+    events = recorder.events
+    return lambda target: _replay(events, target)
 
 
 class _Measure:
@@ -234,14 +268,14 @@ class _Measure:
             self.candidates[o].text += n
 
 
-def layout(text: str, events: list[Event] | None = None) -> Layout:
-    """The content root of an HTML page and the headers to keep (the rules above);
-    ``events``: the page's ``parse_events``, if already at hand."""
+def layout(text: str, run: Callable[[object], None] | None = None) -> Layout:
+    """The content root of an HTML page and the headers to keep (the rules above); ``run``:
+    how to pass over the page (``passes``), default ``feed``."""
     if not _NEEDS_LAYOUT.search(text):
         return Layout()
     measure = _Measure()
     try:
-        replay(events if events is not None else parse_events(text), measure)
+        (run or (lambda target: feed(text, target)))(measure)
     except Exception:
         return Layout()
     cands = measure.candidates
