@@ -50,7 +50,7 @@ REPO = Path(__file__).resolve().parent.parent
 from bench._schema import schema1_copy
 from ragsift.index import lexical, migrations, open_index
 from ragsift.index import store as store_module
-from ragsift.index.store import DocumentWrite
+from ragsift.index.backend import DocumentWrite
 from ragsift.retrieval import engine
 from ragsift.retrieval import hybrid as hybrid_module
 

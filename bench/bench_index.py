@@ -56,7 +56,7 @@ def build_matrix_index(path: Path, rows: int, dim: int, per_doc: int = 50) -> fl
     import numpy as np
 
     from ragsift.index import open_index
-    from ragsift.index.store import DocumentWrite
+    from ragsift.index.backend import DocumentWrite
 
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)

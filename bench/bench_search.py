@@ -39,7 +39,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 
 from ragsift.index import open_index
-from ragsift.index.store import DocumentWrite
+from ragsift.index.backend import DocumentWrite
 from ragsift.retrieval.request import SearchRequest
 from ragsift.retrieval.search import Searcher
 

@@ -190,3 +190,50 @@ def test_evaluation_builds_and_searches_through_the_api():
             "ragsift.retrieval.engine",
             "ragsift.index",
         }, mod
+
+
+def _private_imports() -> list[str]:
+    """``from ragsift.x import _name`` in another module of the package: a private name (not a
+    module) used outside the module that defines it (issue 39: none)."""
+    modules = _modules()
+    out = []
+    for mod, path in sorted(modules.items()):
+        base = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            src = node.module or ""
+            if node.level:
+                parts = base.split(".")
+                src = ".".join(parts[: len(parts) - node.level + 1] + ([src] if src else []))
+            if not src.startswith("ragsift") or src == mod:
+                continue
+            for alias in node.names:
+                name = alias.name
+                private = name.startswith("_") and not name.startswith("__")
+                if private and f"{src}.{name}" not in modules:
+                    out.append(f"{mod}:{node.lineno} imports {src}.{name}")
+    return out
+
+
+def test_no_private_name_is_imported_across_modules():
+    assert _private_imports() == []
+
+
+def test_the_private_import_check_sees_one():
+    """The check itself: a private name imported from another module is found."""
+    import tempfile
+
+    global PACKAGE
+    saved = PACKAGE
+    with tempfile.TemporaryDirectory() as tmp:
+        pkg = Path(tmp) / "ragsift"
+        pkg.mkdir()
+        (pkg / "__init__.py").write_text("")
+        (pkg / "a.py").write_text("_hidden = 1\n")
+        (pkg / "b.py").write_text("from ragsift.a import _hidden\n")
+        PACKAGE = pkg
+        try:
+            assert _private_imports() == ["ragsift.b:1 imports ragsift.a._hidden"]
+        finally:
+            PACKAGE = saved

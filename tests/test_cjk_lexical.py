@@ -125,7 +125,7 @@ def test_query_words_ask_for_cjk_by_bigrams():
 
 def _fts_tokens(*texts: str) -> list[list[str]]:
     """FTS5's own tokens of each text (the index's tokenizer)."""
-    return lexical.query_tokens(lexical._memory_db(), list(texts))
+    return lexical.query_tokens(lexical.memory_db(), list(texts))
 
 
 SAMPLES = [

@@ -134,7 +134,7 @@ def test_an_index_from_schema_2_is_read_alike_then_upgraded(both, tmp_path, monk
     path = str(tmp_path / "old.lance")
     with monkeypatch.context() as m:  # written as schema 2 was: no postings columns or rows
         m.setattr(lance_module, "SCHEMA_VERSION", 2)
-        m.setattr(lance_rows, "_lex_fields", lambda: [])
+        m.setattr(lance_rows, "lex_fields", lambda: [])
         m.setattr(lance_write, "lexical_rows", lambda rows: [])
         m.setattr(lance_write.LanceWriter, "_merge_postings", lambda self, postings=None: None)
         with open_index(path, "w") as ix:

@@ -249,12 +249,12 @@ def test_a_long_run_without_spaces_is_encoded_in_bounded_pieces(monkeypatch, alp
     """tiktoken byte-pair merges one regex piece at a time, super-linearly in its length; a
     run of letters (or punctuation) is one piece. On main before the fix: one piece of the
     whole 600k characters. Now pieces of about RUN_STEP, with the tokens of one encode."""
-    from ragsift.chunkers import counters
+    from ragsift.chunkers import encode
 
     rng = random.Random(3)
     text = "".join(rng.choices(alphabet, k=600_000))
     lengths = _pieces_seen(monkeypatch, text)
-    assert max(lengths) <= 4 * counters.RUN_STEP, max(lengths)
+    assert max(lengths) <= 4 * encode.RUN_STEP, max(lengths)
 
 
 def test_a_run_of_one_repeated_letter_stays_whole_and_exact(monkeypatch):
@@ -306,7 +306,7 @@ def test_cuts_inside_runs_give_the_tokens_of_one_encode(monkeypatch):
             parts.append("".join(rng.choices(alphabet, k=rng.choice([50, 399, 400, 401, 2000]))))
             parts.append("".join(rng.choices(_RUN_PIECES, k=rng.randint(0, 4))))
         text = "".join(parts)
-        cuts = counters._run_cuts(enc, text, [0, len(text)])
+        cuts = encode.run_cuts(enc, text, [0, len(text)])
         cut_any += len(cuts) > 2
         got = [
             t

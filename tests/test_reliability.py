@@ -408,7 +408,7 @@ def test_read_only_folder_with_pending_wal_says_what_is_missing(
 def test_reader_chooses_read_only_by_access_and_reads_immutable_without_shm(
     built, tmp_path, monkeypatch
 ):
-    """The choice made by ``_connect_reader`` (the same code the real chmod tests run)."""
+    """The choice made by ``connect_reader`` (the same code the real chmod tests run)."""
     folder = tmp_path / "m"
     folder.mkdir()
     index = folder / "x#y?.db"

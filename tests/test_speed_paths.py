@@ -192,7 +192,8 @@ _PIECES = [
     st.integers(min_value=2, max_value=5),
 )
 def test_threaded_encoding_gives_the_tokens_of_one_encode(text, threads):
-    from ragsift.chunkers.counters import encode_all, get_counter
+    from ragsift.chunkers.counters import get_counter
+    from ragsift.chunkers.encode import encode_all
 
     enc = get_counter("cl100k").encoding
     want = enc.encode_to_numpy(text, disallowed_special=()).tolist()

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from ragsift.errors import RagsiftError
 from ragsift.index import migrations, open_index
-from ragsift.index.store import DocumentWrite
+from ragsift.index.backend import DocumentWrite
 
 DIM = 8
 

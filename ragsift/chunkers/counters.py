@@ -38,19 +38,11 @@ from functools import cache
 from typing import Any
 
 from ragsift.chunkers.base import TokenCounter
-from ragsift.chunkers.encode import (  # noqa: F401 (re-exported: where they were)
+from ragsift.chunkers.encode import (
     PARALLEL_MIN_CHARS,
-    PIECE_MIN_CHARS,
-    RUN_MIN,
-    RUN_STEP,
     Encode,
-    _cuts,
-    _first_safe,
-    _last_safe,
-    _long_runs,
-    _run_cuts,
-    _run_table,
-    encode_all,
+    first_safe,
+    last_safe,
 )
 from ragsift.counting import FACTORIES, register_counter
 from ragsift.errors import RagsiftError
@@ -302,7 +294,7 @@ class TiktokenIndex:
         ):
             x = s
         else:
-            x = _first_safe(text, s + 1, e)
+            x = first_safe(text, s + 1, e)
             if x < 0:
                 return len(self._encode(context + text[s:e]))
         if (
@@ -314,7 +306,7 @@ class TiktokenIndex:
         ):
             y = e
         else:
-            y = _last_safe(text, x, e)
+            y = last_safe(text, x, e)
         self._upto(y)
         middle = bisect_left(self._mv, y) - bisect_left(self._mv, x)
         head = len(self._encode(context + text[s:x])) if x > s or context else 0

@@ -70,7 +70,7 @@ class Encode:
             if len(cuts) < 2:  # the empty text: one (empty) piece
                 cuts = [0, len(text)]
         if len(text) >= min_chars and self._raw is not None:
-            cuts = _run_cuts(encoding, text, cuts)
+            cuts = run_cuts(encoding, text, cuts)
         if threads >= 2 and len(cuts) > 2:
             helpers = threads - 1
         self.offsets = cuts
@@ -154,14 +154,14 @@ def _cuts(text: str, parts: int) -> list[int]:
 
 # Long runs of ASCII letters, or of ASCII punctuation, are one regex piece each, and
 # tiktoken's byte-pair merge of one piece is super-linear (a 4 MB run of letters: ~6 s, 1.5 us
-# per byte and growing; prose is ~0.06). ``_run_cuts`` cuts such runs into pieces of about
-# RUN_STEP characters where the cut provably changes no token; see ``_run_cuts``.
+# per byte and growing; prose is ~0.06). ``run_cuts`` cuts such runs into pieces of about
+# RUN_STEP characters where the cut provably changes no token; see ``run_cuts``.
 RUN_MIN = 1 << 13  # runs shorter than this are left whole
 RUN_STEP = 1 << 12  # about this many characters between cuts in a run
 _RUN_CLASSES = (re.compile(r"[A-Za-z]+"), re.compile(r"[!-/:-@\[-`{-~]+"))
 _NOT_IN_RUN = (re.compile(r"[^A-Za-z]"), re.compile(r"[^!-/:-@\[-`{-~]"))
 _pair_tables: dict[int, tuple[Any, Any, int]] = {}
-# the cl100k pattern (tiktoken_ext.openai_public), for which ``_run_cuts`` is shown exact
+# the cl100k pattern (tiktoken_ext.openai_public), for which ``run_cuts`` is shown exact
 _CL100K_PATTERN = (
     r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+|"""
     r""" ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
@@ -215,7 +215,7 @@ def _run_table(encoding: Any) -> tuple[Any, int] | None:
     return table, longest
 
 
-def _run_cuts(encoding: Any, text: str, cuts: list[int]) -> list[int]:
+def run_cuts(encoding: Any, text: str, cuts: list[int]) -> list[int]:
     """``cuts`` plus cuts inside runs of at least ``RUN_MIN`` ASCII letters (or ASCII
     punctuation), at least ``RUN_STEP`` characters apart, each where encoding the two sides
     apart gives exactly the tokens of encoding them together (cl100k's pattern).
@@ -271,7 +271,7 @@ def _is_safe(text: str, p: int, lo: int, hi: int) -> bool:
     return text[p - 1] == "\n" and "!" <= c <= "~"
 
 
-def _first_safe(text: str, lo: int, hi: int) -> int:
+def first_safe(text: str, lo: int, hi: int) -> int:
     """The first universal piece boundary ``p`` with ``lo <= p < hi`` (``text[lo-1]`` is
     inside the chunk), or -1."""
     p = text.find(" ", lo, min(hi, lo + 64))
@@ -285,7 +285,7 @@ def _first_safe(text: str, lo: int, hi: int) -> int:
     return m.start() if m else -1
 
 
-def _last_safe(text: str, lo: int, hi: int) -> int:
+def last_safe(text: str, lo: int, hi: int) -> int:
     """The last universal piece boundary ``p`` with ``lo <= p < hi`` (``lo`` is one)."""
     p = text.rfind(" ", max(lo, hi - 64), hi)
     for _ in range(4):

@@ -302,10 +302,10 @@ class _Columns:
 
         from ragsift.cli.render import (
             INDENT,
-            _join_fitting,
             bar,
             colour,
             evidence_cells,
+            join_fitting,
             side_info,
             signed,
         )
@@ -322,7 +322,7 @@ class _Columns:
             for (_, w), value in zip(self.sides, values):
                 numbers.append("  " + f"{value:<{w}}", style="dim" if value == "-" else "")
             return [numbers.rstrip() or numbers]
-        return _join_fitting([numbers, Text(side_info(c, self.r))], self.width, INDENT)
+        return join_fitting([numbers, Text(side_info(c, self.r))], self.width, INDENT)
 
 
 def _side_cells(c: Candidate, r: Retrieval, evidence_cells) -> tuple[str, ...]:

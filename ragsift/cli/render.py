@@ -248,7 +248,7 @@ def side_info(c: Candidate, r: Retrieval) -> str:
     return ", ".join(p for p in parts if p != "-")
 
 
-def _join_fitting(parts: list[Text], width: int, indent: int) -> list[Text]:
+def join_fitting(parts: list[Text], width: int, indent: int) -> list[Text]:
     """Lay ``parts`` out left to right, two spaces apart, starting a new line (indented) when
     the next part does not fit; a part wider than a line is wrapped by rich later."""
     from rich.text import Text
@@ -416,7 +416,7 @@ def print_hit(console: Console, c: Candidate) -> None:
         parts.append(Text(shown(" › ".join(c.headings)), style="dim"))
     if c.truncated:
         parts.append(Text(f"⚠ {c.truncated} tokens not embedded", style="yellow"))
-    for line in _join_fitting(parts, console.width, 4):
+    for line in join_fitting(parts, console.width, 4):
         console.print(line)
     text = c.span_text if c.span_text is not None else c.text
     body = Text(shown(SOFT_BREAK.sub(" ", text.strip("\n"))))

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragsift.embedders.runtime import ORT_DEFAULT, ORT_QUIET, log_severity, onnxruntime  # noqa: F401 (re-exported)
+from ragsift.embedders.runtime import log_severity, onnxruntime
 from ragsift.embedders.tokens import ModelTokenCounter, TokenMemo
 from ragsift.errors import RagsiftError
 from ragsift.sources.reading import encodable

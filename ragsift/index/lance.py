@@ -73,22 +73,17 @@ from ragsift.index.backend import (
     DocumentWrite,
     FragmentCommits,
 )
-from ragsift.index.lance_rows import (  # noqa: F401 (re-exports: callers import them from here)
-    _CHUNK_FIELDS,
-    _DOC_FIELDS,
-    _join,
-    _lance,
-    chunk_row,
-    rows_table,
+from ragsift.index.lance_rows import (
+    CHUNK_FIELDS,
+    DOC_FIELDS,
+    join_uri,
+    lance_module,
     storage_options,
-    write_fragments,
 )
-from ragsift.index.lance_write import (  # noqa: F401 (the constants: re-export)
-    KEEP_VERSIONS,
-    SCALAR_INDEX_MIN_ROWS,
+from ragsift.index.lance_write import (
     LanceWriter,
 )
-from ragsift.index.locations import is_lance_location, is_remote  # noqa: F401 (re-export)
+from ragsift.index.locations import is_remote
 from ragsift.index.terms import query_terms, query_words
 
 if TYPE_CHECKING:
@@ -114,8 +109,8 @@ class LanceIndex(LanceWriter, FragmentCommits):
         self.mode = mode
         self._lock = lock
         self._opts = storage_options() if is_remote(path) else {}
-        self._chunks_uri = _join(path, "chunks.lance")
-        self._settings_uri = _join(path, "settings.lance")
+        self._chunks_uri = join_uri(path, "chunks.lance")
+        self._settings_uri = join_uri(path, "settings.lance")
         self._ds: Any = None  # chunks dataset (None: nothing written yet)
         self._settings_ds: Any = None
         self._docs: dict[str, dict] | None = None  # doc_key -> doc row (cached per version)
@@ -139,7 +134,7 @@ class LanceIndex(LanceWriter, FragmentCommits):
             raise ValueError(f"mode must be 'r' or 'w', not {mode!r}")
         if not is_remote(path):
             path = path.rstrip("/") or path
-        _lance()
+        lance_module()
         lock = None
         if mode == "w" and not is_remote(path):
             from ragsift.index.locking import WriterLock
@@ -156,7 +151,7 @@ class LanceIndex(LanceWriter, FragmentCommits):
             raise
 
     def _dataset(self, uri: str, version: int | None = None):
-        lance = _lance()
+        lance = lance_module()
         try:
             return lance.dataset(uri, version=version, storage_options=self._opts or None)
         except (ValueError, FileNotFoundError, OSError) as exc:
@@ -206,7 +201,7 @@ class LanceIndex(LanceWriter, FragmentCommits):
     def _create(self) -> None:
         import pyarrow as pa
 
-        lance = _lance()
+        lance = lance_module()
         table = pa.table(
             {
                 "key": ["format", "schema_version"],
@@ -297,7 +292,7 @@ class LanceIndex(LanceWriter, FragmentCommits):
         if self._docs is None:
             self._docs = {}
             if self._ds is not None:
-                cols = ["doc_key", *_DOC_FIELDS]
+                cols = ["doc_key", *DOC_FIELDS]
                 t = self._ds.to_table(columns=cols, filter="kind = 'doc'")
                 for row in t.to_pylist():
                     self._docs[row["doc_key"]] = row
@@ -494,7 +489,7 @@ class LanceIndex(LanceWriter, FragmentCommits):
         if not ids or self._ds is None:
             return []
         t = self._ds.to_table(
-            columns=list(_CHUNK_FIELDS),
+            columns=list(CHUNK_FIELDS),
             filter=f"kind = 'chunk' AND rowid IN ({', '.join(map(str, set(ids)))})",
         )
         docs = self._doc_rows()

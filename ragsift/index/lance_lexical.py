@@ -114,10 +114,10 @@ class LancePostings:
     def phrases(self, words: Sequence[str]) -> list[str]:
         """The FTS5 token of each query word (as ``lexical.Postings.phrases``); a word that is
         not exactly one token becomes a phrase no chunk holds."""
-        from ragsift.index.lexical import _memory_db, query_tokens
+        from ragsift.index.lexical import memory_db, query_tokens
 
         if self._memory is None:
-            self._memory = _memory_db()
+            self._memory = memory_db()
         return [
             t[0] if len(t) == 1 else _NO_TOKEN + w
             for w, t in zip(words, query_tokens(self._memory, words))

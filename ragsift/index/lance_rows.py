@@ -1,10 +1,10 @@
 """Module-level helpers of the Lance backend (``lance.py``, ``lance_write.py``): the chunks
-dataset's Arrow schema (``_schema``) and row shapes (``chunk_row``, ``rows_table``), the
+dataset's Arrow schema (``arrow_schema``) and row shapes (``chunk_row``, ``rows_table``), the
 postings rows written with every batch of chunks (``lexical_rows``: the SQLite backend's
 tokenization, scored by ``lance_lexical``; a Ray worker's fragment carries its own), writing
 uncommitted data files from any process (``write_fragments``, for ``embed --engine ray``),
 object-storage options from the environment (``storage_options``), and the guarded
-``import lance`` (``_lance``). pyarrow and lance load inside the functions.
+``import lance`` (``lance_module``). pyarrow and lance load inside the functions.
 
 The public names are importable from ``ragsift.index.lance`` as before.
 """
@@ -20,7 +20,7 @@ from ragsift.errors import RagsiftError, debug_requested
 from ragsift.index.locations import is_remote
 
 
-def _join(root: str, name: str) -> str:
+def join_uri(root: str, name: str) -> str:
     return root.rstrip("/") + "/" + name if is_remote(root) else os.path.join(root, name)
 
 
@@ -46,7 +46,7 @@ def storage_options() -> dict[str, str]:
     return out
 
 
-def _lance():
+def lance_module():
     import warnings
 
     # Ray forks its raylet after the driver opened the index; the index is never used in the
@@ -65,10 +65,10 @@ def _lance():
     return lance
 
 
-def _schema(dim: int):
+def arrow_schema(dim: int):
     import pyarrow as pa
 
-    LEX_FIELDS = _lex_fields()
+    LEX_FIELDS = lex_fields()
     return pa.schema(
         [
             ("uid", pa.string()),
@@ -110,7 +110,7 @@ def _schema(dim: int):
     )
 
 
-def _lex_fields():
+def lex_fields():
     import pyarrow as pa
 
     return [
@@ -120,7 +120,7 @@ def _lex_fields():
     ]
 
 
-_DOC_FIELDS = (
+DOC_FIELDS = (
     "path",
     "source",
     "size",
@@ -132,7 +132,7 @@ _DOC_FIELDS = (
     "doc_tokens",
     "indexed_at",
 )
-_CHUNK_FIELDS = (
+CHUNK_FIELDS = (
     "rowid",
     "doc_key",
     "idx",
@@ -259,7 +259,7 @@ def rows_table(rows: list[dict], vectors: list, dim: int):
 
     lex = lexical_rows(rows)
     rows, vectors = list(rows) + lex, list(vectors) + [None] * len(lex)
-    schema = _schema(dim)
+    schema = arrow_schema(dim)
     matrix = (
         np.stack(
             [np.zeros(dim, np.float32) if v is None else np.asarray(v, np.float32) for v in vectors]
@@ -290,7 +290,7 @@ def write_fragments(
     ``create``: the dataset does not exist yet (its first commit will create it)."""
     from lance.fragment import write_fragments as write
 
-    _lance()
+    lance_module()
     return [
         json.dumps(f.to_json())
         for f in write(

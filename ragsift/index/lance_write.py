@@ -21,11 +21,11 @@ from ragsift.index.ann import sql_str as _sql_str
 from ragsift.index.backend import DocumentWrite, writer_stamp
 from ragsift.index.dense import as_f32 as _as_f32
 from ragsift.index.lance_rows import (
-    _DOC_FIELDS,
-    _lance,
-    _lex_fields,
-    _schema,
+    DOC_FIELDS,
+    arrow_schema,
     chunk_row,
+    lance_module,
+    lex_fields,
     lexical_rows,
     rows_table,
     write_fragments,
@@ -204,7 +204,7 @@ class LanceWriter:
         import numpy as np
         import pyarrow as pa
 
-        lance = _lance()
+        lance = lance_module()
         if docs or removed or self._touched:  # something will be written
             self._record_first()
         now = time.time()
@@ -220,7 +220,7 @@ class LanceWriter:
                 "use the index's model or --rebuild"
             )
         dim = have or dim or self.dimensions() or 1  # 1: no vector yet (see ``_reshape``)
-        rows: dict[str, list] = {f: [] for f in _schema(dim).names}
+        rows: dict[str, list] = {f: [] for f in arrow_schema(dim).names}
         flat: list[np.ndarray] = []
 
         def add(**values: Any) -> None:
@@ -259,7 +259,7 @@ class LanceWriter:
             add(**row)
             flat.append(np.zeros((1, dim), np.float32))
         for key, row in self._touched.items():
-            add(uid="d:" + key, kind="doc", doc_key=key, **{f: row[f] for f in _DOC_FIELDS})
+            add(uid="d:" + key, kind="doc", doc_key=key, **{f: row[f] for f in DOC_FIELDS})
             flat.append(np.zeros((1, dim), np.float32))
         self._touched = {}
         if not rows["uid"]:
@@ -267,7 +267,7 @@ class LanceWriter:
                 self._ds.delete(f"doc_key IN ({_sql_str(removed)})")
                 self._reopen()
             return
-        schema = _schema(dim)
+        schema = arrow_schema(dim)
         is_doc = np.array([k != "chunk" for k in rows["kind"]])
         matrix = np.concatenate(flat).astype(np.float32) if flat else np.zeros((0, dim), "f4")
         values = pa.array(matrix.reshape(-1), pa.float32())
@@ -333,7 +333,7 @@ class LanceWriter:
         from lance.fragment import FragmentMetadata
 
         self._require_writer()
-        lance = _lance()
+        lance = lance_module()
         self._record_first()
         if self._ds is not None:
             have = int(self._ds.schema.field("vector").type.list_size)
@@ -385,7 +385,7 @@ class LanceWriter:
         if not new:
             return
         if self._ds is None:
-            op = lance.LanceOperation.Overwrite(_schema(dim), new)
+            op = lance.LanceOperation.Overwrite(arrow_schema(dim), new)
             self._ds = lance.LanceDataset.commit(
                 self._chunks_uri, op, storage_options=self._opts or None
             )
@@ -443,8 +443,8 @@ class LanceWriter:
         old = self._ds.to_table(filter="kind = 'doc'")
         cols = {f: old.column(f) for f in old.schema.names if f != "vector"}
         cols["vector"] = pa.nulls(old.num_rows, pa.list_(pa.float32(), dim))
-        table = pa.table(cols, schema=_schema(dim))
-        self._ds = _lance().write_dataset(
+        table = pa.table(cols, schema=arrow_schema(dim))
+        self._ds = lance_module().write_dataset(
             table, self._chunks_uri, mode="overwrite", storage_options=self._opts or None
         )
 
@@ -656,7 +656,7 @@ class LanceWriter:
             changed = self._recompute_fts()
         if version < 3 and self._ds is not None:
             if "lex_term" not in self._ds.schema.names:
-                self._ds.add_columns(_lex_fields())
+                self._ds.add_columns(lex_fields())
                 self._reopen()
             self._merge_postings()
         elif version < 4 and changed:

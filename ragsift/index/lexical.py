@@ -92,7 +92,7 @@ def _scratch(db: sqlite3.Connection, name: str, columns: str) -> None:
     db.execute(f"INSERT INTO temp.{name}({name}) VALUES ('delete-all')")
 
 
-def _memory_db() -> sqlite3.Connection:
+def memory_db() -> sqlite3.Connection:
     """A private in-memory database for FTS5 tokenization (an index reader is query-only)."""
     return sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
 
@@ -309,7 +309,7 @@ class Postings:
         """The FTS5 token of each query word (``"word"`` is one phrase of the OR query), or
         None when some word is not exactly one token (FTS5 would make it a longer phrase)."""
         if self._memory is None:
-            self._memory = _memory_db()
+            self._memory = memory_db()
         got = query_tokens(self._memory, words)
         if any(len(t) != 1 for t in got):
             return None
@@ -488,7 +488,7 @@ def tokenize_rows(
     (``lance_rows.lexical_rows``) come from here."""
     import numpy as np
 
-    mem = _memory_db()
+    mem = memory_db()
     try:
         inst = _tokenize(mem, [(k, *t) for k, t in enumerate(texts, 1)])
     finally:

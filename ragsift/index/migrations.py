@@ -287,7 +287,7 @@ def upgrade(db: sqlite3.Connection) -> int:
 
 def migrate(db: sqlite3.Connection) -> int:
     """Apply the missing migrations, each in its own transaction; returns the new version.
-    (A new index file, before it is renamed into place: ``sqlite_file._create``.)
+    (A new index file, before it is renamed into place: ``sqlite_file.create_file``.)
 
     ``db`` must be in autocommit mode (``isolation_level=None``) and hold the writer lock.
     """

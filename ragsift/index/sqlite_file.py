@@ -1,7 +1,7 @@
 """The SQLite index file itself, before and around ``IndexStore``: what a path holds
-(``inspect_file``), creating a new file (``_create``), the ``file:`` URI that names it
-(``sqlite_uri``), the reader's connection (``_connect_reader``, also where the user cannot
-write), and SQLite errors as one ``RagsiftError`` line (``_corrupt``, ``write_error``).
+(``inspect_file``), creating a new file (``create_file``), the ``file:`` URI that names it
+(``sqlite_uri``), the reader's connection (``connect_reader``, also where the user cannot
+write), and SQLite errors as one ``RagsiftError`` line (``corrupt``, ``write_error``).
 
 Used by ``store.py`` (which re-exports these names) and ``store_write.py``; imports neither.
 """
@@ -60,7 +60,7 @@ def inspect_file(path: str) -> str:
     return "ours"
 
 
-def _create(path: str) -> None:
+def create_file(path: str) -> None:
     """Build a new, fully migrated index next to ``path`` and rename it into place.
 
     So a run killed while creating the index leaves either no index or a complete empty
@@ -107,7 +107,7 @@ def sqlite_uri(path: str, mode: str, **params: int) -> str:
 _READONLY_CODES = (8, 14)  # SQLITE_READONLY, SQLITE_CANTOPEN (primary result codes)
 
 
-def _connect_reader(path: str) -> sqlite3.Connection:
+def connect_reader(path: str) -> sqlite3.Connection:
     """A connection for reading ``path``, also where the user cannot write.
 
     - File and folder writable: a normal connection with ``query_only`` (it may create the
@@ -177,7 +177,7 @@ def _result_code(exc: sqlite3.Error) -> int | None:
     return None
 
 
-def _check_writable(path: str, state: str) -> None:
+def check_writable(path: str, state: str) -> None:
     """Refuse, before taking the lock, to write an index the user cannot write."""
     folder = os.path.dirname(os.path.abspath(path))
     if state != "missing" and not os.access(path, os.W_OK):
@@ -194,7 +194,7 @@ def _check_writable(path: str, state: str) -> None:
         )
 
 
-def _corrupt(path: str, exc: Exception) -> RagsiftError:
+def corrupt(path: str, exc: Exception) -> RagsiftError:
     code = _result_code(exc) if isinstance(exc, sqlite3.Error) else None
     if code in (11, 26):  # SQLITE_CORRUPT, SQLITE_NOTADB: the file itself is damaged
         return RagsiftError(

@@ -37,25 +37,23 @@ from typing import TYPE_CHECKING, Any
 
 from ragsift.errors import RagsiftError
 from ragsift.index import lexical, migrations
-from ragsift.index.backend import (  # noqa: F401 (DocumentWrite: re-export)
+from ragsift.index.backend import (
     SETTING_KEYS,
     ChunkRecord,
     DocState,
     DocumentInfo,
-    DocumentWrite,
 )
 from ragsift.index.locking import WriterLock, holder_pid
-from ragsift.index.sqlite_file import (  # noqa: F401 (re-exports: callers import them from here)
-    SQLITE_MAGIC,
-    _check_writable,
-    _connect_reader,
-    _corrupt,
-    _create,
+from ragsift.index.sqlite_file import (
+    check_writable,
+    connect_reader,
+    corrupt,
+    create_file,
     inspect_file,
     sqlite_uri,
     write_error,
 )
-from ragsift.index.store_write import BLOCK_ROWS, StoreWriter  # noqa: F401 (BLOCK_ROWS: re-export)
+from ragsift.index.store_write import StoreWriter
 from ragsift.index.terms import query_terms, query_words
 
 if TYPE_CHECKING:
@@ -105,7 +103,7 @@ class IndexStore(StoreWriter):
         schema, an index that cannot be written (``"w"``), or a busy writer lock (unless
         ``wait``: True blocks; a callable is told the holder's PID first, then blocks).
         A reader that cannot write the index or its folder reads it read-only (see
-        ``_connect_reader``). Any character in ``path`` is fine: SQLite gets it percent-encoded.
+        ``connect_reader``). Any character in ``path`` is fine: SQLite gets it percent-encoded.
         """
         path = os.fspath(path)
         if mode not in ("r", "w"):
@@ -119,7 +117,7 @@ class IndexStore(StoreWriter):
             if state == "empty":
                 raise RagsiftError(f"{path} is an empty file, not a ragsift index")
             return cls._open_reader(path)
-        _check_writable(path, state)
+        check_writable(path, state)
         lock = WriterLock(path)
         lock.acquire(wait=wait)
         try:
@@ -132,7 +130,7 @@ class IndexStore(StoreWriter):
     @classmethod
     def _open_reader(cls, path: str) -> IndexStore:
         try:
-            db = _connect_reader(path)
+            db = connect_reader(path)
             # Blocks are read straight from the mapped file (measured: SQL part of a 100k × 384
             # load 54-74 ms → 25 ms). The file never shrinks under a reader (no VACUUM).
             db.execute(f"PRAGMA mmap_size = {MMAP_SIZE}")
@@ -144,13 +142,13 @@ class IndexStore(StoreWriter):
             db.execute("SELECT count(*) FROM settings").fetchone()
             return store
         except sqlite3.DatabaseError as exc:
-            raise _corrupt(path, exc) from None
+            raise corrupt(path, exc) from None
 
     @classmethod
     def _open_writer(cls, path: str, state: str, lock: WriterLock) -> IndexStore:
         try:
             if state in ("missing", "empty"):
-                _create(path)
+                create_file(path)
             db = sqlite3.connect(
                 sqlite_uri(path, "rw"),
                 uri=True,
@@ -172,7 +170,7 @@ class IndexStore(StoreWriter):
             store._recorded = False
             return store
         except sqlite3.DatabaseError as exc:
-            raise _corrupt(path, exc) from None
+            raise corrupt(path, exc) from None
 
     def _check_schema(self, writable: bool) -> None:
         app_id = self.db.execute("PRAGMA application_id").fetchone()[0]
@@ -229,7 +227,7 @@ class IndexStore(StoreWriter):
         try:
             yield
         except sqlite3.DatabaseError as exc:
-            raise _corrupt(self.path, exc) from None
+            raise corrupt(self.path, exc) from None
 
     def __enter__(self) -> IndexStore:
         return self

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ragsift.embedders.binding import EMBEDDER_OPTIONS, check_model, embedder_for  # noqa: F401 (re-exported: defined there)
+from ragsift.embedders.binding import embedder_for
 from ragsift.errors import RagsiftError
 from ragsift.retrieval.engine import lexical_ahead, retrieve
 from ragsift.retrieval.relevance import models_for

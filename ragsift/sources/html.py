@@ -24,7 +24,7 @@ from ragsift.errors import SkipFile
 from ragsift.sources.document import Document, OffsetMap
 from ragsift.sources.html_layout import Layout, feed, is_chrome, layout, passes
 
-_DROP = frozenset({"script", "style", "noscript", "template", "title", "svg", "math"})
+DROP = frozenset({"script", "style", "noscript", "template", "title", "svg", "math"})
 _PARAGRAPH = frozenset(
     {
         "p",
@@ -160,7 +160,7 @@ class _TextExtractor:
     # -- parser callbacks ----------------------------------------------------------------
     def handle_starttag(self, tag: str, attrs: list) -> None:
         self.ordinal += 1
-        if tag in _DROP:
+        if tag in DROP:
             if tag not in _VOID:
                 self.drop.append(tag)
             return
@@ -204,7 +204,7 @@ class _TextExtractor:
 
     def handle_startendtag(self, tag: str, attrs: list) -> None:
         self.ordinal += 1
-        if not self.drop and tag not in _DROP and not self.hiders and self.in_root:
+        if not self.drop and tag not in DROP and not self.hiders and self.in_root:
             self._block(tag)
 
     def handle_endtag(self, tag: str) -> None:
@@ -442,7 +442,7 @@ HTML_ELEMENTS = frozenset(
     ).split()
 )
 # a removed tag of one of these between two words leaves a space ("one<br>two" → "one two")
-_SPACED = _PARAGRAPH | _LINE | _CELL | {"img", "input", "button", "select", "textarea"}
+SPACED = _PARAGRAPH | _LINE | _CELL | {"img", "input", "button", "select", "textarea"}
 
 
 def is_element(name: str) -> bool:
@@ -529,7 +529,7 @@ def fragment_edits(fragment: str, base: int = 0) -> tuple[list[tuple[int, int, s
         if drop:
             if kind == "end" and name == drop[-1]:
                 drop.pop()
-            elif kind == "start" and name in _DROP:
+            elif kind == "start" and name in DROP:
                 drop.append(name)
             edits.append((a, b, "", False))
             continue
@@ -541,8 +541,8 @@ def fragment_edits(fragment: str, base: int = 0) -> tuple[list[tuple[int, int, s
         elif kind == "markup":
             edits.append((a, b, "", False))
         elif kind in ("start", "startend", "end") and is_element(name):
-            edits.append((a, b, "", name in _SPACED))
-            if kind == "start" and name in _DROP:
+            edits.append((a, b, "", name in SPACED))
+            if kind == "start" and name in DROP:
                 drop.append(name)
             elif kind == "start" and name not in _VOID:
                 stack.append(name)

@@ -61,7 +61,7 @@ LINK_CLASSES = frozenset(
 _CHROME_CLASS = re.compile(r"breadcrumb|^(?:hideme|navheader|navfooter|docnav)$", re.I)
 _SKIP_LINK = re.compile(r"\bskip", re.I)
 _NEEDS_LAYOUT = re.compile(r"<(?:main|article|header|aside)\b|\brole\s*=", re.I)
-# script-like elements whose content is never text (html.py's _DROP)
+# script-like elements whose content is never text (html.py's DROP)
 _RAW = frozenset({"script", "style", "noscript", "template", "title", "svg", "math"})
 _VOID = frozenset(
     {

@@ -31,7 +31,7 @@ from functools import cache
 from typing import Any
 
 from ragsift.sources.document import OffsetMap
-from ragsift.sources.html import _DROP, _SPACED, fragment_edits, is_element
+from ragsift.sources.html import DROP, SPACED, fragment_edits, is_element
 
 Edit = tuple[int, int, str]
 
@@ -228,7 +228,7 @@ def _inline_edits(
             closing, name = m.group(1) == "/", m.group(2).lower()
             if not is_element(name):
                 continue
-            if not closing and name in _DROP and not c.content.endswith("/>"):
+            if not closing and name in DROP and not c.content.endswith("/>"):
                 close = next(
                     (
                         j
@@ -241,7 +241,7 @@ def _inline_edits(
                 if close is not None:  # the element and everything in it
                     b = spans[close].meta["src"][1]
                     k = close + 1
-            edits.append((a, b, "", name in _SPACED))
+            edits.append((a, b, "", name in SPACED))
         elif c.info == "entity" and c.content != c.markup:
             edits.append((a, b, c.content, False))
     out: list[Edit] = []
