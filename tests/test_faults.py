@@ -255,7 +255,11 @@ def test_kill_9_at_random_points_loses_nothing(tmp_path):
             kills += killed
             if work_left:
                 killable += 1
-                assert killed, "a run with a batch left finished before its kill"
+                assert killed, (
+                    "a run with a batch left finished before its kill: exit "
+                    f"{run.proc.returncode}, round {rnd} attempt {attempt}, first {first}, "
+                    f"seen {seen}, target {target}, cap {cap}"
+                )
             _check_after_kill(index, seen)
         before = _check_after_kill(index, 0)
         done = _run_to_end(corpus, index)
