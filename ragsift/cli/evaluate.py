@@ -172,15 +172,37 @@ def _pm(mean: float, std: float) -> str:
 
 def _print_results(results, show_thresholds: bool) -> None:
     from rich.console import Console
-    from rich.table import Table
-
-    from ragsift.evaluation import best_threshold
 
     console = Console()
     if not console.is_terminal:  # piped into a file: keep side-by-side tables unwrapped
         console = Console(width=160)
     first = results[0]
     spans = first.format == "spans"
+    console.print(_results_table(results, spans))
+    if spans and first.per_corpus:
+        console.print(_per_corpus_table(results))
+    if show_thresholds:
+        for r in results:
+            console.print(_sweep_table(r))
+
+
+METRIC_HEADERS = {
+    "recall": "recall",
+    "precision": "precision",
+    "iou": "IoU",
+    "ndcg@10": "nDCG@10",
+    "recall@10": "R@10",
+    "recall@100": "R@100",
+    "mrr@10": "MRR@10",
+}
+
+
+def _results_table(results, spans: bool):
+    """The configurations side by side: one row each, the best value of each metric in bold
+    when there are several."""
+    from rich.table import Table
+
+    first = results[0]
     title = f"{first.dataset}: {first.queries} {'questions' if spans else 'queries'}, k = {first.config.k}"
     table = Table(title=title)
     for col in ("config", "chunker", "retrieval", "chunks"):
@@ -190,17 +212,8 @@ def _print_results(results, show_thresholds: bool) -> None:
         if spans
         else ("ndcg@10", "recall@10", "recall@100", "mrr@10")
     )
-    headers = {
-        "recall": "recall",
-        "precision": "precision",
-        "iou": "IoU",
-        "ndcg@10": "nDCG@10",
-        "recall@10": "R@10",
-        "recall@100": "R@100",
-        "mrr@10": "MRR@10",
-    }
     for name in metric_names:
-        table.add_column(headers[name], justify="right")
+        table.add_column(METRIC_HEADERS[name], justify="right")
     best = {n: max(r.overall[n] for r in results) for n in metric_names}
     for r in results:
         cells = []
@@ -216,46 +229,55 @@ def _print_results(results, show_thresholds: bool) -> None:
             str(r.chunks),
             *cells,
         )
-    console.print(table)
+    return table
 
-    if spans and first.per_corpus:
-        corpora = list(first.per_corpus)
-        per = Table(title="per corpus: recall / IoU (mean × 100)")
-        per.add_column("config")
-        for c in corpora:
-            per.add_column(c, justify="right")
-        for r in results:
-            per.add_row(
-                r.config.name,
-                *(
-                    f"{r.per_corpus[c]['recall']:.1f} / {r.per_corpus[c]['iou']:.1f}"
-                    if c in r.per_corpus
-                    else ""
-                    for c in corpora
-                ),
-            )
-        console.print(per)
 
-    if show_thresholds:
-        for r in results:
-            sweep = Table(
-                title=f"{r.config.name}: a relevance-score threshold on the top {r.config.k} "
-                "(fractions; recall relative to the ranking)"
-            )
-            for col in ("threshold", "precision", "recall", "F1", "empty", "answered"):
-                sweep.add_column(col, justify="right")
-            top = best_threshold(r.thresholds)
-            for row in r.thresholds:
-                mark = " ◀ best F1" if row is top else ""
-                sweep.add_row(
-                    f"{row['threshold']:.2f}",
-                    f"{row['precision']:.3f}",
-                    f"{row['recall']:.3f}",
-                    f"{row['f1']:.3f}{mark}",
-                    f"{row['empty']:.3f}",
-                    f"{row['answered']:.3f}",
-                )
-            console.print(sweep)
+def _per_corpus_table(results):
+    """Span results per corpus: recall / IoU of each configuration."""
+    from rich.table import Table
+
+    corpora = list(results[0].per_corpus)
+    per = Table(title="per corpus: recall / IoU (mean × 100)")
+    per.add_column("config")
+    for c in corpora:
+        per.add_column(c, justify="right")
+    for r in results:
+        per.add_row(
+            r.config.name,
+            *(
+                f"{r.per_corpus[c]['recall']:.1f} / {r.per_corpus[c]['iou']:.1f}"
+                if c in r.per_corpus
+                else ""
+                for c in corpora
+            ),
+        )
+    return per
+
+
+def _sweep_table(r):
+    """One configuration's threshold sweep, its best F1 marked."""
+    from rich.table import Table
+
+    from ragsift.evaluation import best_threshold
+
+    sweep = Table(
+        title=f"{r.config.name}: a relevance-score threshold on the top {r.config.k} "
+        "(fractions; recall relative to the ranking)"
+    )
+    for col in ("threshold", "precision", "recall", "F1", "empty", "answered"):
+        sweep.add_column(col, justify="right")
+    top = best_threshold(r.thresholds)
+    for row in r.thresholds:
+        mark = " ◀ best F1" if row is top else ""
+        sweep.add_row(
+            f"{row['threshold']:.2f}",
+            f"{row['precision']:.3f}",
+            f"{row['recall']:.3f}",
+            f"{row['f1']:.3f}{mark}",
+            f"{row['empty']:.3f}",
+            f"{row['answered']:.3f}",
+        )
+    return sweep
 
 
 def register(app: typer.Typer) -> None:

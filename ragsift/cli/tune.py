@@ -27,6 +27,7 @@ from ragsift.errors import EXIT_NOTHING, EXIT_USAGE
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.table import Table
 
     from ragsift.api import SweepRow, TuneReport
 
@@ -141,9 +142,19 @@ def tune_command(
 
 
 def render(console: Console, report: TuneReport, max_rows: int) -> None:
-    from rich.table import Table
+    """``tune`` for reading: the run and the ranking's scores, the sweep table, the
+    precision-recall plot and score distributions, then the verdict."""
+    _print_heading(console, report)
+    console.print(_sweep_table(report, max_rows))
+    for line in pr_plot(report.rows, report.recommended):
+        console.print(line, highlight=False)
+    for line in distribution_lines(report):
+        console.print(line, highlight=False)
+    _print_verdict(console, report)
 
-    rec = report.recommended
+
+def _print_heading(console: Console, report: TuneReport) -> None:
+    """The run (queries, model, k, objective) and the ranking's own scores, any threshold."""
     console.print(
         f"[bold]tune[/] {report.queries} queries · model {report.model} · k "
         f"{report.k} · objective {report.objective}",
@@ -164,6 +175,12 @@ def render(console: Console, report: TuneReport, max_rows: int) -> None:
     for row in packed(parts, console.width, sep="  "):  # wrapped between its phrases
         console.print(f"[dim]{row}[/]", highlight=False)
 
+
+def _sweep_table(report: TuneReport, max_rows: int) -> Table:
+    """The threshold sweep, at most ``max_rows`` rows, the recommended one in bold green."""
+    from rich.table import Table
+
+    rec = report.recommended
     table = Table(title="threshold sweep", title_justify="left")
     # two-line headers: the table fits 80 columns with every header whole (#41)
     for col in (
@@ -188,11 +205,13 @@ def render(console: Console, report: TuneReport, max_rows: int) -> None:
             f"{row.admitted_per_query:.2f}",
             style=style,
         )
-    console.print(table)
-    for line in pr_plot(report.rows, rec):
-        console.print(line, highlight=False)
-    for line in distribution_lines(report):
-        console.print(line, highlight=False)
+    return table
+
+
+def _print_verdict(console: Console, report: TuneReport) -> None:
+    """The current threshold's scores, the recommendation (or why there is none), and what
+    ``--save`` stored."""
+    rec = report.recommended
     if report.current is not None:
         cur = report.current
         console.print(
