@@ -186,7 +186,7 @@ TWO_NODES = textwrap.dedent("""
     import ray
     from ray.cluster_utils import Cluster
     from ragsift.ingest import BuildRequest, build_index
-    from ragsift.ingest import ray as distributed
+    from ragsift.ingest import ray_stages
 
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1,
                       "node_ip_address": "127.0.0.1", "include_dashboard": False})
@@ -200,7 +200,7 @@ TWO_NODES = textwrap.dedent("""
     head = ray.get_runtime_context().get_node_id()
     # the embedding actor pinned to the second node: it runs there and answers over loopback
     other = next(n for n in nodes if n != head)
-    actor = ray.remote(distributed.EmbedActor).options(
+    actor = ray.remote(ray_stages.EmbedActor).options(
         num_cpus=1, scheduling_strategy=NodeAffinitySchedulingStrategy(other, soft=False)
     ).remote(None, {}, 1)
     out = ray.get(actor.__call__.remote({"hash": np.array(["a"]), "context": np.array([""]),
@@ -269,18 +269,18 @@ def test_lance_index_is_written_by_the_workers_not_the_driver(local_ray, tmp_pat
     import lance
 
     from ragsift.index.lance import LanceIndex
-    from ragsift.ingest import BuildRequest, build_index
+    from ragsift.ingest import BuildRequest, build_index, ray_stages
     from ragsift.ingest import ray as distributed
 
     docs = corpus(tmp_path / "docs", n=6)
     local = build_index(BuildRequest.of(str(tmp_path / "local.db"), [str(docs)]))
     s = build_index(BuildRequest.of(str(tmp_path / "r.db"), [str(docs)], engine="ray"))
-    assert distributed.LAST_RUN["vectors_to_driver"] == s.embedded > 0
-    assert distributed.LAST_RUN["rows_written_by_workers"] == 0
+    assert ray_stages.LAST_RUN["vectors_to_driver"] == s.embedded > 0
+    assert ray_stages.LAST_RUN["rows_written_by_workers"] == 0
     s = build_index(BuildRequest.of(str(tmp_path / "w.lance"), [str(docs)], engine="ray"))
-    assert distributed.LAST_RUN["vectors_to_driver"] == 0
-    assert distributed.LAST_RUN["rows_written_by_workers"] == s.chunks == local.chunks
-    assert distributed.LAST_RUN["fragments"] >= 1
+    assert ray_stages.LAST_RUN["vectors_to_driver"] == 0
+    assert ray_stages.LAST_RUN["rows_written_by_workers"] == s.chunks == local.chunks
+    assert ray_stages.LAST_RUN["fragments"] >= 1
     assert (s.embedded, s.reused, s.tokens) == (local.embedded, local.reused, local.tokens)
     assert_same(contents(str(tmp_path / "local.db")), contents(str(tmp_path / "w.lance")))
     chunks_uri = str(tmp_path / "w.lance" / "chunks.lance")
@@ -290,8 +290,8 @@ def test_lance_index_is_written_by_the_workers_not_the_driver(local_ray, tmp_pat
     (docs / "d2.md").write_text(text + "\nA brand new closing line about lanterns.\n")
     s = build_index(BuildRequest.of(str(tmp_path / "w.lance"), [str(docs)], engine="ray"))
     assert (s.parsed, s.unchanged) == (1, 5) and s.embedded >= 1 and s.reused >= 1
-    assert distributed.LAST_RUN["vectors_to_driver"] == 0
-    assert distributed.LAST_RUN["rows_written_by_workers"] == s.embedded
+    assert ray_stages.LAST_RUN["vectors_to_driver"] == 0
+    assert ray_stages.LAST_RUN["rows_written_by_workers"] == s.embedded
     build_index(BuildRequest.of(str(tmp_path / "local.db"), [str(docs)]))
     assert_same(contents(str(tmp_path / "local.db")), contents(str(tmp_path / "w.lance")))
     # a run killed after the workers wrote their fragments, before the commit: the index is
@@ -309,7 +309,7 @@ def test_lance_index_is_written_by_the_workers_not_the_driver(local_ray, tmp_pat
     monkeypatch.setattr(LanceIndex, "commit_fragments", killed)
     with pytest.raises(KeyboardInterrupt):
         build_index(BuildRequest.of(str(tmp_path / "w.lance"), [str(docs)], engine="ray"))
-    assert distributed.LAST_RUN["rows_written_by_workers"] >= 1
+    assert ray_stages.LAST_RUN["rows_written_by_workers"] >= 1
     assert lance.dataset(chunks_uri).version == version
     assert data_files() == files  # the workers' files were removed with the interruption
     monkeypatch.undo()
@@ -322,7 +322,7 @@ def test_lance_index_is_written_by_the_workers_not_the_driver(local_ray, tmp_pat
     monkeypatch.setattr(distributed.Pool, "one_model", staticmethod(refused))
     with pytest.raises(RagsiftError, match="another model"):
         build_index(BuildRequest.of(str(tmp_path / "w.lance"), [str(docs)], engine="ray"))
-    assert distributed.LAST_RUN["rows_written_by_workers"] >= 1
+    assert ray_stages.LAST_RUN["rows_written_by_workers"] >= 1
     assert lance.dataset(chunks_uri).version == version and data_files() == files
     monkeypatch.undo()
     with LanceIndex.open(str(tmp_path / "w.lance")) as idx:
@@ -349,7 +349,7 @@ def test_the_restart_notice_filter_drops_that_line_only(tmp_path):
     code = textwrap.dedent(
         """
         import os, sys
-        from ragsift.ingest.ray import restart_notice_dropped
+        from ragsift.ingest.ray_stderr import restart_notice_dropped
         with restart_notice_dropped():
             os.write(2, b"[2026-12-05 02:13:08,843 E 1 1] core_worker.cc:2465: Actor with "
                      b"class name: 'MapWorker(MapBatches(EmbedWriteActor))' and ID: 'a5' has "

@@ -30,31 +30,29 @@ therefore leaves the index exactly as before the run (its written files are neve
 and a re-run redoes the change set; a SQLite index keeps the streamed-back path above.
 
 Not distributed (measured in bench/RESULTS.md): the change set and the commit.
+
+Here: the driver's side (connecting, the change plan, the stages wired, ``Pool``). Beside it:
+``ray_stages.py`` (what runs on the workers: ``parse_file``, the embedding actors),
+``ray_fragments.py`` (the Lance path: the workers' fragments and the one commit) and
+``ray_stderr.py`` (the filter for Ray's core_worker restart notice on fd 2).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import re
 from typing import TYPE_CHECKING, Any
 
 from ragsift.errors import RagsiftError
 from ragsift.ingest.batch import EMBED_STEP
-from ragsift.ingest.load import load_each, report_warnings, walk
+from ragsift.ingest.load import report_warnings, walk
 from ragsift.ingest.plan import ChangePlan
-from ragsift.ingest.records import content_hash, index_records
+from ragsift.ingest.ray_fragments import write_fragments
+from ragsift.ingest.ray_stages import LAST_RUN, EmbedActor, Precomputed, parse_file
+from ragsift.ingest.ray_stderr import restart_notice_dropped
 
 if TYPE_CHECKING:
     from ragsift.ingest.batch import Run
     from ragsift.ingest.request import BuildRequest
-
-# What the last ``ingest_files`` moved: vectors streamed back to the driver, chunk rows the
-# workers wrote to a Lance index themselves, and the fragments they wrote (read by tests).
-LAST_RUN: dict[str, int] = {}
-
-# Set by tests to kill a worker process once (fault injection); see tests/test_ray_engine.py.
-FAULT_ENV = "RAGSIFT_RAY_KILL_ONCE"
 
 
 def _ray():
@@ -101,224 +99,6 @@ def connect(address: str | None) -> Any:
     ctx.enable_progress_bars = False
     ctx.print_on_execution_start = False
     return ray
-
-
-# Ray's C++ core worker logs this at ERROR on the driver's stderr each time Ray Data starts an
-# actor pool: Ray Data hands its actors their function through the object store, and Ray
-# warns that a restart could fail if that object were lost (ray-project/ray#53727, #57733).
-# Here it is held by this process for the whole stage, so restarts work (a killed actor is
-# retried: tests/test_ray_engine.py); the line is noise on every run (issue 41, item 6).
-RESTART_NOTICE = re.compile(
-    rb"core_worker\.cc:\d+: Actor with class name: .* has constructor arguments in the "
-    rb"object store and max_restarts > 0"
-)
-
-
-@contextlib.contextmanager
-def restart_notice_dropped():
-    """While inside, the driver's file descriptor 2 (where Ray's C++ code writes, out of
-    Python's reach) goes through a pipe that drops ``RESTART_NOTICE`` lines and passes every
-    other byte on at once, in order: real errors still show. Nothing done where fd 2 cannot
-    be duplicated."""
-    import sys
-    import threading
-
-    with contextlib.suppress(Exception):
-        sys.stderr.flush()
-    try:
-        saved = os.dup(2)
-        read_end, write_end = os.pipe()
-    except OSError:
-        yield
-        return
-
-    def pump() -> None:
-        pending = b""
-        while True:
-            try:
-                data = os.read(read_end, 65536)
-            except OSError:
-                break
-            if not data:
-                break
-            *lines, pending = (pending + data).split(b"\n")
-            out = b"".join(ln + b"\n" for ln in lines if not RESTART_NOTICE.search(ln))
-            if pending and not pending.startswith(b"["):  # only a log line is held back
-                out, pending = out + pending, b""
-            if out:
-                with contextlib.suppress(OSError):
-                    os.write(saved, out)
-        if pending and not RESTART_NOTICE.search(pending):
-            with contextlib.suppress(OSError):
-                os.write(saved, pending)
-        os.close(read_end)
-
-    thread = threading.Thread(target=pump, name="ray-stderr", daemon=True)
-    thread.start()
-    os.dup2(write_end, 2)
-    os.close(write_end)
-    try:
-        yield
-    finally:
-        with contextlib.suppress(Exception):
-            sys.stderr.flush()
-        os.dup2(saved, 2)  # the pipe's last writer gone: the pump ends
-        thread.join(timeout=5)
-        if not thread.is_alive():  # else a child still holds the pipe: the pump keeps it
-            os.close(saved)
-
-
-def _kill_once(stage: str) -> None:
-    """Fault injection for tests: the first worker reaching ``stage`` dies (once per run)."""
-    where = os.environ.get(FAULT_ENV)
-    if not where:
-        return
-    marker = os.path.join(where, f"killed-{stage}")
-    try:
-        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-    except FileExistsError:
-        return
-    os.close(fd)
-    os._exit(1)
-
-
-def parse_file(row: dict, chunker: Any) -> dict:
-    """Stage 1 (a Ray task): one changed file -> its chunk records (JSON) or a skip reason."""
-    import hashlib
-    import json
-    import pathlib
-
-    from ragsift.sources import SourceFile
-    from ragsift.sources.scripts import count_scripts
-
-    _kill_once("parse")
-    sf = SourceFile(
-        path=pathlib.Path(row["file"]), relpath=row["relpath"], size=row["size"], mtime=row["mtime"]
-    )
-    out = {
-        "key": row["key"],
-        "skip": "",
-        "records": "",
-        "warnings": "",
-        "format": "",
-        "path": row["relpath"],
-        "sha256": "",
-        "scripts": "{}",
-    }
-    skipped: list = []  # the local run's one read -> parse loop: same caps, same skip reasons
-    loaded = list(
-        load_each(
-            [sf], skip=skipped.append, on_warning=None, max_file_size=row.get("max_file_size")
-        )
-    )
-    if skipped or not loaded:
-        out["skip"] = skipped[0].reason if skipped else "unreadable"
-        return out
-    _, data, doc = loaded[0]
-    out["sha256"] = hashlib.sha256(data).hexdigest()
-    out["warnings"] = json.dumps(list(doc.warnings))
-    out["scripts"] = json.dumps(count_scripts(doc.text))  # for the one script warning (CLI)
-    doc, records = index_records(chunker, doc)
-    out.update(records=json.dumps(records), format=doc.format or "", path=doc.path)
-    return out
-
-
-class EmbedActor:
-    """Stage 2: one onnxruntime session per actor, reused for every batch it is given."""
-
-    def __init__(self, model_dir: str | None, options: dict, threads: int | None) -> None:
-        import ray
-
-        from ragsift.embedders import load_embedder
-
-        self.embedder = load_embedder(model_dir, threads=threads, **options)
-        self.node = ray.get_runtime_context().get_node_id()
-
-    def __call__(self, batch: dict) -> dict:
-        import numpy as np
-
-        from ragsift.embedders.evidence import embed_evidence
-
-        _kill_once("embed")
-        items = [(str(c), str(t)) for c, t in zip(batch["context"], batch["text"])]
-        found = embed_evidence(self.embedder, items)
-        return {
-            "hash": batch["hash"],
-            "vector": np.stack([e.vector for e in found]).astype(np.float32),
-            "truncated": np.asarray([e.truncated for e in found], dtype=np.int64),
-            "units": np.asarray([e.units for e in found], dtype=object),
-            "fingerprint": np.asarray([self.embedder.fingerprint] * len(items)),
-            "node": np.asarray([self.node] * len(items)),
-        }
-
-
-class EmbedWriteActor(EmbedActor):
-    """Stage 2 for an index with ``FragmentCommits``: embed, then write the batch's chunk rows
-    (each hash's rows, made by the driver, get its vector) through the index's picklable
-    ``fragment_writer`` as uncommitted fragments; returns per hash only its truncation count,
-    and the fragments' metadata (JSON) on the batch's first row."""
-
-    def __init__(
-        self, model_dir: str | None, options: dict, threads: int | None, writer: Any
-    ) -> None:
-        super().__init__(model_dir, options, threads)
-        self.writer = writer
-
-    def __call__(self, batch: dict) -> dict:
-        import json
-
-        import numpy as np
-
-        out = super().__call__(batch)
-        rows, vectors = [], []
-        for group, vec, cut, units in zip(
-            batch["rows"], out["vector"], out["truncated"], out["units"]
-        ):
-            for row in json.loads(str(group)):
-                row["truncated"] = int(cut)
-                row["units"] = bytes(units)
-                rows.append(row)
-                vectors.append(vec)
-        dim = int(out["vector"].shape[1])
-        frags = self.writer(rows, vectors, dim)
-        n = len(out["hash"])
-        return {
-            "hash": out["hash"],
-            "truncated": out["truncated"],
-            "fingerprint": out["fingerprint"],
-            "node": out["node"],
-            "dimensions": np.asarray([dim] * n, dtype=np.int64),
-            "rows": np.asarray([len(rows)] + [0] * (n - 1), dtype=np.int64),
-            "fragments": np.asarray([json.dumps(frags)] + [""] * (n - 1), dtype=object),
-        }
-
-
-def _no_bytes(value: Any) -> None:
-    """JSON for the rows handed to the workers: a unit blob is filled in by the worker."""
-    if isinstance(value, bytes):
-        return None
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
-
-
-class _Precomputed:
-    """The embedder as ``Run.flush`` sees it: each chunk's evidence comes from the Ray stage,
-    looked up by content hash (``evidence``, which ``embed_evidence`` asks first);
-    name/fingerprint/dimensions are the real model's."""
-
-    def __init__(self, info: dict, vectors: dict[str, tuple[Any, int, bytes]]) -> None:
-        self.name = info["name"]
-        self.fingerprint = info["fingerprint"]
-        self.dimensions = info["dimensions"]
-        self._vectors = vectors
-
-    def evidence(self, items: list[tuple[str, str]]) -> list:
-        from ragsift.embedders.evidence import Evidence
-
-        try:
-            rows = [self._vectors[content_hash(c + t)] for c, t in items]
-        except KeyError:
-            raise RagsiftError("internal: a chunk was not embedded by the Ray stage") from None
-        return [Evidence(v, u, int(c)) for v, c, u in rows]
 
 
 def ingest_files(
@@ -432,7 +212,7 @@ def _ray_stages(
             slot = run.model
             pool = Pool(ray, slot.model_dir, slot.options, slot.batch_size, *sizes)
             if fragments:  # the workers write the chunk rows; one commit here
-                _write_fragments(pool, run, [write_of(r, recs) for r, recs in docs])
+                write_fragments(pool, run, [write_of(r, recs) for r, recs in docs])
                 docs = []
             else:
                 _embed_stage(pool, run, docs)
@@ -556,7 +336,7 @@ def _embed_stage(pool: Pool, run: Run, docs: list[tuple[dict, list[dict]]]) -> N
                 todo.setdefault(r["content_hash"], (r["context"], r["text"]))
     if todo:
         vectors, model = embed_texts(pool, todo)
-        run.model.use(_Precomputed(model, vectors))
+        run.model.use(Precomputed(model, vectors))
 
 
 def embed_texts(
@@ -579,111 +359,3 @@ def embed_texts(
     if set(todo) - set(out):
         raise RagsiftError(f"the Ray stage returned {len(out)} of {len(todo)} vectors")
     return out, pool.one_model(prints, {v.shape[0] for v, _, _ in out.values()})
-
-
-def _write_fragments(pool: Pool, run: Run, writes: list) -> None:
-    """Stage 2 on Ray for an index with ``FragmentCommits`` (Lance): the actor pool embeds the
-    texts the index lacks and writes their chunk rows as fragments; the driver writes the
-    document rows and the chunks whose vector the index already holds, then commits everything
-    as ONE transaction. Same summary counts as ``Run.flush``."""
-    store = run.store
-    if not writes:
-        return
-    hashes = [r["content_hash"] for w in writes for r in w.records]
-    known = store.vectors_for_hashes(hashes) if hashes else {}
-    rowid = store.alloc_rowids(len(hashes))
-    groups: dict[str, dict] = {}  # content hash -> its text, tokens and chunk rows
-    here_rows: list[dict] = []
-    here_vecs: list = []
-    truncated: dict[str, int] = {h: cut for h, (_, cut, _) in known.items()}
-    for w in writes:
-        for r in w.records:
-            h = r["content_hash"]
-            chunk = store.chunk_row(w.key, rowid, r)
-            rowid += 1
-            if h in known:
-                chunk["truncated"] = known[h][1]
-                chunk["units"] = known[h][2]
-                here_rows.append(chunk)
-                here_vecs.append(known[h][0])
-            else:
-                g = groups.setdefault(
-                    h,
-                    {
-                        "context": r["context"],
-                        "text": r["text"],
-                        "rows": [],
-                        "tokens": int(r.get("tokens") or 0),
-                    },
-                )
-                g["rows"].append(chunk)
-    fragments: list[str] = []
-    try:
-        _embed_and_commit(pool, run, writes, groups, here_rows, here_vecs, truncated, fragments)
-    except BaseException:  # a refusal or an interruption: the workers' files go too
-        with contextlib.suppress(Exception):
-            store.discard_fragments(fragments)
-        raise
-
-
-def _embed_and_commit(
-    pool: Pool,
-    run: Run,
-    writes: list,
-    groups: dict[str, dict],
-    here_rows: list[dict],
-    here_vecs: list,
-    truncated: dict[str, int],
-    fragments: list[str],
-) -> None:
-    """``_write_fragments``' second half: the actors write the rows of ``groups`` (their
-    fragments' metadata collected in ``fragments`` as they come back), the model is checked
-    (``one_model``, ``ModelSlot.use``: the refusal), and the run is committed."""
-    import json
-
-    s, store = run.summary, run.store
-    hashes = [r["content_hash"] for w in writes for r in w.records]
-    dim = store.dimensions()
-    if groups:
-        items = [
-            {
-                "hash": h,
-                "context": g["context"],
-                "text": g["text"],
-                "rows": json.dumps(g["rows"], default=_no_bytes),
-            }
-            for h, g in groups.items()
-        ]
-        prints, dims, done = set(), set(), set()
-        for batch in pool.batches(EmbedWriteActor, items, writer=store.fragment_writer()):
-            for h, cut, fp, d in zip(
-                batch["hash"], batch["truncated"], batch["fingerprint"], batch["dimensions"]
-            ):
-                truncated[str(h)] = int(cut)
-                done.add(str(h))
-                prints.add(str(fp))
-                dims.add(int(d))
-            for f in batch["fragments"]:
-                if f:
-                    fragments.extend(json.loads(str(f)))
-            LAST_RUN["rows_written_by_workers"] += int(batch["rows"].sum())
-        if set(groups) - done:
-            raise RagsiftError(f"the Ray stage wrote {len(done)} of {len(groups)} texts")
-        model = pool.one_model(prints, dims)
-        dim = model["dimensions"]
-        run.model.use(_Precomputed(model, {}))  # the refusal and the settings, as locally
-        s.embedded += len(groups)
-        s.tokens += sum(g["tokens"] for g in groups.values())
-        LAST_RUN["fragments"] = len(fragments)
-    n_chunks = len(hashes)
-    for w in writes:
-        for r in w.records:
-            cut = truncated[r["content_hash"]]
-            r["truncated"] = cut
-            if cut:
-                s.truncated += 1
-                s.truncated_tokens += cut
-    s.chunks += n_chunks
-    s.reused += n_chunks - len(groups)
-    store.commit_fragments(writes, fragments, here_rows, here_vecs, int(dim or 1))
-    run.progress.advance(files=len(writes), chunks=n_chunks)
