@@ -25,7 +25,12 @@ from ragsift.embedders.weights import DEFAULT_MODEL_NAME, DEFAULT_SHA256
 from ragsift.errors import RagsiftError
 
 if TYPE_CHECKING:
-    from ragsift.embedders.onnx import EmbedResult, ModelTokenCounter, OnnxEmbedder
+    from ragsift.embedders.onnx import (
+        EmbedResult,
+        ModelTokenCounter,
+        OnnxEmbedder,
+        VectorSettings,
+    )
 
     Embedder = OnnxEmbedder
 
@@ -157,20 +162,17 @@ _DEFAULT_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5a
 def _fingerprint_extra(
     folder: Path,
     onnx_path: Path,
+    settings: VectorSettings,
     *,
     default: bool,
     declared: dict,
-    pooling: str,
-    normalize: bool,
-    length: int,
     explicit_length: bool,
-    passage_prefix: str,
 ) -> list[str]:
     """The part of the model fingerprint after ``name/dimensions/weights-sha256``.
 
     It must change whenever stored vectors would: the weights (already in the sha), the
     tokenizer file, ONNX external-data files, and the effective pooling, normalisation, max
-    length and passage prefix, wherever they come from (a flag, or a folder's
+    length and passage prefix (``settings``), wherever they come from (a flag, or a folder's
     ``1_Pooling/config.json``, ``sentence_bert_config.json``, ``config.json``). The query
     prefix changes only query vectors and is left out.
 
@@ -181,6 +183,7 @@ def _fingerprint_extra(
     """
     from ragsift.embedders.weights import file_sha256
 
+    pooling, normalize, length = settings.pooling, settings.normalize, settings.max_length
     extra = []
     tokenizer_sha = file_sha256(folder / "tokenizer.json")
     if default:
@@ -212,9 +215,45 @@ def _fingerprint_extra(
             for p in dict.fromkeys(data):
                 digest.update(f"{p.name}:{file_sha256(p)}\n".encode())
             extra.append(f"data={digest.hexdigest()[:16]}")
-    if passage_prefix:
-        extra.append(f"passage_prefix={passage_prefix!r}")
+    if settings.passage_prefix:
+        extra.append(f"passage_prefix={settings.passage_prefix!r}")
     return extra
+
+
+def _model_files(model_dir: str | Path | None, weights: str | Path | None):
+    """(folder, name, ONNX file, its sha256) of the default model (``weights``: another file
+    checked against the pinned sha256) or of the folder ``model_dir``."""
+    from ragsift.embedders.weights import default_weights_path, file_sha256, verify_weights
+
+    if model_dir is None:
+        onnx_path = Path(weights) if weights is not None else default_weights_path()
+        return (
+            DEFAULT_MODEL_DIR,
+            DEFAULT_MODEL_NAME,
+            onnx_path,
+            verify_weights(onnx_path, DEFAULT_SHA256),
+        )
+    folder = Path(model_dir).expanduser()
+    if not folder.is_dir():
+        raise RagsiftError(f"--model {model_dir}: not a folder")
+    if not (folder / "tokenizer.json").is_file():
+        raise RagsiftError(f"model folder {folder} has no tokenizer.json")
+    onnx_path = _find_onnx(folder)
+    return folder, folder.resolve().name, onnx_path, file_sha256(onnx_path)
+
+
+def _pooling(pooling: str | None, declared: dict, folder: Path) -> str:
+    """The pooling asked for, else the one the folder declares (mean when it says none)."""
+    if pooling is None:
+        if "pooling_unsupported" in declared:
+            raise RagsiftError(
+                f"{folder}/1_Pooling/config.json asks for pooling '{declared['pooling_unsupported']}'; "
+                "only mean and cls are supported (choose one explicitly)"
+            )
+        pooling = declared.get("pooling", "mean")
+    if pooling not in ("mean", "cls"):
+        raise RagsiftError(f"pooling must be 'mean' or 'cls', not {pooling!r}")
+    return pooling
 
 
 def load_embedder(
@@ -232,8 +271,8 @@ def load_embedder(
     lazy: bool = False,
 ) -> OnnxEmbedder:
     """The default all-MiniLM-L6-v2 embedder (``model_dir=None``), the multilingual one
-    (``model_dir="multilingual"``: ``multilingual.load_multilingual``) or the ONNX model in
-    ``model_dir``.
+    (``model_dir="multilingual"``: ``multilingual.load_multilingual``), the endpoint at an
+    ``http(s)://`` URL (``endpoint.load_endpoint``) or the ONNX model in ``model_dir``.
 
     ``pooling`` ("mean" | "cls") and ``max_length`` default to what the folder's
     sentence-transformers configs declare (mean, 512 if nothing says otherwise); ``max_length``
@@ -244,102 +283,76 @@ def load_embedder(
     ``lazy=True`` defers building the onnxruntime session to the first ``embed``.
     Raises ``RagsiftError`` for a missing/invalid folder or weights that fail the checksum.
     """
-    if is_endpoint(model_dir):
-        from ragsift.embedders.endpoint import load_endpoint
-
+    bundled = model_dir is not None and str(model_dir) == MULTILINGUAL
+    if is_endpoint(model_dir) or bundled:
         if weights is not None:
             raise RagsiftError("weights replaces the default model's file only")
-        return load_endpoint(  # type: ignore[return-value]
-            str(model_dir),
-            pooling=pooling,
-            normalize=None if normalize else False,
-            max_length=max_length,
-            query_prefix=query_prefix or None,
-            passage_prefix=passage_prefix or None,
-            batch_size=batch_size,
-        )
-    if model_dir is not None and str(model_dir) == MULTILINGUAL:
-        from ragsift.embedders.multilingual import load_multilingual
-
-        if weights is not None:
-            raise RagsiftError("weights replaces the default model's file only")
-        return load_multilingual(  # type: ignore[return-value]
-            pooling=pooling,
-            normalize=None if normalize else False,
-            max_length=max_length,
-            query_prefix=query_prefix or None,
-            passage_prefix=passage_prefix or None,
-            batch_size=batch_size,
-            threads=threads,
-        )
-    from ragsift.embedders.onnx import DEFAULT_BATCH_SIZE, OnnxEmbedder, load_tokenizer
-    from ragsift.embedders.weights import default_weights_path, file_sha256, verify_weights
+        given = {
+            "pooling": pooling,
+            "normalize": None if normalize else False,
+            "max_length": max_length,
+            "query_prefix": query_prefix or None,
+            "passage_prefix": passage_prefix or None,
+            "batch_size": batch_size,
+        }
+        return _load_service(model_dir, given, threads)
+    from ragsift.embedders import onnx
 
     if graph not in ("auto", "fused", "plain"):
         raise RagsiftError(f"graph must be 'auto', 'fused' or 'plain', not {graph!r}")
-    if model_dir is None:
-        folder = DEFAULT_MODEL_DIR
-        name = DEFAULT_MODEL_NAME
-        onnx_path = Path(weights) if weights is not None else default_weights_path()
-        sha = verify_weights(onnx_path, DEFAULT_SHA256)
-    else:
-        folder = Path(model_dir).expanduser()
-        if not folder.is_dir():
-            raise RagsiftError(f"--model {model_dir}: not a folder")
-        if not (folder / "tokenizer.json").is_file():
-            raise RagsiftError(f"model folder {folder} has no tokenizer.json")
-        onnx_path = _find_onnx(folder)
-        name = folder.resolve().name
-        sha = file_sha256(onnx_path)
-
+    folder, name, onnx_path, sha = _model_files(model_dir, weights)
     declared = _model_settings(folder)
-    if pooling is None:
-        if "pooling_unsupported" in declared:
-            raise RagsiftError(
-                f"{folder}/1_Pooling/config.json asks for pooling '{declared['pooling_unsupported']}'; "
-                "only mean and cls are supported (choose one explicitly)"
-            )
-        pooling = declared.get("pooling", "mean")
-    if pooling not in ("mean", "cls"):
-        raise RagsiftError(f"pooling must be 'mean' or 'cls', not {pooling!r}")
-    length = _resolve_max_length(max_length, declared)
-    tokenizer = load_tokenizer(folder / "tokenizer.json")
-
-    extra = _fingerprint_extra(
-        folder,
-        onnx_path,
-        default=model_dir is None,
-        declared=declared,
-        pooling=pooling,
-        normalize=normalize,
-        length=length,
-        explicit_length=max_length is not None,
-        passage_prefix=passage_prefix,
-    )
-
-    embedder = OnnxEmbedder(
-        name=name,
-        weights=onnx_path,
-        weights_sha256=sha,
-        tokenizer=tokenizer,
+    settings = onnx.VectorSettings(
         dimensions=declared.get("dimensions", 0),
-        max_length=length,
-        pooling=pooling,
+        max_length=_resolve_max_length(max_length, declared),
+        pooling=_pooling(pooling, declared, folder),
         normalize=normalize,
         query_prefix=query_prefix,
         passage_prefix=passage_prefix,
-        batch_size=DEFAULT_BATCH_SIZE if batch_size is None else batch_size,
+    )
+    extra = _fingerprint_extra(
+        folder,
+        onnx_path,
+        settings,
+        default=model_dir is None,
+        declared=declared,
+        explicit_length=max_length is not None,
+    )
+    files = onnx.ModelFiles(
+        name, onnx_path, sha, ",".join(extra), sha == DEFAULT_SHA256 and graph != "plain"
+    )
+    embedder = onnx.OnnxEmbedder(
+        files,
+        onnx.load_tokenizer(folder / "tokenizer.json"),
+        settings,
+        batch_size=onnx.DEFAULT_BATCH_SIZE if batch_size is None else batch_size,
         threads=threads,
-        fingerprint_extra=",".join(extra),
-        fused_minilm=sha == DEFAULT_SHA256 and graph != "plain",
     )
     if graph == "fused" and not embedder.fused_minilm:
         raise RagsiftError("graph='fused' is only available for the default all-MiniLM-L6-v2")
+    _start(embedder, lazy)
+    return embedder
+
+
+def _load_service(model_dir: str | Path, given: dict, threads: int | None) -> OnnxEmbedder:
+    """The multilingual embedder (``model_dir="multilingual"``) or an endpoint's (a URL),
+    with the ``load_embedder`` options ``given`` (None: the model's own)."""
+    if str(model_dir) == MULTILINGUAL:
+        from ragsift.embedders.multilingual import load_multilingual
+
+        return load_multilingual(threads=threads, **given)  # type: ignore[return-value]
+    from ragsift.embedders.endpoint import load_endpoint
+
+    return load_endpoint(str(model_dir), **given)  # type: ignore[return-value]
+
+
+def _start(embedder: OnnxEmbedder, lazy: bool) -> None:
+    """Build the onnxruntime session now (unless ``lazy``) and probe the dimensions when no
+    config declares them (that needs the session, lazy or not)."""
     if not lazy or embedder.dimensions == 0:
         embedder._ensure_session()
         if embedder.dimensions == 0:
             embedder._probe_dimensions()
-    return embedder
 
 
 def model_counter(model_dir: str | Path | None = None) -> ModelTokenCounter:

@@ -104,47 +104,66 @@ def _load_tokenizer(path: str, _stamp: tuple[int, int] | None) -> Any:
     return tok
 
 
+@dataclass(frozen=True)
+class ModelFiles:
+    """Which model an ``OnnxEmbedder`` runs: its name, weights file and their sha256, and
+    the fingerprint's tail (``fingerprint_extra``: the options and files that change stored
+    vectors); ``fused_minilm``: run the rebuilt fused graph (``fused.py``)."""
+
+    name: str
+    weights: Path
+    weights_sha256: str
+    fingerprint_extra: str = ""
+    fused_minilm: bool = False
+
+
+@dataclass(frozen=True)
+class VectorSettings:
+    """How an ``OnnxEmbedder`` turns tokens into vectors: ``dimensions`` (0: probed on first
+    load), ``max_length`` in tokens, ``pooling`` ("mean" | "cls"), ``normalize``, and the
+    prefixes put before a query and a passage."""
+
+    dimensions: int
+    max_length: int
+    pooling: str = "mean"
+    normalize: bool = True
+    query_prefix: str = ""
+    passage_prefix: str = ""
+
+
 class OnnxEmbedder:
     """Text → unit vectors with an ONNX transformer. Build it with ``load_embedder``."""
 
     def __init__(
         self,
-        *,
-        name: str,
-        weights: Path,
-        weights_sha256: str,
+        files: ModelFiles,
         tokenizer: Any,
-        dimensions: int,
-        max_length: int,
-        pooling: str = "mean",
-        normalize: bool = True,
-        query_prefix: str = "",
-        passage_prefix: str = "",
+        settings: VectorSettings,
+        *,
         default_threshold: float = MINILM_THRESHOLD,
         batch_size: int = DEFAULT_BATCH_SIZE,
         threads: int | None = None,
-        fingerprint_extra: str = "",
-        fused_minilm: bool = False,
     ) -> None:
+        pooling, max_length = settings.pooling, settings.max_length
         if pooling not in ("mean", "cls"):
             raise RagsiftError(f"pooling must be 'mean' or 'cls', not {pooling!r}")
         if not 2 <= max_length <= HARD_MAX_LENGTH:
             raise RagsiftError(
                 f"max length must be between 2 and {HARD_MAX_LENGTH} tokens, not {max_length}"
             )
-        self.name = name
-        self.dimensions = dimensions
+        self.name = files.name
+        self.dimensions = settings.dimensions
         self.max_length = max_length
         self.pooling = pooling
-        self.normalize = normalize
-        self.query_prefix = query_prefix
-        self.passage_prefix = passage_prefix
+        self.normalize = settings.normalize
+        self.query_prefix = settings.query_prefix
+        self.passage_prefix = settings.passage_prefix
         self.default_threshold = default_threshold
         self.batch_size = batch_size
-        self.weights = weights
-        self.weights_sha256 = weights_sha256
-        self._fingerprint_extra = fingerprint_extra
-        self.fused_minilm = fused_minilm  # run the rebuilt fused graph (see fused.py)
+        self.weights = files.weights
+        self.weights_sha256 = files.weights_sha256
+        self._fingerprint_extra = files.fingerprint_extra
+        self.fused_minilm = files.fused_minilm  # run the rebuilt fused graph (see fused.py)
         self._tok = tokenizer
         self._memo: TokenMemo | None = None  # ids a chunker's counter kept (take_token_ids_from)
         self._threads = threads or _threads()
