@@ -306,110 +306,132 @@ class _Renderer:
         ):
             return
         if tag == "section":
-            title = n.next_node(nodes.title)
-            if title is not None:
-                self.heads.append(len(self.lines))
-                self.block(
-                    "#" * min(depth + 1, 6) + " " + _inline(title),
-                    (title.line or 1) - 1 if title.line else None,
-                )
-            for child in n.children:
-                if child is not title:
-                    self.node(child, depth + 1, prefix)
-            return
-        if tag == "topic" and "contents" in n.get("classes", ()):
+            self._section(n, depth, prefix)
+        elif tag == "topic" and "contents" in n.get("classes", ()):
             return  # a generated table of contents
-        if isinstance(n, (nodes.literal_block, nodes.doctest_block)):
-            code = n.astext()
-            lang = next((c for c in n.get("classes", ()) if c not in ("code", "literal-block")), "")
-            start = n.get("ragsift_start") or self._code_start(n, code)
-            body = "\n".join(line if line.strip() else " " for line in code.split("\n"))
-            self.block(
-                f"```{lang}\n{body}\n```",
-                start - 1 if start else None,
-                prefix,
-                prefix,
-                exact=start is not None,
-            )
-            return
-        if isinstance(n, (nodes.paragraph, nodes.rubric, nodes.caption, nodes.attribution)):
+        elif isinstance(n, (nodes.literal_block, nodes.doctest_block)):
+            self._code(n, prefix)
+        elif isinstance(n, (nodes.paragraph, nodes.rubric, nodes.caption, nodes.attribution)):
             self.block(_inline(n), n.line, prefix, prefix)
-            return
-        if isinstance(n, (nodes.bullet_list, nodes.enumerated_list)):
+        elif isinstance(n, (nodes.bullet_list, nodes.enumerated_list)):
             for i, item in enumerate(n.children, start=1):
                 mark = "- " if tag == "bullet_list" else f"{i}. "
                 self._item(item, depth, prefix, mark)
-            return
-        if isinstance(n, nodes.definition_list):
-            for item in n.children:
-                for part in item.children:
-                    if isinstance(part, nodes.term):
-                        self.block(_inline(part), part.line, prefix, prefix)
-                    elif isinstance(part, nodes.definition):
-                        self.children(part, depth, prefix + "  ")
-            return
-        if isinstance(n, nodes.field_list):
-            for field in n.children:
-                name = _inline(field.children[0]) if field.children else ""
-                body = field.children[1] if len(field.children) > 1 else None
-                text = " ".join(_inline(p) for p in body.children) if body is not None else ""
-                self.block(f"{name}: {text}".strip(), field.line, prefix, prefix + "  ")
-            return
-        if isinstance(n, nodes.Admonition):
-            word = n.get("ragsift_word")
-            if word is None:
-                word = tag.replace("_", " ").capitalize() if tag != "admonition" else ""
-            title = n.next_node(nodes.title)
-            if title is not None and tag == "admonition":
-                word = _inline(title)
-            first = True
-            for child in n.children:
-                if child is title:
-                    continue
-                if first and isinstance(child, nodes.paragraph):
-                    self.block(
-                        f"{word}: {_inline(child)}" if word else _inline(child),
-                        child.line,
-                        prefix,
-                        prefix,
-                    )
-                else:
-                    self.node(child, depth, prefix)
-                first = False
-            if first and word:
-                self.block(word + ".", n.line, prefix, prefix)
-            return
-        if isinstance(n, nodes.table):
+        elif isinstance(n, nodes.definition_list):
+            self._definition_list(n, depth, prefix)
+        elif isinstance(n, nodes.field_list):
+            self._field_list(n, prefix)
+        elif isinstance(n, nodes.Admonition):
+            self._admonition(n, depth, prefix)
+        elif isinstance(n, nodes.table):
             rows = list(n.findall(nodes.row))
             for row, span in zip(rows, self._row_spans(rows)):
                 cells = [" ".join(_inline(p) for p in entry.children) for entry in row.children]
                 self.block(" | ".join(cells), None, prefix, prefix, span=span)
-            return
-        if isinstance(n, (nodes.footnote, nodes.citation)):
+        elif isinstance(n, (nodes.footnote, nodes.citation)):
             label = n.next_node(nodes.label)
             body = " ".join(_inline(c) for c in n.children if c is not label)
             self.block(f"[{_inline(label) if label else ''}] {body}", n.line, prefix, prefix)
-            return
-        if isinstance(n, nodes.line_block):
+        elif isinstance(n, nodes.line_block):
             self.block(
                 "\n".join(_inline(line) for line in n.findall(nodes.line)), n.line, prefix, prefix
             )
-            return
-        if isinstance(n, nodes.option_list):
-            for item in n.children:
-                opts = _inline(item.children[0]) if item.children else ""
-                desc = " ".join(_inline(c) for c in item.children[1:])
-                self.block(f"{opts}  {desc}".strip(), item.line, prefix, prefix)
-            return
-        if isinstance(n, (nodes.title, nodes.subtitle)):
+        elif isinstance(n, nodes.option_list):
+            self._option_list(n, prefix)
+        elif isinstance(n, (nodes.title, nodes.subtitle)):
             self.block(_inline(n), n.line, prefix, prefix)
-            return
-        if isinstance(n, nodes.Element):
+        elif isinstance(n, nodes.Element):
             self.children(n, depth, prefix)  # containers, block quotes, topics, sidebars
-            return
-        text = n.astext().strip()  # loose text
-        if text:
-            self.block(_strip_markup(text), self.last, prefix, prefix)
+        else:
+            text = n.astext().strip()  # loose text
+            if text:
+                self.block(_strip_markup(text), self.last, prefix, prefix)
+
+    def _section(self, n: Any, depth: int, prefix: str) -> None:
+        """A section: its title as a ``#`` heading (one ``#`` per nesting level, at most six),
+        then its content a level deeper."""
+        from docutils import nodes
+
+        title = n.next_node(nodes.title)
+        if title is not None:
+            self.heads.append(len(self.lines))
+            self.block(
+                "#" * min(depth + 1, 6) + " " + _inline(title),
+                (title.line or 1) - 1 if title.line else None,
+            )
+        for child in n.children:
+            if child is not title:
+                self.node(child, depth + 1, prefix)
+
+    def _code(self, n: Any, prefix: str) -> None:
+        """A literal or doctest block, fenced (its language from its classes); its blank
+        lines hold one space."""
+        code = n.astext()
+        lang = next((c for c in n.get("classes", ()) if c not in ("code", "literal-block")), "")
+        start = n.get("ragsift_start") or self._code_start(n, code)
+        body = "\n".join(line if line.strip() else " " for line in code.split("\n"))
+        self.block(
+            f"```{lang}\n{body}\n```",
+            start - 1 if start else None,
+            prefix,
+            prefix,
+            exact=start is not None,
+        )
+
+    def _definition_list(self, n: Any, depth: int, prefix: str) -> None:
+        """Each term on its own line, its definition indented under it."""
+        from docutils import nodes
+
+        for item in n.children:
+            for part in item.children:
+                if isinstance(part, nodes.term):
+                    self.block(_inline(part), part.line, prefix, prefix)
+                elif isinstance(part, nodes.definition):
+                    self.children(part, depth, prefix + "  ")
+
+    def _field_list(self, n: Any, prefix: str) -> None:
+        """Each field as ``name: text``."""
+        for field in n.children:
+            name = _inline(field.children[0]) if field.children else ""
+            body = field.children[1] if len(field.children) > 1 else None
+            text = " ".join(_inline(p) for p in body.children) if body is not None else ""
+            self.block(f"{name}: {text}".strip(), field.line, prefix, prefix + "  ")
+
+    def _admonition(self, n: Any, depth: int, prefix: str) -> None:
+        """An admonition as ``Word: its first paragraph``, then the rest of its content (a
+        generic ``admonition``: its title for the word); with no content, ``Word.``."""
+        from docutils import nodes
+
+        tag = n.tagname
+        word = n.get("ragsift_word")
+        if word is None:
+            word = tag.replace("_", " ").capitalize() if tag != "admonition" else ""
+        title = n.next_node(nodes.title)
+        if title is not None and tag == "admonition":
+            word = _inline(title)
+        first = True
+        for child in n.children:
+            if child is title:
+                continue
+            if first and isinstance(child, nodes.paragraph):
+                self.block(
+                    f"{word}: {_inline(child)}" if word else _inline(child),
+                    child.line,
+                    prefix,
+                    prefix,
+                )
+            else:
+                self.node(child, depth, prefix)
+            first = False
+        if first and word:
+            self.block(word + ".", n.line, prefix, prefix)
+
+    def _option_list(self, n: Any, prefix: str) -> None:
+        """Each option as its flags, two spaces, its description."""
+        for item in n.children:
+            opts = _inline(item.children[0]) if item.children else ""
+            desc = " ".join(_inline(c) for c in item.children[1:])
+            self.block(f"{opts}  {desc}".strip(), item.line, prefix, prefix)
 
     def _failed_source(self, message: Any, prefix: str) -> None:
         """What docutils could not parse keeps its words: an error's source block (a
