@@ -19,7 +19,6 @@ default; ``None`` disables the floor; a number is used as given. Errors a user c
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -39,9 +38,11 @@ if TYPE_CHECKING:
 
 AUTO = "auto"  # the threshold argument's default (``ragsift.retrieval.threshold.AUTO``)
 
-# What the front ends (cli/, mcp_server.py) use besides the calls below, re-exported so that
-# ``ragsift.api`` is their one door (tests/test_architecture.py). Resolved on first use
-# (``__getattr__``): ``import ragsift.api`` stays light for ``ragsift --help``.
+# What the front ends (cli/, mcp_server/) use besides the calls below, re-exported so that
+# ``ragsift.api`` is their one door (tests/test_architecture.py): names of the layers, and the
+# door's calls that live in their layer (calibration for an index, the typed-path rule, the
+# JSON records). Resolved on first use (``__getattr__``): ``import ragsift.api`` stays light
+# for ``ragsift --help``.
 _EXPORTS = {
     "DEFAULT_INDEX": "ragsift.index",
     "MODES": "ragsift.retrieval.request",
@@ -95,6 +96,17 @@ _EXPORTS = {
     "save_threshold": "ragsift.tuning",
     "TuneReport": "ragsift.tuning",
     "SweepRow": "ragsift.tuning",
+    # calibration for an index (``ragsift calibrate``; ``embed`` calibrates by itself)
+    "calibrate": "ragsift.calibration.of_index",
+    "calibration_cost": "ragsift.calibration.of_index",
+    "calibration_needed": "ragsift.calibration.of_index",
+    # a path as a user typed it, as the stored path it names (``ls``, ``rm``, ``--path``)
+    "stored_path": "ragsift.retrieval.path_rules",
+    # the JSON records every front end prints
+    "hit_row": "ragsift.retrieval.records",
+    "document_row": "ragsift.retrieval.records",
+    "explain_record": "ragsift.retrieval.records",
+    "search_record": "ragsift.retrieval.records",
 }
 _RENAMED = {
     "ATTRIBUTION_NOTE": ("ragsift.retrieval.attribution", "NOTE"),
@@ -127,16 +139,8 @@ __all__ = [
     "RagsiftError",
     "Search",
     "build",
-    "calibrate",
-    "calibration_cost",
-    "calibration_needed",
-    "document_row",
-    "explain_record",
-    "hit_row",
     "open_index",
     "remove",
-    "search_record",
-    "stored_path",
     "watch",
     *_EXPORTS,
     *_RENAMED,
@@ -211,105 +215,6 @@ def _build_request(
     return request, hooks
 
 
-def calibration_cost(index: str | os.PathLike | None = None, *, model: str | None = None) -> Any:
-    """What ``calibrate`` will send to the index's model (``calibration.cost.Estimate``:
-    ``texts``, ``characters``, ``passages``, ``queries``; for an endpoint ``requests`` and
-    ``bound_seconds``; ``line()`` the sentence the CLI prints), counted with the chunker and
-    unit rule the calibration uses, before any model loads. ``index`` None: for the bundled
-    MiniLM."""
-    from ragsift.calibration.cost import estimate
-
-    if index is None:
-        return estimate(None)
-    return estimate(_calibration_model(_index_settings(index), model))
-
-
-def _index_settings(index: str | os.PathLike) -> dict[str, Any]:
-    from ragsift.index import inspect_index, open_index
-
-    path = os.fspath(index)
-    if inspect_index(path) != "ours":
-        raise RagsiftError(f"no index at {path}")
-    with open_index(path, "r") as store:
-        return dict(store.settings() or {})
-
-
-def _calibration_model(settings: dict[str, Any], model: str | None) -> str | None:
-    """The ``model_dir`` the calibration indexes with: ``multilingual``, an endpoint URL or a
-    folder as the index records it (``model`` for a folder given again), None for MiniLM."""
-    from ragsift.embedders import MULTILINGUAL
-
-    source = settings.get("model_source")
-    if source == MULTILINGUAL:
-        return MULTILINGUAL
-    return None if source in (None, "default") else (model or source)
-
-
-def calibration_needed(index: str | os.PathLike) -> bool:
-    """Whether the index's model has neither a shipped calibration (only the bundled MiniLM
-    has one) nor one stored in the index for its fingerprint: what ``embed`` calibrates by
-    itself after a run."""
-    from ragsift.index import open_index
-    from ragsift.retrieval.relevance import stored_calibration
-    from ragsift.retrieval.threshold import measured_thresholds
-
-    with open_index(os.fspath(index), "r") as store:
-        settings = dict(store.settings() or {})
-    fingerprint = settings.get("model_fingerprint")
-    return (
-        bool(fingerprint)
-        and stored_calibration(settings) is None
-        and fingerprint not in measured_thresholds()
-    )
-
-
-def calibrate(
-    index: str | os.PathLike,
-    *,
-    model: str | None = None,
-    embedder: Any = None,
-    save: bool = True,
-    progress: Any = None,
-    wait: bool = False,
-) -> Any:
-    """``ragsift calibrate``: fit the relevance score and its default threshold per mode for
-    the index's model on the set that ships with ragsift (``ragsift.calibration``), and with
-    ``save`` store them in the index (its ``calibration`` setting, keyed to the model's
-    fingerprint): ``query``/``explain``/MCP then score the index with them and use the
-    threshold when none is given or tuned (``threshold_from`` ``calibrated``). ``model``: the
-    index's model folder when it was built with ``--model DIR`` (as for ``query``);
-    ``embedder``: an embedder object to use instead of loading it; ``progress(line)``: called
-    at each stage. Returns the ``Calibration`` (``as_dict()``: coefficients, thresholds,
-    leave-one-language-out figures)."""
-    from ragsift.calibration.run import calibrate as fit
-    from ragsift.embedders.binding import check_model, embedder_for
-    from ragsift.index import open_index
-    from ragsift.retrieval.relevance import CALIBRATION
-
-    path = os.fspath(index)
-    settings = _index_settings(path)
-    if not settings.get("model_fingerprint"):
-        raise RagsiftError(
-            f"index {path} holds no vectors yet: embed documents into it first, "
-            "then calibrate its model"
-        )
-    given = embedder is not None
-    if embedder is None:
-        embedder = embedder_for(settings, model)
-    else:
-        check_model(settings, embedder.fingerprint, getattr(embedder, "name", ""))
-    # an endpoint counts what it sends; the probe at load counts when it was loaded here
-    before = (getattr(embedder, "sent", 0), getattr(embedder, "requests", 0)) if given else (0, 0)
-    result = fit(embedder, _calibration_model(settings, model), progress=progress)
-    if hasattr(embedder, "sent"):
-        result.embedded["sent"] = embedder.sent - before[0]
-        result.embedded["requests"] = embedder.requests - before[1]
-    if save:
-        with open_index(path, "w", wait=wait) as store:
-            store.set_settings(**{CALIBRATION: result.setting()})
-    return result
-
-
 def remove(
     index: str | os.PathLike, patterns: Sequence[str], *, dry_run: bool = False, wait: bool = False
 ) -> list[DocumentInfo]:
@@ -321,8 +226,9 @@ def remove(
     (nothing is removed)."""
     from ragsift.index import inspect_index, open_index
     from ragsift.retrieval.engine import path_matches
+    from ragsift.retrieval.path_rules import removal_patterns
 
-    patterns = _patterns(patterns)
+    patterns = removal_patterns(patterns)
     index = os.fspath(index)
     if inspect_index(index) != "ours":
         raise RagsiftError(f"no index at {index}")
@@ -332,69 +238,6 @@ def remove(
             store.remove_documents([d.key for d in docs])
             store.compact()
     return docs
-
-
-_GLOB_CHARS = re.compile(r"[*?\[]")
-
-
-def stored_path(
-    typed: str,
-    paths: Iterable[str],
-    *,
-    root: str | os.PathLike | None = None,
-    cwd: str | os.PathLike | None = None,
-) -> str:
-    """The stored path (or glob) that a path typed by a user names: the first of its spellings
-    (``ragsift.paths.typed_forms``: from where the user stands, ``cwd``, relative to the
-    project ``root``; as typed; absolute) that matches one of the stored ``paths``
-    (``Index.paths()``; the glob rule of ``path_matches``), else ``typed`` unchanged. The one
-    rule of ``ls``, ``rm``, ``--path`` and the MCP server's ``read``: ``./x.md``,
-    ``/abs/root/x.md`` and, from ``advanced/``, ``x.md`` all name ``advanced/x.md`` where that
-    is what is stored (issue 41)."""
-    from ragsift.paths import typed_forms
-    from ragsift.retrieval.engine import path_matches
-
-    stored = paths if isinstance(paths, (set, frozenset)) else set(paths)
-    forms = typed_forms(
-        typed,
-        None if root is None else os.fspath(root),
-        None if cwd is None else os.fspath(cwd),
-    )
-    for form in forms:
-        if form in stored:  # a plain path: one look-up, not a scan (rm with many paths)
-            return form
-        if not _GLOB_CHARS.search(form):
-            continue
-        try:
-            if any(path_matches(p, [form]) for p in stored):
-                return form
-        except re.error:  # not a glob fnmatch can read: its check names it where it is used
-            return typed
-    return typed
-
-
-def _patterns(patterns: Any) -> list[str]:
-    """``remove``'s patterns, checked as strictly as ``ragsift rm`` checks its arguments: at
-    least one, each a non-empty string and a valid glob. A plain string is one pattern (not
-    its characters)."""
-    if isinstance(patterns, (str, os.PathLike)):
-        patterns = [patterns]
-    try:
-        out = [os.fspath(p) for p in patterns]
-    except TypeError:
-        raise RagsiftError("patterns must be paths or globs (strings)") from None
-    if not out:
-        raise RagsiftError(
-            "remove needs at least one path or glob (an empty list would "
-            "remove nothing; pass '*' to remove every document)"
-        )
-    for p in out:
-        if not isinstance(p, str) or not p.strip():
-            raise RagsiftError(f"a pattern must be a non-empty path or glob, not {p!r}")
-    from ragsift.retrieval.engine import check_globs
-
-    check_globs(out)
-    return out
 
 
 def open_index(
@@ -506,6 +349,8 @@ class Index:
     def _as_stored(self, typed: str | None, stored: Iterable[str] | None = None) -> str | None:
         """``typed`` as the stored path or glob it names (``stored_path``) when this index
         reads paths as typed (``open_index(typed_paths=True)``), else as given."""
+        from ragsift.retrieval.path_rules import stored_path
+
         if not typed or self.typed_root is None:
             return typed
         return stored_path(
@@ -646,6 +491,7 @@ class Index:
         """``ragsift explain QUERY --json``: the retrieval record with where its threshold came
         from, the hints, the query's truncation and the closest units of each admitted hit
         (``explain_record``; ``units`` 3 unless given). The options as for ``search``."""
+        from ragsift.retrieval.records import explain_record
         from ragsift.retrieval.request import SearchRequest
 
         _check_query(text)  # one query: a str (a list would be a batch)
@@ -791,95 +637,3 @@ def _check_query(text: Any) -> None:
         raise TypeError(f"a query is a str, not {type(text).__name__}")
     if not text.strip():
         raise RagsiftError("the query is empty")
-
-
-def hit_row(c: Any, r: Retrieval, batch: bool = False) -> dict[str, Any]:
-    """One candidate as ``query --json`` prints it (a batch from stdin adds ``query``)."""
-    row = c.as_dict()
-    row["query_hash"] = r.query_hash
-    if batch:
-        row = {"query": r.query, **row}
-    return row
-
-
-def document_row(d: DocumentInfo) -> dict[str, Any]:
-    """A ``DocumentInfo`` as ``ls --json`` prints it (times as ISO 8601 UTC)."""
-    row = d.as_dict()
-    row["mtime"] = _iso(d.mtime)
-    row["indexed_at"] = _iso(d.indexed_at)
-    return row
-
-
-def _iso(t: float | None) -> str | None:
-    import datetime as dt
-
-    if t is None:
-        return None
-    return dt.datetime.fromtimestamp(t, dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def explain_record(
-    r: Retrieval,
-    floor: ThresholdInForce,
-    *,
-    attributions: Sequence[Any] = (),
-    query_truncated: int = 0,
-    paths: list[str] | None = None,
-    setting: Any = None,
-) -> dict[str, Any]:
-    """The record ``explain --json`` prints: ``r.as_dict()`` plus ``threshold_source``,
-    ``threshold_origin``, ``threshold_from`` (``flag``, ``tuned``, ``calibrated``, ``default``
-    or None), ``hint`` (the retrieval's own), ``hints`` (every hint line),
-    ``query_truncated``, ``attribution_note`` and ``attributions``. ``paths``: the stored
-    document paths, for the hint when ``--path`` matched nothing. ``setting(name, value)``:
-    the reader's words for an argument in hints (default: the CLI's, ``-k 13``)."""
-    from ragsift.retrieval.attribution import NOTE
-    from ragsift.retrieval.hints import hints
-    from ragsift.retrieval.topk import cli_setting, outcome_hint
-
-    setting = setting or cli_setting
-    hint = outcome_hint(r, setting)
-    record = r.as_dict()
-    record["threshold_source"] = floor.source
-    record["threshold_origin"] = floor.label
-    record["threshold_from"] = floor.origin
-    record["hint"] = hint
-    record["hints"] = hints(r, hint, paths, setting, floor.source)
-    record["query_truncated"] = query_truncated
-    record["attribution_note"] = NOTE
-    record["attributions"] = [a.as_dict() for a in attributions]
-    return record
-
-
-def search_record(
-    r: Retrieval, floor: ThresholdInForce, paths: list[str] | None = None, setting: Any = None
-) -> dict[str, Any]:
-    """What an agent needs from one search: the admitted hits exactly as ``query --json``
-    prints them (``hit_row``), and when nothing was admitted, the best candidate that was not
-    (``near_miss``, the same row with ``admitted: false`` and its reason) with the threshold
-    that would admit it (``admit_at``); ``hints`` as ``explain`` gives them (``setting``: as
-    there)."""
-    from ragsift.retrieval.hints import hints
-    from ragsift.retrieval.topk import admitting_threshold, cli_setting, outcome_hint
-
-    setting = setting or cli_setting
-
-    best = None if r.admitted else r.best
-    return {
-        "query": r.query,
-        "query_hash": r.query_hash,
-        "mode": r.mode,
-        "k": r.k,
-        "threshold": r.threshold,
-        "threshold_origin": floor.label,
-        "threshold_from": floor.origin,
-        "searched": r.searched,
-        "admitted": [hit_row(c, r) for c in r.admitted],
-        "near_miss": None if best is None else hit_row(best, r),
-        "admit_at": (
-            admitting_threshold(best.score)
-            if best is not None and r.threshold is not None and best.score < r.threshold
-            else None
-        ),
-        "hints": hints(r, outcome_hint(r, setting), paths, setting, floor.source),
-    }
