@@ -49,7 +49,7 @@ LanceIndex.compact = timed(LanceIndex.compact)
 IndexStore.compact = timed(IndexStore.compact)
 arm = sys.argv.pop(1)
 if arm in ("every-run", "old"):  # the data rewritten by every run, as before issue 40
-    import ragsift.index.lance_write as lw
+    import ragsift.index.lance_compact as lw
     lw.COMPACT_FRAGMENTS = 0
     if arm == "old":  # and the one-hour window of old versions
         import datetime

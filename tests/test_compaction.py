@@ -99,7 +99,7 @@ def test_info_shows_lance_fragments_and_versions(tmp_path, embedder):
     info = json.loads(got.stdout)
     import lance
 
-    from ragsift.index.lance_write import COMPACT_FRAGMENTS
+    from ragsift.index.lance_compact import COMPACT_FRAGMENTS
 
     ds = lance.dataset(str(index / "chunks.lance"))
     assert info["fragments"] == len(ds.get_fragments()) <= COMPACT_FRAGMENTS
@@ -148,7 +148,7 @@ def test_a_reader_open_across_a_compaction_still_answers(tmp_path, embedder):
 
 def test_files_no_version_uses_are_removed_by_the_next_run(tmp_path, embedder):
     """What a killed run (or a refused Ray run) left in a folder: data files written but never
-    committed. The next run that writes removes them (``LanceWriter._cleanup``)."""
+    committed. The next run that writes removes them (``LanceCompaction._cleanup``)."""
     from ragsift.index.lance import LanceIndex
     from ragsift.index.lance_rows import rows_table, write_fragments
 
@@ -183,8 +183,8 @@ def test_the_ann_index_stays_valid_across_a_rewrite(tmp_path, monkeypatch):
     from ragsift.index import ann
     from ragsift.index.backend import DocumentWrite
     from ragsift.index.lance import LanceIndex
+    from ragsift.index.lance_compact import COMPACT_FRAGMENTS
     from ragsift.index.lance_lexical import LancePostings
-    from ragsift.index.lance_write import COMPACT_FRAGMENTS
 
     rng = np.random.default_rng(3)
     centres = rng.standard_normal((30, 384)).astype(np.float32)

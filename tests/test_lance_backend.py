@@ -114,7 +114,7 @@ def test_an_index_from_schema_2_is_read_alike_then_upgraded(both, tmp_path, monk
     """A Lance index written before schema 3 (no postings) scores as SQLite does when read
     (its postings built in memory), and a writer upgrades it: postings stored, one batch."""
     from ragsift.index import lance as lance_module
-    from ragsift.index import lance_rows, lance_write, open_index
+    from ragsift.index import lance_compact, lance_rows, lance_write, open_index
     from ragsift.index.backend import DocumentWrite
 
     with open_index(str(both / "i.lance")) as src:
@@ -136,7 +136,9 @@ def test_an_index_from_schema_2_is_read_alike_then_upgraded(both, tmp_path, monk
         m.setattr(lance_module, "SCHEMA_VERSION", 2)
         m.setattr(lance_rows, "lex_fields", lambda: [])
         m.setattr(lance_write, "lexical_rows", lambda rows: [])
-        m.setattr(lance_write.LanceWriter, "_merge_postings", lambda self, postings=None: None)
+        m.setattr(
+            lance_compact.LanceCompaction, "_merge_postings", lambda self, postings=None: None
+        )
         with open_index(path, "w") as ix:
             ix.set_settings(**model)  # vectors without their model's record are damage
             ix.write_documents(docs)

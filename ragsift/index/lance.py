@@ -39,7 +39,7 @@ Snapshots and the writer lock:
   index, but the later conflicting commit fails with an error and must be rerun. Run one
   writer per bucket index (e.g. one scheduled job).
 - ``compact`` (the end of every ``embed`` and ``rm`` that wrote) keeps the newest version
-  only (``KEEP_VERSIONS``, lance_write.py; docs/scale.md, "What a Lance index keeps"): the
+  only (``KEEP_VERSIONS``, lance_compact.py; docs/scale.md, "What a Lance index keeps"): the
   files of older versions go. A reader whose snapshot was removed meanwhile moves to the
   newest version at the read that finds a file gone, and answers from it
   (``_snapshot_removed``; tests/test_compaction.py).
@@ -73,6 +73,7 @@ from ragsift.index.backend import (
     DocumentWrite,
     FragmentCommits,
 )
+from ragsift.index.lance_compact import LanceCompaction
 from ragsift.index.lance_rows import (
     CHUNK_FIELDS,
     DOC_FIELDS,
@@ -80,9 +81,7 @@ from ragsift.index.lance_rows import (
     lance_module,
     storage_options,
 )
-from ragsift.index.lance_write import (
-    LanceWriter,
-)
+from ragsift.index.lance_write import LanceWriter
 from ragsift.index.locations import is_remote
 from ragsift.index.terms import query_terms, query_words
 
@@ -101,7 +100,7 @@ CJK_SCHEMA = 4
 FORMAT = "ragsift-lance"
 
 
-class LanceIndex(LanceWriter, FragmentCommits):
+class LanceIndex(LanceWriter, LanceCompaction, FragmentCommits):
     """An open Lance index. Use ``LanceIndex.open(location, mode)`` as a context manager."""
 
     def __init__(self, path: str, mode: str, lock: Any) -> None:

@@ -2,15 +2,15 @@
 
 Settings, transactions (writes inside are ONE Lance commit), replacing, touching and removing
 documents, vector reuse by content hash, the ``FragmentCommits`` capability (rows written as
-fragments by other processes, committed here), ``clear``, ``compact`` (fragments, the
-postings merged into one batch, scalar and ANN indexes, old versions) and ``verify``. ``LanceIndex`` (``lance.py``) combines
-this with opening and reading; the guarantees are in ``lance.py``'s docstring.
+fragments by other processes, committed here), ``clear``, schema upgrades and ``verify``.
+``compact`` is the ``LanceCompaction`` mixin (``lance_compact.py``). ``LanceIndex``
+(``lance.py``) combines these with opening and reading; the guarantees are in ``lance.py``'s
+docstring.
 """
 
 from __future__ import annotations
 
 import contextlib
-import datetime
 import json
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -34,12 +34,6 @@ from ragsift.index.lance_rows import (
 if TYPE_CHECKING:
     import numpy as np
 
-# Versions ``compact`` keeps: the newest only. An older one (a reader's snapshot) is removed
-# with the files no newer version uses; a reader holding it moves to the newest at its next
-# read (``lance._damage_as_error``). Measured (bench/RESULTS.md, "Lance stays compact"): with
-# the old one-hour window fifteen one-page runs took a docs folder to 8x its fresh size;
-# keeping the newest only, 1.0x.
-KEEP_VERSIONS = datetime.timedelta(0)
 # settings a ``clear`` (``--rebuild``) keeps: what the index is, and who may write and read it
 _KEPT_SETTINGS = (
     "format",
@@ -48,18 +42,6 @@ _KEPT_SETTINGS = (
     "min_writer_version",
     "min_reader_version",
 )
-# ``compact`` rewrites the data (fragments merged, deleted rows dropped, postings as one
-# batch) once there are more fragments than this, or more than COMPACT_DELETED of the rows are
-# deleted or written since the last rewrite (``_needs_rewrite``); between rewrites a run adds one fragment (its changed documents) and a deletion
-# file. So a run's cost follows its change, not the index, and the garbage stays below about
-# COMPACT_DELETED of the data plus one run's change (bench/RESULTS.md, "Lance stays compact").
-COMPACT_FRAGMENTS = 8
-COMPACT_DELETED = 0.2  # also the share of rows written since the last rewrite
-LANCE_FRAGMENT_ROWS = 1024 * 1024  # compact_files' target_rows_per_fragment (its default)
-MERGE_ALL_SEGMENTS = 1 << 20  # optimize_indices' num_indices_to_merge: every segment
-# From this many chunks ``compact`` adds B-tree indexes on ``rowid`` (chunk records by id) and
-# ``content_hash`` (vector reuse), so neither lookup scans the table.
-SCALAR_INDEX_MIN_ROWS = 10_000
 
 
 class LanceWriter:
@@ -67,10 +49,12 @@ class LanceWriter:
 
     Uses what ``LanceIndex`` sets up: ``self.path``, ``self.mode``, ``self._opts``,
     ``self._chunks_uri``, ``self._settings_uri``, the datasets ``self._ds`` and
-    ``self._settings_ds``, the caches ``self._docs``, ``self._dense``, ``self._ann``, and the
-    writer's state ``self._touched``, ``self._next_rowid``, ``self._batch``,
-    ``self._batch_removed``; and the methods ``_dataset``, ``_raw_settings``, ``_doc_rows``,
-    ``dimensions``, ``count``, ``_has_index`` and ``load_matrix``.
+    ``self._settings_ds``, the caches ``self._docs``, ``self._dense``, ``self._ann``,
+    ``self._lex``, and the writer's state ``self._touched``, ``self._next_rowid``,
+    ``self._batch``, ``self._batch_removed``, ``self._recorded``, ``self._upgrade_to``,
+    ``self._schema_version``; the methods ``_dataset``, ``_raw_settings``, ``_doc_rows``,
+    ``dimensions``, ``count`` and ``load_matrix``; and ``LanceCompaction._merge_postings``
+    (``lance_compact.py``) for a schema upgrade.
     """
 
     # -- settings --------------------------------------------------------------------------
@@ -201,98 +185,94 @@ class LanceWriter:
 
     def _commit(self, docs: list[DocumentWrite], removed: Sequence[str] = ()) -> None:
         """ONE Lance commit: ``docs`` replace their keys, the ``removed`` keys go."""
-        import numpy as np
-        import pyarrow as pa
-
-        lance = lance_module()
         if docs or removed or self._touched:  # something will be written
             self._record_first()
-        now = time.time()
         vecs_of = [_as_f32(d.vectors, len(d.records)) for d in docs]
         dim = next((v.shape[1] for v, d in zip(vecs_of, docs) if len(d.records)), None)
         have = int(self._ds.schema.field("vector").type.list_size) if self._ds is not None else None
-        if dim is not None and have is not None and dim != have and not self.count():
-            self._reshape(dim)  # an index without vectors takes its first vectors' size
-            have = dim
-        if dim is not None and have is not None and dim != have:
-            raise RagsiftError(
-                f"vectors have {dim} dimensions but index {self.path} holds {have}; "
-                "use the index's model or --rebuild"
-            )
+        have = self._fit_dimensions(dim, have)
         dim = have or dim or self.dimensions() or 1  # 1: no vector yet (see ``_reshape``)
+        keep = {d.key: d for d in docs}  # the last write of a key wins, as in SQLite
+        rows, flat = self._commit_rows(docs, vecs_of, keep, dim)
+        if not rows["uid"]:
+            if removed and self._ds is not None:
+                self._ds.delete(f"doc_key IN ({_sql_str(removed)})")
+                self._reopen()
+            return
+        self._write_table(_columns_table(rows, flat, dim), [d.key for d in keep.values()], removed)
+        self._reopen()
+
+    def _fit_dimensions(self, dim: int | None, have: int | None) -> int | None:
+        """The index's vector size once a write of ``dim``-wide vectors may go into one of
+        ``have`` (None: no vector to write, or no dataset yet): an index without chunks takes
+        the write's size (``_reshape``); a different size otherwise is refused."""
+        if dim is None or have is None or dim == have:
+            return have
+        if not self.count():
+            self._reshape(dim)  # an index without vectors takes its first vectors' size
+            return dim
+        raise RagsiftError(
+            f"vectors have {dim} dimensions but index {self.path} holds {have}; "
+            "use the index's model or --rebuild"
+        )
+
+    def _commit_rows(
+        self,
+        docs: list[DocumentWrite],
+        vecs_of: list[np.ndarray],
+        keep: dict[str, DocumentWrite],
+        dim: int,
+    ) -> tuple[dict[str, list], list[np.ndarray]]:
+        """``_commit``'s rows as columns (field -> values) and their vectors (one (1, dim)
+        array per row, zeros for a document or postings row): each kept document's row and
+        its chunks' (new ids), the chunks' postings (in the same commit as their chunks), and
+        the pending touched document rows, which this takes."""
+        import numpy as np
+
+        now = time.time()
         rows: dict[str, list] = {f: [] for f in arrow_schema(dim).names}
         flat: list[np.ndarray] = []
 
-        def add(**values: Any) -> None:
+        def add(vec: np.ndarray | None, **values: Any) -> None:
             for f in rows:
                 rows[f].append(values.get(f))
+            flat.append(np.zeros((1, dim), np.float32) if vec is None else vec.reshape(1, -1))
 
-        keep = {d.key: d for d in docs}  # the last write of a key wins, as in SQLite
         rowid = self._alloc_rowids(sum(len(d.records) for d in keep.values()))
         written: list[dict] = []  # the chunk rows, for their postings
         for doc, vecs in zip(docs, vecs_of):
             if keep.get(doc.key) is not doc:
                 continue
             self._touched.pop(doc.key, None)
-            add(
-                uid="d:" + doc.key,
-                kind="doc",
-                doc_key=doc.key,
-                path=doc.path,
-                source=doc.source,
-                size=doc.size,
-                mtime=doc.mtime,
-                sha256=doc.sha256,
-                format=doc.format,
-                chunker=doc.chunker,
-                n_chunks=len(doc.records),
-                doc_tokens=sum(int(r.get("tokens") or 0) for r in doc.records),
-                indexed_at=now,
-            )
-            flat.append(np.zeros((1, dim), np.float32))
+            add(None, **_doc_row(doc, now))
             for rec, vec in zip(doc.records, vecs):
                 written.append(chunk_row(doc.key, rowid, rec))
-                add(**written[-1])
-                flat.append(vec.reshape(1, -1))
+                add(vec, **written[-1])
                 rowid += 1
-        for row in lexical_rows(written):  # in the same commit as their chunks
-            add(**row)
-            flat.append(np.zeros((1, dim), np.float32))
+        for row in lexical_rows(written):
+            add(None, **row)
         for key, row in self._touched.items():
-            add(uid="d:" + key, kind="doc", doc_key=key, **{f: row[f] for f in DOC_FIELDS})
-            flat.append(np.zeros((1, dim), np.float32))
+            add(None, uid="d:" + key, kind="doc", doc_key=key, **{f: row[f] for f in DOC_FIELDS})
         self._touched = {}
-        if not rows["uid"]:
-            if removed and self._ds is not None:
-                self._ds.delete(f"doc_key IN ({_sql_str(removed)})")
-                self._reopen()
-            return
-        schema = arrow_schema(dim)
-        is_doc = np.array([k != "chunk" for k in rows["kind"]])
-        matrix = np.concatenate(flat).astype(np.float32) if flat else np.zeros((0, dim), "f4")
-        values = pa.array(matrix.reshape(-1), pa.float32())
-        vector = pa.FixedSizeListArray.from_arrays(values, dim, mask=pa.array(is_doc))
-        cols = {f: pa.array(rows[f], schema.field(f).type) for f in schema.names if f != "vector"}
-        cols["vector"] = vector
-        table = pa.table(cols, schema=schema)
+        return rows, flat
+
+    def _write_table(self, table: Any, keys: list[str], removed: Sequence[str]) -> None:
+        """``table`` committed: the dataset created with it, or merged in by ``uid`` with the
+        old chunks of ``keys`` and every row of the ``removed`` keys deleted, one commit."""
         if self._ds is None:
-            self._ds = lance.write_dataset(
+            self._ds = lance_module().write_dataset(
                 table, self._chunks_uri, mode="create", storage_options=self._opts or None
             )
-        else:
-            keys = [d.key for d in keep.values()]
-            merge = (
-                self._ds.merge_insert("uid").when_matched_update_all().when_not_matched_insert_all()
-            )
-            gone = []
-            if keys:
-                gone.append(f"(kind = 'chunk' AND doc_key IN ({_sql_str(keys)}))")
-            if removed:
-                gone.append(f"doc_key IN ({_sql_str(removed)})")
-            if gone:
-                merge = merge.when_not_matched_by_source_delete(" OR ".join(gone))
-            merge.execute(table)
-        self._reopen()
+            return
+        merge = self._ds.merge_insert("uid").when_matched_update_all().when_not_matched_insert_all()
+        gone = []
+        if keys:
+            gone.append(f"(kind = 'chunk' AND doc_key IN ({_sql_str(keys)}))")
+        if removed:
+            gone.append(f"doc_key IN ({_sql_str(removed)})")
+        if gone:
+            merge = merge.when_not_matched_by_source_delete(" OR ".join(gone))
+        merge.execute(table)
 
     def writer_target(self) -> tuple[str, dict, bool]:
         """(chunks dataset URI, storage options, create) for ``write_fragments`` elsewhere."""
@@ -333,38 +313,14 @@ class LanceWriter:
         from lance.fragment import FragmentMetadata
 
         self._require_writer()
-        lance = lance_module()
         self._record_first()
         if self._ds is not None:
-            have = int(self._ds.schema.field("vector").type.list_size)
-            if have != dim and not self.count():
-                self._reshape(dim)
-            elif have != dim:
-                raise RagsiftError(
-                    f"vectors have {dim} dimensions but index {self.path} holds {have}; "
-                    "use the index's model or --rebuild"
-                )
+            self._fit_dimensions(dim, int(self._ds.schema.field("vector").type.list_size))
         now = time.time()
         rows, vectors = list(rows), list(vectors)
         for doc in docs:
             self._touched.pop(doc.key, None)
-            rows.append(
-                {
-                    "uid": "d:" + doc.key,
-                    "kind": "doc",
-                    "doc_key": doc.key,
-                    "path": doc.path,
-                    "source": doc.source,
-                    "size": doc.size,
-                    "mtime": doc.mtime,
-                    "sha256": doc.sha256,
-                    "format": doc.format,
-                    "chunker": doc.chunker,
-                    "n_chunks": len(doc.records),
-                    "indexed_at": now,
-                    "doc_tokens": sum(int(r.get("tokens") or 0) for r in doc.records),
-                }
-            )
+            rows.append(_doc_row(doc, now))
             vectors.append(None)
         for key, row in self._touched.items():
             rows.append(dict(uid="d:" + key, kind="doc", doc_key=key, **row))
@@ -384,30 +340,37 @@ class LanceWriter:
             ]
         if not new:
             return
+        self._commit_new_fragments(new, replaced, dim)
+        self._reopen()
+
+    def _commit_new_fragments(self, new: list, replaced: list[str], dim: int) -> None:
+        """ONE commit appending the ``new`` fragments (``FragmentMetadata``): an ``Overwrite``
+        that creates the dataset, or an ``Update`` that also deletes every row of the
+        ``replaced`` keys (fragments left empty removed, the others given deletion files)."""
+        lance = lance_module()
         if self._ds is None:
             op = lance.LanceOperation.Overwrite(arrow_schema(dim), new)
             self._ds = lance.LanceDataset.commit(
                 self._chunks_uri, op, storage_options=self._opts or None
             )
-        else:
-            removed, updated = [], []
-            pred = f"doc_key IN ({_sql_str(replaced)})" if replaced else None
-            for frag in self._ds.get_fragments() if pred else ():
-                after = frag.delete(pred)
-                if after is None:
-                    removed.append(frag.fragment_id)
-                elif after.num_deletions != frag.metadata.num_deletions:
-                    updated.append(after)
-            op = lance.LanceOperation.Update(
-                removed_fragment_ids=removed, updated_fragments=updated, new_fragments=new
-            )
-            lance.LanceDataset.commit(
-                self._chunks_uri,
-                op,
-                read_version=self._ds.version,
-                storage_options=self._opts or None,
-            )
-        self._reopen()
+            return
+        removed, updated = [], []
+        pred = f"doc_key IN ({_sql_str(replaced)})" if replaced else None
+        for frag in self._ds.get_fragments() if pred else ():
+            after = frag.delete(pred)
+            if after is None:
+                removed.append(frag.fragment_id)
+            elif after.num_deletions != frag.metadata.num_deletions:
+                updated.append(after)
+        op = lance.LanceOperation.Update(
+            removed_fragment_ids=removed, updated_fragments=updated, new_fragments=new
+        )
+        lance.LanceDataset.commit(
+            self._chunks_uri,
+            op,
+            read_version=self._ds.version,
+            storage_options=self._opts or None,
+        )
 
     def discard_fragments(self, fragments: Sequence[str]) -> int:
         """Remove the data files of ``fragments`` (``write_fragments``' JSON) that the newest
@@ -504,139 +467,6 @@ class LanceWriter:
             self._settings_ds.delete(f"key IN ({_sql_str(keys)})")
             self._settings_ds = self._dataset(self._settings_uri)
         self._next_rowid = None
-
-    def compact(self) -> int:
-        """The end of every run that wrote: when ``_needs_rewrite`` (more than
-        ``COMPACT_FRAGMENTS`` fragments, or more than ``COMPACT_DELETED`` of the rows deleted
-        or written since the last rewrite), the postings merged into one batch
-        (``_merge_postings``), the indexes into one segment each and the fragments into as
-        few as Lance makes, without their deleted rows; always: the scalar (and ANN) indexes
-        brought up to date and the versions older than ``KEEP_VERSIONS`` removed with their
-        files (``_cleanup``). Returns the fragments removed."""
-        self._require_writer()
-        if self._upgrade_to is not None:  # a run that wrote nothing still upgrades the schema
-            self._record_first()
-        if self._touched:
-            self._commit([])
-        if self._ds is None:
-            self._cleanup()
-            return 0
-        from ragsift.index.lance_lexical import LancePostings
-
-        before = len(self._ds.get_fragments())
-        postings = LancePostings.load(self._ds)
-        if self._needs_rewrite(postings):
-            self._merge_postings(postings)  # first: the batches it replaces are not
-            # rewritten by compaction, which drops their deleted rows
-            self._merge_index_segments()
-            if len(self._ds.get_fragments()) > 1 or self._deleted_share() > 0:
-                self._ds.optimize.compact_files(materialize_deletions_threshold=0.0)
-                self._reopen()
-        elif postings.extra:  # chunks without stored postings (an upgraded index)
-            self._merge_postings(postings)
-        n = self._ds.count_rows("kind = 'chunk'")
-        if n:
-            if n >= SCALAR_INDEX_MIN_ROWS:  # lookups by id, by text hash and of a query's
-                # postings stop scanning
-                for column in ("rowid", "content_hash", "lex_term"):
-                    if not self._has_index(column):
-                        self._ds.create_scalar_index(column, index_type="BTREE")
-                        self._reopen()
-            if self._ds.describe_indices():
-                self._ds.optimize.optimize_indices()
-                self._reopen()
-            from ragsift.index import ann
-
-            ann.maintain(self)
-            self._reopen()
-        self._cleanup()
-        return max(0, before - len(self._ds.get_fragments()))
-
-    def _merge_index_segments(self) -> None:
-        """Before a rewrite: every index brought up to date as ONE segment (the rows written
-        since in, the per-run segments ``optimize_indices`` adds merged). Lance merges
-        fragments only within one segment and never an indexed with an unindexed one, so
-        without this an indexed dataset's fragments never merged and every run left a segment
-        more (measured: the folder at 3.2x its size after 20 one-document runs of a 1,800-row
-        index with IVF-PQ; tests/test_compaction.py)."""
-        if self._ds.describe_indices():
-            self._ds.optimize.optimize_indices(num_indices_to_merge=MERGE_ALL_SEGMENTS)
-            self._reopen()
-
-    def _deleted_share(self) -> float:
-        """The share of the stored rows that are deleted (kept until a rewrite)."""
-        rows = deleted = 0
-        for frag in self._ds.get_fragments():
-            rows += frag.metadata.num_rows + frag.metadata.num_deletions  # num_rows: live
-            deleted += frag.metadata.num_deletions
-        return deleted / rows if rows else 0.0
-
-    def _unmerged_share(self) -> float:
-        """The share of the rows in fragments smaller than the largest (or than Lance's
-        fragment size, ``LANCE_FRAGMENT_ROWS``): written since the last rewrite, each with
-        its own postings batch (whose terms repeat the others')."""
-        sizes = [f.metadata.num_rows + f.metadata.num_deletions for f in self._ds.get_fragments()]
-        if len(sizes) < 2:
-            return 0.0
-        full = min(max(sizes), LANCE_FRAGMENT_ROWS)
-        return sum(n for n in sizes if n < full) / sum(sizes)
-
-    def _needs_rewrite(self, postings: Any) -> bool:
-        """Whether ``compact`` rewrites the data: the bound on what runs leave behind (the
-        schedule, bench/RESULTS.md "Lance stays compact"). Deleted rows are counted twice
-        over: as rows, and as the chunks the stored postings still name (the postings rows of
-        a replaced document stay live rows until the rewrite, and are most of its bytes); and
-        rows written since the last rewrite (a fresh build's several commits are merged at
-        its end: measured 14.0 MB unmerged, 10.0 MB merged on a 24-page site)."""
-        return (
-            len(self._ds.get_fragments()) > COMPACT_FRAGMENTS
-            or self._deleted_share() > COMPACT_DELETED
-            or postings.dead_share() > COMPACT_DELETED
-            or self._unmerged_share() > COMPACT_DELETED
-        )
-
-    def _cleanup(self) -> None:
-        """Remove the versions older than ``KEEP_VERSIONS`` (all but the newest) of both
-        datasets with the files only they use. In a folder, where this writer holds the lock,
-        also the files no version uses (a killed run's, a refused Ray run's fragments:
-        ``delete_unverified``); on object storage (no lock: another writer's files may be in
-        flight) Lance removes those once a week old."""
-        from ragsift.index.locations import is_remote
-
-        local = not is_remote(self.path)
-        for ds in (self._ds, self._settings_ds):
-            if ds is None:
-                continue
-            with contextlib.suppress(Exception):  # a failed cleanup leaves files, never harm
-                ds.cleanup_old_versions(
-                    older_than=KEEP_VERSIONS,
-                    delete_unverified=local,
-                    error_if_tagged_old_versions=False,
-                )
-
-    def _merge_postings(self, postings: Any = None) -> None:
-        """Rewrite the postings (``lance_lexical``) as one batch without deleted chunks, and
-        write those of chunks that have none (an upgraded index), in ONE commit; nothing when
-        they are already so. ``postings``: this version's, when the caller loaded them."""
-        from ragsift.index.lance_lexical import LancePostings
-
-        if postings is None:
-            postings = LancePostings.load(self._ds)
-        if postings.complete():
-            return
-        if not postings.rows:  # no chunk left: no postings either
-            self._ds.delete("kind = 'lex'")
-        else:
-            rows = postings.merged_rows()
-            dim = int(self._ds.schema.field("vector").type.list_size)
-            (
-                self._ds.merge_insert("uid")
-                .when_matched_update_all()
-                .when_not_matched_insert_all()
-                .when_not_matched_by_source_delete("kind = 'lex'")
-                .execute(rows_table(rows, [None] * len(rows), dim))
-            )
-        self._reopen()
 
     # -- schema upgrades -------------------------------------------------------------------
     def _upgrade(self, version: int, target: int, stamp: dict[str, Any]) -> None:
@@ -753,3 +583,38 @@ class LanceWriter:
         if matrix.size and not np.isfinite(matrix).all():
             problems.append("non-finite vector values")
         return problems
+
+
+def _doc_row(doc: DocumentWrite, now: float) -> dict:
+    """The stored row of a written document (``kind = "doc"``), indexed at ``now``."""
+    return {
+        "uid": "d:" + doc.key,
+        "kind": "doc",
+        "doc_key": doc.key,
+        "path": doc.path,
+        "source": doc.source,
+        "size": doc.size,
+        "mtime": doc.mtime,
+        "sha256": doc.sha256,
+        "format": doc.format,
+        "chunker": doc.chunker,
+        "n_chunks": len(doc.records),
+        "doc_tokens": sum(int(r.get("tokens") or 0) for r in doc.records),
+        "indexed_at": now,
+    }
+
+
+def _columns_table(rows: dict[str, list], flat: list[np.ndarray], dim: int) -> Any:
+    """An Arrow table of the chunks schema from ``_commit_rows``' columns and vectors (the
+    vector null where the row is not a chunk)."""
+    import numpy as np
+    import pyarrow as pa
+
+    schema = arrow_schema(dim)
+    is_doc = np.array([k != "chunk" for k in rows["kind"]])
+    matrix = np.concatenate(flat).astype(np.float32) if flat else np.zeros((0, dim), "f4")
+    values = pa.array(matrix.reshape(-1), pa.float32())
+    vector = pa.FixedSizeListArray.from_arrays(values, dim, mask=pa.array(is_doc))
+    cols = {f: pa.array(rows[f], schema.field(f).type) for f in schema.names if f != "vector"}
+    cols["vector"] = vector
+    return pa.table(cols, schema=schema)
