@@ -42,6 +42,7 @@ import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from ragsift.errors import RagsiftError
 from ragsift.sources.formats import BINARY_SUFFIXES, NOT_A_DOCUMENT, not_a_document, suffix_of
@@ -268,7 +269,6 @@ class _Walker:
         abs_root = to_posix(os.path.abspath(root))
         ignores = self._ancestor_ignores(abs_root)
         # Explicit stack instead of recursion: deep trees cannot hit the recursion limit.
-        # Entries: (fs path, rel below root, ignore stack, real path, depth below the root).
         # Work per folder is constant in its depth (beyond building its own path strings):
         # a real path is its parent's real path joined with the name unless the entry is a
         # symlink (os.path.realpath costs one lstat per component: quadratic in depth), and
@@ -277,93 +277,113 @@ class _Walker:
         if real_root in self.seen_dirs:
             return
         self.seen_dirs.add(real_root)
-        stack: list[tuple[str, str, list[IgnoreFile], str, int]] = [
-            (root, "", ignores, real_root, 0)
-        ]
+        stack = [_Folder(root, "", ignores, real_root, 0)]
         # Real paths of the folder being listed and of its ancestors: the stack is popped
         # depth first, so the folders listed before one at depth k, and not yet left, are
         # exactly its k ancestors (``path[:k]``).
         path: list[str] = []
-        ancestry: set[str] = set()
+        top = _Root(abs_root, display_root, real_root, set())
         found: list[SourceFile] = []
         while stack:
-            folder, rel_folder, ignores, real_folder, depth = stack.pop()
-            while len(path) > depth:
-                ancestry.discard(path.pop())
-            path.append(real_folder)
-            ancestry.add(real_folder)
+            folder = stack.pop()
+            while len(path) > folder.depth:
+                top.ancestry.discard(path.pop())
+            path.append(folder.real)
+            top.ancestry.add(folder.real)
+            rel_folder = folder.rel
             shown = _join(display_root, printable(rel_folder)) if rel_folder else display_root
             try:
-                with os.scandir(folder) as it:
+                with os.scandir(folder.path) as it:
                     entries = sorted(it, key=lambda e: e.name)
             except OSError as exc:
-                self.skip(shown, _os_reason(exc), folder)
+                self.skip(shown, _os_reason(exc), folder.path)
                 continue
-            self.result.listed.update(path_keys(folder, self.root))
+            self.result.listed.update(path_keys(folder.path, self.root))
             own = self._read_ignores(
-                folder, f"{abs_root}/{rel_folder}" if rel_folder else abs_root, shown
+                folder.path, f"{abs_root}/{rel_folder}" if rel_folder else abs_root, shown
             )
             if own is not None:
-                ignores = [*ignores, own]
-            subdirs: list[tuple[str, str, list[IgnoreFile], str, int]] = []
+                folder = folder._replace(ignores=[*folder.ignores, own])
+            subdirs: list[_Folder] = []
             for entry in entries:
-                name = entry.name
-                if name.startswith(".") or name in SKIP_DIRS:
-                    continue
-                rel = f"{rel_folder}/{name}" if rel_folder else name
-                display = _join(display_root, printable(rel))
-                abs_entry = f"{abs_root}/{rel}"
-                try:
-                    is_link = entry.is_symlink()
-                    st = entry.stat()  # follows symlinks
-                except OSError as exc:
-                    if isinstance(exc, FileNotFoundError) and entry.is_symlink():
-                        if not self.include and not_a_document(name):
-                            self.result.ignored.append(Skipped(display, NOT_A_DOCUMENT))
-                        else:
-                            self.skip(display, "broken symlink", entry.path)
-                    else:
-                        self.skip(display, _os_reason(exc), entry.path)
-                    continue
-                if stat.S_ISDIR(st.st_mode):
-                    if os.path.exists(os.path.join(entry.path, "pyvenv.cfg")):
-                        continue
-                    if is_ignored(ignores, abs_entry, True):
-                        continue
-                    if self._excluded_dir(rel, display_root):
-                        continue
-                    real = _real_below(real_folder, entry, is_link)
-                    if real in ancestry:
-                        self.skip(display, "symlink loop (not followed)")
-                        continue
-                    if is_link and not self._link_allowed(real, real_root):
-                        self.result.ignored.append(Skipped(display, LINK_OUT))
-                        continue
-                    if real in self.seen_dirs:
-                        continue  # a second link to a folder already walked
-                    self.seen_dirs.add(real)
-                    subdirs.append((entry.path, rel, ignores, real, depth + 1))
-                    continue
-                if is_ignored(ignores, abs_entry, False):
-                    continue
-                if not self._wanted(rel, display_root):
-                    continue
-                why = self._type_ignored(name)
-                if why is not None:
-                    self.result.ignored.append(Skipped(display, why))
-                    continue
-                real = _real_below(real_folder, entry, is_link)
-                if is_link and not self._link_allowed(real, real_root):
-                    self.result.ignored.append(Skipped(display, LINK_OUT))
-                    continue
-                if not stat.S_ISREG(st.st_mode):
-                    self.skip(display, f"not a regular file ({_kind(st.st_mode)})", entry.path)
-                    continue
-                self._add_file(Path(entry.path), display, st, found, real=real)
+                subdir = self._walk_entry(entry, folder, top, found)
+                if subdir is not None:
+                    subdirs.append(subdir)
             stack.extend(reversed(subdirs))
         # Sorted by path components, so `a/x` comes before `a-b/x` and before `b.md`.
         found.sort(key=lambda f: f.relpath.split("/"))
         self.files.extend(found)
+
+    def _walk_entry(
+        self, entry: os.DirEntry, folder: _Folder, top: _Root, found: list[SourceFile]
+    ) -> _Folder | None:
+        """One entry of a listed folder: a file to read is added to ``found``; a folder to
+        walk is returned; anything else is skipped, ignored or left out."""
+        name = entry.name
+        if name.startswith(".") or name in SKIP_DIRS:
+            return None
+        rel = f"{folder.rel}/{name}" if folder.rel else name
+        display = _join(top.display, printable(rel))
+        try:
+            is_link = entry.is_symlink()
+            st = entry.stat()  # follows symlinks
+        except OSError as exc:
+            if isinstance(exc, FileNotFoundError) and entry.is_symlink():
+                if not self.include and not_a_document(name):
+                    self.result.ignored.append(Skipped(display, NOT_A_DOCUMENT))
+                else:
+                    self.skip(display, "broken symlink", entry.path)
+            else:
+                self.skip(display, _os_reason(exc), entry.path)
+            return None
+        if stat.S_ISDIR(st.st_mode):
+            return self._subdir(entry, folder, top, rel, display, is_link)
+        if is_ignored(folder.ignores, f"{top.abs}/{rel}", False):
+            return None
+        if not self._wanted(rel, top.display):
+            return None
+        why = self._type_ignored(name)
+        if why is not None:
+            self.result.ignored.append(Skipped(display, why))
+            return None
+        real = _real_below(folder.real, entry, is_link)
+        if is_link and not self._link_allowed(real, top.real):
+            self.result.ignored.append(Skipped(display, LINK_OUT))
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            self.skip(display, f"not a regular file ({_kind(st.st_mode)})", entry.path)
+            return None
+        self._add_file(Path(entry.path), display, st, found, real=real)
+        return None
+
+    def _subdir(
+        self,
+        entry: os.DirEntry,
+        folder: _Folder,
+        top: _Root,
+        rel: str,
+        display: str,
+        is_link: bool,
+    ) -> _Folder | None:
+        """A folder found in ``folder``, to walk unless it is a virtualenv, ignored,
+        excluded, a symlink loop, a link out of the root (not followed) or already walked."""
+        if os.path.exists(os.path.join(entry.path, "pyvenv.cfg")):
+            return None
+        if is_ignored(folder.ignores, f"{top.abs}/{rel}", True):
+            return None
+        if self._excluded_dir(rel, top.display):
+            return None
+        real = _real_below(folder.real, entry, is_link)
+        if real in top.ancestry:
+            self.skip(display, "symlink loop (not followed)")
+            return None
+        if is_link and not self._link_allowed(real, top.real):
+            self.result.ignored.append(Skipped(display, LINK_OUT))
+            return None
+        if real in self.seen_dirs:
+            return None  # a second link to a folder already walked
+        self.seen_dirs.add(real)
+        return _Folder(entry.path, rel, folder.ignores, real, folder.depth + 1)
 
     def _link_allowed(self, real: str, real_root: str) -> bool:
         return (
@@ -402,6 +422,28 @@ class _Walker:
             if parent == current:
                 return []  # not inside a git work tree: parents' .gitignore files do not apply
             current = parent
+
+
+class _Folder(NamedTuple):
+    """A folder on the walk's stack: its path, its path below the root, the ignore files in
+    force in it, its real path and its depth below the root."""
+
+    path: str
+    rel: str
+    ignores: list[IgnoreFile]
+    real: str
+    depth: int
+
+
+@dataclass
+class _Root:
+    """The root being walked: its absolute path (``/`` separators), how it is shown, its real
+    path, and the real paths of the folder being listed and of its ancestors."""
+
+    abs: str
+    display: str
+    real: str
+    ancestry: set[str]
 
 
 def _normalise(arg: str) -> str:
