@@ -218,7 +218,9 @@ def warm(path: Path, queries: list[str]) -> tuple[dict[str, list[float]], bool]:
 
         def hybrid_ahead(q, v):  # the lexical lists fetched before (not timed): what a cold
             # query pays once the model is loaded (Searcher(prefetch=), engine.lexical_ahead)
-            return engine.rank(store, [q], v[None, :], mode="hybrid", n=13, ahead=ahead[q])
+            return engine.rank(
+                engine.AheadReader(store, ahead[q]), [q], v[None, :], mode="hybrid", n=13
+            )
 
         lists: dict = {}  # per query: both sides' lists and lookups, fetched once (untimed)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ragsift.index.backend import ChunkRecord
 from ragsift.retrieval.relevance import Ranked
-from ragsift.retrieval.topk import build_retrieval
+from ragsift.retrieval.topk import Scope, build_retrieval
 
 _FIELDS = set(ChunkRecord.__slots__)
 _RANKED = (
@@ -40,4 +40,5 @@ def retrieval(strategy, *, scores, records, **kw):
             evidence["dense_score"] = float(s)
         ranked.append(Ranked(int(d.get("rowid", i + 1)), float(s), **evidence))
     recs = [chunk(d, i) for i, d in enumerate(records)]
-    return build_retrieval(strategy, ranked=ranked, records=recs, **{"query": "q", **kw})
+    query = kw.pop("query", "q")
+    return build_retrieval(strategy, Scope(**kw), query=query, ranked=ranked, records=recs)

@@ -54,12 +54,12 @@ def test_order_and_gate_agree_for_any_evidence(lists, mode, k, threshold, max_ch
     an admitted one except ``over-k``/``over-char-budget``, and an ``over-k`` one never does;
     every below-threshold candidate scores under the threshold and every admitted one at or
     above it."""
-    from ragsift.retrieval.engine import _order
+    from ragsift.retrieval.engine import Evidence, _order
     from ragsift.retrieval.hybrid import Fusion
     from ragsift.retrieval.topk import BELOW_THRESHOLD, OVER_K, admission
 
     dense, lexical, cos, ceiling = lists
-    ranked = _order(mode, query, dense, lexical, cos, ceiling, 50, Fusion())
+    ranked = _order(mode, query, Evidence(dense, lexical, cos, ceiling, {}), 50, Fusion())
     scores = [c.score for c in ranked]
     assert scores == sorted(scores, reverse=True)
     assert all(0.0 <= s <= 1.0 for s in scores)

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ragsift.errors import RagsiftError
 from ragsift.retrieval import relevance
@@ -85,13 +86,12 @@ def rank(
     n: int,
     fusion: Fusion = Fusion(),
     paths: Sequence[str] | None = None,
-    ahead: Mapping[tuple[str, int], list[tuple[int, float]]] | None = None,
     models: Mapping[str, relevance.Model] | None = None,
 ) -> list[list[Ranked]]:
     """The best ``n`` candidates of each query in ``mode``, best first. ``qvecs``: one query
     vector per query (every mode needs them: every candidate carries its cosine).
-    ``ahead``: lexical lists already fetched (``lexical_ahead``), by (query, depth); used only
-    without a path filter, anything missing is asked for as usual. ``models``: the relevance
+    Lexical lists fetched ahead (``lexical_ahead``) come in as the backend: an
+    ``AheadReader`` answers them from its lists. ``models``: the relevance
     model of each mode for this index (``relevance.models_for(settings)``; None: the shipped
     ``relevance.MODELS``)."""
     check_mode(mode)
@@ -105,13 +105,9 @@ def rank(
             _order(
                 mode,
                 query,
-                hits,
-                [],
-                {},
-                0.0,
+                Evidence(hits, [], {}, 0.0, best_units(backend, qvec, wanted(hits, []))),
                 n,
                 fusion,
-                best_units(backend, qvec, wanted(hits, [])),
                 model,
             )
             for query, qvec, hits in zip(
@@ -120,17 +116,8 @@ def rank(
         ]
     depth = max(fusion.depth, n)
 
-    ready = ahead if ahead is not None and paths is None else {}
-
     def lexical_lists() -> list[list[tuple[int, float]]]:
-        return [
-            ready[(q, depth)]
-            if (q, depth) in ready
-            else backend.lexical_candidates(q, depth, paths)
-            if q.strip()
-            else []
-            for q in queries
-        ]
+        return [backend.lexical_candidates(q, depth, paths) if q.strip() else [] for q in queries]
 
     if mode == "hybrid":
         # The two sides overlap: FTS5 (SQLite) and the matrix scan (numpy) both release the
@@ -150,7 +137,8 @@ def rank(
         lexical = [(r, s) for r, s in lexical if r in have or cos_of.get(r) is not None]
         ceiling = backend.lexical_ceiling(query) if lexical else 0.0
         units = best_units(backend, qvec, wanted(dense, lexical)) if mode == "hybrid" else {}
-        out.append(_order(mode, query, dense, lexical, cos_of, ceiling, n, fusion, units, model))
+        found = Evidence(dense, lexical, cos_of, ceiling, units)
+        out.append(_order(mode, query, found, n, fusion, model))
     return out
 
 
@@ -160,23 +148,36 @@ def _words(query: str) -> int:
     return len(query_words(query))
 
 
+@dataclass(frozen=True)
+class Evidence:
+    """One query's candidates as the backend gave them: the ``dense`` list (rowid, cosine)
+    and the ``lexical`` one (rowid, BM25), both best first; ``cos_of``: the cosine of each
+    lexical candidate the dense list lacks; ``ceiling``: the query's BM25 ceiling (0: no
+    lexical side); ``units``: the best unit of the candidates whose units were read (the
+    others count their aggregate cosine)."""
+
+    dense: list[tuple[int, float]]
+    lexical: list[tuple[int, float]]
+    cos_of: Mapping[int, float]
+    ceiling: float
+    units: Mapping[int, BestUnit]
+
+
 def _order(
     mode: str,
     query: str,
-    dense: list[tuple[int, float]],
-    lexical: list[tuple[int, float]],
-    cos_of: Mapping[int, float],
-    ceiling: float,
+    found: Evidence,
     n: int,
     fusion: Fusion,
-    units: Mapping[int, BestUnit] | None = None,
     model: relevance.Model | None = None,
 ) -> list[Ranked]:
     """One query's candidates scored and ordered: by the relevance score (ties: the cosine,
     then the rowid), or, for an ``eval`` comparison with ``fusion="convex"``/``"rrf"``, by
-    that fusion (the score is still the relevance score). ``units``: the best unit of the
-    candidates whose units were read (the others count their aggregate cosine)."""
+    that fusion (the score is still the relevance score)."""
     import numpy as np
+
+    dense, lexical, cos_of, ceiling = found.dense, found.lexical, found.cos_of, found.ceiling
+    units = found.units
 
     dense_pos = {r: i for i, (r, _) in enumerate(dense, start=1)}
     lex_pos = {r: i for i, (r, _) in enumerate(lexical, start=1)}
@@ -189,7 +190,6 @@ def _order(
     )
     bm = np.fromiter((bm25.get(r, 0.0) for r in ids), np.float64, len(ids))
     share = bm / ceiling if ceiling > 0 else np.zeros_like(bm)
-    units = units or {}
     unit = np.fromiter(
         (units[r].cosine if r in units else c for r, c in zip(ids, cos.tolist())),
         np.float64,
@@ -241,7 +241,8 @@ def lexical_ahead(
     """The lexical lists ``rank`` will ask for (no path filter, ``Fusion.depth`` deep), fetched
     before the query vectors exist: a cold ``query`` runs them while the model loads (the
     lexical side needs no vector). Same calls on the same snapshot, so the same lists; pass
-    the result to ``rank``/``retrieve`` as ``ahead``. Dense mode needs none."""
+    the result to ``retrieve`` as ``ahead`` (or to ``rank`` in an ``AheadReader``). Dense
+    mode needs none."""
     if mode == "dense":
         return {}
     depth = (fusion or Fusion()).depth
@@ -250,6 +251,28 @@ def lexical_ahead(
         for q in dict.fromkeys(queries)
         if q.strip()
     }
+
+
+class AheadReader:
+    """``backend`` with the lexical lists ``lexical_ahead`` fetched: a lexical question with
+    no path filter that one of them answers is answered from it (same calls on the same
+    snapshot, so the same list); every other question goes to ``backend``."""
+
+    def __init__(
+        self, backend: IndexReader, lists: Mapping[tuple[str, int], list[tuple[int, float]]]
+    ) -> None:
+        self._backend = backend
+        self._lists = lists
+
+    def lexical_candidates(
+        self, query: str, n: int, paths: Sequence[str] | None = None
+    ) -> list[tuple[int, float]]:
+        if paths is None and (query, n) in self._lists:
+            return self._lists[(query, n)]
+        return self._backend.lexical_candidates(query, n, paths)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._backend, name)
 
 
 def _both(first, second):  # -> (first(), second()), second in a thread
@@ -292,7 +315,7 @@ def retrieve(
     restrict the searched documents (``within``: one every document must match too), and
     with ``span="best"`` each admitted hit also carries its evidence span
     (``ragsift.retrieval.spans``). ``models``: as for ``rank``."""
-    from ragsift.retrieval.topk import build_retrieval
+    from ragsift.retrieval.topk import Scope, build_retrieval
     from ragsift.sources.reading import encodable
 
     strategy, mode, span = request.strategy, request.mode, request.span
@@ -303,19 +326,19 @@ def retrieve(
     searched = total if paths is None else backend.count(paths)
     ranked = (
         rank(
-            backend,
+            AheadReader(backend, ahead) if ahead else backend,
             queries,
             qvecs,
             mode=mode,
             n=strategy.fetch,
             fusion=request.fusion or Fusion(),
             paths=paths,
-            ahead=ahead,
             models=models,
         )
         if searched
         else [[] for _ in queries]
     )
+    scope = Scope(dimensions, model, searched, mode, path_glob or within, total == 0)
     wanted = sorted({c.rowid for cands in ranked for c in cands})
     records = {r.rowid: r for r in backend.chunk_records(wanted)}
     out = []
@@ -328,15 +351,10 @@ def retrieve(
         out.append(
             build_retrieval(
                 strategy,
+                scope,
                 query=query,
                 ranked=cands,
                 records=[records[c.rowid] for c in cands],
-                dimensions=dimensions,
-                model=model,
-                searched=searched,
-                mode=mode,
-                path_filter=path_glob or within,
-                corpus_empty=total == 0,
             )
         )
     if span != "chunk":

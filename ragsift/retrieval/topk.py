@@ -309,18 +309,28 @@ class Retrieval:
         }
 
 
+@dataclass(frozen=True)
+class Scope:
+    """What every query of one search shares, as its ``Retrieval`` records it: the model and
+    its ``dimensions``, how many chunks were ``searched`` (after the path filter), the
+    ``mode``, the ``path_filter`` given, and whether the index holds no chunk at all
+    (``corpus_empty``; None: ``searched == 0``)."""
+
+    dimensions: int
+    model: str
+    searched: int
+    mode: str = "dense"
+    path_filter: str | None = None
+    corpus_empty: bool | None = None
+
+
 def build_retrieval(
     strategy: TopK,
+    scope: Scope,
     *,
     query: str,
     ranked: Sequence[Ranked],
     records: Sequence[ChunkRecord],
-    dimensions: int,
-    model: str,
-    searched: int,
-    mode: str = "dense",
-    path_filter: str | None = None,
-    corpus_empty: bool | None = None,
 ) -> Retrieval:
     """Apply ``strategy`` to candidates already in the engine's order and build the record.
 
@@ -329,6 +339,7 @@ def build_retrieval(
     ``strategy.fetch`` are kept. The threshold applies to ``Ranked.score``, the relevance
     score the engine ordered them by.
     """
+    mode, searched = scope.mode, scope.searched
     ranked = list(ranked)[: strategy.fetch]
     records = list(records)[: len(ranked)]
     reasons = strategy.decide([c.score for c in ranked], [len(r.text) for r in records])
@@ -346,14 +357,14 @@ def build_retrieval(
         threshold=strategy.threshold,
         reject_window=strategy.reject_window,
         max_chars=strategy.max_chars,
-        dimensions=dimensions,
-        model=model,
+        dimensions=scope.dimensions,
+        model=scope.model,
         searched=searched,
         candidates=candidates,
         candidates_complete=len(candidates) < strategy.fetch,
-        corpus_empty=searched == 0 if corpus_empty is None else corpus_empty,
+        corpus_empty=searched == 0 if scope.corpus_empty is None else scope.corpus_empty,
         mode=mode,
-        path_filter=path_filter,
+        path_filter=scope.path_filter,
     )
 
 
