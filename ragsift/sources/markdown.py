@@ -168,16 +168,8 @@ def _token_pieces(
     def at(line: int) -> int:
         return starts[line] if line < n else len(text)
 
-    for a, b in zip(bounds, bounds[1:]) if len(text) > PIECE_CHARS else ():
-        if (
-            parsed[b] - parsed[a] > MAX_BLOCK_LINES
-            or parsed_chars[b] - parsed_chars[a] > MAX_BLOCK_CHARS
-        ):
-            raise BlockBound(
-                f"lines {a + 1}-{b} are one block of {b - a:,} lines ({at(b) - at(a):,} "
-                f"characters), past the markdown reader's bound of {MAX_BLOCK_LINES:,} lines "
-                f"or {MAX_BLOCK_CHARS // 1024:,} KiB per block"
-            )
+    if len(text) > PIECE_CHARS:
+        _check_block_bound(bounds, parsed, parsed_chars, at)
     tables = _table_cuts(text, starts, cuts) if "|" in text else []  # (first row, last
     # row, header line) of each table that may be cut
     firsts = [lo for lo, _, _ in tables]
@@ -206,6 +198,41 @@ def _token_pieces(
             return text[at(a) : at(b)], a
         return text[at(head) : at(head + 2)] + text[at(a) : at(b)], a - 2
 
+    env = _references(text, pieces, source)
+    for a, b in pieces:
+        part: dict = {}
+        src, shift = source(a, b)
+        if need is not None and not need(src):
+            continue
+        tokens = _parser().parse(src, part)
+        del src
+        _map_to_file(tokens, a, shift)
+        yield tokens, (env if env else part)
+
+
+def _check_block_bound(
+    bounds: list[int], parsed: list[int], parsed_chars: list[int], at: Callable[[int], int]
+) -> None:
+    """Raise ``BlockBound`` for the first stretch between two cut lines (``bounds``) that
+    holds more lines or characters outside fences (``parsed``, ``parsed_chars``: per line,
+    how many before it) than the bound; ``at(line)``: the offset a line starts at."""
+    for a, b in zip(bounds, bounds[1:]):
+        if (
+            parsed[b] - parsed[a] > MAX_BLOCK_LINES
+            or parsed_chars[b] - parsed_chars[a] > MAX_BLOCK_CHARS
+        ):
+            raise BlockBound(
+                f"lines {a + 1}-{b} are one block of {b - a:,} lines ({at(b) - at(a):,} "
+                f"characters), past the markdown reader's bound of {MAX_BLOCK_LINES:,} lines "
+                f"or {MAX_BLOCK_CHARS // 1024:,} KiB per block"
+            )
+
+
+def _references(
+    text: str, pieces: list[tuple[int, int]], source: Callable[[int, int], tuple[str, int]]
+) -> dict:
+    """The ``env`` holding the link references of the whole text when it is parsed in
+    several pieces (``source(a, b)``: a piece's text), else an empty one."""
     env: dict = {}
     if len(pieces) > 1 and _REFERENCE_DEFINITION.search(text):
         for a, b in pieces:  # a reference may be used before (or in another piece than) where
@@ -216,24 +243,23 @@ def _token_pieces(
             _parser().parse(src, part)
             for key, value in part.get("references", {}).items():
                 env.setdefault("references", {}).setdefault(key, value)
-    for a, b in pieces:
-        part = {}
-        src, shift = source(a, b)
-        if need is not None and not need(src):
-            continue
-        tokens = _parser().parse(src, part)
-        del src
-        if shift != a:  # the header's tokens are not the file's: no map (the table's rows
-            tokens[0].meta["continues"] = True  # and cells are, and the table goes on)
-            for tok in tokens[1:]:
-                tok.map = None
-                if tok.type == "thead_close":
-                    break
-            tokens[0].map = [a - shift, tokens[0].map[1]]
-        for tok in tokens:
-            if tok.map is not None:
-                tok.map = [tok.map[0] + shift, tok.map[1] + shift]
-        yield tokens, (env if env else part)
+    return env
+
+
+def _map_to_file(tokens: list[Any], a: int, shift: int) -> None:
+    """Make the ``map`` of a piece's tokens lines of the file: the piece is the file's lines
+    from ``a`` on, parsed from line ``shift`` (``a - 2`` when it starts in a table: its
+    header and delimiter rows were put before it)."""
+    if shift != a:  # the header's tokens are not the file's: no map (the table's rows
+        tokens[0].meta["continues"] = True  # and cells are, and the table goes on)
+        for tok in tokens[1:]:
+            tok.map = None
+            if tok.type == "thead_close":
+                break
+        tokens[0].map = [a - shift, tokens[0].map[1]]
+    for tok in tokens:
+        if tok.map is not None:
+            tok.map = [tok.map[0] + shift, tok.map[1] + shift]
 
 
 # a table's header line followed by its delimiter row (markdown-it's test, loosely): a text
@@ -515,37 +541,77 @@ def render_markdown_tables(doc: Document) -> Document:
     text = doc.text
     if "|" not in text:  # markdown-it's table rule needs a "|" in the header row
         return doc
-    line_starts = OffsetMap.of_lines(text).starts
-    # (orig_start, orig_end, replacement lines [(text, original line number)])
-    tables: list[tuple[int, int, list[tuple[str, int]]]] = []
     try:
-        for tokens, env in _token_pieces(text, line_starts or (0,)):
-            i = 0
-            while i < len(tokens):
-                tok = tokens[i]
-                if tok.type == "table_open" and tok.level == 0 and tok.map:
-                    j = i
-                    while tokens[j].type != "table_close":
-                        j += 1
-                    _parse_inline(_with_markup([t for t in tokens[i:j] if t.type == "inline"]), env)
-                    rows = _table_rows(tokens[i : j + 1])
-                    end_line = tok.map[1]
-                    end = line_starts[end_line] if end_line < len(line_starts) else len(text)
-                    if tok.meta.get("continues") and tables:  # (the rest of the previous
-                        start, _, before = tables.pop()  # piece's last table: _token_pieces)
-                        before.extend(rows)
-                        rows = before
-                    else:
-                        start = _line_offset(OffsetMap(line_starts), tok.map[0])
-                    tables.append((start, end, rows))
-                    i = j
-                i += 1
+        tables = _found_tables(text)
     except BlockBound:  # parse_markdown said so already: the text stays as it is
         return doc
     tables = [table for table in tables if table[2]]  # (a table without body rows stays)
     if not tables:
         return doc
+    new_text, segments, new_lines = _tables_as_lists(text, tables)
+    seg_starts = [s[0] for s in segments]
 
+    def translate(offset: int) -> tuple[int, bool]:
+        k = bisect_right(seg_starts, offset) - 1
+        orig, new, replaced = segments[max(k, 0)]
+        return (new, True) if replaced else (new + offset - orig, False)
+
+    for start, value in zip(doc.lines.starts, doc.lines.values):
+        new, replaced = translate(start)
+        if not replaced:
+            new_lines.append((new, value))
+
+    def moved(m: OffsetMap | None) -> OffsetMap | None:
+        if m is None:
+            return None
+        return _dedupe([(translate(s)[0], v) for s, v in zip(m.starts, m.values)])
+
+    return replace(
+        doc,
+        text=new_text,
+        lines=_dedupe(sorted(new_lines, key=lambda p: p[0])),
+        headings=moved(doc.headings),
+        pages=moved(doc.pages),
+    )
+
+
+def _found_tables(text: str) -> list[tuple[int, int, list[tuple[str, int]]]]:
+    """The top-level GFM tables of ``text``: each one's start and end offsets and its body
+    rows (``_table_rows``). A table that a piece of ``_token_pieces`` continues is one
+    table. Raises ``BlockBound`` as ``_token_pieces`` does."""
+    line_starts = OffsetMap.of_lines(text).starts
+    # (orig_start, orig_end, replacement lines [(text, original line number)])
+    tables: list[tuple[int, int, list[tuple[str, int]]]] = []
+    for tokens, env in _token_pieces(text, line_starts or (0,)):
+        i = 0
+        while i < len(tokens):
+            tok = tokens[i]
+            if tok.type == "table_open" and tok.level == 0 and tok.map:
+                j = i
+                while tokens[j].type != "table_close":
+                    j += 1
+                _parse_inline(_with_markup([t for t in tokens[i:j] if t.type == "inline"]), env)
+                rows = _table_rows(tokens[i : j + 1])
+                end_line = tok.map[1]
+                end = line_starts[end_line] if end_line < len(line_starts) else len(text)
+                if tok.meta.get("continues") and tables:  # (the rest of the previous
+                    start, _, before = tables.pop()  # piece's last table: _token_pieces)
+                    before.extend(rows)
+                    rows = before
+                else:
+                    start = _line_offset(OffsetMap(line_starts), tok.map[0])
+                tables.append((start, end, rows))
+                i = j
+            i += 1
+    return tables
+
+
+def _tables_as_lists(
+    text: str, tables: list[tuple[int, int, list[tuple[str, int]]]]
+) -> tuple[str, list[tuple[int, int, bool]], list[tuple[int, Any]]]:
+    """``text`` with each of ``tables`` replaced by its numbered rows; the segments that
+    translate offsets (``(orig_start, new_start, replaced?)``) and the new text's line map
+    pairs for the rows (``(new_start, original line)``)."""
     pieces: list[str] = []
     # Segments for translating offsets: (orig_start, new_start, replaced?)
     segments: list[tuple[int, int, bool]] = []
@@ -574,30 +640,7 @@ def render_markdown_tables(doc: Document) -> Document:
             new_len += len(piece)
         pos = end
     copy(len(text))
-    seg_starts = [s[0] for s in segments]
-
-    def translate(offset: int) -> tuple[int, bool]:
-        k = bisect_right(seg_starts, offset) - 1
-        orig, new, replaced = segments[max(k, 0)]
-        return (new, True) if replaced else (new + offset - orig, False)
-
-    for start, value in zip(doc.lines.starts, doc.lines.values):
-        new, replaced = translate(start)
-        if not replaced:
-            new_lines.append((new, value))
-
-    def moved(m: OffsetMap | None) -> OffsetMap | None:
-        if m is None:
-            return None
-        return _dedupe([(translate(s)[0], v) for s, v in zip(m.starts, m.values)])
-
-    return replace(
-        doc,
-        text="".join(pieces),
-        lines=_dedupe(sorted(new_lines, key=lambda p: p[0])),
-        headings=moved(doc.headings),
-        pages=moved(doc.pages),
-    )
+    return "".join(pieces), segments, new_lines
 
 
 def _dedupe(pairs: list[tuple[int, Any]]) -> OffsetMap:
