@@ -250,8 +250,6 @@ class _Builder:
 
 def build_fused_minilm(model: bytes, num_heads: int = 12, eps: float = 1e-12) -> bytes:
     """Serialized fused ModelProto for the pinned int8 all-MiniLM-L6-v2 export ``model``."""
-    import numpy as np
-
     inits, nodes = _read_graph(model)
     roles = _layer_weights(inits, nodes)
     layers = sorted({int(k.split(".")[1]) for k in roles})
@@ -285,62 +283,8 @@ def build_fused_minilm(model: bytes, num_heads: int = 12, eps: float = 1e-12) ->
     )
     hidden = "h0"
     for i in layers:
-        p = f"inner.encoder.layer.{i}"
-
-        def w(role: str, i: int = i):
-            key = f"layer.{i}.{role}"
-            return arr(roles[key]), arr(roles[key + ".scale"])
-
-        (qw, qs), (kw, ks), (vw, vs) = (
-            w("attention.self.query"),
-            w("attention.self.key"),
-            w("attention.self.value"),
-        )
-        qkv = b.dequant(
-            f"l{i}_qkv", np.concatenate([qw, kw, vw], axis=1), np.concatenate([qs, ks, vs], axis=1)
-        )
-        b.init(
-            f"l{i}_qkv_b",
-            np.concatenate(
-                [arr(f"{p}.attention.self.{r}.bias") for r in ("query", "key", "value")]
-            ),
-        )
-        att = b.node(
-            "Attention",
-            [hidden, qkv, f"l{i}_qkv_b", "mask_index"],
-            [f"l{i}_att"],
-            domain="com.microsoft",
-            num_heads=num_heads,
-        )
-        wo = b.dequant(f"l{i}_o", *w("attention.output.dense"))
-        proj = b.node("MatMul", [att, wo], [f"l{i}_proj"])
-        b.init(f"l{i}_ln1_w", arr(f"{p}.attention.output.LayerNorm.weight"))
-        b.init(f"l{i}_ln1_b", arr(f"{p}.attention.output.LayerNorm.bias"))
-        b.init(f"l{i}_o_b", arr(f"{p}.attention.output.dense.bias"))
-        h1 = b.node(
-            "SkipLayerNormalization",
-            [proj, hidden, f"l{i}_ln1_w", f"l{i}_ln1_b", f"l{i}_o_b"],
-            [f"l{i}_h1"],
-            domain="com.microsoft",
-            epsilon=eps,
-        )
-        wi = b.dequant(f"l{i}_i", *w("intermediate.dense"))
-        inter = b.node("MatMul", [h1, wi], [f"l{i}_inter"])
-        b.init(f"l{i}_i_b", arr(f"{p}.intermediate.dense.bias"))
-        gelu = b.node("BiasGelu", [inter, f"l{i}_i_b"], [f"l{i}_gelu"], domain="com.microsoft")
-        wout = b.dequant(f"l{i}_out", *w("output.dense"))
-        down = b.node("MatMul", [gelu, wout], [f"l{i}_down"])
-        b.init(f"l{i}_ln2_w", arr(f"{p}.output.LayerNorm.weight"))
-        b.init(f"l{i}_ln2_b", arr(f"{p}.output.LayerNorm.bias"))
-        b.init(f"l{i}_out_b", arr(f"{p}.output.dense.bias"))
         out_name = "last_hidden_state" if i == layers[-1] else f"l{i}_h2"
-        hidden = b.node(
-            "SkipLayerNormalization",
-            [down, h1, f"l{i}_ln2_w", f"l{i}_ln2_b", f"l{i}_out_b"],
-            [out_name],
-            domain="com.microsoft",
-            epsilon=eps,
-        )
+        hidden = _encoder_layer(b, inits, roles, i, hidden, out_name, num_heads=num_heads, eps=eps)
     dims = ["batch", "sequence"]
     inputs = [
         b.value_info(n, INT64, dims) for n in ("input_ids", "attention_mask", "token_type_ids")
@@ -348,6 +292,80 @@ def build_fused_minilm(model: bytes, num_heads: int = 12, eps: float = 1e-12) ->
     hidden_size = int(inits[f"{e}.LayerNorm.weight"].dims[0])
     outputs = [b.value_info("last_hidden_state", FLOAT, [*dims, hidden_size])]
     return b.model(inputs, outputs)
+
+
+def _encoder_layer(
+    b: _Builder,
+    inits: dict,
+    roles: dict[str, str],
+    i: int,
+    hidden: str,
+    out_name: str,
+    *,
+    num_heads: int,
+    eps: float,
+) -> str:
+    """Encoder layer ``i`` added to ``b`` as fused kernels (one Attention over the joined
+    q/k/v weights, SkipLayerNormalization, BiasGelu), reading ``hidden``; returns the name
+    of its output (``out_name``)."""
+    import numpy as np
+
+    p = f"inner.encoder.layer.{i}"
+
+    def arr(name: str):
+        return inits[name].array()
+
+    def w(role: str):
+        key = f"layer.{i}.{role}"
+        return arr(roles[key]), arr(roles[key + ".scale"])
+
+    (qw, qs), (kw, ks), (vw, vs) = (
+        w("attention.self.query"),
+        w("attention.self.key"),
+        w("attention.self.value"),
+    )
+    qkv = b.dequant(
+        f"l{i}_qkv", np.concatenate([qw, kw, vw], axis=1), np.concatenate([qs, ks, vs], axis=1)
+    )
+    b.init(
+        f"l{i}_qkv_b",
+        np.concatenate([arr(f"{p}.attention.self.{r}.bias") for r in ("query", "key", "value")]),
+    )
+    att = b.node(
+        "Attention",
+        [hidden, qkv, f"l{i}_qkv_b", "mask_index"],
+        [f"l{i}_att"],
+        domain="com.microsoft",
+        num_heads=num_heads,
+    )
+    wo = b.dequant(f"l{i}_o", *w("attention.output.dense"))
+    proj = b.node("MatMul", [att, wo], [f"l{i}_proj"])
+    b.init(f"l{i}_ln1_w", arr(f"{p}.attention.output.LayerNorm.weight"))
+    b.init(f"l{i}_ln1_b", arr(f"{p}.attention.output.LayerNorm.bias"))
+    b.init(f"l{i}_o_b", arr(f"{p}.attention.output.dense.bias"))
+    h1 = b.node(
+        "SkipLayerNormalization",
+        [proj, hidden, f"l{i}_ln1_w", f"l{i}_ln1_b", f"l{i}_o_b"],
+        [f"l{i}_h1"],
+        domain="com.microsoft",
+        epsilon=eps,
+    )
+    wi = b.dequant(f"l{i}_i", *w("intermediate.dense"))
+    inter = b.node("MatMul", [h1, wi], [f"l{i}_inter"])
+    b.init(f"l{i}_i_b", arr(f"{p}.intermediate.dense.bias"))
+    gelu = b.node("BiasGelu", [inter, f"l{i}_i_b"], [f"l{i}_gelu"], domain="com.microsoft")
+    wout = b.dequant(f"l{i}_out", *w("output.dense"))
+    down = b.node("MatMul", [gelu, wout], [f"l{i}_down"])
+    b.init(f"l{i}_ln2_w", arr(f"{p}.output.LayerNorm.weight"))
+    b.init(f"l{i}_ln2_b", arr(f"{p}.output.LayerNorm.bias"))
+    b.init(f"l{i}_out_b", arr(f"{p}.output.dense.bias"))
+    return b.node(
+        "SkipLayerNormalization",
+        [down, h1, f"l{i}_ln2_w", f"l{i}_ln2_b", f"l{i}_out_b"],
+        [out_name],
+        domain="com.microsoft",
+        epsilon=eps,
+    )
 
 
 # -- the optimised graph, cached on disk --------------------------------------------------------

@@ -14,7 +14,7 @@ longer of the two, not their sum (both release the GIL for most of their work).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -125,15 +125,8 @@ def dense_view(text: str, count: Callable[[list[str]], list[int]], limit: int) -
         return None
     base = count([""])[0]  # the special tokens (and prefix) every text pays once
     budget = limit - base
+    lines = _question_apart(lines)
     last = len(lines) - 1
-    if len(lines[last]) > _QUESTION_CHARS:  # one long line (a paragraph): its last sentences
-        sentences = _SENTENCE_END.split(lines[last])
-        tail: list[str] = []
-        while sentences and sum(len(t) + 1 for t in tail) + len(sentences[-1]) <= _QUESTION_CHARS:
-            tail.insert(0, sentences.pop())
-        if sentences and tail:
-            lines[last : last + 1] = [" ".join(sentences), " ".join(tail)]
-            last += 1
     sizes = [max(0, n - base) for n in count(lines)]
     chosen: dict[int, str] = {}  # line index -> what it counts as
     used = 0
@@ -153,22 +146,7 @@ def dense_view(text: str, count: Callable[[list[str]], list[int]], limit: int) -
     for i in range(last, -1, -1):
         if _ERROR_LINE.match(lines[i]):
             take(i, "error")
-    # identifiers of the lines left out, the most repeated first (ties: the later first)
-    seen: dict[str, list[int]] = {}
-    for i, line in enumerate(lines):
-        if i in chosen:
-            continue
-        for m in _IDENT.finditer(line):
-            ident = m.group()
-            if "/" in ident:  # a path: by its file and folder; a folder path says nothing
-                parts = ident.split("/")
-                if "." not in parts[-1]:
-                    continue
-                ident = "/".join(parts[-2:])
-            seen.setdefault(ident, [0, 0])
-            seen[ident][0] += 1
-            seen[ident][1] = i
-    idents = sorted(seen, key=lambda w: (-seen[w][0], -seen[w][1]))
+    idents = _left_out_identifiers(lines, chosen)
     kept_idents: list[str] = []
     if idents:
         id_sizes = [max(0, n - base) for n in count(idents)]
@@ -203,6 +181,40 @@ def dense_view(text: str, count: Callable[[list[str]], list[int]], limit: int) -
         error_lines=kinds.count("error"),
         identifiers=len(kept_idents),
     )
+
+
+def _question_apart(lines: list[str]) -> list[str]:
+    """``lines`` with a last line longer than a question (one paragraph) split in two: its
+    last sentences (at most ``_QUESTION_CHARS``, the question) and what comes before."""
+    last = len(lines) - 1
+    if len(lines[last]) > _QUESTION_CHARS:  # one long line (a paragraph): its last sentences
+        sentences = _SENTENCE_END.split(lines[last])
+        tail: list[str] = []
+        while sentences and sum(len(t) + 1 for t in tail) + len(sentences[-1]) <= _QUESTION_CHARS:
+            tail.insert(0, sentences.pop())
+        if sentences and tail:
+            return [*lines[:last], " ".join(sentences), " ".join(tail)]
+    return lines
+
+
+def _left_out_identifiers(lines: list[str], chosen: Mapping[int, str]) -> list[str]:
+    """The identifiers of the lines not ``chosen``, the most repeated first (ties: the one
+    seen later first); a path counts as its file and folder, a folder path not at all."""
+    seen: dict[str, list[int]] = {}
+    for i, line in enumerate(lines):
+        if i in chosen:
+            continue
+        for m in _IDENT.finditer(line):
+            ident = m.group()
+            if "/" in ident:  # a path: by its file and folder; a folder path says nothing
+                parts = ident.split("/")
+                if "." not in parts[-1]:
+                    continue
+                ident = "/".join(parts[-2:])
+            seen.setdefault(ident, [0, 0])
+            seen[ident][0] += 1
+            seen[ident][1] = i
+    return sorted(seen, key=lambda w: (-seen[w][0], -seen[w][1]))
 
 
 class Searcher:
