@@ -159,27 +159,39 @@ def render(
     own label. Document text is shown literally (``Text``, never markup)."""
     from rich.text import Text
 
-    from ragsift.api import ATTRIBUTION_NOTE as NOTE
-    from ragsift.cli.render import (
-        INDENT,
-        MARKS,
-        NARROW,
-        colour,
-        counts_line,
-        flat,
-        group_label,
-        rejected_title,
-        shown,
-    )
+    from ragsift.cli.render import NARROW, shown
 
     width = console.width
-    wide = width >= NARROW
-    marks = console.color_system is None  # no styles reach the reader: mark the unit
+    columns = _Columns(r, width >= NARROW, width)
+    _print_header(console, width, r, model, origin, columns, query_truncated, max_length)
+    _print_admitted(console, width, r, attributions, columns)
+    _print_rejected(console, width, r, columns)
+    for hint in hint_lines:
+        console.print(Text.assemble(("hint: ", "bold yellow"), shown(hint)))
+
+
+def _line(console: Console, text: Text) -> None:
+    """One terminal line, cut rather than wrapped."""
+    console.print(text, no_wrap=True, overflow="ellipsis", crop=True)
+
+
+def _print_header(
+    console: Console,
+    width: int,
+    r: Retrieval,
+    model: str,
+    origin: str,
+    columns: _Columns,
+    query_truncated: int,
+    max_length: int | None,
+) -> None:
+    """The query; model, mode, threshold, chunks searched; the candidate counts; a truncated
+    query's warning; and, when there are candidates, the legend and the column header."""
+    from rich.text import Text
+
+    from ragsift.cli.render import counts_line, flat, shown
+
     out = console.print
-
-    def line(text: Text) -> None:  # one terminal line, cut rather than wrapped
-        out(text, no_wrap=True, overflow="ellipsis", crop=True)
-
     out(
         Text.assemble(
             ("query  ", "bold"),
@@ -207,50 +219,72 @@ def render(
                 style="yellow",
             )
         )
-    columns = _Columns(r, wide, width)
     if r.candidates:
         out(Text(_legend(r, width), style="dim"))
-        line(columns.header())
+        _line(console, columns.header())
 
+
+def _print_admitted(
+    console: Console,
+    width: int,
+    r: Retrieval,
+    attributions: list[Attribution],
+    columns: _Columns,
+) -> None:
+    """Each hit: its numbers, ``path:line``, a few lines of its text with the best unit marked,
+    and its closest units (with the note on what they are); or "nothing admitted"."""
+    from rich.text import Text
+
+    from ragsift.api import ATTRIBUTION_NOTE as NOTE
+    from ragsift.cli.render import INDENT, MARKS, flat
+
+    marks = console.color_system is None  # no styles reach the reader: mark the unit
+    if not r.admitted:
+        console.print(Text("nothing admitted", style="bold red"))
+        return
     by_id = {a.id: a for a in attributions}
-    if r.admitted:
-        unit = f"best unit {MARKS[0]}marked{MARKS[1]}" if marks else "best unit highlighted"
-        out(
-            Text.assemble(
-                (f"admitted ({len(r.admitted)})", "bold green"), (f" · each hit's {unit}", "dim")
-            )
+    unit = f"best unit {MARKS[0]}marked{MARKS[1]}" if marks else "best unit highlighted"
+    console.print(
+        Text.assemble(
+            (f"admitted ({len(r.admitted)})", "bold green"), (f" · each hit's {unit}", "dim")
         )
-        for c in r.admitted:
-            a = by_id.get(c.id)
-            for row in columns.head(c):
-                line(row)
-            for row in _where(c, width, INDENT):
-                line(row)
-            for row in _text(console, c, a, width - INDENT, marks):
-                line(Text(" " * INDENT).append_text(row))
-            for u in a.units if a is not None else ():
-                label = f"unit {u.score:.3f} share {u.share:.0%}  "
-                row = Text(" " * INDENT).append(label, style="magenta")
-                row.append(flat(u.text))
-                line(row)
-        if any(by_id.get(c.id) and by_id[c.id].units for c in r.admitted):
-            out(Text("closest units: " + NOTE, style="dim"))
-    else:
-        out(Text("nothing admitted", style="bold red"))
+    )
+    for c in r.admitted:
+        a = by_id.get(c.id)
+        for row in columns.head(c):
+            _line(console, row)
+        for row in _where(c, width, INDENT):
+            _line(console, row)
+        for row in _text(console, c, a, width - INDENT, marks):
+            _line(console, Text(" " * INDENT).append_text(row))
+        for u in a.units if a is not None else ():
+            label = f"unit {u.score:.3f} share {u.share:.0%}  "
+            row = Text(" " * INDENT).append(label, style="magenta")
+            row.append(flat(u.text))
+            _line(console, row)
+    if any(by_id.get(c.id) and by_id[c.id].units for c in r.admitted):
+        console.print(Text("closest units: " + NOTE, style="dim"))
+
+
+def _print_rejected(console: Console, width: int, r: Retrieval, columns: _Columns) -> None:
+    """The rejected candidates, grouped under the rule that turned each away, one line of
+    numbers and a one-line preview each."""
+    from rich.text import Text
+
+    from ragsift.cli.render import INDENT, colour, group_label, rejected_title
 
     rejected = r.rejected
-    if rejected:
-        out(Text(rejected_title(r), style="bold"))
-        group = None
-        for c in rejected:
-            if c.reason != group:
-                group = c.reason
-                out(Text("  " + group_label(c, r), style=colour(c)))
-            for row in columns.head(c):
-                line(row)
-            line(_where_preview(c, width, INDENT))
-    for hint in hint_lines:
-        out(Text.assemble(("hint: ", "bold yellow"), shown(hint)))
+    if not rejected:
+        return
+    console.print(Text(rejected_title(r), style="bold"))
+    group = None
+    for c in rejected:
+        if c.reason != group:
+            group = c.reason
+            console.print(Text("  " + group_label(c, r), style=colour(c)))
+        for row in columns.head(c):
+            _line(console, row)
+        _line(console, _where_preview(c, width, INDENT))
 
 
 def _legend(r: Retrieval, width: int) -> str:
