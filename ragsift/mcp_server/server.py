@@ -1,6 +1,6 @@
 """The MCP server over a ``Service`` (``make_server``): the SDK's low-level ``Server`` with four
-tools, the documents as resources and one resource template. Imports the SDK only inside
-``make_server``."""
+tools, the documents as resources and one resource template, each handler's work in a
+function of its own. Imports the SDK only inside functions (nothing at import time)."""
 
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ from ragsift.mcp_server.text import (
 from ragsift.version import __version__
 
 if TYPE_CHECKING:
+    import mcp_types as t
     from mcp.server.lowlevel import Server
 
 PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
@@ -95,65 +96,30 @@ TOOLS = {  # name: (title, description, call, text)
 }
 
 
+OUTPUTS = {
+    "search": SEARCH_OUTPUT,
+    "explain": EXPLAIN_OUTPUT,
+    "list_documents": DOCUMENTS_OUTPUT,
+    "read": READ_OUTPUT,
+}
+
+INSTRUCTIONS = (
+    "Search a local document index built by ragsift. "
+    + THRESHOLD_NOTE
+    + " Cite hits by path and lines; read around a hit with the read tool "
+    "or its ragsift://document/ URI."
+)
+
+
 def make_server(service: Service, *, debug: bool = False) -> Server:
     """The MCP server over ``service``: four tools, the documents as resources and one
     resource template. Every handler answers; nothing it raises reaches the SDK's logs."""
     import anyio
-    import mcp_types as t
     from mcp.server.lowlevel import Server
     from mcp.shared.exceptions import MCPError
 
-    def floor_value() -> float | None:
-        try:
-            return service.floor().value
-        except Exception:
-            return None
-
-    def input_schema(name: str, floor: float | None) -> dict[str, Any]:
-        if name in ("search", "explain"):
-            return search_input(service, floor)
-        return LIST_INPUT if name == "list_documents" else READ_INPUT
-
-    outputs = {
-        "search": SEARCH_OUTPUT,
-        "explain": EXPLAIN_OUTPUT,
-        "list_documents": DOCUMENTS_OUTPUT,
-        "read": READ_OUTPUT,
-    }
-
     async def list_tools(ctx: Any, params: Any) -> t.ListToolsResult:
-        floor = floor_value()
-        return t.ListToolsResult(
-            tools=[
-                t.Tool(
-                    name=name,
-                    title=title,
-                    description=text,
-                    input_schema=input_schema(name, floor),
-                    output_schema=outputs[name],
-                )
-                for name, (title, text, _, _) in TOOLS.items()
-            ]
-        )
-
-    def run_call(method: str, args: Any, text_of: Any) -> t.CallToolResult:
-        try:
-            record = service.call(method, args)
-            return t.CallToolResult(
-                content=[t.TextContent(type="text", text=text_of(record))],
-                structured_content=record,
-            )
-        except ArgumentError as exc:
-            message = str(exc)
-        except RagsiftError as exc:
-            message = exc.message
-        except Exception as exc:
-            if debug:
-                import traceback
-
-                traceback.print_exc(file=sys.stderr)
-            message = service.damage(exc)
-        return t.CallToolResult(content=[t.TextContent(type="text", text=message)], is_error=True)
+        return _tool_list(service)
 
     async def call_tool(ctx: Any, params: t.CallToolRequestParams) -> t.CallToolResult:
         if params.name not in TOOLS:
@@ -162,76 +128,152 @@ def make_server(service: Service, *, debug: bool = False) -> Server:
                 message=f"Unknown tool {show(params.name)}; the tools are {', '.join(TOOLS)}",
             )
         _, _, method, text_of = TOOLS[params.name]
-        return await anyio.to_thread.run_sync(run_call, method, params.arguments, text_of)
+        return await anyio.to_thread.run_sync(
+            _run_call, service, debug, method, params.arguments, text_of
+        )
 
     async def list_resources(ctx: Any, params: Any) -> t.ListResourcesResult:
-        try:
-            paths = await anyio.to_thread.run_sync(service.documents_for_listing)
-        except Exception:
-            paths = []
-        return t.ListResourcesResult(
-            resources=[
-                t.Resource(
-                    uri=document_uri(p),
-                    name=p,
-                    mime_type="text/plain",
-                    description="the text ragsift indexed, chunk by chunk",
-                )
-                for p in paths
-            ]
-        )
+        return await _resource_list(service)
 
     async def list_templates(ctx: Any, params: Any) -> t.ListResourceTemplatesResult:
-        return t.ListResourceTemplatesResult(
-            resource_templates=[
-                t.ResourceTemplate(
-                    uri_template=URI_PREFIX + "{path}",
-                    name="document",
-                    mime_type="text/plain",
-                    description="The text ragsift indexed for one document, chunk by chunk with "
-                    "line ranges (the stored path percent-encoded, '/' as %2F).",
-                )
-            ]
-        )
+        return _template_list()
 
     async def read_resource(ctx: Any, params: t.ReadResourceRequestParams) -> t.ReadResourceResult:
-        uri = str(params.uri)
-        try:
-            path = path_of_uri(uri)
-        except UnicodeDecodeError:
-            path = None
-        text = None
-        if path is not None and not has_surrogate(path):
-            try:
-                text = await anyio.to_thread.run_sync(service.document, path)
-            except RagsiftError as exc:
-                raise MCPError(code=-32603, message=exc.message, data={"uri": uri}) from None
-            except Exception as exc:
-                message = await anyio.to_thread.run_sync(service.damage, exc)
-                raise MCPError(code=-32603, message=message, data={"uri": uri}) from None
-        if text is None:
-            raise MCPError(
-                code=RESOURCE_NOT_FOUND,
-                message=f"Resource not found: {show(uri, 200)} is no indexed "
-                "document (list_documents gives their URIs)",
-                data={"uri": uri},
-            )
-        return t.ReadResourceResult(
-            contents=[t.TextResourceContents(uri=uri, text=text, mime_type="text/plain")]
-        )
+        return await _read_document(service, str(params.uri))
 
     return Server(
         "ragsift",
         version=__version__,
-        instructions=(
-            "Search a local document index built by ragsift. "
-            + THRESHOLD_NOTE
-            + " Cite hits by path and lines; read around a hit with the read tool "
-            "or its ragsift://document/ URI."
-        ),
+        instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         on_list_resources=list_resources,
         on_list_resource_templates=list_templates,
         on_read_resource=read_resource,
+    )
+
+
+def _tool_list(service: Service) -> t.ListToolsResult:
+    """The four tools, the search schemas with the index's floor (none when it cannot be
+    read: the list still answers)."""
+    import mcp_types as t
+
+    try:
+        floor = service.floor().value
+    except Exception:
+        floor = None
+
+    def input_schema(name: str) -> dict[str, Any]:
+        if name in ("search", "explain"):
+            return search_input(service, floor)
+        return LIST_INPUT if name == "list_documents" else READ_INPUT
+
+    return t.ListToolsResult(
+        tools=[
+            t.Tool(
+                name=name,
+                title=title,
+                description=text,
+                input_schema=input_schema(name),
+                output_schema=OUTPUTS[name],
+            )
+            for name, (title, text, _, _) in TOOLS.items()
+        ]
+    )
+
+
+def _run_call(
+    service: Service, debug: bool, method: str, args: Any, text_of: Any
+) -> t.CallToolResult:
+    """One tool call (on a worker thread): its record as text and structured content, or
+    the error's line as an error result (a traceback on stderr with ``debug``)."""
+    import mcp_types as t
+
+    try:
+        record = service.call(method, args)
+        return t.CallToolResult(
+            content=[t.TextContent(type="text", text=text_of(record))],
+            structured_content=record,
+        )
+    except ArgumentError as exc:
+        message = str(exc)
+    except RagsiftError as exc:
+        message = exc.message
+    except Exception as exc:
+        if debug:
+            import traceback
+
+            traceback.print_exc(file=sys.stderr)
+        message = service.damage(exc)
+    return t.CallToolResult(content=[t.TextContent(type="text", text=message)], is_error=True)
+
+
+async def _resource_list(service: Service) -> t.ListResourcesResult:
+    """Every indexed document as a resource (none when the index cannot be read)."""
+    import anyio
+    import mcp_types as t
+
+    try:
+        paths = await anyio.to_thread.run_sync(service.documents_for_listing)
+    except Exception:
+        paths = []
+    return t.ListResourcesResult(
+        resources=[
+            t.Resource(
+                uri=document_uri(p),
+                name=p,
+                mime_type="text/plain",
+                description="the text ragsift indexed, chunk by chunk",
+            )
+            for p in paths
+        ]
+    )
+
+
+def _template_list() -> t.ListResourceTemplatesResult:
+    """The one resource template: a document by its stored path."""
+    import mcp_types as t
+
+    return t.ListResourceTemplatesResult(
+        resource_templates=[
+            t.ResourceTemplate(
+                uri_template=URI_PREFIX + "{path}",
+                name="document",
+                mime_type="text/plain",
+                description="The text ragsift indexed for one document, chunk by chunk with "
+                "line ranges (the stored path percent-encoded, '/' as %2F).",
+            )
+        ]
+    )
+
+
+async def _read_document(service: Service, uri: str) -> t.ReadResourceResult:
+    """The indexed text behind a document URI; an ``MCPError`` for an unknown document
+    (``RESOURCE_NOT_FOUND``) or one that cannot be read (-32603, with ragsift's line)."""
+    import anyio
+    import mcp_types as t
+    from mcp.shared.exceptions import MCPError
+
+    try:
+        path = path_of_uri(uri)
+    except UnicodeDecodeError:
+        path = None
+    text = None
+    if path is not None and not has_surrogate(path):
+        try:
+            text = await anyio.to_thread.run_sync(service.document, path)
+        except RagsiftError as exc:
+            raise MCPError(code=-32603, message=exc.message, data={"uri": uri}) from None
+        except Exception as exc:
+            message = await anyio.to_thread.run_sync(service.damage, exc)
+            raise MCPError(code=-32603, message=message, data={"uri": uri}) from None
+    if text is None:
+        raise MCPError(
+            code=RESOURCE_NOT_FOUND,
+            message=f"Resource not found: {show(uri, 200)} is no indexed "
+            "document (list_documents gives their URIs)",
+            data={"uri": uri},
+        )
+    return t.ReadResourceResult(
+        contents=[t.TextResourceContents(uri=uri, text=text, mime_type="text/plain")]
     )

@@ -264,46 +264,67 @@ def encode(message: Any) -> str:
 
 async def _serve(service: Service, debug: bool) -> None:
     import anyio
-    import mcp_types as t
-    from mcp.shared.message import SessionMessage
 
     server = make_server(service, debug=debug)
     wire = Wire()
     to_sdk_send, to_sdk = anyio.create_memory_object_stream(0)
     from_sdk, from_sdk_recv = anyio.create_memory_object_stream(0)
 
-    # requests handed to the SDK and not answered yet: at EOF the session ends only once
-    # each has its reply (the SDK cancels what is in flight when its input closes)
-    pending: set[Any] = set()
-    settled = anyio.Event()
-
     # stdin is read on a daemon thread of our own, not an anyio worker: a worker blocked in
     # read() is joined at exit, so Ctrl-C would wait for the client to close stdin (#40)
     lines_send, lines_recv = anyio.create_memory_object_stream[bytes](0)
     token = anyio.lowlevel.current_token()
+    threading.Thread(
+        target=_pump, args=(wire, lines_send, token), name="ragsift-mcp-stdin", daemon=True
+    ).start()
 
-    def pump() -> None:
-        try:
-            while True:
-                raw = wire.readline()
-                anyio.from_thread.run(lines_send.send, raw, token=token)
-                if not raw:
-                    return
-        except Exception:  # the loop is gone (Ctrl-C, the session ended): nobody to tell
-            return
+    session = _Session(wire)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(session.read, lines_recv, to_sdk_send)
+            tg.start_soon(session.write, from_sdk_recv)
+            await server.run(to_sdk, from_sdk, server.create_initialization_options())
+            tg.cancel_scope.cancel()  # the SDK ended the session (EOF): stop reading
+    finally:
+        wire.restore()
 
-    threading.Thread(target=pump, name="ragsift-mcp-stdin", daemon=True).start()
 
-    async def reader() -> None:
-        nonlocal settled
+def _pump(wire: Wire, lines_send: Any, token: Any) -> None:
+    """Stdin's lines handed to the event loop, b"" last (EOF)."""
+    import anyio
+
+    try:
+        while True:
+            raw = wire.readline()
+            anyio.from_thread.run(lines_send.send, raw, token=token)
+            if not raw:
+                return
+    except Exception:  # the loop is gone (Ctrl-C, the session ended): nobody to tell
+        return
+
+
+class _Session:
+    """The two directions of one session: client lines checked and handed to the SDK
+    (``read``), the SDK's messages written to the client (``write``). ``pending`` holds the
+    requests handed to the SDK and not answered yet: at EOF the session ends only once each
+    has its reply (the SDK cancels what is in flight when its input closes)."""
+
+    def __init__(self, wire: Wire) -> None:
+        import anyio
+
+        self.wire = wire
+        self.pending: set[Any] = set()
+        self.settled = anyio.Event()
+
+    async def read(self, lines_recv: Any, to_sdk_send: Any) -> None:
+        import anyio
+        from mcp.shared.message import SessionMessage
+
         async with to_sdk_send:
             while True:
                 raw = await lines_recv.receive()
                 if not raw:
-                    with anyio.move_on_after(EOF_GRACE_S):  # a reply the SDK never sends
-                        while pending and not wire.gone:
-                            settled = anyio.Event()
-                            await settled.wait()
+                    await self._drain()
                     return
                 if raw == b"\x00too-long":
                     message, reply = (
@@ -317,19 +338,38 @@ async def _serve(service: Service, debug: bool) -> None:
                 else:
                     message, reply = read_message(raw)
                 if reply is not None:
-                    await anyio.to_thread.run_sync(wire.write, encode(reply))
+                    await anyio.to_thread.run_sync(self.wire.write, encode(reply))
                 if message is not None:
-                    if isinstance(message, t.JSONRPCRequest):
-                        pending.add((type(message.id), message.id))
-                    elif (
-                        isinstance(message, t.JSONRPCNotification)
-                        and message.method == "notifications/cancelled"
-                    ):
-                        rid = (message.params or {}).get("requestId")
-                        pending.discard((type(rid), rid))  # a cancelled request: no reply
+                    self._track(message)
                     await to_sdk_send.send(SessionMessage(message))
 
-    async def writer() -> None:
+    async def _drain(self) -> None:
+        """At EOF: wait for the pending requests' replies (at most ``EOF_GRACE_S``: a reply
+        the SDK never sends), unless the client has gone."""
+        import anyio
+
+        with anyio.move_on_after(EOF_GRACE_S):
+            while self.pending and not self.wire.gone:
+                self.settled = anyio.Event()
+                await self.settled.wait()
+
+    def _track(self, message: Any) -> None:
+        """A request handed to the SDK is pending; a cancelled one gets no reply."""
+        import mcp_types as t
+
+        if isinstance(message, t.JSONRPCRequest):
+            self.pending.add((type(message.id), message.id))
+        elif (
+            isinstance(message, t.JSONRPCNotification)
+            and message.method == "notifications/cancelled"
+        ):
+            rid = (message.params or {}).get("requestId")
+            self.pending.discard((type(rid), rid))  # a cancelled request: no reply
+
+    async def write(self, from_sdk_recv: Any) -> None:
+        import anyio
+        import mcp_types as t
+
         async with from_sdk_recv:
             async for item in from_sdk_recv:
                 message = item.message
@@ -345,20 +385,11 @@ async def _serve(service: Service, debug: bool) -> None:
                             f"could not be encoded ({type(exc).__name__})",
                         )
                     )
-                await anyio.to_thread.run_sync(wire.write, line)
+                await anyio.to_thread.run_sync(self.wire.write, line)
                 if isinstance(message, (t.JSONRPCResponse, t.JSONRPCError)):
-                    pending.discard((type(message.id), message.id))
-                    if not pending:
-                        settled.set()
-
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(reader)
-            tg.start_soon(writer)
-            await server.run(to_sdk, from_sdk, server.create_initialization_options())
-            tg.cancel_scope.cancel()  # the SDK ended the session (EOF): stop reading
-    finally:
-        wire.restore()
+                    self.pending.discard((type(message.id), message.id))
+                    if not self.pending:
+                        self.settled.set()
 
 
 START_UP_ERROR = -32000  # JSON-RPC's range for a server's own errors: it cannot serve
