@@ -42,17 +42,17 @@ Snapshots and the writer lock:
   only (``KEEP_VERSIONS``, lance_compact.py; docs/scale.md, "What a Lance index keeps"): the
   files of older versions go. A reader whose snapshot was removed meanwhile moves to the
   newest version at the read that finds a file gone, and answers from it
-  (``_snapshot_removed``; tests/test_compaction.py).
+  (``lance_damage.snapshot_removed``; tests/test_compaction.py).
 
 Object storage credentials come from the environment as for any AWS client
 (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``, ``AWS_ENDPOINT_URL`` for an
 S3-compatible server, ``AWS_ALLOW_HTTP=true`` for a plain-http one).
 
-This module: ``LanceIndex`` (opening, settings, reads and search, stats), ``inspect_location``
-and the wrapper that reports damaged data files. The writing methods are the ``LanceWriter``
-mixin (``lance_write.py``); the schema, row and fragment helpers live in ``lance_rows.py``
-(``chunk_row``, ``rows_table``, ``write_fragments``, ``storage_options`` are importable from
-here as before).
+This module: ``LanceIndex`` (opening, settings, reads and search, stats) and
+``inspect_location``. The writing methods are the ``LanceWriter`` mixin (``lance_write.py``),
+``compact`` the ``LanceCompaction`` mixin (``lance_compact.py``); the schema, row and fragment
+helpers live in ``lance_rows.py``; the guard that reports damaged data files and follows a
+removed snapshot in ``lance_damage.py``.
 """
 
 from __future__ import annotations
@@ -74,6 +74,7 @@ from ragsift.index.backend import (
     FragmentCommits,
 )
 from ragsift.index.lance_compact import LanceCompaction
+from ragsift.index.lance_damage import guard
 from ragsift.index.lance_rows import (
     CHUNK_FIELDS,
     DOC_FIELDS,
@@ -227,6 +228,10 @@ class LanceIndex(LanceWriter, LanceCompaction, FragmentCommits):
             if self._lock is not None:
                 self._lock.release()
                 self._lock = None
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     def __enter__(self) -> LanceIndex:
         return self
@@ -597,78 +602,4 @@ def inspect_location(path: str) -> str:
         raise
 
 
-def _snapshot_removed(index: LanceIndex, exc: Exception) -> bool:
-    """Whether a reader's read failed because a file of its snapshot is gone while a newer
-    version exists: a writer's ``compact`` removed the version (``KEEP_VERSIONS``). A file
-    missing from the newest version is damage, reported as such."""
-    if index.mode != "r" or index._closed or "not found" not in str(exc).lower():
-        return False
-    try:
-        return index.stale()
-    except Exception:
-        return False
-
-
-def _damage_as_error(method):
-    """Wrap a ``LanceIndex`` read or write: an Arrow/Lance I/O failure on the index's own files (a data
-    file cut short, a fragment that does not decode) is ``index damaged: …`` with the way out,
-    a user error (exit 2), not an internal error."""
-    import functools
-
-    @functools.wraps(method)
-    def read(self, *args, **kwargs):
-        for retry in (False, True):
-            try:
-                return method(self, *args, **kwargs)
-            except RagsiftError:
-                raise
-            except Exception as exc:  # narrowed just below, else re-raised
-                if not retry and _snapshot_removed(self, exc):  # a writer's ``compact``
-                    self.refresh()  # removed it: the reader moves to the newest version
-                    continue  # and asks once more (a second failure is what it is)
-                if type(exc).__module__.startswith("pyarrow") or "LanceError" in str(exc):
-                    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                    first = first.split(", /rustc/")[0]  # the Rust location says nothing
-                    raise RagsiftError(
-                        f"index damaged: {self.path}: {first[:200]}; rebuild it with "
-                        f"`ragsift embed PATH... --index {self.path} --rebuild`"
-                    ) from None
-                raise
-        raise AssertionError("unreachable")
-
-    return read
-
-
-for _name in (
-    "settings",
-    "dimensions",
-    "documents",
-    "paths",
-    "documents_state",
-    "rowids_of_paths",
-    "count",
-    "load_matrix",
-    "load",
-    "dense_candidates",
-    "cosines",
-    "lexical_candidates",
-    "lexical_ceiling",
-    "chunk_records",
-    "chunks",
-    "document_chunks",
-    "vectors_for_hashes",
-    "unit_evidence",
-    "stats",
-    "verify",
-    "_open_datasets",
-    "_raw_settings",
-    "write_documents",
-    "remove_documents",
-    "touch_document",
-    "set_settings",
-    "clear",
-    "compact",
-    "alloc_rowids",
-    "commit_fragments",
-):
-    setattr(LanceIndex, _name, _damage_as_error(getattr(LanceIndex, _name)))
+guard(LanceIndex)

@@ -20,7 +20,7 @@ from ragsift.index.lance_rows import rows_table
 
 # Versions ``compact`` keeps: the newest only. An older one (a reader's snapshot) is removed
 # with the files no newer version uses; a reader holding it moves to the newest at its next
-# read (``lance._damage_as_error``). Measured (bench/RESULTS.md, "Lance stays compact"): with
+# read (``lance_damage.damage_as_error``). Measured (bench/RESULTS.md, "Lance stays compact"): with
 # the old one-hour window fifteen one-page runs took a docs folder to 8x its fresh size;
 # keeping the newest only, 1.0x.
 KEEP_VERSIONS = datetime.timedelta(0)
