@@ -233,7 +233,7 @@ def test_markdown_skipping_pieces_reads_the_same_document(monkeypatch, seed):
     from ragsift.sources import markdown
 
     text = _markdown(random.Random(seed), 400_000)  # ~6 pieces of PIECE_CHARS
-    original = markdown._token_pieces
+    original = markdown.token_pieces
     declined = []
 
     def counting(text, starts, need=None):
@@ -243,11 +243,11 @@ def test_markdown_skipping_pieces_reads_the_same_document(monkeypatch, seed):
 
         return original(text, starts, asked)
 
-    monkeypatch.setattr(markdown, "_token_pieces", counting)
+    monkeypatch.setattr(markdown, "token_pieces", counting)
     skipped = markdown.parse_markdown(text, "a.md")
     assert any(declined) and not all(declined)
     monkeypatch.setattr(
-        markdown, "_token_pieces", lambda text, starts, need=None: original(text, starts)
+        markdown, "token_pieces", lambda text, starts, need=None: original(text, starts)
     )
     whole = markdown.parse_markdown(text, "a.md")
     assert skipped.text == whole.text

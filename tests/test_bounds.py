@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from ragsift.sources import markdown as md
+from ragsift.sources import markdown_pieces as md_pieces
 from ragsift.sources import rst_pieces
 from ragsift.sources.loader import load_document
 from ragsift.sources.sourcefile import SourceFile
@@ -540,7 +541,7 @@ def _parsed_sources(monkeypatch) -> list[str]:
     """Every text the markdown reader's parser parses from now on (the real parser parses
     it), in order."""
     seen: list[str] = []
-    real = md._parser()
+    real = md_pieces.parser()
 
     class Recording:
         def __getattr__(self, name):
@@ -550,16 +551,16 @@ def _parsed_sources(monkeypatch) -> list[str]:
             seen.append(src)
             return real.parse(src, env)
 
-    monkeypatch.setattr(md, "_parser", lambda: Recording())
+    monkeypatch.setattr(md_pieces, "parser", lambda: Recording())
     return seen
 
 
 def test_a_long_markdown_is_parsed_in_pieces_as_the_whole_would_be(monkeypatch):
     text = _markdown(80)
-    monkeypatch.setattr(md, "PIECE_CHARS", 10**9)
+    monkeypatch.setattr(md_pieces, "PIECE_CHARS", 10**9)
     whole = md.parse_markdown(text, "a.md")
     whole_tables = md.render_markdown_tables(whole)
-    monkeypatch.setattr(md, "PIECE_CHARS", 2048)
+    monkeypatch.setattr(md_pieces, "PIECE_CHARS", 2048)
     parsed = _parsed_sources(monkeypatch)
     cut = md.parse_markdown(text, "a.md")
     cut_tables = md.render_markdown_tables(cut)
@@ -583,12 +584,12 @@ def _md_table(rows: int) -> str:
 
 
 def test_past_the_block_bound_a_markdown_file_is_read_as_text(monkeypatch):
-    monkeypatch.setattr(md, "PIECE_CHARS", 1024)
-    text = _md_table(md.MAX_BLOCK_LINES + 1)
+    monkeypatch.setattr(md_pieces, "PIECE_CHARS", 1024)
+    text = _md_table(md_pieces.MAX_BLOCK_LINES + 1)
     doc = md.parse_markdown(text, "t.md")
     assert doc.text == text and doc.headings is None
     assert len(doc.warnings) == 1 and doc.warnings[0].startswith(
-        f"lines 5-{md.MAX_BLOCK_LINES + 7} are one block of {md.MAX_BLOCK_LINES + 3:,} lines"
+        f"lines 5-{md_pieces.MAX_BLOCK_LINES + 7} are one block of {md_pieces.MAX_BLOCK_LINES + 3:,} lines"
     )
     assert md.render_markdown_tables(doc) is doc
 
@@ -628,15 +629,15 @@ def _md_long_table(rows: int) -> str:
 
 def test_a_long_markdown_table_is_cut_between_rows_as_the_whole_would_be(monkeypatch):
     text = _md_long_table(500)
-    monkeypatch.setattr(md, "PIECE_ROWS", 10**9)
+    monkeypatch.setattr(md_pieces, "PIECE_ROWS", 10**9)
     whole = md.parse_markdown(text, "t.md")
     whole_tables = md.render_markdown_tables(whole)
     monkeypatch.undo()
     parsed = _parsed_sources(monkeypatch)
     cut = md.parse_markdown(text, "t.md")
     cut_tables = md.render_markdown_tables(cut)
-    assert sum(src.startswith("| id | name") for src in parsed) >= 500 // md.PIECE_ROWS
-    assert max(src.count("\n") for src in parsed) <= md.PIECE_ROWS + 3
+    assert sum(src.startswith("| id | name") for src in parsed) >= 500 // md_pieces.PIECE_ROWS
+    assert max(src.count("\n") for src in parsed) <= md_pieces.PIECE_ROWS + 3
     for a, b in ((whole, cut), (whole_tables, cut_tables)):
         assert (b.text, b.lines, b.headings, b.pages, b.warnings) == (
             a.text,
@@ -654,8 +655,8 @@ def test_a_markdown_table_cut_gives_its_rows_tokens_once():
     first: those tokens have no map; the table's rows and cells have their own lines."""
     text = _md_long_table(200)
     starts = md.OffsetMap.of_lines(text).starts
-    pieces = list(md._token_pieces(text, starts))
-    assert len(pieces) >= 200 // md.PIECE_ROWS
+    pieces = list(md_pieces.token_pieces(text, starts))
+    assert len(pieces) >= 200 // md_pieces.PIECE_ROWS
     rows = [
         tok.map[0]
         for tokens, _ in pieces
@@ -729,9 +730,9 @@ def test_json_rows_stay_under_20x_their_bytes(kind):
 
 def test_a_long_fence_does_not_count_towards_the_markdown_bound(monkeypatch):
     """A fence is one token however long: 5,000 lines of code leave the file parsed."""
-    monkeypatch.setattr(md, "PIECE_CHARS", 1024)
+    monkeypatch.setattr(md_pieces, "PIECE_CHARS", 1024)
     text = (
-        "# Title\n\n```python\n" + "x = 1\n" * (md.MAX_BLOCK_LINES + 1000) + "```\n\n"
+        "# Title\n\n```python\n" + "x = 1\n" * (md_pieces.MAX_BLOCK_LINES + 1000) + "```\n\n"
         "## After\n\ntext\n"
     )
     doc = md.parse_markdown(text, "t.md")
