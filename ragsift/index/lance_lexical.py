@@ -168,16 +168,13 @@ class LancePostings:
     ) -> list[tuple[int, float]]:
         """[(rowid, -bm25)] best first, at most ``limit``: ``lexical.score_postings``, as the
         SQLite backend's ``lexical_search``."""
-        from ragsift.index.lexical import score_postings
+        from ragsift.index.lexical import SlotCollection, score_postings
 
         phrases = self.phrases(words)
         return score_postings(
             phrases,
             self.postings(phrases),
-            self.rowids,
-            self.ntok,
-            self.rows,
-            self.tokens,
+            SlotCollection(self.rowids, self.ntok, self.rows, self.tokens),
             max(limit, 0),
             rowids_filter,
             out,

@@ -42,6 +42,7 @@ import json
 import math
 import sqlite3
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -362,23 +363,29 @@ class Postings:
         return score_postings(
             phrases,
             merged,
-            self.rowids,
-            self.ntok,
-            self.rows,
-            self.tokens,
+            SlotCollection(self.rowids, self.ntok, self.rows, self.tokens),
             limit,
             rowids_filter,
             out,
         )
 
 
+@dataclass(frozen=True, eq=False)
+class SlotCollection:
+    """What BM25 scores against (``score_postings``): ``rowids``/``ntok``, each slot's chunk id
+    and length (float64); ``rows``/``tokens``, the collection's totals (live rows, their
+    summed lengths)."""
+
+    rowids: np.ndarray
+    ntok: np.ndarray
+    rows: int
+    tokens: int
+
+
 def score_postings(
     phrases: Sequence[str],
     merged: dict[str, tuple[np.ndarray, np.ndarray]],
-    rowids: np.ndarray,
-    ntok: np.ndarray,
-    rows: int,
-    tokens: int,
+    collection: SlotCollection,
     limit: int,
     rowids_filter: Iterable[int] | None = None,
     out: dict | None = None,
@@ -386,11 +393,14 @@ def score_postings(
     """The one BM25 of every backend: [(rowid, -bm25)] best first, at most ``limit``, for the
     OR query of ``phrases`` (one token each, in query order; a repeated token counts each
     time, as in FTS5). ``merged``: term -> (slots, counts) of the live rows holding it;
-    ``rowids``/``ntok``: each slot's chunk id and length (float64); ``rows``/``tokens``: the
-    collection's totals (live rows, their summed lengths). ``out["ceiling"]``, when ``out``
-    is given: the query's BM25 ceiling (``ceiling``). ``Postings.search`` (SQLite) and the
-    Lance backend (``lance_lexical``) both call it, so equal postings give equal scores."""
+    ``collection``: the slots' chunk ids and lengths and the totals. ``out["ceiling"]``, when
+    ``out`` is given: the query's BM25 ceiling (``ceiling``). ``Postings.search`` (SQLite)
+    and the Lance backend (``lance_lexical``) both call it, so equal postings give equal
+    scores."""
     import numpy as np
+
+    rowids, ntok = collection.rowids, collection.ntok
+    rows, tokens = collection.rows, collection.tokens
 
     score = np.zeros(rowids.shape[0], np.float64)
     matched = np.zeros(rowids.shape[0], bool)
