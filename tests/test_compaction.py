@@ -205,7 +205,7 @@ def test_the_ann_index_stays_valid_across_a_rewrite(tmp_path, monkeypatch):
     with LanceIndex.open(path, "w") as w:
         w.write_documents([doc(d, vectors(60), "a") for d in range(30)])
         w.compact()
-        assert w._has_index("vector")
+        assert w.has_index("vector")
     queries = vectors(10)
     with LanceIndex.open(path) as before:
         assert ann.use_ann(before, None) and before.dense_candidates(queries[:1], 5)[0]
@@ -214,7 +214,7 @@ def test_the_ann_index_stays_valid_across_a_rewrite(tmp_path, monkeypatch):
             w.write_documents([doc(d, vectors(60), "b") for d in range(10)])  # a third
             assert w._needs_rewrite(LancePostings.load(w._ds))  # a third replaced
             w.compact()
-            assert w._has_index("vector") and w.stats()["versions"] == 1
+            assert w.has_index("vector") and w.stats()["versions"] == 1
             assert w._deleted_share() == 0.0  # the replaced rows are gone from the data
             # one segment (``_merge_index_segments``), so the fragments could merge
             assert [len(ix.segments) for ix in w._ds.describe_indices()] == [1]

@@ -379,7 +379,7 @@ def test_ann_path_refines_by_exact_cosine(tmp_path, monkeypatch):
     with LanceIndex.open(path, "w") as w:
         w.write_documents([doc(d, vecs[d * 100 : (d + 1) * 100]) for d in range(30)])
         w.compact()
-        assert w._has_index("vector")
+        assert w.has_index("vector")
         fresh = vecs[:5] * -1  # written after the ANN index: searched flat until compacted
         w.write_documents([doc(99, fresh)])
     queries = vecs[rng.integers(0, 3000, 20)] + 0.1 * rng.standard_normal(

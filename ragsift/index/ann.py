@@ -28,7 +28,7 @@ built are searched flat by Lance (so a fresh write is found) until ``compact`` f
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 ANN_MIN_ROWS = 500_000
 NPROBES = 64
@@ -43,25 +43,41 @@ def sql_str(values) -> str:
     return ", ".join("'" + str(v).replace("'", "''") + "'" for v in values)
 
 
-def _has_vector_index(index: Any) -> bool:
-    return index._ds is not None and index._has_index("vector")
+class AnnIndex(Protocol):
+    """What this module uses of an open Lance index (``LanceIndex``), and nothing else."""
+
+    @property
+    def dataset(self) -> Any:
+        """The snapshot's chunks dataset (None: nothing written yet)."""
+
+    def count(self) -> int:
+        """The chunks it holds."""
+
+    def has_index(self, column: str) -> bool:
+        """Whether the dataset has an index on ``column``."""
+
+    def keys_of_paths(self, paths: Collection[str]) -> list[str]:
+        """The keys of the documents at ``paths``."""
 
 
-def use_ann(index: Any, paths: Collection[str] | None) -> bool:
+def _has_vector_index(index: AnnIndex) -> bool:
+    return index.dataset is not None and index.has_index("vector")
+
+
+def use_ann(index: AnnIndex, paths: Collection[str] | None) -> bool:
     """Whether ``index`` answers dense candidates through its ANN index: it has one and
-    holds ``ANN_MIN_ROWS`` chunks or more (a path filter is applied as a Lance prefilter)."""
-    if index._ann is None:
-        index._ann = bool(_has_vector_index(index) and index.count() >= ANN_MIN_ROWS)
-    return index._ann
+    holds ``ANN_MIN_ROWS`` chunks or more (a path filter is applied as a Lance prefilter).
+    ``LanceIndex`` asks once per snapshot."""
+    return bool(_has_vector_index(index) and index.count() >= ANN_MIN_ROWS)
 
 
-def maintain(index: Any) -> None:
+def maintain(index: AnnIndex) -> None:
     """Writer, from ``compact``: build the IVF-PQ index once the index is large enough,
     retrain it when most rows were written after it, fold new rows in otherwise."""
     n = index.count()
     if n < ANN_MIN_ROWS:
         return
-    ds = index._ds
+    ds = index.dataset
     if _has_vector_index(index):
         stats = ds.stats.index_stats("vector_idx") if hasattr(ds, "stats") else {}
         unindexed = int(stats.get("num_unindexed_rows", 0) or 0)
@@ -79,7 +95,9 @@ def maintain(index: Any) -> None:
     )
 
 
-def _exact(index: Any, qvec: Any, rowids: Any, vectors: Any, n: int) -> list[tuple[int, float]]:
+def _exact(
+    index: AnnIndex, qvec: Any, rowids: Any, vectors: Any, n: int
+) -> list[tuple[int, float]]:
     import numpy as np
 
     from ragsift.index.dense import dot_rows, top_order
@@ -102,7 +120,7 @@ def _vectors_of(table: Any) -> tuple[Any, Any]:
 
 
 def candidates(
-    index: Any, qvecs: Any, n: int, paths: Collection[str] | None
+    index: AnnIndex, qvecs: Any, n: int, paths: Collection[str] | None
 ) -> list[list[tuple[int, float]]]:
     import numpy as np
     import pyarrow.compute as pc
@@ -113,7 +131,7 @@ def candidates(
     # prefilter would evaluate the filter on every row (measured at 1M: 41.5 ms vs 4.2 ms).
     where = None
     if paths is not None:
-        keys = index._keys_of_paths(paths)
+        keys = index.keys_of_paths(paths)
         if not keys:
             return [[] for _ in range(qvecs.shape[0])]
         where = f"kind = 'chunk' AND doc_key IN ({sql_str(keys)})"
@@ -122,7 +140,7 @@ def candidates(
     fetch = max(min(n, REFINE_DEPTH) * REFINE, n, MIN_FETCH)
     out = []
     for q in qvecs:
-        t = index._ds.to_table(
+        t = index.dataset.to_table(
             columns=["kind", "rowid", "vector"],
             filter=where,
             prefilter=where is not None,
@@ -140,7 +158,7 @@ def candidates(
     return out
 
 
-def cosines(index: Any, qvec: Any, rowids: Sequence[int]) -> list[float | None]:
+def cosines(index: AnnIndex, qvec: Any, rowids: Sequence[int]) -> list[float | None]:
     """Exact cosines of ``rowids`` (read by id; the matrix is never loaded)."""
     import numpy as np
 
@@ -149,7 +167,7 @@ def cosines(index: Any, qvec: Any, rowids: Sequence[int]) -> list[float | None]:
     ids = [int(r) for r in rowids]
     if not ids:
         return []
-    t = index._ds.to_table(
+    t = index.dataset.to_table(
         columns=["rowid", "vector"],
         filter=f"kind = 'chunk' AND rowid IN ({', '.join(map(str, set(ids)))})",
     )

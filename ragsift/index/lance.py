@@ -230,6 +230,11 @@ class LanceIndex(LanceWriter, LanceCompaction, FragmentCommits):
                 self._lock = None
 
     @property
+    def dataset(self) -> Any:
+        """This snapshot's chunks dataset (None: nothing written yet), for ``ann``."""
+        return self._ds
+
+    @property
     def closed(self) -> bool:
         return self._closed
 
@@ -342,7 +347,8 @@ class LanceIndex(LanceWriter, LanceCompaction, FragmentCommits):
             for k, r in self._doc_rows().items()
         }
 
-    def _keys_of_paths(self, paths: Collection[str]) -> list[str]:
+    def keys_of_paths(self, paths: Collection[str]) -> list[str]:
+        """The keys of the documents at ``paths``."""
         wanted = set(paths)
         return [k for k, r in self._doc_rows().items() if r["path"] in wanted]
 
@@ -351,7 +357,7 @@ class LanceIndex(LanceWriter, LanceCompaction, FragmentCommits):
         return self._rowids_of_paths(paths)
 
     def _rowids_of_paths(self, paths: Collection[str]) -> list[int]:
-        keys = self._keys_of_paths(paths)
+        keys = self.keys_of_paths(paths)
         if not keys or self._ds is None:
             return []
         t = self._ds.to_table(
@@ -365,7 +371,7 @@ class LanceIndex(LanceWriter, LanceCompaction, FragmentCommits):
             return 0
         if paths is None:
             return int(self._ds.count_rows("kind = 'chunk'"))
-        keys = self._keys_of_paths(paths)
+        keys = self.keys_of_paths(paths)
         if not keys:
             return 0
         return int(self._ds.count_rows(f"kind = 'chunk' AND doc_key IN ({_sql_str(keys)})"))
@@ -385,11 +391,17 @@ class LanceIndex(LanceWriter, LanceCompaction, FragmentCommits):
         order = np.argsort(rowids, kind="stable")
         return rowids[order], np.ascontiguousarray(matrix[order])
 
-    def load(self) -> None:
-        """Read the vector column into memory for the exact scan (nothing on the ANN path)."""
+    def _use_ann(self) -> bool:
+        """Whether dense reads go through the ANN index (``ann.use_ann``), once per snapshot."""
         from ragsift.index import ann
 
-        if self._dense is None and not ann.use_ann(self, None):
+        if self._ann is None:
+            self._ann = ann.use_ann(self, None)
+        return self._ann
+
+    def load(self) -> None:
+        """Read the vector column into memory for the exact scan (nothing on the ANN path)."""
+        if self._dense is None and not self._use_ann():
             from ragsift.index.dense import DenseMatrix
 
             self._dense = DenseMatrix(*self.load_matrix(), self._rowids_of_paths)
@@ -399,7 +411,7 @@ class LanceIndex(LanceWriter, LanceCompaction, FragmentCommits):
     ) -> list[list[tuple[int, float]]]:
         from ragsift.index import ann
 
-        if ann.use_ann(self, paths):
+        if self._use_ann():
             return ann.candidates(self, qvecs, n, paths)
         self.load()
         return self._dense.candidates(qvecs, n, paths)
@@ -407,7 +419,7 @@ class LanceIndex(LanceWriter, LanceCompaction, FragmentCommits):
     def cosines(self, qvec: np.ndarray, rowids: Sequence[int]) -> list[float | None]:
         from ragsift.index import ann
 
-        if ann.use_ann(self, None):
+        if self._use_ann():
             return ann.cosines(self, qvec, rowids)
         self.load()
         return self._dense.cosines(qvec, rowids)
@@ -485,7 +497,8 @@ class LanceIndex(LanceWriter, LanceCompaction, FragmentCommits):
             text, self._schema_version >= IDENTIFIER_SCHEMA, self._schema_version >= CJK_SCHEMA
         )
 
-    def _has_index(self, column: str) -> bool:
+    def has_index(self, column: str) -> bool:
+        """Whether this snapshot's chunks dataset has an index on ``column``."""
         return any(column in ix.field_names for ix in self._ds.describe_indices())
 
     def chunk_records(self, rowids: Sequence[int]) -> list[ChunkRecord]:
@@ -523,7 +536,7 @@ class LanceIndex(LanceWriter, LanceCompaction, FragmentCommits):
         return [r.as_dict() for r in self.chunk_records(rowids)]
 
     def document_chunks(self, path: str) -> list[dict]:
-        keys = self._keys_of_paths([path])
+        keys = self.keys_of_paths([path])
         if not keys:
             return []
         t = self._ds.to_table(

@@ -7,7 +7,7 @@ deleted rows; always the scalar (and ANN) indexes brought up to date and the old
 removed with their files (``_cleanup``). Uses what ``LanceIndex`` sets up (``self.path``,
 ``self._ds``, ``self._settings_ds``, ``self._touched``, ``self._upgrade_to``), the writer's
 ``_require_writer``, ``_record_first``, ``_commit`` and ``_reopen`` (``lance_write.py``) and
-the reader's ``_has_index`` (``lance.py``).
+the reader's ``has_index`` (``lance.py``).
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ class LanceCompaction:
             if n >= SCALAR_INDEX_MIN_ROWS:  # lookups by id, by text hash and of a query's
                 # postings stop scanning
                 for column in ("rowid", "content_hash", "lex_term"):
-                    if not self._has_index(column):
+                    if not self.has_index(column):
                         self._ds.create_scalar_index(column, index_type="BTREE")
                         self._reopen()
             if self._ds.describe_indices():
