@@ -323,7 +323,9 @@ class LanceWriter:
             rows.append(_doc_row(doc, now))
             vectors.append(None)
         for key, row in self._touched.items():
-            rows.append(dict(uid="d:" + key, kind="doc", doc_key=key, **row))
+            rows.append(
+                dict(uid="d:" + key, kind="doc", doc_key=key, **{f: row[f] for f in DOC_FIELDS})
+            )
             vectors.append(None)
         replaced = [d.key for d in docs] + list(self._touched)
         self._touched = {}
