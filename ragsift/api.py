@@ -139,6 +139,7 @@ __all__ = [
     "RagsiftError",
     "Search",
     "build",
+    "check_query",
     "open_index",
     "remove",
     "watch",
@@ -429,7 +430,7 @@ class Index:
 
         batch = [texts] if isinstance(texts, str) else list(texts)
         for t in batch:
-            _check_query(t)
+            check_query(t)
         # every argument is checked before the model loads or anything is read
         request = self.prepare(SearchRequest.of(request, options, "search"))
         # the lexical side needs no query vector: fetched while the model loads
@@ -468,7 +469,7 @@ class Index:
         from ragsift.retrieval.request import SearchRequest
 
         self._check_open()  # a closed index, then the query, then its options (as before)
-        _check_query(text)
+        check_query(text)
         return self.search([text], SearchRequest.of(request, options, "query")).results[0]
 
     def query_many(
@@ -482,7 +483,7 @@ class Index:
         self._check_open()  # a closed index, then the queries, then their options (as before)
         texts = list(texts)
         for t in texts:
-            _check_query(t)
+            check_query(t)
         return self.search(texts, SearchRequest.of(request, options, "query_many")).results
 
     def explain(
@@ -494,7 +495,7 @@ class Index:
         from ragsift.retrieval.records import explain_record
         from ragsift.retrieval.request import SearchRequest
 
-        _check_query(text)  # one query: a str (a list would be a batch)
+        check_query(text)  # one query: a str (a list would be a batch)
         self._check_open()  # then a closed index, then the options (as before)
         request = SearchRequest.of(request, options, "explain")
         if request.units is None:
@@ -632,7 +633,9 @@ class Index:
         return self._searcher_of
 
 
-def _check_query(text: Any) -> None:
+def check_query(text: Any) -> None:
+    """The one check of a query's text, for every front end: a ``str`` (else ``TypeError``)
+    that is not blank (else ``RagsiftError``: "the query is empty", exit 2)."""
     if not isinstance(text, str):
         raise TypeError(f"a query is a str, not {type(text).__name__}")
     if not text.strip():

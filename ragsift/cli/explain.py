@@ -27,7 +27,7 @@ from ragsift.cli.query import (
     warn_search,
 )
 from ragsift.cli.render import SOFT_BREAK as _SOFT_BREAK
-from ragsift.errors import EXIT_NOTHING, EXIT_OK, RagsiftError
+from ragsift.errors import EXIT_NOTHING, EXIT_OK
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -84,10 +84,9 @@ def explain_command(
     """Show why a query found what it found: admitted hits with their margin over the
     threshold, rejected candidates with their gap and reason, a score picture, and the
     closest unit of each hit (an embedding-similarity proxy, not a causal explanation)."""
-    from ragsift.api import SearchRequest, explain_record, hints, outcome_hint
+    from ragsift.api import SearchRequest, check_query, explain_record, hints, outcome_hint
 
-    if not text.strip():
-        raise RagsiftError("the query is empty")
+    check_query(text)  # before the index is opened: a blank query is the error to report
     with open_index(index, model) as ix:
         request = SearchRequest(
             k=k,

@@ -131,8 +131,9 @@ def fmt_threshold(value: float | None) -> str:
 def read_queries(text: str) -> tuple[list[str], bool]:
     """(queries, batch?): ``-`` reads one query per non-empty stdin line."""
     if text != "-":
-        if not text.strip():
-            raise RagsiftError("the query is empty")
+        from ragsift.api import check_query
+
+        check_query(text)
         return [text], False
     from ragsift.cli._common import read_stdin_text
 
