@@ -494,18 +494,22 @@ def test_fragment_commits_is_a_declared_capability(filled, open_backend):
             assert callable(writer) and row["rowid"] == first
 
 
-def test_a_document_touched_before_a_fragment_commit_keeps_its_new_size(filled, open_backend):
+def test_a_document_touched_before_a_fragment_commit_keeps_its_new_size(tmp_path):
     """A run that found a file unchanged but moved (new size/mtime: ``touch_document``) and then
-    commits workers' fragments (``embed --engine ray`` on Lance) writes the touched row with
-    the commit. Before: TypeError (the touched row's own ``doc_key`` given twice)."""
-    path, _ = filled
-    with open_backend(path, "w") as b:
-        if not isinstance(b, FragmentCommits):
-            pytest.skip("a backend without fragment commits")
+    commits workers' fragments (``embed --engine ray`` on Lance, the backend with
+    ``FragmentCommits``) writes the touched row with the commit. Before: TypeError (the
+    touched row's own ``doc_key`` given twice)."""
+    rng = np.random.default_rng(7)
+    path = tmp_path / "index.lance"
+    with _lance(path, "w") as b:
+        assert isinstance(b, FragmentCommits)
+        b.set_settings(model="test", model_fingerprint="test/8/x", dimensions=DIM)
+        b.write_documents([_doc(p, t, _unit(rng, len(t))) for p, t in TEXTS.items()])
+    with _lance(path, "w") as b:
         key = next(d.key for d in b.documents() if d.path == "docs/cats.md")
         b.touch_document(key, size=12345)
         b.commit_fragments([], [], [], [], DIM)
-    with open_backend(path) as r:
+    with _lance(path) as r:
         assert {d.path: d.size for d in r.documents()}["docs/cats.md"] == 12345
 
 
