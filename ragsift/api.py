@@ -53,6 +53,7 @@ _EXPORTS = {
     "SPAN_MODES": "ragsift.retrieval.spans",
     "check_span": "ragsift.retrieval.spans",
     "check_threshold": "ragsift.retrieval.threshold",
+    "DEFAULT_THRESHOLDS": "ragsift.retrieval.relevance",  # the measured defaults, per mode
     "SearchRequest": "ragsift.retrieval.request",  # one search's options (``search(request)``)
     "ThresholdInForce": "ragsift.retrieval.threshold",
     "Candidate": "ragsift.retrieval.topk",

@@ -56,7 +56,6 @@ def test_attributes(embedder):
     assert embedder.dimensions == 384
     assert embedder.max_length == 256
     assert embedder.fingerprint == f"all-MiniLM-L6-v2/384/{weights_mod.DEFAULT_SHA256}"
-    assert 0 < embedder.default_threshold < 1
     assert embedder.query_prefix == "" and embedder.passage_prefix == ""
 
 

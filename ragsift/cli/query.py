@@ -41,9 +41,10 @@ THRESHOLD_OPTION = typer.Option(
     metavar="FLOAT|none|auto",
     help="Floor on the relevance score (0-1, an estimate of the probability that a hit is "
     "relevant): nothing below it is admitted, even if that leaves no hit. Default ('auto'): "
-    "the threshold stored by `ragsift tune --save`, else the model's measured default (only "
-    "the bundled all-MiniLM-L6-v2 has one: 0.17 hybrid, 0.17 dense, 0.21 lexical); 'none' "
-    "disables the floor.",
+    "the threshold stored by `ragsift tune --save`, else the index's calibration for its "
+    "model (`ragsift calibrate`), else the bundled all-MiniLM-L6-v2's measured default ("
+    + ", ".join(f"{v:.2f} {m}" for m, v in api.DEFAULT_THRESHOLDS.items())
+    + "); 'none' disables the floor.",
 )
 REJECT_WINDOW_OPTION = typer.Option(
     10,

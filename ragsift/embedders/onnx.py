@@ -41,12 +41,6 @@ if TYPE_CHECKING:
     import numpy as np
 
 HARD_MAX_LENGTH = 512
-# all-MiniLM-L6-v2's default floor on the cosine, chosen with `ragsift tune` / `ragsift eval`
-# on ../shared/eval (bench/RESULTS.md, "MiniLM's default threshold"): the highest value at
-# which at least 90% of answerable questions still admit a hit on both labelled sets
-# (chroma-dev 92%, SciFact 98%), while 93-100% of off-topic questions admit nothing.
-# The max-F1 value (0.56) left 26-32% of answerable questions with nothing.
-MINILM_THRESHOLD = 0.40
 # Texts per model call: 8 (sorted by length) was the fastest configuration measured on this
 # 2-core machine (bench/RESULTS.md, "Embedding speed"); `embed --batch-size` overrides it.
 DEFAULT_BATCH_SIZE = 8
@@ -140,7 +134,6 @@ class OnnxEmbedder:
         tokenizer: Any,
         settings: VectorSettings,
         *,
-        default_threshold: float = MINILM_THRESHOLD,
         batch_size: int = DEFAULT_BATCH_SIZE,
         threads: int | None = None,
     ) -> None:
@@ -158,7 +151,6 @@ class OnnxEmbedder:
         self.normalize = settings.normalize
         self.query_prefix = settings.query_prefix
         self.passage_prefix = settings.passage_prefix
-        self.default_threshold = default_threshold
         self.batch_size = batch_size
         self.weights = files.weights
         self.weights_sha256 = files.weights_sha256
