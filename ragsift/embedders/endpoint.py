@@ -248,7 +248,9 @@ class EndpointEmbedder:
 
     @property
     def fingerprint(self) -> str:
-        out = f"{self.name}/{self.dimensions}/endpoint/roles={self.roles}"
+        from ragsift.embedders.weights import fingerprint
+
+        out = fingerprint(self.name, self.dimensions, "endpoint", f"roles={self.roles}")
         if self.passage_prefix:
             out += f",passage_prefix={self.passage_prefix!r}"
         return out

