@@ -226,6 +226,9 @@ def fake():
             pass
 
         def reply(self, code: int, body: bytes, headers: dict | None = None) -> None:
+            # no longer in flight once its answer starts: the client may send its next
+            # request as soon as it has read this one, before this thread returns
+            self.uncount()
             self.send_response(code)
             for k, v in (headers or {}).items():
                 self.send_header(k, v)
@@ -239,9 +242,15 @@ def fake():
             with state.lock:
                 state.in_flight += 1
                 state.peak = max(state.peak, state.in_flight)
+            self.counted = True
             try:
                 return self.answer(req)
             finally:
+                self.uncount()
+
+        def uncount(self) -> None:
+            if getattr(self, "counted", False):
+                self.counted = False
                 with state.lock:
                     state.in_flight -= 1
 
