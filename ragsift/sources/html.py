@@ -22,9 +22,8 @@ from html.parser import HTMLParser
 
 from ragsift.errors import SkipFile
 from ragsift.sources.document import Document, OffsetMap
-from ragsift.sources.html_layout import Layout, feed, is_chrome, layout, passes
+from ragsift.sources.html_layout import DROP, VOID, Layout, feed, is_chrome, layout, passes
 
-DROP = frozenset({"script", "style", "noscript", "template", "title", "svg", "math"})
 _PARAGRAPH = frozenset(
     {
         "p",
@@ -75,23 +74,6 @@ _LINE = frozenset(
     }
 )
 _CELL = frozenset({"td", "th"})
-_VOID = frozenset(
-    {
-        "br",
-        "hr",
-        "img",
-        "input",
-        "meta",
-        "link",
-        "area",
-        "base",
-        "col",
-        "embed",
-        "source",
-        "track",
-        "wbr",
-    }
-)
 _SPACE = re.compile(r"[ \t\n\r\f\v]+")
 
 
@@ -161,12 +143,12 @@ class _TextExtractor:
     def handle_starttag(self, tag: str, attrs: list) -> None:
         self.ordinal += 1
         if tag in DROP:
-            if tag not in _VOID:
+            if tag not in VOID:
                 self.drop.append(tag)
             return
         if self.drop:
             return
-        if tag not in _VOID:
+        if tag not in VOID:
             is_root = self.ordinal == self.page.root
             hides = self.chrome and (
                 is_chrome(tag, attrs)
@@ -212,7 +194,7 @@ class _TextExtractor:
             if tag == self.drop[-1]:
                 self.drop.pop()
             return
-        if tag in _VOID:
+        if tag in VOID:
             return
         shown = not self.hiders and self.in_root
         if tag in self.stack:
@@ -544,11 +526,11 @@ def fragment_edits(fragment: str, base: int = 0) -> tuple[list[tuple[int, int, s
             edits.append((a, b, "", name in SPACED))
             if kind == "start" and name in DROP:
                 drop.append(name)
-            elif kind == "start" and name not in _VOID:
+            elif kind == "start" and name not in VOID:
                 stack.append(name)
             elif kind == "end" and name in stack:
                 del stack[len(stack) - 1 - stack[::-1].index(name) :]
-            elif kind == "end" and name not in _VOID:
+            elif kind == "end" and name not in VOID:
                 closed_outer += 1
     return _spaced(fragment, edits, base), len(stack), closed_outer
 

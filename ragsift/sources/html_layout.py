@@ -61,9 +61,10 @@ LINK_CLASSES = frozenset(
 _CHROME_CLASS = re.compile(r"breadcrumb|^(?:hideme|navheader|navfooter|docnav)$", re.I)
 _SKIP_LINK = re.compile(r"\bskip", re.I)
 _NEEDS_LAYOUT = re.compile(r"<(?:main|article|header|aside)\b|\brole\s*=", re.I)
-# script-like elements whose content is never text (html.py's DROP)
-_RAW = frozenset({"script", "style", "noscript", "template", "title", "svg", "math"})
-_VOID = frozenset(
+# elements whose content is never text (the reader drops them with what they hold), and the
+# void elements (never closed): shared by both passes and ``html``'s reader
+DROP = frozenset({"script", "style", "noscript", "template", "title", "svg", "math"})
+VOID = frozenset(
     {
         "br",
         "hr",
@@ -218,11 +219,11 @@ class _Measure:
 
     def handle_starttag(self, tag: str, attrs: list) -> None:
         self.ordinal += 1
-        if self.raw or tag in _RAW:
-            if tag in _RAW and tag not in _VOID:
+        if self.raw or tag in DROP:
+            if tag in DROP and tag not in VOID:
                 self.raw.append(tag)
             return
-        if tag in _VOID:
+        if tag in VOID:
             return
         hides = is_chrome(tag, attrs)
         self.hidden += hides

@@ -31,7 +31,8 @@ from functools import cache
 from typing import Any
 
 from ragsift.sources.document import OffsetMap
-from ragsift.sources.html import DROP, SPACED, fragment_edits, is_element
+from ragsift.sources.html import SPACED, fragment_edits, is_element
+from ragsift.sources.html_layout import DROP
 
 Edit = tuple[int, int, str]
 
