@@ -26,46 +26,146 @@ def debug_requested() -> bool:
     return bool(os.environ.get("RAGSIFT_DEBUG") or (cli is not None and cli.STATE.get("debug")))
 
 
+class Action:
+    """A command a message suggests, named as the API names it: ``Action("tune", save=True)``,
+    ``Action("build", "PATH...", index=path, rebuild=True)`` (``args``: what goes first, as
+    written; ``settings``: parameter -> value, ``True`` for a switch). A front end words it
+    (``name_of(action)``): the CLI as its command line (``ragsift tune --save``), the API as
+    a call (``tune(save=True)``, ``api_words``)."""
+
+    __slots__ = ("args", "name", "settings")
+
+    def __init__(self, name: str, *args: str, **settings: object) -> None:
+        self.name = name
+        self.args = args
+        self.settings = tuple(settings.items())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Action) and (self.name, self.args, self.settings) == (
+            other.name,
+            other.args,
+            other.settings,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.args, self.settings))
+
+    def __repr__(self) -> str:
+        return f"Action({api_words(self)})"
+
+    def __str__(self) -> str:
+        return api_words(self)
+
+
+def api_words(name: str | Action, value: object = None) -> str:
+    """The API's words, and a message's when no front end words it: a parameter by its name
+    (``k``), set to a value ``k=13``, an ``Action`` as its call (``tune(save=True)``)."""
+    if isinstance(name, Action):
+        parts = [*name.args, *(f"{n}={v}" for n, v in name.settings)]
+        return f"{name.name}({', '.join(parts)})"
+    return name if value is None else f"{name}={value}"
+
+
+class Words:
+    """Text that names parameters and actions, each front end writing them in its own words.
+
+    ``template`` is a ``str.format`` template; a field is a value from ``values`` (formatted
+    as usual: ``{score:.3f}``; a ``Words`` or ``Action`` there is worded too; a value hides a
+    name of the same spelling), or else a name:
+    ``{k}`` the parameter ``k``, ``{k=more}`` the parameter ``k`` set to ``values["more"]``.
+    ``worded(name_of)`` writes each name as ``name_of(name)`` / ``name_of(name, value)`` /
+    ``name_of(action)``: the API's ``api_words`` (``k``, ``k=13``, ``tune(save=True)``, also
+    ``str(words)``), the CLI's ``ragsift.cli._common.flag_name`` (``-k``, ``-k 13``,
+    ``ragsift tune --save``), the MCP server's tool arguments. Text from outside (a path, a
+    query) goes in ``values``, never into the template, where a brace would be a field."""
+
+    __slots__ = ("template", "values")
+
+    def __init__(self, template: str, values: dict[str, object] | None = None) -> None:
+        self.template = template
+        self.values = dict(values or {})
+
+    def worded(self, name_of=api_words) -> str:
+        """The text with each name written as ``name_of`` writes it."""
+        return self.template.format_map(_Fields(self.values, name_of))
+
+    def __add__(self, other: Words | str) -> Words:
+        return Words("{_0}{_1}", {"_0": self, "_1": other})
+
+    def __radd__(self, other: str) -> Words:
+        return Words("{_0}{_1}", {"_0": other, "_1": self})
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Words) and str(self) == str(other)
+
+    def __hash__(self) -> int:
+        return hash(str(self))
+
+    def __repr__(self) -> str:
+        return f"Words({str(self)!r})"
+
+    def __str__(self) -> str:
+        return self.worded(api_words)
+
+
+def worded(text: Words | str | None, name_of=api_words) -> str | None:
+    """``text`` in ``name_of``'s words when it is ``Words``; a plain string or None as is."""
+    return text.worded(name_of) if isinstance(text, Words) else text
+
+
+class _Fields:
+    """A template's fields: a value given with the text, else a name (``k``, ``k=value``)."""
+
+    def __init__(self, values: dict[str, object], name_of) -> None:
+        self.values = values
+        self.name_of = name_of
+
+    def __getitem__(self, field: str) -> object:
+        if field in self.values:
+            value = self.values[field]
+            if isinstance(value, Words):
+                return value.worded(self.name_of)
+            if isinstance(value, Action):
+                return str(self.name_of(value))
+            return value
+        name, eq, value_field = field.partition("=")
+        if eq:
+            return self.name_of(name, self.values[value_field])
+        return self.name_of(name)
+
+
 class RagsiftError(Exception):
     """An error the user can fix. The message is shown as-is, on one line.
 
-    ``param``: the argument the error is about (its Python API name, ``"k"``), for an error
-    about an argument. Its message is then a template whose ``{name}`` fields are parameter
-    names (``"{k} must be at least 1 (got {got})"``, ``values={"got": 0}`` fills the rest):
-    ``message`` writes them as the API names them (``k must be at least 1 (got 0)``), and a
-    front end writes them in its own words with ``worded`` (the CLI: ``-k must be ...``)."""
+    ``message``: plain text, or ``Words`` that name parameters and actions. ``param``: the
+    argument the error is about (its Python API name, ``"k"``), for an error about an
+    argument; its message is then a ``Words`` template (``"{k} must be at least 1 (got
+    {got})"``, ``values={"got": 0}`` fills the rest). ``message`` writes the names as the API
+    does (``k must be at least 1 (got 0)``, ``api_words``), and a front end writes them in its
+    own words with ``worded`` (the CLI: ``-k must be ...``). A plain string without ``param``
+    or ``values`` is not a template: its braces are kept."""
 
     def __init__(
         self,
-        message: str,
+        message: str | Words,
         exit_code: int = EXIT_USAGE,
         *,
         param: str | None = None,
         values: dict[str, object] | None = None,
     ) -> None:
-        self.template = message
+        if not isinstance(message, Words) and (param is not None or values is not None):
+            message = Words(message, values)
+        self.words = message if isinstance(message, Words) else None
+        self.template = message.template if isinstance(message, Words) else message
         self.param = param
-        self.values = dict(values or {})
+        self.values = dict(message.values) if isinstance(message, Words) else {}
         self.exit_code = exit_code
-        self.message = self.worded(str)
+        self.message = self.worded(api_words)
         super().__init__(self.message)
 
-    def worded(self, name_of) -> str:
-        """The message with each parameter name written as ``name_of(name)``."""
-        if self.param is None:
-            return self.template
-        return self.template.format_map(_Fields(self.values, name_of))
-
-
-class _Fields(dict):
-    """A template's fields: a value given with the error, else a parameter name."""
-
-    def __init__(self, values: dict[str, object], name_of) -> None:
-        super().__init__(values)
-        self.name_of = name_of
-
-    def __missing__(self, name: str) -> str:
-        return self.name_of(name)
+    def worded(self, name_of=api_words) -> str:
+        """The message with each name written as ``name_of`` writes it (``Words.worded``)."""
+        return self.template if self.words is None else self.words.worded(name_of)
 
 
 class SkipFile(Exception):

@@ -279,25 +279,32 @@ def test_reason_labels_say_the_rule():
 
 
 def test_k_hint_counts_what_a_larger_k_admits():
+    from ragsift.cli._common import flag_name
     from ragsift.retrieval.hints import k_hint
 
     r = _record([0.9, 0.8, 0.7, 0.6, 0.3], k=2)
-    assert "`-k 4` would admit 2 more above the threshold" in k_hint(r)
+    # the hint names the parameter; the CLI says -k, the API and MCP k=
+    assert "`-k 4` would admit 2 more above the threshold" in k_hint(r).worded(flag_name)
+    assert "`k=4` would admit 2 more above the threshold" in str(k_hint(r))
     assert k_hint(_record([0.9, 0.8, 0.3, 0.2], k=2)) is None  # nothing past k clears the floor
     # an over-k candidate scoring above an admitted hit (a fused order) is named
     fused = _record([0.5, 0.45, 0.7], k=2)
-    assert "rank 3 scores 0.700, more than admitted hits" in k_hint(fused)
+    assert "rank 3 scores 0.700, more than admitted hits" in str(k_hint(fused))
 
 
 def test_path_hint_shows_the_shape_of_stored_paths():
+    from ragsift.cli._common import flag_name
     from ragsift.retrieval.hints import path_hint
 
     paths = [f"docs/guide/{n}.md" for n in "abcdefgh"]
-    text = path_hint("guide/*", paths)
+    text = path_hint("guide/*", paths).worded(flag_name)
     assert "stored paths look like docs/guide/a.md, docs/guide/c.md, docs/guide/e.md" in text
     assert "(8 documents)" in text and "--path '*guide/*' matches 8" in text
-    assert "matches" not in path_hint("nothing*", paths).split(";")[-1]
-    assert "holds no documents" in path_hint("x", [])
+    assert "; path '*guide/*' matches 8" in str(path_hint("guide/*", paths))  # the API's words
+    assert "matches" not in str(path_hint("nothing*", paths)).split(";")[-1]
+    assert "holds no documents" in str(path_hint("x", []))
+    # a path with braces is text, not a template field
+    assert "'{a}*'" in str(path_hint("{a}*", ["{a}b.md"]))
 
 
 def test_grep_line_is_one_line_and_literal():

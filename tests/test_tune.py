@@ -258,8 +258,15 @@ def test_after_tune_save_the_nothing_admitted_hint_no_longer_says_to_run_it(labe
     just done. Now it says the threshold in force was tuned, and how to change it."""
     import shutil
 
+    from ragsift.cli._common import flag_name
     from ragsift.retrieval.hints import TUNE_NOTE, TUNED_NOTE
     from tests.conftest import run_cli
+
+    # the notes name an action; the CLI words it as the command line
+    tune_note, tuned_note = TUNE_NOTE.worded(flag_name)[2:], TUNED_NOTE.worded(flag_name)[2:40]
+    assert (
+        tune_note == "or tune a threshold on your own questions and keep it: `ragsift tune --save`"
+    )
 
     index, queries = labelled
     copy = tmp_path / "tuned.db"
@@ -268,7 +275,7 @@ def test_after_tune_save_the_nothing_admitted_hint_no_longer_says_to_run_it(labe
     # after tuning (the middle of the plateau from 0.12 up), above where off-topic ones score
     off_topic = "winter preparations"
     before = run_cli("query", off_topic, "-i", str(copy))
-    assert before.returncode == 1 and TUNE_NOTE[2:] in before.stderr, before.stderr
+    assert before.returncode == 1 and tune_note in before.stderr, before.stderr
     saved = run_cli("tune", "-i", str(copy), "--queries", queries, "--save")
     assert saved.returncode == 0, saved.stderr
     for command in ("query", "explain"):
@@ -276,10 +283,10 @@ def test_after_tune_save_the_nothing_admitted_hint_no_longer_says_to_run_it(labe
         assert proc.returncode == 1, proc.stderr
         said = proc.stderr + proc.stdout
         assert "nothing cleared the threshold" in said, said
-        assert TUNE_NOTE[2:] not in said and TUNED_NOTE[2:40] in said, said
+        assert tune_note not in said and tuned_note in said, said
     record = json.loads(run_cli("explain", off_topic, "-i", str(copy), "--json").stdout)
     assert record["threshold_from"] == "tuned"
-    assert TUNED_NOTE[2:40] in record["hints"][0] and TUNE_NOTE[2:] not in record["hints"][0]
+    assert tuned_note in record["hints"][0] and tune_note not in record["hints"][0]
 
 
 def test_tune_at_80_columns_shows_every_column_header_whole(labelled):

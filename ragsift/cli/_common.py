@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 import typer
 
-from ragsift.errors import EXIT_INTERRUPTED, EXIT_OUTPUT, EXIT_USAGE, RagsiftError
+from ragsift.errors import EXIT_INTERRUPTED, EXIT_OUTPUT, EXIT_USAGE, Action, RagsiftError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -236,19 +236,32 @@ def install_interrupt_handler() -> Callable[[], None]:
 
 
 # -- parameter names as flags ------------------------------------------------------------------
-# An error about an argument carries its parameter (``RagsiftError.param``) and writes the
-# parameter names it mentions as template fields; the CLI writes each as the running command's
-# option of that name (its first spelling: ``-k``, ``--strategy``; a repeatable one's values:
-# "delimiters" -> ``--delimiter values``), and a name the command has no option for as the
-# option it is elsewhere (``--name-with-dashes``).
+# Errors and hints name the parameters and actions they mention (``ragsift.errors.Words``); the
+# CLI writes a parameter as the running command's option of that name (its first spelling:
+# ``-k``, ``--strategy``; a repeatable one's values: "delimiters" -> ``--delimiter values``), a
+# name the command has no option for as the option it is elsewhere (``--name-with-dashes``),
+# and an action as the command line that does it (``ragsift tune --queries FILE --save``).
 CLI_NAMES = {"objective": "optimize"}  # API parameter -> the CLI option's name, where they differ
+COMMANDS = {"build": "embed"}  # API action -> the command that does it, where they differ
 
 
-def flag_name(name: str) -> str:
-    """The CLI's words for the API parameter ``name`` in the running command."""
+def flag_name(name: str | Action, value: object = None) -> str:
+    """The CLI's words for the API parameter ``name`` in the running command (``-k``), set to
+    ``value`` (``-k 13``), or for the ``Action`` ``name`` (``ragsift tune --save``)."""
+    if isinstance(name, Action):
+        return " ".join(
+            ["ragsift", COMMANDS.get(name.name, name.name), *name.args]
+            + [_option(n) if v is True else f"{_option(n)} {v}" for n, v in name.settings]
+        )
     cli = CLI_NAMES.get(name, name)
-    flags = _command_flags() or {}
-    return flags.get(cli) or ("-k" if cli == "k" else "--" + cli.replace("_", "-"))
+    flag = (_command_flags() or {}).get(cli) or _option(name)
+    return flag if value is None else f"{flag.split()[0]} {value}"
+
+
+def _option(name: str) -> str:
+    """The option of the API parameter ``name`` where no command says otherwise."""
+    cli = CLI_NAMES.get(name, name)
+    return "-k" if cli == "k" else "--" + cli.replace("_", "-")
 
 
 def _command_flags() -> dict[str, str] | None:

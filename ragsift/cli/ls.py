@@ -51,7 +51,7 @@ def ls_command(
             from ragsift.api import path_hint
             from ragsift.cli._common import warn
 
-            warn(path_hint(" ".join(patterns), idx.paths(), flag=""))
+            warn(str(path_hint(" ".join(patterns), idx.paths(), param=None)))
     if as_json:
         write_jsonl(document_row(d) for d in docs)
     else:

@@ -74,7 +74,7 @@ def rm_command(
     else:
         from ragsift.api import path_hint
 
-        warn(path_hint(" ".join(patterns), stored, flag=""))
+        warn(str(path_hint(" ".join(patterns), stored, param=None)))
     raise typer.Exit(EXIT_OK if docs else EXIT_NOTHING)
 
 

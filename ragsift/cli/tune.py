@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from ragsift.cli._common import handle_errors, warn
+from ragsift.cli._common import flag_name, handle_errors, warn
 from ragsift.cli.query import (
     INDEX_OPTION,
     K_OPTION,
@@ -122,8 +122,8 @@ def tune_command(
             mode=mode,
         )
         request = ix.prepare(request)  # the floor to compare against (if any), once
-        if request.floor.warning:
-            warn(request.floor.warning)
+        if request.floor.notice:
+            warn(request.floor.notice.worded(flag_name))
         report = ix.tune(labelled, request, objective=objective, step=step)
     if report.unmatched_line():
         warn("warning: " + report.unmatched_line())

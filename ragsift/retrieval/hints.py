@@ -7,9 +7,11 @@ ranked or decided again except "what would another ``-k`` admit", which reruns t
 ``explain`` prints them, ``query`` prints the first on stderr, and the MCP server returns them
 in its records (``ragsift.api.explain_record``).
 
-A hint names the arguments to change in its reader's words: ``setting(name, value)`` writes
-the API parameter ``name`` set to ``value`` (``cli_setting``, the default: ``-k 13``,
-``--threshold 0.35``; the MCP server: ``k=13``, ``threshold=0.35``).
+A hint names the arguments and commands it suggests (``ragsift.errors.Words``): each front
+end words them (the CLI: ``-k 13``, ``--threshold 0.35``, ``ragsift tune --save``; the MCP
+server: ``k=13``, ``threshold=0.35``). ``hint_words`` gives them so; ``hints`` and
+``nothing_hint`` give text in the words of ``setting(name, value)`` (``Words.worded``'s
+``name_of``; ``cli_setting``, the default).
 """
 
 from __future__ import annotations
@@ -17,14 +19,15 @@ from __future__ import annotations
 import fnmatch
 from typing import TYPE_CHECKING
 
+from ragsift.errors import Action, Words, worded
 from ragsift.retrieval.topk import Setting, cli_setting
 
 if TYPE_CHECKING:
     from ragsift.retrieval.topk import Retrieval
 
 
-def k_hint(r: Retrieval, setting: Setting = cli_setting) -> str | None:
-    """What a larger ``-k`` would admit among the candidates shown, when some of them clear
+def k_hint(r: Retrieval) -> Words | None:
+    """What a larger ``k`` would admit among the candidates shown, when some of them clear
     the floor and were turned away only by their rank."""
     from ragsift.retrieval.topk import OVER_K, admission
 
@@ -42,10 +45,18 @@ def k_hint(r: Retrieval, setting: Setting = cli_setting) -> str | None:
     more = sum(reason is None for reason in reasons) - len(r.admitted)
     if more <= 0:
         return None
-    floor = "above the threshold" if r.threshold is not None else "with no floor"
-    text = (
-        f"{len(over)} candidate{'s' if len(over) != 1 else ''} past rank {r.k} clear the "
-        f"floor; `{setting('k', k)}` would admit {more} more {floor}"
+    facts = {
+        "n": len(over),
+        "s": "s" if len(over) != 1 else "",
+        "rank": r.k,
+        "more": more,
+        "wider": k,
+        "floor": "above the threshold" if r.threshold is not None else "with no floor",
+    }
+    text = Words(
+        "{n} candidate{s} past rank {rank} clear the floor; `{k=wider}` would admit {more} "
+        "more {floor}",
+        facts,
     )
     top = max(over, key=lambda c: c.score)
     admitted = [c.score for c in r.admitted]
@@ -68,34 +79,68 @@ def under_floor(r: Retrieval) -> bool:
     )
 
 
-TUNE_NOTE = "; or tune a threshold on your own questions and keep it: `ragsift tune --save`"
+TUNE_NOTE = Words(
+    "; or tune a threshold on your own questions and keep it: `{tune}`",
+    {"tune": Action("tune", save=True)},
+)
 # when the threshold in force is already a tuned one, "run tune --save" is no fix (issue 41)
-TUNED_NOTE = (
+TUNED_NOTE = Words(
     "; the threshold in force was tuned on your labelled questions: if this one should be "
-    "answered, add it to them and run `ragsift tune --save` again"
+    "answered, add it to them and run `{tune}` again",
+    {"tune": Action("tune", save=True)},
 )
 
 
-def path_hint(pattern: str, paths: list[str], show: int = 3, flag: str = "--path ") -> str:
-    """``--path`` (or ``ls``'s GLOB: ``flag=""``) matched nothing: show the shape of the
-    stored paths (a few, spread over the sorted list) and a wider glob that would match, if
-    there is one."""
+def path_hint(pattern: str, paths: list[str], show: int = 3, param: str | None = "path") -> Words:
+    """The filter ``pattern`` (the parameter ``param``; ``ls``'s GLOB: None) matched nothing:
+    show the shape of the stored paths (a few, spread over the sorted list) and a wider glob
+    that would match, if there is one."""
+    named = "" if param is None else "{" + param + "} "
     if not paths:
-        return f"no document path matches {flag}{pattern!r} (the index holds no documents)"
+        return Words(
+            "no document path matches " + named + "{pattern} (the index holds no documents)",
+            {"pattern": repr(pattern)},
+        )
     ordered = sorted(paths)
     step = max(1, len(ordered) // show)
     sample = ordered[::step][:show]
-    text = (
-        f"no document path matches {flag}{pattern!r}; stored paths look like "
-        + ", ".join(sample)
-        + (f", … ({len(ordered)} documents)" if len(ordered) > show else "")
+    text = Words(
+        "no document path matches " + named + "{pattern}; stored paths look like {sample}",
+        {
+            "pattern": repr(pattern),
+            "sample": ", ".join(sample)
+            + (f", … ({len(ordered)} documents)" if len(ordered) > show else ""),
+        },
     )
     wider = pattern if pattern.startswith("*") else "*" + pattern
     wider = wider if wider.endswith("*") else wider + "*"
     hits = [p for p in ordered if fnmatch.fnmatchcase(p, wider)]
     if wider != pattern and hits:
-        text += f"; {flag}{wider!r} matches {len(hits)}"
+        text += Words("; " + named + "{wider} matches {n}", {"wider": repr(wider), "n": len(hits)})
     return text
+
+
+def hint_words(
+    r: Retrieval,
+    base: Words | str | None,
+    paths: list[str] | None = None,
+    source: str | None = None,
+    *,
+    commands: bool = True,
+) -> list[Words | str]:
+    """Every hint for one retrieval, most important first. ``base`` is the retrieval layer's
+    own ``outcome_words`` (or its text, ``outcome_hint``); ``paths`` the stored document paths
+    (for an empty ``path``); ``source``: where the threshold came from
+    (``ThresholdInForce.source``); ``commands``: whether the reader can run ragsift's commands
+    (then a lasting fix is named: ``TUNE_NOTE``)."""
+    out: list[Words | str] = []
+    first = nothing_words(r, base, paths, source, commands=commands)
+    if first:
+        out.append(first)
+    extra = k_hint(r)
+    if extra:
+        out.append(extra)
+    return out
 
 
 def hints(
@@ -105,17 +150,10 @@ def hints(
     setting: Setting = cli_setting,
     source: str | None = None,
 ) -> list[str]:
-    """Every hint for one retrieval, most important first. ``base`` is the retrieval layer's
-    own ``outcome_hint`` (in the same words); ``paths`` the stored document paths (for an
-    empty ``--path``); ``source``: where the threshold came from (``ThresholdInForce.source``)."""
-    out: list[str] = []
-    first = nothing_hint(r, base, paths, setting, source)
-    if first:
-        out.append(first)
-    extra = k_hint(r, setting)
-    if extra:
-        out.append(extra)
-    return out
+    """``hint_words`` in the words of ``setting`` (``cli_setting``, the default: the one that
+    names commands)."""
+    found = hint_words(r, base, paths, source, commands=setting is cli_setting)
+    return [worded(h, setting) for h in found]
 
 
 def nothing_hint(
@@ -125,16 +163,31 @@ def nothing_hint(
     setting: Setting = cli_setting,
     source: str | None = None,
 ) -> str | None:
-    """The retrieval layer's ``outcome_hint`` (``base``) with what only the CLI can add: the
-    shape of the stored paths for an empty ``--path``, and for a best candidate under the
-    floor (``base`` names it and its score) the lasting fix, ``tune --save`` (``TUNED_NOTE``
-    when the threshold in force, ``source``, is already a tuned one)."""
+    """``nothing_words`` in the words of ``setting`` (``cli_setting``, the default: the one
+    that names commands)."""
+    found = nothing_words(r, base, paths, source, commands=setting is cli_setting)
+    return worded(found, setting)
+
+
+def nothing_words(
+    r: Retrieval,
+    base: Words | str | None,
+    paths: list[str] | None,
+    source: str | None = None,
+    *,
+    commands: bool = True,
+) -> Words | str | None:
+    """The retrieval layer's ``outcome_words`` (``base``) with what a front end can add: the
+    shape of the stored paths for an empty ``path``, and for a best candidate under the
+    floor (``base`` names it and its score) the lasting fix, ``tune`` with ``save``
+    (``TUNED_NOTE`` when the threshold in force, ``source``, is already a tuned one) for a
+    reader that can run commands (``commands``)."""
     from ragsift.retrieval.threshold import TUNED
     from ragsift.retrieval.topk import proposes_threshold
 
     if r.searched == 0 and r.path_filter and not r.corpus_empty and paths is not None:
-        return path_hint(r.path_filter, paths, flag=setting("path") + " ")
-    # (a CLI command's lasting fix; none for a query whose best candidate scores off-topic)
-    if base and under_floor(r) and proposes_threshold(r) and setting is cli_setting:
+        return path_hint(r.path_filter, paths)
+    # (a command's lasting fix; none for a query whose best candidate scores off-topic)
+    if base and under_floor(r) and proposes_threshold(r) and commands:
         return base + (TUNED_NOTE if source == TUNED else TUNE_NOTE)
     return base

@@ -10,7 +10,7 @@ Four sources, in this order:
    ``models_for`` when it was saved; one saved before it was recorded was tuned on the
    shipped ``MODELS``). One saved by ragsift < 0.2 (a cosine), on an earlier score, or on
    another calibration (the index calibrated since) is ignored, with one warning asking to
-   re-tune (``ThresholdInForce.warning``), and the next source applies.
+   re-tune (``ThresholdInForce.notice``), and the next source applies.
 3. The index's calibration (``ragsift calibrate``, or ``embed`` by itself for a model without
    a shipped default): the mode's threshold fitted for the index's model on the set that
    ships with ragsift (``ragsift.calibration``), applied only when it was made for the
@@ -38,7 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ragsift.errors import RagsiftError
+from ragsift.errors import Action, RagsiftError, Words
 from ragsift.retrieval.relevance import (
     MODELS,
     SCORE_KIND,
@@ -47,7 +47,9 @@ from ragsift.retrieval.relevance import (
     stored_calibration,
 )
 
+# ``threshold_source`` of a threshold given with the call: a JSON value kept from earlier releases
 FLAG = "--threshold"
+RETUNE = Action("tune", queries="FILE", save=True)  # how a warning asks to re-tune
 TUNED = "tuned"
 MEASURED = "model default"  # JSON value of ``threshold_source`` (kept from earlier releases)
 CALIBRATED = "calibrated"
@@ -96,7 +98,15 @@ class ThresholdInForce:
     value: float | None
     source: str | None
     queries: int | None = None  # tuned: how many labelled queries
-    warning: str | None = None  # one line for the user (a saved threshold that was ignored)
+    notice: Words | None = None  # one line for the user (a saved threshold that was ignored)
+
+    @property
+    def warning(self) -> str | None:
+        """``notice`` in the CLI's words (``cli_setting``), for the callers that do not word
+        it themselves yet (``cli/query.py``)."""
+        from ragsift.retrieval.topk import cli_setting
+
+        return None if self.notice is None else self.notice.worded(cli_setting)
 
     @property
     def label(self) -> str:
@@ -132,7 +142,7 @@ def resolve_threshold(
     if threshold != AUTO:
         return ThresholdInForce(threshold, FLAG)
     tuned = settings.get("tuned_threshold")
-    warning = None
+    notice = None
     if isinstance(tuned, dict) and "value" in tuned:
         v = tuned["value"]
         was = tuned.get("score")
@@ -142,24 +152,25 @@ def resolve_threshold(
             return ThresholdInForce(
                 None if v is None else float(v), TUNED, int(tuned.get("queries") or 0)
             )
+        facts = {"v": v, "retune": RETUNE}
         if was == SCORE_KIND:
-            warning = (
-                f"the threshold saved in this index ({v}) was tuned on other "
-                f"coefficients of the score ({tuned_on}; `ragsift calibrate` has "
-                f"changed them to {now} since) and is ignored; re-run "
-                "`ragsift tune --queries FILE --save`"
+            notice = Words(
+                "the threshold saved in this index ({v}) was tuned on other coefficients of "
+                "the score ({was}; `{calibrate}` has changed them to {now} since) and is "
+                "ignored; re-run `{retune}`",
+                {**facts, "was": tuned_on, "now": now, "calibrate": Action("calibrate")},
             )
         elif isinstance(was, str) and was.startswith("relevance-"):
-            warning = (
-                f"the threshold saved in this index ({v}) was tuned on an earlier "
-                f"relevance score ({was}; this ragsift scores {SCORE_KIND}) and is "
-                "ignored; re-run `ragsift tune --queries FILE --save`"
+            notice = Words(
+                "the threshold saved in this index ({v}) was tuned on an earlier relevance "
+                "score ({was}; this ragsift scores {kind}) and is ignored; re-run `{retune}`",
+                {**facts, "was": was, "kind": SCORE_KIND},
             )
         else:
-            warning = (
-                f"the threshold saved in this index ({v}) is a cosine from ragsift "
-                "< 0.2 and is ignored: scores are now relevance scores; re-run "
-                "`ragsift tune --queries FILE --save`"
+            notice = Words(
+                "the threshold saved in this index ({v}) is a cosine from ragsift < 0.2 and "
+                "is ignored: scores are now relevance scores; re-run `{retune}`",
+                facts,
             )
     cal = stored_calibration(settings)
     if cal is not None:
@@ -167,13 +178,13 @@ def resolve_threshold(
             float(cal["thresholds"][mode]),
             CALIBRATED,
             int(cal.get("queries") or 0),
-            warning=warning,
+            notice=notice,
         )
     fingerprint = settings.get("model_fingerprint")
     measured = measured_thresholds(mode).get(fingerprint or "")
     if measured is not None:
-        return ThresholdInForce(measured, MEASURED, warning=warning)
-    floor = ThresholdInForce(None, None, warning=warning)
+        return ThresholdInForce(measured, MEASURED, notice=notice)
+    floor = ThresholdInForce(None, None, notice=notice)
     if required:
         raise no_threshold(settings, floor)
     return floor
@@ -186,13 +197,23 @@ def no_threshold(settings: dict[str, Any], floor: ThresholdInForce) -> RagsiftEr
     model = settings.get("model") or settings.get("model_fingerprint") or "of this index"
     ignored = (
         " (the threshold saved in it is ignored: it was tuned on another score)"
-        if floor.warning
+        if floor.notice
         else ""
     )
     return RagsiftError(
-        f"model {model} has no measured threshold{ignored}; calibrate it with `ragsift "
-        "calibrate` (the set that ships with ragsift), pass --threshold VALUE (or --threshold "
-        "none), or store one in the index with `ragsift tune --queries FILE --save`"
+        Words(
+            "model {model} has no measured threshold{ignored}; calibrate it with `{calibrate}` "
+            "(the set that ships with ragsift), pass {threshold=value} (or {threshold=none}), "
+            "or store one in the index with `{retune}`",
+            {
+                "model": model,
+                "ignored": ignored,
+                "calibrate": Action("calibrate"),
+                "value": "VALUE",
+                "none": "none",
+                "retune": RETUNE,
+            },
+        )
     )
 
 

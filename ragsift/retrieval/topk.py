@@ -39,7 +39,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ragsift.errors import RagsiftError
+from ragsift.errors import Action, RagsiftError, Words, worded
 
 if TYPE_CHECKING:
     from ragsift.index.backend import ChunkRecord
@@ -462,76 +462,94 @@ def proposes_threshold(r: Retrieval) -> bool:
     )
 
 
-Setting = Callable[..., str]  # (name, value=None) -> a reader's words that set it
+Setting = Callable[..., str]  # (name, value=None) -> a reader's words: ``Words.worded``'s name_of
 
 
-def cli_setting(name: str, value: object = None) -> str:
-    """The CLI's words for the parameter ``name`` (set to ``value``): ``-k 13``,
-    ``--threshold 0.35``, ``--reject-window``. What hints say by default."""
+def cli_setting(name: str | Action, value: object = None) -> str:
+    """The CLI's words (``-k 13``, ``--threshold 0.35``, ``--reject-window``, ``ragsift tune
+    --save``): the default of the hint functions that return text, for the callers that do
+    not word hints themselves yet (``cli/query.py``, ``cli/explain.py``,
+    ``retrieval/records.py``). The one place below ``cli/`` that spells flags, until they
+    pass ``ragsift.cli._common.flag_name`` (the same words, per command) and it goes."""
+    if isinstance(name, Action):
+        settings = [cli_setting(n, None if v is True else v) for n, v in name.settings]
+        return " ".join(["ragsift", name.name, *name.args, *settings])
     flag = "-k" if name == "k" else "--" + name.replace("_", "-")
     return flag if value is None else f"{flag} {value}"
 
 
 def outcome_hint(r: Retrieval, setting: Setting = cli_setting) -> str | None:
+    """``outcome_words`` in the reader's words (``setting``; ``cli_setting``, the default)."""
+    return worded(outcome_words(r), setting)
+
+
+def outcome_words(r: Retrieval) -> Words | None:
     """One sentence when the outcome is extreme (nothing admitted, or nothing in the window
-    below the floor), else None. Plain text; ``query`` prints it on stderr when nothing was
-    admitted, ``explain`` as its hint (one function for both). ``setting(name, value)``: the
-    reader's words for an argument (``cli_setting``, the default)."""
+    below the floor), else None; it names the arguments to change (``Words``: each front end
+    words them). ``query`` prints it on stderr when nothing was admitted, ``explain`` as its
+    hint (one function for both)."""
     if r.corpus_empty:
-        return "the index holds no chunks"
+        return Words("the index holds no chunks")
     if r.searched == 0:
-        return f"no document path matches {setting('path')} {r.path_filter!r}"
+        return Words("no document path matches {path} {pattern}", {"pattern": repr(r.path_filter)})
     best = r.best
     if best is None:
         return None
     if best.reason == COMMON_WORDS_ONLY:
-        return (
-            f"the query holds only common words ({', '.join(common_words_only(r.query))}), "
-            "which say nothing about what to find: nothing admitted; ask with a word the "
-            "documents would hold (a name, a term, an identifier)"
+        return Words(
+            "the query holds only common words ({common}), which say nothing about what to "
+            "find: nothing admitted; ask with a word the documents would hold (a name, a "
+            "term, an identifier)",
+            {"common": ", ".join(common_words_only(r.query))},
         )
+    facts = {
+        "chars": best.chars,
+        "at": best.location,
+        "budget": r.max_chars,
+        "score": best.score,
+        "floor": r.threshold,
+    }
     if not r.admitted:
         if best.reason == OVER_CHAR_BUDGET:
-            return (
-                f"the best hit ({best.chars} chars, {best.location}) does not fit "
-                f"{setting('max_chars', r.max_chars)}; "
-                f"`{setting('max_chars', best.chars)}` would admit it"
+            return Words(
+                "the best hit ({chars} chars, {at}) does not fit {max_chars=budget}; "
+                "`{max_chars=chars}` would admit it",
+                facts,
             )
         if r.threshold is not None and best.score < r.threshold and not proposes_threshold(r):
-            return (
-                f"nothing cleared the threshold {r.threshold:.2f}: best candidate "
-                f"{best.score:.3f} at {best.location}, under "
-                f"{plausible_floor(r.threshold, r.mode):.3f}, where off-topic questions score: "
-                "the index holds nothing relevant enough for this query (no lower threshold "
-                "is proposed)"
+            return Words(
+                "nothing cleared the threshold {floor:.2f}: best candidate {score:.3f} at "
+                "{at}, under {plausible:.3f}, where off-topic questions score: the index "
+                "holds nothing relevant enough for this query (no lower threshold is proposed)",
+                {**facts, "plausible": plausible_floor(r.threshold, r.mode)},
             )
         if r.threshold is not None and best.score < r.threshold:
             suggestion = admitting_threshold(best.score)
-            n = admitted_at(r, suggestion)
-            return (
-                f"nothing cleared the threshold {r.threshold:.2f}: best candidate "
-                f"{best.score:.3f} at {best.location}; "
-                f"`{setting('threshold', f'{suggestion:.2f}')}` would admit {n}"
+            return Words(
+                "nothing cleared the threshold {floor:.2f}: best candidate {score:.3f} at "
+                "{at}; `{threshold=suggestion}` would admit {n}",
+                {**facts, "suggestion": f"{suggestion:.2f}", "n": admitted_at(r, suggestion)},
             )
         return None
     if r.threshold is None:
-        return (
-            f"no floor ({setting('threshold', 'none')}): the top k are admitted whatever "
-            "their score"
+        return Words(
+            "no floor ({threshold=none}): the top k are admitted whatever their score",
+            {"none": "none"},
         )
     if any(c.reason == BELOW_THRESHOLD for c in r.candidates):
         return None
     lowest = min(c.score for c in r.candidates)
     if r.candidates_complete:
-        return (
-            f"all {len(r.candidates)} chunks searched clear the floor (lowest "
-            f"{lowest:.2f} >= {r.threshold:.2f}): the threshold excludes nothing here"
+        return Words(
+            "all {n} chunks searched clear the floor (lowest {lowest:.2f} >= "
+            "{floor:.2f}): the threshold excludes nothing here",
+            {"n": len(r.candidates), "lowest": lowest, "floor": r.threshold},
         )
     if r.reject_window > 0:
-        return (
-            f"every candidate in the window clears the floor (lowest {lowest:.2f} >= "
-            f"{r.threshold:.2f}): more chunks this similar may lie beyond it; "
-            f"raise {setting('reject_window')} to see them or {setting('threshold')} to be "
-            "stricter"
+        return Words(
+            "every candidate in the window clears the floor (lowest {lowest:.2f} >= "
+            "{floor:.2f}): more chunks this similar may lie beyond it; raise {reject_window} "
+            "to see them or {threshold} to be stricter",
+            {"lowest": lowest, "floor": r.threshold},
         )
     return None
