@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from ragsift.index.backend import DocumentInfo
     from ragsift.ingest import EmbedSummary
     from ragsift.retrieval.hybrid import Fusion
+    from ragsift.retrieval.records import Hit
     from ragsift.retrieval.request import SearchRequest
     from ragsift.retrieval.search import Searcher
     from ragsift.retrieval.threshold import ThresholdInForce
@@ -103,8 +104,11 @@ _EXPORTS = {
     "calibration_needed": "ragsift.calibration.of_index",
     # a path as a user typed it, as the stored path it names (``ls``, ``rm``, ``--path``)
     "stored_path": "ragsift.retrieval.path_rules",
-    # the JSON records every front end prints
-    "hit_row": "ragsift.retrieval.records",
+    # the records every front end hands out (typed, each with its one ``to_json``) and
+    # their JSON: the one hit type (``Search.hits``), a search's and an explain's record
+    "Hit": "ragsift.retrieval.records",
+    "SearchRecord": "ragsift.retrieval.records",
+    "ExplainRecord": "ragsift.retrieval.records",
     "document_row": "ragsift.retrieval.records",
     "explain_record": "ragsift.retrieval.records",
     "search_record": "ragsift.retrieval.records",
@@ -285,6 +289,14 @@ class Search:
     # per query: what the model was given of a query longer than it reads
     # (``ragsift.retrieval.search.DenseView``: its question, error lines, identifiers), or None
     dense_views: list[Any] = field(default_factory=list)
+
+    @property
+    def hits(self) -> list[tuple[Hit, ...]]:
+        """Per query, every candidate considered (admitted or rejected, in rank order) as a ``Hit``:
+        the one hit type every front end serialises (``Hit.to_json()``)."""
+        from ragsift.retrieval.records import hits
+
+        return [hits(r) for r in self.results]
 
 
 def _reads(method: Any) -> Any:
@@ -492,8 +504,9 @@ class Index:
     ) -> dict[str, Any]:
         """``ragsift explain QUERY --json``: the retrieval record with where its threshold came
         from, the hints, the query's truncation and the closest units of each admitted hit
-        (``explain_record``; ``units`` 3 unless given). The options as for ``search``."""
-        from ragsift.retrieval.records import explain_record
+        (``ExplainRecord.to_json()``; ``units`` 3 unless given). The options as for
+        ``search``."""
+        from ragsift.retrieval.records import ExplainRecord
         from ragsift.retrieval.request import SearchRequest
 
         check_query(text)  # one query: a str (a list would be a batch)
@@ -502,13 +515,13 @@ class Index:
         if request.units is None:
             request = replace(request, units=3)
         found = self.search(text, request)
-        return explain_record(
+        return ExplainRecord.of(
             found.results[0],
             found.threshold,
             attributions=found.attributions[0],
             query_truncated=found.truncated[0],
             paths=found.paths,
-        )
+        ).to_json()
 
     @_reads
     def tune(

@@ -84,7 +84,7 @@ def explain_command(
     """Show why a query found what it found: admitted hits with their margin over the
     threshold, rejected candidates with their gap and reason, a score picture, and the
     closest unit of each hit (an embedding-similarity proxy, not a causal explanation)."""
-    from ragsift.api import SearchRequest, check_query, explain_record, hints, outcome_hint
+    from ragsift.api import ExplainRecord, SearchRequest, check_query
 
     check_query(text)  # before the index is opened: a blank query is the error to report
     with open_index(index, model) as ix:
@@ -100,12 +100,16 @@ def explain_command(
         )
         found = ix.search(text, request)
     warn_search(found)
-    r, floor, cut = found.results[0], found.threshold, found.truncated[0]
+    r = found.results[0]
+    record = ExplainRecord.of(
+        r,
+        found.threshold,
+        attributions=found.attributions[0],
+        query_truncated=found.truncated[0],
+        paths=found.paths,
+    )
     if as_json:
-        record = explain_record(
-            r, floor, attributions=found.attributions[0], query_truncated=cut, paths=found.paths
-        )
-        sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
+        sys.stdout.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")
     else:
         from ragsift.cli._common import stdout_console
 
@@ -113,10 +117,10 @@ def explain_command(
             stdout_console(),
             r,
             found.attributions[0],
-            hints(r, outcome_hint(r), found.paths, source=floor.source),
+            list(record.hints),
             found.model,
-            floor.label,
-            query_truncated=cut,
+            record.threshold_origin,
+            query_truncated=record.query_truncated,
             max_length=found.max_length,
         )
     raise typer.Exit(EXIT_OK if r.admitted else EXIT_NOTHING)

@@ -19,7 +19,7 @@ from ragsift.cli._help import HelpCommand
 from ragsift.errors import EXIT_NOTHING, EXIT_OK, RagsiftError
 
 if TYPE_CHECKING:
-    from ragsift.api import Candidate, Retrieval, Search
+    from ragsift.api import Hit, Retrieval, Search
 
 DEFAULT_INDEX, DEFAULT_MODE, MODES = api.DEFAULT_INDEX, api.DEFAULT_MODE, api.MODES
 
@@ -229,10 +229,10 @@ def query_command(
         )
         found = ix.search(queries, request)
     warn_search(found, queries if batch else None)
-    results, paths = found.results, found.paths
+    results, paths, hits = found.results, found.paths, found.hits
     any_admitted = False
     if as_json or fmt == "json":
-        write_jsonl(_json_rows(results, batch, rejected))
+        write_jsonl(h.to_json(with_query=batch) for h in _shown(hits, rejected))
     elif fmt == "grep":
         from ragsift.api import openable_path
         from ragsift.cli.render import grep_line
@@ -244,13 +244,14 @@ def query_command(
         # A number holds no colon, so `cut -d: -f1` is the query and `cut -d: -f2-` the
         # single-query line, whatever the path holds; one query keeps grep's own format.
         sys.stdout.writelines(
-            (f"{n}:" if batch else "") + grep_line(c, openable_path(c.path, root)) + "\n"
-            for n, r in enumerate(results, 1)
-            for c in r.admitted
+            (f"{n}:" if batch else "") + grep_line(h, openable_path(h.path, root)) + "\n"
+            for n, of_query in enumerate(hits, 1)
+            for h in of_query
+            if h.admitted
         )
         sys.stdout.flush()
     else:
-        _print_hits(results, batch, rejected)
+        _print_hits(results, hits, batch, rejected)
     for r in results:
         if r.admitted:
             any_admitted = True
@@ -286,37 +287,38 @@ def warn_search(found: Search, queries: list[str] | None = None) -> None:
         )
 
 
-def hit_row(c: Candidate, r: Retrieval, batch: bool) -> dict[str, Any]:
-    from ragsift.api import hit_row as row  # the one shape of a hit (the MCP server's too)
-
-    return row(c, r, batch)
-
-
-def _json_rows(results: list[Retrieval], batch: bool, rejected: bool) -> Iterator[dict]:
-    for r in results:
-        for c in r.candidates:
-            if c.admitted or rejected:
-                yield hit_row(c, r, batch)
+def _shown(hits: list[tuple[Hit, ...]], rejected: bool) -> Iterator[Hit]:
+    """The hits ``query --json`` prints: each query's admitted ones, in rank order, and with
+    ``--rejected`` the rejected ones in their places."""
+    for of_query in hits:
+        for h in of_query:
+            if h.admitted or rejected:
+                yield h
 
 
-def _print_hits(results: list[Retrieval], batch: bool, rejected: bool) -> None:
+def _print_hits(
+    results: list[Retrieval], hits: list[tuple[Hit, ...]], batch: bool, rejected: bool
+) -> None:
     from rich.markup import escape
 
     from ragsift.cli._common import stdout_console
     from ragsift.cli.render import print_hit, rule
 
     console = stdout_console()
-    for r in results:
+    for r, of_query in zip(results, hits):
         if batch:
             console.print(f"[bold]== {escape(r.query)}[/bold]", highlight=False, soft_wrap=True)
-        for c in r.admitted:
-            print_hit(console, c)
+        for h in of_query:
+            if h.admitted:
+                print_hit(console, h)
         if rejected:
-            for c in r.rejected:
-                preview = " ".join(c.text.split())[:70]
-                why = rule(c, r)
+            for h in of_query:
+                if h.admitted:
+                    continue
+                preview = " ".join(h.text.split())[:70]
+                why = rule(h, r)
                 console.print(
-                    f"[dim]{c.score:.3f}  {escape(c.location)}  rejected ({c.reason})"
+                    f"[dim]{h.score:.3f}  {escape(h.location)}  rejected ({h.reason})"
                     f"{', ' + escape(why) if why else ''}: {escape(preview)}[/]",
                     highlight=False,
                     soft_wrap=True,

@@ -20,6 +20,7 @@ from ragsift.mcp_server.schemas import (
 from ragsift.mcp_server.service import (
     MAX_READ_LINES,
     URI_PREFIX,
+    Answer,
     ArgumentError,
     Service,
     document_uri,
@@ -190,9 +191,10 @@ def _run_call(
     import mcp_types as t
 
     try:
-        record = service.call(method, args)
+        answer = service.call(method, args)
+        record = answer.to_json() if isinstance(answer, Answer) else answer
         return t.CallToolResult(
-            content=[t.TextContent(type="text", text=text_of(record))],
+            content=[t.TextContent(type="text", text=text_of(answer))],
             structured_content=record,
         )
     except ArgumentError as exc:

@@ -8,13 +8,13 @@ from __future__ import annotations
 import math
 import os
 import threading
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote, unquote
 
 import ragsift.api as api
 from ragsift.errors import RagsiftError
-from ragsift.mcp_server.text import has_surrogate, hit_location, one_line, show
+from ragsift.mcp_server.text import has_surrogate, hit_location, one_line, show, shown_score
 
 MAX_QUERY_CHARS = 10_000  # a longer query is refused (the model reads ~1,000 characters)
 MAX_GLOB_CHARS = 1_000
@@ -38,6 +38,25 @@ def path_of_uri(uri: str) -> str | None:
     if not isinstance(uri, str) or not uri.startswith(URI_PREFIX):
         return None
     return unquote(uri[len(URI_PREFIX) :], errors="strict")
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A ``search`` or ``explain`` call's answer: its record (``api.SearchRecord`` or
+    ``api.ExplainRecord``, in this server's terms) and the server's ``floor``
+    (``api.ThresholdInForce``). What a model reads (``text``) is written from it, and the
+    structured content is its ``to_json()``."""
+
+    record: Any
+    floor: Any
+
+    def to_json(self) -> dict[str, Any]:
+        """The record's JSON with the server's floor (``floor``, ``floor_origin``)."""
+        return {
+            **self.record.to_json(),
+            "floor": self.floor.value,
+            "floor_origin": self.floor.label,
+        }
 
 
 class ArgumentError(Exception):
@@ -220,69 +239,83 @@ class Service:
         "read": ("path", "line_start", "line_end"),
     }
 
-    def call(self, tool: str, args: Any) -> dict[str, Any]:
+    def call(self, tool: str, args: Any) -> Answer | dict[str, Any]:
         """Tool ``tool`` with a call's ``arguments`` as the client sent them (any JSON
-        value: checked here, unknown names refused)."""
-        return getattr(self, tool)(**self._known(tool, args, self.PARAMETERS[tool]))
+        value: checked here, unknown names refused): a search's or an explain's ``Answer``
+        (typed; ``to_json()`` its record), the record of the others."""
+        args = self._known(tool, args, self.PARAMETERS[tool])
+        if tool in ("search", "explain"):
+            return self.answer(tool, **args)
+        return getattr(self, tool)(**args)
 
     def search(
         self, query: Any = None, k: Any = None, threshold: Any = None, path: Any = None
     ) -> dict[str, Any]:
-        with self.lock:
-            self.index.refresh()
-            floor = self.floor()
-            call = self._search_args(query, k, threshold, path, floor)
-            found = self.index.search(call["text"], call["request"])
-            record = api.search_record(
-                found.results[0], found.threshold, found.paths, setting=argument_words
-            )
-        return self._keep_floor(record, floor, call)
+        """The ``search`` tool's record (``answer("search", ...).to_json()``)."""
+        return self.answer("search", query, k, threshold, path).to_json()
 
     def explain(
         self, query: Any = None, k: Any = None, threshold: Any = None, path: Any = None
     ) -> dict[str, Any]:
+        """The ``explain`` tool's record (``answer("explain", ...).to_json()``)."""
+        return self.answer("explain", query, k, threshold, path).to_json()
+
+    def answer(
+        self,
+        tool: str,
+        query: Any = None,
+        k: Any = None,
+        threshold: Any = None,
+        path: Any = None,
+    ) -> Answer:
+        """One ``search`` or ``explain`` call: its typed record (``api.SearchRecord``, or
+        ``api.ExplainRecord`` with the closest units) in this server's terms
+        (``_keep_floor``), with the server's floor."""
         with self.lock:
             self.index.refresh()
             floor = self.floor()
             call = self._search_args(query, k, threshold, path, floor)
-            found = self.index.search(call["text"], replace(call["request"], units=3))
-            record = api.explain_record(
-                found.results[0],
-                found.threshold,
-                attributions=found.attributions[0],
-                query_truncated=found.truncated[0],
-                paths=found.paths,
-                setting=argument_words,
-            )
-        return self._keep_floor(record, floor, call)
+            request = call["request"]
+            if tool == "explain":
+                request = replace(request, units=3)
+            found = self.index.search(call["text"], request)
+            r = found.results[0]
+            if tool == "explain":
+                record: Any = api.ExplainRecord.of(
+                    r,
+                    found.threshold,
+                    attributions=found.attributions[0],
+                    query_truncated=found.truncated[0],
+                    paths=found.paths,
+                    setting=argument_words,
+                )
+            else:
+                record = api.SearchRecord.of(r, found.threshold, found.paths, argument_words)
+        return Answer(self._keep_floor(record, floor, call), floor)
 
-    def _keep_floor(
-        self, record: dict[str, Any], floor: Any, call: dict[str, Any]
-    ) -> dict[str, Any]:
-        """The record in this server's terms: its floor beside the threshold used, and for a
-        best candidate under the threshold, the hint and ``admit_at`` the server can keep
-        (never a threshold under the floor)."""
-        record["floor"] = floor.value
-        record["floor_origin"] = floor.label
+    def _keep_floor(self, record: Any, floor: Any, call: dict[str, Any]) -> Any:
+        """The record in this server's terms (a new one; records are frozen): the threshold
+        a call gave named as the call's, and for a best candidate under the threshold, the
+        hint and ``admit_at`` the server can keep (never a threshold under the floor)."""
+        explain = isinstance(record, api.ExplainRecord)
         if isinstance(call["threshold"], float) and self.threshold != call["threshold"]:
-            record["threshold_origin"] = "given by the call"
-            record["threshold_from"] = "flag"
-            if "threshold_source" in record:
-                record["threshold_source"] = "call"
-        if "near_miss" in record:
-            miss = record["near_miss"]
+            given = {"threshold_origin": "given by the call", "threshold_from": "flag"}
+            if explain:
+                given["threshold_source"] = "call"
+            record = replace(record, **given)
+        if explain:
+            cands = record.candidates
+            miss = cands[0] if cands and not record.retrieval.admitted else None
         else:
-            cands = record["candidates"]
-            miss = cands[0] if cands and not record["admitted"] else None
-        used = record["threshold"]
-        if miss is None or used is None or miss["score"] >= used:
+            miss = record.near_miss
+        used = record.threshold
+        score = None if miss is None else shown_score(miss)
+        if score is None or used is None or score >= used:
             return record
-        at = _admit_at(miss["score"], floor.value)
-        if "admit_at" in record:
-            record["admit_at"] = at
+        at = _admit_at(score, floor.value)
         sentence = (
-            f"nothing cleared the threshold {used:.2f}: best candidate "
-            f"{miss['score']:.3f} at {hit_location(miss)}; "
+            f"nothing cleared the threshold {used:.2f}: best candidate {score:.3f} at "
+            f"{hit_location(miss)}; "
         )
         if at is not None:
             sentence += f"threshold {at:.2f} would admit it"
@@ -292,14 +325,12 @@ class Service:
                 f"{floor.value:.2f}, {floor.label}): the index holds nothing "
                 "relevant enough for this query"
             )
-        hints = list(record.get("hints") or [])
         # under the threshold, the engine's first hint is this case's (``outcome_hint``), in
         # the CLI's words (``--threshold X``, maybe under the floor): this one replaces it
-        hints[:1] = [sentence]
-        record["hints"] = hints
-        if "hint" in record:  # explain's own hint: the same sentence
-            record["hint"] = sentence
-        return record
+        hints = (sentence, *record.hints[1:])
+        if explain:  # explain's own hint: the same sentence
+            return replace(record, hints=hints, hint=sentence)
+        return replace(record, hints=hints, admit_at=at)
 
     def list_documents(self, glob: Any = None) -> dict[str, Any]:
         glob = self._glob("glob", glob)

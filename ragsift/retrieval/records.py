@@ -1,12 +1,23 @@
-"""The JSON records every front end prints, built from a retrieval (``ragsift.api`` hands
-them out through its lazy table): ``hit_row`` (one candidate as ``query --json`` prints it),
-``document_row`` (``ls --json``), ``explain_record`` (``explain --json``) and
-``search_record`` (the MCP server's ``search``)."""
+"""The records every front end hands out, typed, and their one JSON shape each (``ragsift.api``
+hands them out through its lazy table):
+
+- ``Hit``: one candidate of one query's retrieval, the one hit type (``Search.hits``);
+  ``to_json()`` is what ``query --json`` prints per line and what the MCP server's ``search``
+  returns in ``admitted`` and ``near_miss``.
+- ``SearchRecord``: what an agent needs from one search (the MCP server's ``search``).
+- ``ExplainRecord``: the record ``explain --json`` prints (and the MCP server's ``explain``).
+- ``document_row``: a ``DocumentInfo`` as ``ls --json`` prints it.
+
+A front end formats the typed values; it never reads a hit back out of its JSON. The JSON
+field names are an API: each record writes them in one place, its ``to_json``."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
+
+from ragsift.retrieval.topk import Candidate
 
 if TYPE_CHECKING:
     from ragsift.index.backend import DocumentInfo
@@ -14,13 +25,199 @@ if TYPE_CHECKING:
     from ragsift.retrieval.topk import Retrieval
 
 
-def hit_row(c: Any, r: Retrieval, batch: bool = False) -> dict[str, Any]:
-    """One candidate as ``query --json`` prints it (a batch from stdin adds ``query``)."""
-    row = c.as_dict()
-    row["query_hash"] = r.query_hash
-    if batch:
-        row = {"query": r.query, **row}
-    return row
+@dataclass(frozen=True)
+class Hit(Candidate):
+    """One candidate of one query's retrieval, as every front end hands it out: the
+    candidate's own fields (``Candidate``: path, lines, text, the score and its evidence,
+    admitted or the reason why not) and the query it answers (``query``, ``query_hash``)."""
+
+    query: str = ""
+    query_hash: str = ""
+
+    @classmethod
+    def of(cls, c: Candidate, r: Retrieval) -> Hit:
+        """Candidate ``c`` of retrieval ``r`` as a hit."""
+        own = {f.name: getattr(c, f.name) for f in fields(Candidate)}
+        return cls(**own, query=r.query, query_hash=r.query_hash)
+
+    def to_json(self, *, with_query: bool = False) -> dict[str, Any]:
+        """The hit as ``query --json`` prints it: the candidate's fields
+        (``Candidate.as_dict``: scores rounded to 6 places, span fields only where spans
+        were asked for), then ``query_hash``; ``with_query`` (a batch read from stdin):
+        ``query`` first."""
+        row = Candidate.as_dict(self)  # ends with this class's query, query_hash
+        query = row.pop("query")
+        return {"query": query, **row} if with_query else row
+
+    def as_dict(self) -> dict[str, Any]:
+        """The same as ``to_json()``: a hit has one JSON shape."""
+        return self.to_json()
+
+
+def hits(r: Retrieval) -> tuple[Hit, ...]:
+    """Every candidate of ``r`` as a ``Hit``, in ``r``'s order (admitted and rejected)."""
+    return tuple(Hit.of(c, r) for c in r.candidates)
+
+
+@dataclass(frozen=True)
+class SearchRecord:
+    """What an agent needs from one search: the admitted hits, and when nothing was
+    admitted, the best candidate that was not (``near_miss``) with the threshold that would
+    admit it (``admit_at``); where the threshold came from (``threshold_origin``: the floor's
+    label, ``threshold_from``: ``flag``, ``tuned``, ``calibrated``, ``default`` or None) and
+    the ``hints``, as ``explain`` gives them."""
+
+    retrieval: Retrieval
+    threshold_origin: str
+    threshold_from: str | None
+    admitted: tuple[Hit, ...]
+    near_miss: Hit | None
+    admit_at: float | None
+    hints: tuple[str, ...]
+
+    @classmethod
+    def of(
+        cls,
+        r: Retrieval,
+        floor: ThresholdInForce,
+        paths: list[str] | None = None,
+        setting: Any = None,
+    ) -> SearchRecord:
+        """The record of retrieval ``r`` under ``floor``. ``paths``: the stored document
+        paths, for the hint when the path filter matched nothing; ``setting(name, value)``:
+        the reader's words for an argument in hints (default: the CLI's, ``-k 13``)."""
+        from ragsift.retrieval.hints import hints
+        from ragsift.retrieval.topk import admitting_threshold, cli_setting, outcome_hint
+
+        setting = setting or cli_setting
+        best = None if r.admitted else r.best
+        under = best is not None and r.threshold is not None and best.score < r.threshold
+        return cls(
+            retrieval=r,
+            threshold_origin=floor.label,
+            threshold_from=floor.origin,
+            admitted=tuple(Hit.of(c, r) for c in r.admitted),
+            near_miss=None if best is None else Hit.of(best, r),
+            admit_at=admitting_threshold(best.score) if under else None,
+            hints=tuple(hints(r, outcome_hint(r, setting), paths, setting, floor.source)),
+        )
+
+    @property
+    def query(self) -> str:
+        return self.retrieval.query
+
+    @property
+    def threshold(self) -> float | None:
+        """The threshold the search used (None: no floor)."""
+        return self.retrieval.threshold
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as the MCP server's ``search`` returns it (before the server adds its
+        floor): the hits as ``query --json`` prints them."""
+        r = self.retrieval
+        return {
+            "query": r.query,
+            "query_hash": r.query_hash,
+            "mode": r.mode,
+            "k": r.k,
+            "threshold": r.threshold,
+            "threshold_origin": self.threshold_origin,
+            "threshold_from": self.threshold_from,
+            "searched": r.searched,
+            "admitted": [h.to_json() for h in self.admitted],
+            "near_miss": None if self.near_miss is None else self.near_miss.to_json(),
+            "admit_at": self.admit_at,
+            "hints": list(self.hints),
+        }
+
+
+@dataclass(frozen=True)
+class ExplainRecord:
+    """The record of one retrieval with why: where its threshold came from
+    (``threshold_source``: ``ThresholdInForce.source``; ``threshold_origin``, its label;
+    ``threshold_from``: ``flag``, ``tuned``, ``calibrated``, ``default`` or None), ``hint``
+    (the retrieval's own), ``hints`` (every hint line), the query tokens the model cut
+    (``query_truncated``) and the closest units of each admitted hit (``attributions``)."""
+
+    retrieval: Retrieval
+    threshold_source: str | None
+    threshold_origin: str
+    threshold_from: str | None
+    hint: str | None
+    hints: tuple[str, ...]
+    query_truncated: int = 0
+    attributions: tuple[Any, ...] = ()
+
+    @classmethod
+    def of(
+        cls,
+        r: Retrieval,
+        floor: ThresholdInForce,
+        *,
+        attributions: Sequence[Any] = (),
+        query_truncated: int = 0,
+        paths: list[str] | None = None,
+        setting: Any = None,
+    ) -> ExplainRecord:
+        """The record of retrieval ``r`` under ``floor``; ``paths`` and ``setting`` as for
+        ``SearchRecord.of``."""
+        from ragsift.retrieval.hints import hints
+        from ragsift.retrieval.topk import cli_setting, outcome_hint
+
+        setting = setting or cli_setting
+        hint = outcome_hint(r, setting)
+        return cls(
+            retrieval=r,
+            threshold_source=floor.source,
+            threshold_origin=floor.label,
+            threshold_from=floor.origin,
+            hint=hint,
+            hints=tuple(hints(r, hint, paths, setting, floor.source)),
+            query_truncated=query_truncated,
+            attributions=tuple(attributions),
+        )
+
+    @property
+    def query(self) -> str:
+        return self.retrieval.query
+
+    @property
+    def threshold(self) -> float | None:
+        return self.retrieval.threshold
+
+    @property
+    def candidates(self) -> tuple[Hit, ...]:
+        """Every candidate considered, admitted or rejected, in rank order."""
+        return hits(self.retrieval)
+
+    def to_json(self) -> dict[str, Any]:
+        """The record ``explain --json`` prints: the retrieval's own record
+        (``Retrieval.as_dict``) with the fields above and ``attribution_note``."""
+        from ragsift.retrieval.attribution import NOTE
+
+        record = self.retrieval.as_dict()
+        record["threshold_source"] = self.threshold_source
+        record["threshold_origin"] = self.threshold_origin
+        record["threshold_from"] = self.threshold_from
+        record["hint"] = self.hint
+        record["hints"] = list(self.hints)
+        record["query_truncated"] = self.query_truncated
+        record["attribution_note"] = NOTE
+        record["attributions"] = [a.as_dict() for a in self.attributions]
+        return record
+
+
+def search_record(
+    r: Retrieval, floor: ThresholdInForce, paths: list[str] | None = None, setting: Any = None
+) -> dict[str, Any]:
+    """The JSON of ``SearchRecord.of(r, floor, paths, setting)``."""
+    return SearchRecord.of(r, floor, paths, setting).to_json()
+
+
+def explain_record(r: Retrieval, floor: ThresholdInForce, **options: Any) -> dict[str, Any]:
+    """The JSON of ``ExplainRecord.of(r, floor, **options)`` (what ``explain --json``
+    prints)."""
+    return ExplainRecord.of(r, floor, **options).to_json()
 
 
 def document_row(d: DocumentInfo) -> dict[str, Any]:
@@ -37,70 +234,3 @@ def _iso(t: float | None) -> str | None:
     if t is None:
         return None
     return dt.datetime.fromtimestamp(t, dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def explain_record(
-    r: Retrieval,
-    floor: ThresholdInForce,
-    *,
-    attributions: Sequence[Any] = (),
-    query_truncated: int = 0,
-    paths: list[str] | None = None,
-    setting: Any = None,
-) -> dict[str, Any]:
-    """The record ``explain --json`` prints: ``r.as_dict()`` plus ``threshold_source``,
-    ``threshold_origin``, ``threshold_from`` (``flag``, ``tuned``, ``calibrated``, ``default``
-    or None), ``hint`` (the retrieval's own), ``hints`` (every hint line),
-    ``query_truncated``, ``attribution_note`` and ``attributions``. ``paths``: the stored
-    document paths, for the hint when ``--path`` matched nothing. ``setting(name, value)``:
-    the reader's words for an argument in hints (default: the CLI's, ``-k 13``)."""
-    from ragsift.retrieval.attribution import NOTE
-    from ragsift.retrieval.hints import hints
-    from ragsift.retrieval.topk import cli_setting, outcome_hint
-
-    setting = setting or cli_setting
-    hint = outcome_hint(r, setting)
-    record = r.as_dict()
-    record["threshold_source"] = floor.source
-    record["threshold_origin"] = floor.label
-    record["threshold_from"] = floor.origin
-    record["hint"] = hint
-    record["hints"] = hints(r, hint, paths, setting, floor.source)
-    record["query_truncated"] = query_truncated
-    record["attribution_note"] = NOTE
-    record["attributions"] = [a.as_dict() for a in attributions]
-    return record
-
-
-def search_record(
-    r: Retrieval, floor: ThresholdInForce, paths: list[str] | None = None, setting: Any = None
-) -> dict[str, Any]:
-    """What an agent needs from one search: the admitted hits exactly as ``query --json``
-    prints them (``hit_row``), and when nothing was admitted, the best candidate that was not
-    (``near_miss``, the same row with ``admitted: false`` and its reason) with the threshold
-    that would admit it (``admit_at``); ``hints`` as ``explain`` gives them (``setting``: as
-    there)."""
-    from ragsift.retrieval.hints import hints
-    from ragsift.retrieval.topk import admitting_threshold, cli_setting, outcome_hint
-
-    setting = setting or cli_setting
-
-    best = None if r.admitted else r.best
-    return {
-        "query": r.query,
-        "query_hash": r.query_hash,
-        "mode": r.mode,
-        "k": r.k,
-        "threshold": r.threshold,
-        "threshold_origin": floor.label,
-        "threshold_from": floor.origin,
-        "searched": r.searched,
-        "admitted": [hit_row(c, r) for c in r.admitted],
-        "near_miss": None if best is None else hit_row(best, r),
-        "admit_at": (
-            admitting_threshold(best.score)
-            if best is not None and r.threshold is not None and best.score < r.threshold
-            else None
-        ),
-        "hints": hints(r, outcome_hint(r, setting), paths, setting, floor.source),
-    }
