@@ -50,6 +50,7 @@ _EXPORTS = {
     "DEFAULT_MODE": "ragsift.retrieval.request",
     "check_mode": "ragsift.retrieval.request",
     "check_globs": "ragsift.retrieval.engine",
+    "require_chunks": "ragsift.retrieval.search",  # the empty-index check (``eval``'s too)
     "path_matches": "ragsift.retrieval.engine",
     "SPAN_MODES": "ragsift.retrieval.spans",
     "check_span": "ragsift.retrieval.spans",
@@ -292,8 +293,8 @@ class Search:
 
     @property
     def hits(self) -> list[tuple[Hit, ...]]:
-        """Per query, every candidate considered (admitted or rejected, in rank order) as a ``Hit``:
-        the one hit type every front end serialises (``Hit.to_json()``)."""
+        """Per query, every candidate considered (admitted or rejected, in rank order) as a
+        ``Hit``: the one hit type every front end serialises (``Hit.to_json()``)."""
         from ragsift.retrieval.records import hits
 
         return [hits(r) for r in self.results]
@@ -440,6 +441,7 @@ class Index:
         ``required=False``: no error for an empty index or for a model with no measured
         threshold and none given (no floor then)."""
         from ragsift.retrieval.request import SearchRequest
+        from ragsift.retrieval.search import require_chunks
 
         batch = [texts] if isinstance(texts, str) else list(texts)
         for t in batch:
@@ -450,7 +452,7 @@ class Index:
         ahead = None if request.path or request.within else batch
         searcher = self._searcher(ahead, request)
         if request.required:
-            searcher.require_chunks()  # an empty index says so, whatever its model
+            require_chunks(searcher.count)  # an empty index says so (exit 1), whatever its model
             request.check_floor(self.settings)  # no floor known: the policy's error (exit 2)
         qvecs, cut, views = searcher.embed_queries_viewed(batch)
         results = searcher.retrieve_many(batch, request, qvecs=qvecs)
@@ -539,7 +541,9 @@ class Index:
         options as for ``search`` (``k``, ``reject_window``, ``max_chars``, ``path``,
         ``mode``; ``threshold``: the floor to compare against, default the one in force, if
         any). Store the recommendation with ``save_threshold(index, report, mode=mode)``."""
+        from ragsift.errors import EXIT_USAGE
         from ragsift.retrieval.request import SearchRequest
+        from ragsift.retrieval.search import require_chunks
         from ragsift.tuning import Objective, load_queries, tune
 
         if isinstance(objective, str):
@@ -548,8 +552,10 @@ class Index:
             queries = load_queries(queries)
         request = self.prepare(SearchRequest.of(request, options, "tune"))
         searcher = self._searcher()
-        if not searcher.count:
-            raise RagsiftError(f"index {getattr(self.store, 'path', '')} holds no chunks")
+        # nothing to tune on: a usage error (exit 2), not "nothing found"
+        require_chunks(
+            searcher.count, EXIT_USAGE, subject=f"index {getattr(self.store, 'path', '')}"
+        )
         return tune(searcher, list(queries), request, objective=objective, step=step)
 
     @_reads

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragsift import metrics as m
-from ragsift.errors import RagsiftError
+from ragsift.errors import EXIT_USAGE, RagsiftError
 from ragsift.evaluation.cache import CachingEmbedder, EmbeddingCache
 from ragsift.evaluation.config import EvalConfig
 from ragsift.evaluation.datasets import BeirDataset, SpanDataset
@@ -234,9 +234,11 @@ def _build(
     rs.build(index_path, paths, chunker=_make_chunker(cfg), embedder=embedder)
     index = rs.open_index(index_path, embedder=embedder)
     records = index.records()
-    if not records:
+    try:  # nothing to evaluate on: a usage error (exit 2)
+        rs.require_chunks(len(records), EXIT_USAGE, subject=f"config {cfg.name}: the index")
+    except RagsiftError:
         index.close()
-        raise RagsiftError(f"config {cfg.name}: the index holds no chunks")
+        raise
     return _Index(index, records, time.perf_counter() - t0, embedder)
 
 

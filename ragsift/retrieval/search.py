@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ragsift.embedders.binding import embedder_for
-from ragsift.errors import RagsiftError
+from ragsift.errors import EXIT_NOTHING, RagsiftError
 from ragsift.retrieval.engine import lexical_ahead, retrieve
 from ragsift.retrieval.relevance import models_for
 from ragsift.retrieval.request import DEFAULT_MODE
@@ -217,6 +217,19 @@ def _left_out_identifiers(lines: list[str], chosen: Mapping[int, str]) -> list[s
     return sorted(seen, key=lambda w: (-seen[w][0], -seen[w][1]))
 
 
+def require_chunks(
+    count: int, exit_code: int = EXIT_NOTHING, *, subject: str = "the index"
+) -> None:
+    """The one check of an index with nothing to search: ``count`` (its chunks) 0 is a
+    ``RagsiftError`` "``subject`` holds no chunks" with ``exit_code``. The exit code is a
+    parameter because the commands differ on purpose, each as documented: ``query`` and
+    ``explain`` exit 1 (``EXIT_NOTHING``, the default: nothing found, like grep; the README's
+    exit-code table), ``tune`` and ``eval`` exit 2 (``EXIT_USAGE``: there is nothing to tune
+    or evaluate on, an input they cannot use)."""
+    if not count:
+        raise RagsiftError(f"{subject} holds no chunks", exit_code)
+
+
 class Searcher:
     """Search one index (``store`` follows ``ragsift.index.backend.IndexReader``).
 
@@ -262,13 +275,6 @@ class Searcher:
             self._lexical = lexical_ahead(store, bounded(prefetch or ()), mode, fusion)
         self.count = int(store.count())
         self.dimensions = int(self.settings.get("dimensions") or 0)
-
-    def require_chunks(self) -> None:
-        """Refuse an index with nothing to search: exit 1, "the index holds no chunks"."""
-        if not self.count:
-            from ragsift.errors import EXIT_NOTHING
-
-            raise RagsiftError("the index holds no chunks", EXIT_NOTHING)
 
     # -- model -----------------------------------------------------------------------------
     @property
