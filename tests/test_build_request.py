@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 import ragsift.api as rs
+from ragsift.embedders.options import EmbedderOptions
 from ragsift.errors import RagsiftError
-from ragsift.ingest import BuildHooks, BuildRequest, EmbedderOptions, WalkRules
+from ragsift.ingest import BuildHooks, BuildRequest, WalkRules
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 

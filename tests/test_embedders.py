@@ -19,6 +19,7 @@ import pytest
 from ragsift.chunkers.base import TokenCounter
 from ragsift.embedders import load_embedder, model_counter
 from ragsift.embedders import weights as weights_mod
+from ragsift.embedders.options import EmbedderOptions
 from ragsift.errors import RagsiftError
 
 REFERENCE = Path(__file__).parent / "data" / "minilm_reference.json"
@@ -106,7 +107,7 @@ def test_batch_equals_single(embedder, reference):
 
 
 def test_query_and_passage_prefixes(_private_cache):
-    e5 = load_embedder(query_prefix="query: ", passage_prefix="passage: ")
+    e5 = load_embedder(None, EmbedderOptions(query_prefix="query: ", passage_prefix="passage: "))
     plain = load_embedder()
     q = e5.embed_query("cats")
     assert q.shape == (384,)
@@ -197,9 +198,9 @@ def test_model_dir(tmp_path, embedder):
     assert other.fingerprint.split("/")[2] == embedder.fingerprint.split("/")[2]
     texts = ["the same model in a folder", "gives the same vectors"]
     assert np.allclose(other.embed(texts).vectors, embedder.embed(texts).vectors, atol=1e-6)
-    short = load_embedder(folder, max_length=16)
+    short = load_embedder(folder, EmbedderOptions(max_length=16))
     assert short.embed(["word " * 20]).truncated == [6]
-    cls = load_embedder(folder, pooling="cls", normalize=False)
+    cls = load_embedder(folder, EmbedderOptions(pooling="cls", normalize=False))
     vec = cls.embed(["cls pooling"]).vectors[0]
     assert abs(np.linalg.norm(vec) - 1.0) > 1e-3  # not normalised
     assert "pooling=cls" in cls.fingerprint and "normalize=false" in cls.fingerprint
@@ -212,9 +213,9 @@ def test_bad_model_dirs(tmp_path):
         load_embedder(tmp_path)
     folder = _model_folder(tmp_path)
     with pytest.raises(RagsiftError, match="exceeds"):
-        load_embedder(folder, max_length=1024)
+        load_embedder(folder, EmbedderOptions(max_length=1024))
     with pytest.raises(RagsiftError, match="pooling"):
-        load_embedder(folder, pooling="max")
+        load_embedder(folder, EmbedderOptions(pooling="max"))
     (folder / "model.onnx").unlink()
     with pytest.raises(RagsiftError, match="no model.onnx"):
         load_embedder(folder)

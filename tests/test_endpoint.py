@@ -33,6 +33,7 @@ from typer.testing import CliRunner
 from ragsift import api
 from ragsift.embedders import endpoint as endpoint_module
 from ragsift.embedders import load_embedder
+from ragsift.embedders.options import EmbedderOptions
 from ragsift.errors import RagsiftError
 from ragsift.project import load_project
 from tests.conftest import RAY_GROUP
@@ -485,7 +486,10 @@ def test_roles_input_type_by_default_prefixes_when_given(fake):
     emb.embed(["q"], kind="query")
     emb.embed(["p"], kind="passage")
     assert [s["body"].get("input_type") for s in fake.seen[-2:]] == ["query", "document"]
-    emb = load_embedder(fake.url, query_prefix="search_query: ", passage_prefix="search_document: ")
+    emb = load_embedder(
+        fake.url,
+        EmbedderOptions(query_prefix="search_query: ", passage_prefix="search_document: "),
+    )
     emb.embed(["q"], kind="query")
     emb.embed(["p"], kind="passage")
     assert [s["body"] for s in fake.seen[-2:]] == [
@@ -526,7 +530,7 @@ def test_urls_that_cannot_be_used_are_refused_before_any_request(url, said):
 
 def test_options_the_server_decides_are_refused():
     with pytest.raises(RagsiftError, match="pooling does not apply to an embedding endpoint"):
-        load_embedder("http://127.0.0.1:9/v1#m", pooling="cls")
+        load_embedder("http://127.0.0.1:9/v1#m", EmbedderOptions(pooling="cls"))
 
 
 def test_the_project_file_names_the_endpoint_never_the_key(tmp_path):

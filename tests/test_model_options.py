@@ -90,6 +90,7 @@ def test_options_are_recorded_in_the_index(built):
 
 def test_query_uses_the_stored_options_and_the_query_prefix(built, model_dir):
     from ragsift.embedders import load_embedder
+    from ragsift.embedders.options import EmbedderOptions
 
     _, index, _ = built
     proc = run(
@@ -115,8 +116,8 @@ def test_query_uses_the_stored_options_and_the_query_prefix(built, model_dir):
         rowids, matrix = store.load_matrix()
         by_id = {chunk["id"]: vec for chunk, vec in zip(store.chunks(rowids.tolist()), matrix)}
     stored = by_id[top["id"]]
-    with_prefix = load_embedder(model_dir=model_dir, pooling="cls", query_prefix="query: ")
-    bare = load_embedder(model_dir=model_dir, pooling="cls")
+    with_prefix = load_embedder(model_dir, EmbedderOptions(pooling="cls", query_prefix="query: "))
+    bare = load_embedder(model_dir, EmbedderOptions(pooling="cls"))
     expected = float(np.dot(with_prefix.embed_query(BEES), stored))
     without = float(np.dot(bare.embed_query(BEES), stored))
     assert abs(expected - without) > 1e-3  # the prefix matters for this query

@@ -122,9 +122,10 @@ def test_a_minilm_index_refuses_the_multilingual_model_in_one_line(minilm_index)
 
 def test_a_multilingual_index_refuses_minilm_options(embedder):
     from ragsift.embedders import load_embedder
+    from ragsift.embedders.options import EmbedderOptions
 
     with pytest.raises(RagsiftError) as err:
-        load_embedder("multilingual", pooling="cls")
+        load_embedder("multilingual", EmbedderOptions(pooling="cls"))
     assert err.value.param == "pooling" and err.value.exit_code == 2
 
 

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from ragsift.embedders import load_embedder, model_counter
 from ragsift.embedders.onnx import ModelTokenCounter, TokenMemo
+from ragsift.embedders.options import EmbedderOptions
 from ragsift.index import open_index
 from ragsift.ingest import BuildRequest, build_index, default_embed_chunker
 
@@ -73,7 +74,7 @@ def test_only_the_exact_text_and_the_same_tokenizer_object_share(embedder):
     counter.keep_token_ids(True)
     counter.count("Bees keep the hive warm.")
     # a passage prefix changes the text encoded: no hit, a fresh encode
-    e5 = load_embedder(passage_prefix="passage: ")
+    e5 = load_embedder(None, EmbedderOptions(passage_prefix="passage: "))
     assert e5.take_token_ids_from(counter)
     e5.embed(["Bees keep the hive warm."])
     assert len(counter.memo) == 1

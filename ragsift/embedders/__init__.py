@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         OnnxEmbedder,
         VectorSettings,
     )
+    from ragsift.embedders.options import EmbedderOptions
 
     Embedder = OnnxEmbedder
 
@@ -258,12 +259,8 @@ def _pooling(pooling: str | None, declared: dict, folder: Path) -> str:
 
 def load_embedder(
     model_dir: str | Path | None = None,
+    options: EmbedderOptions | None = None,
     *,
-    pooling: str | None = None,
-    normalize: bool = True,
-    max_length: int | None = None,
-    query_prefix: str = "",
-    passage_prefix: str = "",
     batch_size: int | None = None,
     threads: int | None = None,
     weights: str | Path | None = None,
@@ -274,28 +271,26 @@ def load_embedder(
     (``model_dir="multilingual"``: ``multilingual.load_multilingual``), the endpoint at an
     ``http(s)://`` URL (``endpoint.load_endpoint``) or the ONNX model in ``model_dir``.
 
-    ``pooling`` ("mean" | "cls") and ``max_length`` default to what the folder's
-    sentence-transformers configs declare (mean, 512 if nothing says otherwise); ``max_length``
-    can never exceed 512. ``weights`` replaces the default model's ONNX file (it is still
-    checked against the pinned sha256; used by tests). ``graph="auto"`` runs the default model
-    as onnxruntime's fused transformer kernels (``fused.py``; same weights, same arithmetic,
-    faster) and any other model as exported; ``"plain"`` forces the file's own graph.
-    ``lazy=True`` defers building the onnxruntime session to the first ``embed``.
+    ``options``: how it embeds (``embedders.options.EmbedderOptions``: ``pooling``,
+    ``normalize``, ``max_length``, ``query_prefix``, ``passage_prefix``; None, or a field
+    None: the model's own). ``pooling`` ("mean" | "cls") and ``max_length`` default to what
+    the folder's sentence-transformers configs declare (mean, 512 if nothing says otherwise);
+    ``max_length`` can never exceed 512; ``normalize`` defaults to True, the prefixes to none.
+    ``weights`` replaces the default model's ONNX file (it is still checked against the
+    pinned sha256; used by tests). ``graph="auto"`` runs the default model as onnxruntime's
+    fused transformer kernels (``fused.py``; same weights, same arithmetic, faster) and any
+    other model as exported; ``"plain"`` forces the file's own graph. ``lazy=True`` defers
+    building the onnxruntime session to the first ``embed``.
     Raises ``RagsiftError`` for a missing/invalid folder or weights that fail the checksum.
     """
+    from ragsift.embedders.options import EmbedderOptions
+
+    options = options or EmbedderOptions()
     bundled = model_dir is not None and str(model_dir) == MULTILINGUAL
     if is_endpoint(model_dir) or bundled:
         if weights is not None:
             raise RagsiftError("weights replaces the default model's file only")
-        given = {
-            "pooling": pooling,
-            "normalize": None if normalize else False,
-            "max_length": max_length,
-            "query_prefix": query_prefix or None,
-            "passage_prefix": passage_prefix or None,
-            "batch_size": batch_size,
-        }
-        return _load_service(model_dir, given, threads)
+        return _load_service(model_dir, options, batch_size, threads)
     from ragsift.embedders import onnx
 
     if graph not in ("auto", "fused", "plain"):
@@ -304,11 +299,11 @@ def load_embedder(
     declared = _model_settings(folder)
     settings = onnx.VectorSettings(
         dimensions=declared.get("dimensions", 0),
-        max_length=_resolve_max_length(max_length, declared),
-        pooling=_pooling(pooling, declared, folder),
-        normalize=normalize,
-        query_prefix=query_prefix,
-        passage_prefix=passage_prefix,
+        max_length=_resolve_max_length(options.max_length, declared),
+        pooling=_pooling(options.pooling, declared, folder),
+        normalize=options.normalize is not False,  # None: the default, normalised
+        query_prefix=options.query_prefix or "",
+        passage_prefix=options.passage_prefix or "",
     )
     extra = _fingerprint_extra(
         folder,
@@ -316,7 +311,7 @@ def load_embedder(
         settings,
         default=model_dir is None,
         declared=declared,
-        explicit_length=max_length is not None,
+        explicit_length=options.max_length is not None,
     )
     files = onnx.ModelFiles(
         name, onnx_path, sha, ",".join(extra), sha == DEFAULT_SHA256 and graph != "plain"
@@ -334,9 +329,23 @@ def load_embedder(
     return embedder
 
 
-def _load_service(model_dir: str | Path, given: dict, threads: int | None) -> OnnxEmbedder:
+def _load_service(
+    model_dir: str | Path,
+    options: EmbedderOptions,
+    batch_size: int | None,
+    threads: int | None,
+) -> OnnxEmbedder:
     """The multilingual embedder (``model_dir="multilingual"``) or an endpoint's (a URL),
-    with the ``load_embedder`` options ``given`` (None: the model's own)."""
+    with the ``load_embedder`` arguments (None: the model's own; normalising and no prefix
+    are the model's own too)."""
+    given = {
+        "pooling": options.pooling,
+        "normalize": None if options.normalize is not False else False,
+        "max_length": options.max_length,
+        "query_prefix": options.query_prefix or None,
+        "passage_prefix": options.passage_prefix or None,
+        "batch_size": batch_size,
+    }
     if str(model_dir) == MULTILINGUAL:
         from ragsift.embedders.multilingual import load_multilingual
 

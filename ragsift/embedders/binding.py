@@ -8,13 +8,15 @@ same model and the same vector-changing options.
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
+from ragsift.embedders.options import EmbedderOptions
 from ragsift.errors import RagsiftError
 
 # keys of the ``embedder_options`` index setting: the options that change how texts are
-# embedded, recorded by ``embed`` and re-applied to queries (defined once, here)
-EMBEDDER_OPTIONS = ("pooling", "normalize", "max_length", "query_prefix", "passage_prefix")
+# embedded, recorded by ``embed`` and re-applied to queries (defined once: the fields of ``EmbedderOptions``)
+EMBEDDER_OPTIONS = tuple(f.name for f in fields(EmbedderOptions))
 
 
 def clean_embedder_options(options: dict | None) -> dict:
@@ -41,8 +43,9 @@ def embedder_option_flags(options: dict | None) -> str:
 
 
 def load_options(options: dict | None, batch_size: int | None) -> dict:
-    """``load_embedder`` keywords: the embedder options and the batch size."""
-    out = dict(options or {})
+    """``load_embedder`` keywords: the embedder options (``options``, as the index records
+    them) as one ``EmbedderOptions``, and the batch size when given."""
+    out: dict[str, Any] = {"options": EmbedderOptions.of(clean_embedder_options(options))}
     if batch_size is not None:
         out["batch_size"] = batch_size
     return out
@@ -118,7 +121,8 @@ def embedder_for(settings: dict, model_dir: str | None = None) -> Any:
     source = settings.get("model_source")
     if model_dir is None and (source == MULTILINGUAL or is_endpoint(source)):
         model_dir = source
-    embedder = load_embedder(model_dir, **clean_embedder_options(settings.get("embedder_options")))
+    recorded = clean_embedder_options(settings.get("embedder_options"))
+    embedder = load_embedder(model_dir, EmbedderOptions.of(recorded))
     if given and settings.get("model_source") in ("default", MULTILINGUAL):  # it names its own
         check_model(
             settings,

@@ -171,8 +171,9 @@ def _index_key(cfg: EvalConfig) -> tuple:
 
 def _load_embedder(cfg: EvalConfig) -> Any:
     from ragsift.embedders import load_embedder
+    from ragsift.embedders.options import EmbedderOptions
 
-    return load_embedder(cfg.model, **cfg.embedder_options)
+    return load_embedder(cfg.model, EmbedderOptions.of(cfg.embedder_options))
 
 
 def _materialize(dataset: SpanDataset | BeirDataset, tmpdir: Path) -> tuple[list[str], Any]:

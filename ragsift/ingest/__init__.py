@@ -26,7 +26,6 @@ from ragsift.ingest.records import chunk_record, content_hash
 from ragsift.ingest.request import (
     BuildHooks,
     BuildRequest,
-    EmbedderOptions,
     WalkRules,
     index_model,
 )
@@ -41,7 +40,6 @@ __all__ = [
     "CountedProgress",
     "EmbedProgress",
     "EmbedSummary",
-    "EmbedderOptions",
     "build_index",
     "chunk_record",
     "content_hash",

@@ -8,8 +8,8 @@ chunker, the model and its options, the engine). A new build option is a field h
 
 - ``WalkRules``: which files a run reads under its paths (globs, symlinks, the size cap, the
   project root), the rules ``sources.walk`` applies.
-- ``EmbedderOptions``: the options that change how texts are embedded (the index records them
-  and ``query``/``explain``/``tune`` re-apply them), their names checked once here.
+- ``EmbedderOptions`` (``ragsift.embedders.options``): the options that change how texts are
+  embedded (the index records them and ``query``/``explain``/``tune`` re-apply them).
 - ``BuildHooks``: where a run reports (skips, warnings, progress): callbacks, not part of the
   request's value.
 """
@@ -17,10 +17,11 @@ chunker, the model and its options, the engine). A new build option is a field h
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
+from ragsift.embedders.options import EmbedderOptions
 from ragsift.errors import RagsiftError
 
 if TYPE_CHECKING:
@@ -50,41 +51,6 @@ class WalkRules:
         object.__setattr__(self, "exclude", tuple(self.exclude or ()))
         if self.root is not None:
             object.__setattr__(self, "root", os.path.abspath(os.fspath(self.root)))
-
-
-@dataclass(frozen=True)
-class EmbedderOptions:
-    """The options that change how texts are embedded (None: the model's own); recorded in
-    the index (``embedders.binding``), so ``query``/``explain``/``tune`` load the same
-    embedder. Every one but ``query_prefix`` changes the vectors."""
-
-    pooling: str | None = None
-    normalize: bool | None = None
-    max_length: int | None = None
-    query_prefix: str | None = None
-    passage_prefix: str | None = None
-
-    @classmethod
-    def of(cls, options: Mapping[str, Any] | None, caller: str = "build") -> EmbedderOptions:
-        """The options named in ``options`` (None values: not given); a name that is not an
-        embedder option is a ``TypeError`` naming it, as for any unknown keyword of
-        ``caller``."""
-        given = dict(options or {})
-        unknown = sorted(set(given) - set(EMBEDDER_FIELDS))
-        if unknown:
-            raise TypeError(
-                f"{caller}() got unknown option(s) {', '.join(map(repr, unknown))}; "
-                f"embedder options are {', '.join(EMBEDDER_FIELDS)}"
-            )
-        return cls(**given)
-
-    def as_dict(self) -> dict[str, Any]:
-        """The options given (None values left out): what the index records and
-        ``load_embedder`` takes; ``{}`` for none."""
-        return {k: getattr(self, k) for k in EMBEDDER_FIELDS if getattr(self, k) is not None}
-
-
-EMBEDDER_FIELDS = tuple(f.name for f in fields(EmbedderOptions))
 
 
 @dataclass(frozen=True)
