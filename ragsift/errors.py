@@ -108,8 +108,27 @@ class Words:
         return self.worded(api_words)
 
 
+class Worded(str):
+    """``Words`` as a string in the API's words that keeps them (``.words``) for a front end to
+    word again: what goes where plain strings are expected (``RagsiftError.message``, an
+    index's list of problems)."""
+
+    words: Words
+
+    def __new__(cls, words: Words) -> Worded:
+        text = super().__new__(cls, words.worded(api_words))
+        text.words = words
+        return text
+
+    def __reduce__(self) -> tuple:
+        return (Worded, (self.words,))
+
+
 def worded(text: Words | str | None, name_of=api_words) -> str | None:
-    """``text`` in ``name_of``'s words when it is ``Words``; a plain string or None as is."""
+    """``text`` in ``name_of``'s words when it is ``Words`` (or ``Worded``); a plain string or
+    None as is."""
+    if isinstance(text, Worded):
+        return text.words.worded(name_of)
     return text.worded(name_of) if isinstance(text, Words) else text
 
 
@@ -153,6 +172,8 @@ class RagsiftError(Exception):
         param: str | None = None,
         values: dict[str, object] | None = None,
     ) -> None:
+        if isinstance(message, Worded):  # (an error made again from its message: a pickle)
+            message = message.words
         if not isinstance(message, Words) and (param is not None or values is not None):
             message = Words(message, values)
         self.words = message if isinstance(message, Words) else None
@@ -160,7 +181,8 @@ class RagsiftError(Exception):
         self.param = param
         self.values = dict(message.values) if isinstance(message, Words) else {}
         self.exit_code = exit_code
-        self.message = self.worded(api_words)
+        # in the API's words; a ``Worded`` (its ``.words`` kept) when it names anything
+        self.message = self.template if self.words is None else Worded(self.words)
         super().__init__(self.message)
 
     def worded(self, name_of=api_words) -> str:

@@ -234,7 +234,8 @@ def test_rejected_arguments_unknown_tools_and_resources_leave_no_sdk_log_line(in
 
 def test_an_index_damaged_while_serving_is_one_line_in_a_tool_error(index, tmp_path):
     """Issue 30: the index truncated under a running server: the call's result is the CLI's
-    line for a corrupt index, isError; stderr stays empty; the server goes on answering."""
+    line for a corrupt index (its way out named as the API names it), isError; stderr stays
+    empty; the server goes on answering."""
     copy = tmp_path / "live.db"
     shutil.copy(index, copy)
     session = Session(str(copy))
@@ -256,7 +257,13 @@ def test_an_index_damaged_while_serving_is_one_line_in_a_tool_error(index, tmp_p
             capture_output=True,
             text=True,
         )
-        assert cli.stderr.strip() == "ragsift: " + replies[0]["result"]["content"][0]["text"]
+        # the same line, the way out named in each front end's words (issue 39, item 2)
+        said = replies[0]["result"]["content"][0]["text"]
+        assert said.endswith("build it again with `build(PATH..., index=INDEX, rebuild=True)`")
+        assert cli.stderr.strip() == "ragsift: " + said.replace(
+            "`build(PATH..., index=INDEX, rebuild=True)`",
+            "`ragsift embed PATH... --index INDEX --rebuild`",
+        )
         session.send({"jsonrpc": "2.0", "id": 5, "method": "ping"})
         check_reply(session.reply(), 5, "result")
     finally:

@@ -51,6 +51,11 @@ def info_command(
         if project is None
         else {"file": project.file, "root": project.root, "settings": dict(project.written)}
     )
+    if info.get("problems"):  # a problem that names a way out (--rebuild) in the CLI's words
+        from ragsift.cli._common import flag_name
+        from ragsift.errors import worded
+
+        info["problems"] = [worded(p, flag_name) for p in info["problems"]]
     problems = info.get("problems")
     if as_json:
         sys.stdout.write(json.dumps(info) + "\n")

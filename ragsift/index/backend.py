@@ -36,8 +36,17 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from ragsift.errors import Action
+
 if TYPE_CHECKING:
     import numpy as np
+
+
+def rebuild_action(index: str, paths: str = "PATH...") -> Action:
+    """What the error for a damaged index names as the way out: building ``index`` again
+    from its documents (``paths``), ``ragsift embed PATH... --index INDEX --rebuild``."""
+    return Action("build", paths, index=index, rebuild=True)
+
 
 # Settings every backend stores and returns (``settings()``; None where unset). The tuned
 # threshold is a dict: {"value", "queries", "k", "mode", "objective"} (``ragsift tune --save``).

@@ -63,7 +63,7 @@ import os
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ragsift.errors import RagsiftError
+from ragsift.errors import Action, RagsiftError, Words
 from ragsift.index.ann import sql_str as _sql_str
 from ragsift.index.backend import (
     SETTING_KEYS,
@@ -178,8 +178,10 @@ class LanceIndex(LanceWriter, LanceCompaction, FragmentCommits):
                 )
             if self.mode == "r":
                 raise RagsiftError(
-                    f"no index at {self.path}; build one with: ragsift embed PATH --index "
-                    f"{self.path}"
+                    Words(
+                        "no index at {at}; build one with: {build}",
+                        {"at": self.path, "build": Action("build", "PATH", index=self.path)},
+                    )
                 )
             self._create()
         stored = self._raw_settings()

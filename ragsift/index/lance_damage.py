@@ -10,7 +10,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from ragsift.errors import RagsiftError
+from ragsift.errors import RagsiftError, Words
+from ragsift.index.backend import rebuild_action
 
 
 def snapshot_removed(index: Any, exc: Exception) -> bool:
@@ -46,8 +47,14 @@ def damage_as_error(method):
                     first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                     first = first.split(", /rustc/")[0]  # the Rust location says nothing
                     raise RagsiftError(
-                        f"index damaged: {self.path}: {first[:200]}; rebuild it with "
-                        f"`ragsift embed PATH... --index {self.path} --rebuild`"
+                        Words(
+                            "index damaged: {at}: {what}; rebuild it with `{rebuild}`",
+                            {
+                                "at": self.path,
+                                "what": first[:200],
+                                "rebuild": rebuild_action(self.path),
+                            },
+                        )
                     ) from None
                 raise
         raise AssertionError("unreachable")

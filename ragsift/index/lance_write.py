@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ragsift.errors import RagsiftError
+from ragsift.errors import RagsiftError, Words
 from ragsift.index.ann import sql_str as _sql_str
 from ragsift.index.backend import DocumentWrite, writer_stamp
 from ragsift.index.dense import as_f32 as _as_f32
@@ -212,8 +212,11 @@ class LanceWriter:
             self._reshape(dim)  # an index without vectors takes its first vectors' size
             return dim
         raise RagsiftError(
-            f"vectors have {dim} dimensions but index {self.path} holds {have}; "
-            "use the index's model or --rebuild"
+            Words(
+                "vectors have {dim} dimensions but index {at} holds {have}; use the index's "
+                "model or {rebuild}",
+                {"dim": dim, "at": self.path, "have": have},
+            )
         )
 
     def _commit_rows(

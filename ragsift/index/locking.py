@@ -27,7 +27,7 @@ import stat
 import time
 from collections.abc import Callable
 
-from ragsift.errors import RagsiftError
+from ragsift.errors import RagsiftError, Words
 
 _PID_LINE = re.compile(rb"\d{0,20}\n?")
 _OPEN_EXISTING = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -62,8 +62,11 @@ class WriterLock:
                     os.close(fd)
                     who = f"PID {pid}" if pid else "another process"
                     raise RagsiftError(
-                        f"index {self.index_path} is being written by {who}; "
-                        "wait for it to finish or pass --wait"
+                        Words(
+                            "index {at} is being written by {who}; wait for it to finish or "
+                            "pass {wait=on}",
+                            {"at": self.index_path, "who": who, "on": True},
+                        )
                     ) from None
                 if callable(wait):
                     wait(pid)

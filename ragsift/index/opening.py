@@ -57,7 +57,8 @@ def check_versions(store, path: str, mode: str) -> None:
     line naming both versions (exit 2). Reads only: a writer records itself
     (``backend.writer_stamp``: ``written_by``, ``min_writer_version``, never lowered) with
     its first write, so a refused command leaves the index as it was (issue 40)."""
-    from ragsift.errors import RagsiftError
+    from ragsift.errors import RagsiftError, Words
+    from ragsift.index.backend import rebuild_action
     from ragsift.version import __version__, version_tuple
 
     settings = store.settings() or {}
@@ -65,8 +66,16 @@ def check_versions(store, path: str, mode: str) -> None:
     need = settings.get(key)
     if need and _version(need) is None:
         raise RagsiftError(
-            f"index damaged: {path}: its {key} setting is not a version "
-            f"({_short(need)}); rebuild it: ragsift embed PATH --index {path} --rebuild"
+            Words(
+                "index damaged: {at}: its {key} setting is not a version ({need}); rebuild "
+                "it: {rebuild}",
+                {
+                    "at": path,
+                    "key": key,
+                    "need": _short(need),
+                    "rebuild": rebuild_action(path, "PATH"),
+                },
+            )
         )
     if need and version_tuple(str(need)) > version_tuple(__version__):
         by = settings.get("written_by") or need
@@ -118,12 +127,15 @@ def check_model_record(store, path: str) -> None:
     them (its settings rows deleted by hand): no query can be embedded to match them. Asked
     by the front door (``api.open_index``) for a search; the backends themselves can hold
     rows without settings (their contract tests write such indexes)."""
-    from ragsift.errors import RagsiftError
+    from ragsift.errors import RagsiftError, Words
+    from ragsift.index.backend import rebuild_action
 
     settings = store.settings() or {}
     if not settings.get("model_fingerprint") and store.count():
         raise RagsiftError(
-            f"index damaged: {path}: it holds vectors but no record of the model that made "
-            f"them (its settings are missing); rebuild it: ragsift embed PATH --index {path} "
-            "--rebuild"
+            Words(
+                "index damaged: {at}: it holds vectors but no record of the model that made "
+                "them (its settings are missing); rebuild it: {rebuild}",
+                {"at": path, "rebuild": rebuild_action(path, "PATH")},
+            )
         )

@@ -14,8 +14,9 @@ import sqlite3
 import stat
 from typing import Any
 
-from ragsift.errors import RagsiftError
+from ragsift.errors import RagsiftError, Words
 from ragsift.index import migrations
+from ragsift.index.backend import rebuild_action
 from ragsift.index.locking import file_kind, holder_pid
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -198,8 +199,11 @@ def corrupt(path: str, exc: Exception) -> RagsiftError:
     code = _result_code(exc) if isinstance(exc, sqlite3.Error) else None
     if code in (11, 26):  # SQLITE_CORRUPT, SQLITE_NOTADB: the file itself is damaged
         return RagsiftError(
-            f"index {path} is corrupt ({exc}); it was not modified; build it "
-            "again with `ragsift embed PATH... --index INDEX --rebuild`"
+            Words(
+                "index {at} is corrupt ({exc}); it was not modified; build it again with "
+                "`{rebuild}`",
+                {"at": path, "exc": exc, "rebuild": rebuild_action("INDEX")},
+            )
         )
     if code in _WRITE_FAILED:
         return write_error(path, exc)

@@ -35,13 +35,14 @@ import sqlite3
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ragsift.errors import RagsiftError
+from ragsift.errors import Action, RagsiftError, Words
 from ragsift.index import lexical, migrations
 from ragsift.index.backend import (
     SETTING_KEYS,
     ChunkRecord,
     DocState,
     DocumentInfo,
+    rebuild_action,
 )
 from ragsift.index.locking import WriterLock, holder_pid
 from ragsift.index.sqlite_file import (
@@ -112,7 +113,10 @@ class IndexStore(StoreWriter):
         if mode == "r":
             if state == "missing":
                 raise RagsiftError(
-                    f"no index at {path}; build one with: ragsift embed PATH --index {path}"
+                    Words(
+                        "no index at {at}; build one with: {build}",
+                        {"at": path, "build": Action("build", "PATH", index=path)},
+                    )
                 )
             if state == "empty":
                 raise RagsiftError(f"{path} is an empty file, not a ragsift index")
@@ -534,8 +538,10 @@ class IndexStore(StoreWriter):
 
     def _damaged(self, what: str) -> RagsiftError:
         return RagsiftError(
-            f"index damaged: {self.path}: {what}; rebuild it with `ragsift "
-            f"embed PATH... --index {self.path} --rebuild`"
+            Words(
+                "index damaged: {at}: {what}; rebuild it with `{rebuild}`",
+                {"at": self.path, "what": what, "rebuild": rebuild_action(self.path)},
+            )
         )
 
     @staticmethod

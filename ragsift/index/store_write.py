@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ragsift.errors import RagsiftError
+from ragsift.errors import RagsiftError, Words
 from ragsift.index import lexical, migrations
 from ragsift.index.backend import DocumentWrite, writer_stamp
 from ragsift.index.dense import as_f32
@@ -375,8 +375,11 @@ class StoreWriter:
             self.set_settings(dimensions=dim)
         elif have != dim:
             raise RagsiftError(
-                f"vectors have {dim} dimensions but index {self.path} holds {have}; "
-                "use the index's model or --rebuild"
+                Words(
+                    "vectors have {dim} dimensions but index {at} holds {have}; use the "
+                    "index's model or {rebuild}",
+                    {"dim": dim, "at": self.path, "have": have},
+                )
             )
 
     def _write_blocks(self, ids: np.ndarray, vecs: np.ndarray, small_postings: bool = True) -> int:
