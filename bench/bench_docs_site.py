@@ -5,12 +5,23 @@ and off-topic queries, each labelled with the pages that answer it.
 The site: typer's documentation (https://github.com/fastapi/typer, commit 9a7b2e83, its
 `docs/` folder: 75 markdown pages), indexed with the defaults from inside the checkout so the
 stored paths are `docs/...`; the labels are `bench/docs_site_typer.jsonl` (written for this
-benchmark). A query is answered when an admitted hit (k 3, the default threshold in force) is
-one of its pages; an off-topic query is falsely admitted when anything is admitted.
+benchmark). Two more sites, each with its own labels: Flask (https://github.com/pallets/flask,
+commit 2ac89889, `docs/`: reStructuredText, `bench/docs_site_flask.jsonl`) and Click
+(https://github.com/pallets/click, commit 2c8cd3ac, `docs/`: 37 markdown pages,
+`bench/docs_site_click.jsonl`, issue 41 item 7: 12 questions written before any ranking was
+seen, two of them the issue's first-hit misses "several commands under one program" and
+``click.echo``; Flask's "custom 404 page" is the third). A query is answered when an admitted hit
+(k 3, the default threshold in force) is one of its pages; an off-topic query is falsely
+admitted when anything is admitted.
 
-    cd TYPER_CHECKOUT && ragsift embed docs -i /tmp/typer.db     (Flask: pallets/flask 2ac89889)
+    cd TYPER_CHECKOUT && ragsift embed docs -i /tmp/typer.db
     .venv/bin/python bench/bench_docs_site.py /tmp/typer.db bench/docs_site_typer.jsonl
     PYTHONPATH=OLD_TREE .venv/bin/python bench/bench_docs_site.py /tmp/typer.db bench/docs_site_typer.jsonl
+
+A site's checkout can be its `docs/` folder at that commit, e.g. Click's from a clone of it:
+
+    git -C CLICK_CLONE archive 2c8cd3ac docs | tar -x -C /tmp/site-click
+    cd /tmp/site-click && ragsift embed docs -i /tmp/click.db
 
 Rows with ``"kind": "identifier"`` (issue 28: one identifier as the query, ``url_for``,
 ``typer.echo``, ``--install-completion``, labelled with the pages that document it) are left
