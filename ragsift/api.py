@@ -19,7 +19,7 @@ default; ``None`` disables the floor; a number is used as given. Errors a user c
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -28,13 +28,14 @@ from ragsift.retrieval.request import DEFAULT_MODE, check_mode
 
 if TYPE_CHECKING:
     from ragsift.index.backend import DocumentInfo
-    from ragsift.ingest import EmbedSummary
+    from ragsift.ingest import BuildRequest, EmbedProgress, EmbedSummary
     from ragsift.retrieval.hybrid import Fusion
     from ragsift.retrieval.records import Hit
     from ragsift.retrieval.request import SearchRequest
     from ragsift.retrieval.search import Searcher
     from ragsift.retrieval.threshold import ThresholdInForce
     from ragsift.retrieval.topk import Retrieval
+    from ragsift.sources.sourcefile import Skipped
     from ragsift.tuning import TuneReport
 
 AUTO = "auto"  # the threshold argument's default (``ragsift.retrieval.threshold.AUTO``)
@@ -158,68 +159,75 @@ def build(
     index: str | os.PathLike | None = None,
     paths: Iterable[str | os.PathLike] | str | os.PathLike | None = None,
     *,
-    request: Any = None,
-    **options: Any,
+    request: BuildRequest | None = None,
+    on_skip: Callable[[Skipped], None] | None = None,
+    on_warning: Callable[[str, str], None] | None = None,
+    progress: EmbedProgress | None = None,
+    **keywords: Any,
 ) -> EmbedSummary:
     """``ragsift embed PATHS --index INDEX``: create or update the index (only changed files
-    are re-embedded). Its keywords (``options``): ``model``, an ONNX model folder,
-    ``multilingual`` or an endpoint URL (None: the index's own, else the bundled
-    all-MiniLM-L6-v2); the embedder options ``pooling``, ``normalize``, ``max_length``,
-    ``query_prefix``, ``passage_prefix`` (None values: the default); ``include``,
-    ``exclude``, ``follow_links``, ``max_file_size``: which files are read; ``chunker``: a
-    chunker (``embed_chunker(...)``; None: embed's default), or ``chunking``: its options
-    (``strategy``, ``size``, ``overlap``, ``tokenizer``; the chunker is made for the model);
-    ``rebuild``, ``prune``, ``wait``, ``batch_size``; ``paths == ["-"]`` with
-    ``stdin_lines``: one record per line; ``on_skip(s)`` / ``on_warning(path, message)``:
-    called for each file that cannot be used / each warning; ``progress``: an
-    ``EmbedProgress``; ``engine``: "local" or "ray" (``ray_address``); ``embedder``: an
-    embedder object to use instead of loading ``model`` (``ragsift eval`` passes its caching
-    one); ``root``: a project root (``find_project(...).root``): documents inside it are
-    stored by their path relative to it. Or ``request``: a ``BuildRequest`` made already
-    (``BuildRequest.of(index, paths, **keywords)``), with only the hooks (``on_skip``,
-    ``on_warning``, ``progress``) beside it. Returns the run's ``EmbedSummary``
-    (``skipped`` lists files that could not be used)."""
+    are re-embedded). The run is one ``BuildRequest``: ``request``, made already (alone: no
+    ``index``, ``paths`` or keywords beside it), or the one ``BuildRequest.of(index, paths,
+    **keywords)`` makes from the keywords, its one list (``model``: an ONNX model folder,
+    ``multilingual`` or an endpoint URL, None: the index's own, else the bundled
+    all-MiniLM-L6-v2; the embedder options ``pooling``, ``normalize``, ``max_length``,
+    ``query_prefix``, ``passage_prefix``; ``include``, ``exclude``, ``follow_links``,
+    ``max_file_size``, ``root``: which files are read and how they are stored; ``chunker``, or
+    ``chunking``: its options, for a chunker made for the model; ``rebuild``, ``prune``,
+    ``wait``, ``batch_size``, ``stdin_lines`` with ``paths == ["-"]``; ``engine``: "local" or
+    "ray", ``ray_address``; ``embedder``: an embedder object to use instead of loading
+    ``model``); an unknown keyword is a ``TypeError``. Where the run reports, beside the
+    request: ``on_skip(s)`` for each file that cannot be used, ``on_warning(path, message)``
+    for each warning, ``progress`` (an ``EmbedProgress``). Returns the run's
+    ``EmbedSummary`` (``skipped`` lists files that could not be used)."""
     from ragsift.ingest import build_index
+    from ragsift.ingest.request import BuildHooks
 
-    request, hooks = _build_request(index, paths, request, options, "build")
-    return build_index(request, hooks)
+    request = _build_request(index, paths, request, keywords, "build")
+    return build_index(request, BuildHooks(on_skip, on_warning, progress))
 
 
 def watch(
     index: str | os.PathLike | None = None,
     paths: Iterable[str | os.PathLike] | str | os.PathLike | None = None,
     *,
-    request: Any = None,
+    request: BuildRequest | None = None,
+    on_skip: Callable[[Skipped], None] | None = None,
+    on_warning: Callable[[str, str], None] | None = None,
+    progress: EmbedProgress | None = None,
     stop: Any = None,
-    on_run: Any = None,
-    on_error: Any = None,
-    **options: Any,
+    on_run: Callable[[Any], None] | None = None,
+    on_error: Callable[[RagsiftError], None] | None = None,
+    **keywords: Any,
 ) -> int:
-    """``ragsift embed PATHS --index INDEX --watch``: ``build``'s run, then one incremental
-    run per settled burst of changes until ``stop`` (an Event, or a callable returning True)
-    is set or Ctrl-C; takes ``build``'s arguments (``ragsift.ingest.watch.watch`` says the
-    rest: ``on_run``, ``on_error``). Returns the number of runs after the first."""
+    """``ragsift embed PATHS --index INDEX --watch``: ``build``'s run (its arguments, the
+    request and where it reports), then one incremental run per settled burst of changes
+    until ``stop`` (an Event, or a callable returning True) is set or Ctrl-C;
+    ``ragsift.ingest.watch.watch`` says the rest (``on_run(run)`` after each later run,
+    ``on_error(exc)`` for a later run's error). Returns the number of runs after the
+    first."""
+    from ragsift.ingest.request import BuildHooks
     from ragsift.ingest.watch import watch as watching
 
-    request, hooks = _build_request(index, paths, request, options, "watch")
+    request = _build_request(index, paths, request, keywords, "watch")
+    hooks = BuildHooks(on_skip, on_warning, progress)
     return watching(request, hooks, stop=stop, on_run=on_run, on_error=on_error)
 
 
 def _build_request(
-    index: Any, paths: Any, request: Any, options: dict[str, Any], caller: str
-) -> tuple[Any, Any]:
-    """``build``'s and ``watch``'s arguments as one ``BuildRequest`` (checked once) and the
-    ``BuildHooks`` beside it."""
-    from ragsift.ingest.request import BuildHooks, BuildRequest
+    index: Any, paths: Any, request: BuildRequest | None, keywords: dict[str, Any], caller: str
+) -> BuildRequest:
+    """``build``'s and ``watch``'s run as one ``BuildRequest`` (checked once): ``request``
+    alone, or the one made of ``index``, ``paths`` and the keywords."""
+    from ragsift.ingest.request import BuildRequest
 
-    hooks = BuildHooks(**{k: options.pop(k) for k in BuildHooks.HOOKS if k in options})
     if request is None:
         if index is None or paths is None:
             raise TypeError(f"{caller}() needs an index and paths, or a request")
-        return BuildRequest.of(index, paths, caller=caller, **options), hooks
-    if index is not None or paths is not None or options:
+        return BuildRequest.of(index, paths, caller=caller, **keywords)
+    if index is not None or paths is not None or keywords:
         raise TypeError(f"{caller}() takes a request alone (with on_skip, on_warning, progress)")
-    return request, hooks
+    return request
 
 
 def remove(
