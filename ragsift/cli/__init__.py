@@ -129,13 +129,13 @@ def _project():
     """The project file governing the current folder; a file that cannot be used is one line
     naming it, the key and the line, and exit 2."""
     from ragsift.api import find_project
-    from ragsift.cli._common import warn
+    from ragsift.cli._common import flag_name, warn
     from ragsift.errors import EXIT_USAGE, RagsiftError
 
     try:
         return find_project()
     except RagsiftError as exc:
-        warn(exc.message)
+        warn(exc.worded(flag_name))
         sys.exit(EXIT_USAGE)
 
 

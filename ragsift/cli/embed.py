@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from ragsift.cli._common import handle_errors, plural, waiting_notice, warn
+from ragsift.cli._common import flag_name, handle_errors, plural, waiting_notice, warn
 from ragsift.cli.chunk import (
     FILES_HELP,
     Strategy,
@@ -19,7 +19,7 @@ from ragsift.cli.chunk import (
     summary_parts,
 )
 from ragsift.cli.query import DEFAULT_INDEX
-from ragsift.errors import EXIT_NOTHING, EXIT_OK, EXIT_OUTPUT, EXIT_SKIPPED, RagsiftError
+from ragsift.errors import EXIT_NOTHING, EXIT_OK, EXIT_OUTPUT, EXIT_SKIPPED, RagsiftError, worded
 
 
 class Engine(str, Enum):
@@ -301,7 +301,7 @@ def embed_command(
     summary = build(
         request=request,
         on_skip=lambda s: warn(f"skipped {s.path}: {s.reason}"),
-        on_warning=lambda path, message: warn(f"warning: {path}: {message}"),
+        on_warning=lambda path, message: warn(f"warning: {path}: {worded(message, flag_name)}"),
         progress=progress,
     )
     if not watch:  # a watch reported each run as it went
@@ -370,7 +370,6 @@ def _watching(index: str, *, quiet: bool, as_json: bool, model: str | None):
     --json one JSON line on stdout). A later run's error is one line and the watch goes on;
     Ctrl-C ends it (``handle_errors``: exit 130)."""
     import ragsift.api as api
-    from ragsift.cli._common import flag_name
 
     last = []
     watched: list[str] = []

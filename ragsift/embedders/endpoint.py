@@ -63,7 +63,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ragsift.errors import EXIT_USAGE, RagsiftError
+from ragsift.errors import EXIT_USAGE, RagsiftError, Words
 
 if TYPE_CHECKING:
     import numpy as np
@@ -472,8 +472,10 @@ class EndpointEmbedder:
         return vectors / norms
 
     # -- one line per failure ------------------------------------------------------------
-    def _error(self, what: str) -> RagsiftError:
-        return RagsiftError(f"embedding endpoint {self.endpoint.shown}: {what}", EXIT_USAGE)
+    def _error(self, what: str | Words) -> RagsiftError:
+        """The one line for a failed request: ``what`` may name parameters (``Words``)."""
+        shown = {"shown": self.endpoint.shown, "what": what}
+        return RagsiftError(Words("embedding endpoint {shown}: {what}", shown), EXIT_USAGE)
 
     def _server_says(self, exc: Any) -> str:
         """The server's own message for an HTTP error, one short line, the key masked."""
@@ -497,7 +499,7 @@ class EndpointEmbedder:
     def _http_error(self, status: int, detail: str, attempt: int, first: bool) -> RagsiftError:
         said = f": {detail}" if detail else ""
         tries = f" after {attempt} tries" if attempt > 1 else ""
-        hint = ""
+        hint: str | Words = ""
         if status in (401, 403):
             hint = (
                 f"; the key in {KEY_VARIABLE} was refused"
@@ -512,11 +514,11 @@ class EndpointEmbedder:
             and self.roles == "input_type"
             and self.endpoint.roles is None
         ):
-            hint = (
+            hint = Words(
                 "; if the server does not take input_type, add ;roles=none after the "
-                "model name (or pass --query-prefix/--passage-prefix)"
+                "model name (or pass {query_prefix}/{passage_prefix})"
             )
-        return self._error(f"HTTP {status}{tries}{said}{hint}")
+        return self._error(f"HTTP {status}{tries}{said}" + hint)
 
 
 def _retry_after(value: str | None) -> float | None:

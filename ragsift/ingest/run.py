@@ -146,14 +146,17 @@ def _sum_up(
     summary.rekeyed = plan.moved
     summary.rechunked = dict(getattr(plan, "rechunked", {}))
     if plan.moved and on_warning is not None and plan.moved_example is not None:
+        from ragsift.errors import Worded, Words
+
         was, now = plan.moved_example
         n = plan.moved
-        on_warning(
-            now,
-            f"was {was}: {n} indexed document{'s' if n != 1 else ''} now "
-            "listed under the path spelling of this run (the same files, not "
-            "re-embedded); `ls`, `--path` and `tune` labels use the new one",
+        said = Words(
+            "was {was}: {n} indexed document{s} now listed under the path spelling of this "
+            "run (the same files, not re-embedded); `ls`, `{path}` and `tune` labels use the "
+            "new one",
+            {"was": was, "n": n, "s": "s" if n != 1 else ""},
         )
+        on_warning(now, Worded(said))  # a str, its parameter worded by a front end
 
 
 def _load_ahead(
