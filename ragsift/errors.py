@@ -63,7 +63,7 @@ def api_words(name: str | Action, value: object = None) -> str:
     if isinstance(name, Action):
         parts = [*name.args, *(f"{n}={v}" for n, v in name.settings)]
         return f"{name.name}({', '.join(parts)})"
-    return name if value is None else f"{name}={value}"
+    return name if value is None or value == "" else f"{name}={value}"
 
 
 class Words:
@@ -72,7 +72,9 @@ class Words:
     ``template`` is a ``str.format`` template; a field is a value from ``values`` (formatted
     as usual: ``{score:.3f}``; a ``Words`` or ``Action`` there is worded too; a value hides a
     name of the same spelling), or else a name:
-    ``{k}`` the parameter ``k``, ``{k=more}`` the parameter ``k`` set to ``values["more"]``.
+    ``{k}`` the parameter ``k``, ``{k=more}`` the parameter ``k`` set to ``values["more"]``,
+    ``{include=}`` the parameter as it takes one value (``name_of("include", "")``: the CLI
+    says ``--include``, where ``{include}``, the list, is ``--include values``).
     ``worded(name_of)`` writes each name as ``name_of(name)`` / ``name_of(name, value)`` /
     ``name_of(action)``: the API's ``api_words`` (``k``, ``k=13``, ``tune(save=True)``, also
     ``str(words)``), the CLI's ``ragsift.cli._common.flag_name`` (``-k``, ``-k 13``,
@@ -149,7 +151,7 @@ class _Fields:
             return value
         name, eq, value_field = field.partition("=")
         if eq:
-            return self.name_of(name, self.values[value_field])
+            return self.name_of(name, self.values[value_field] if value_field else "")
         return self.name_of(name)
 
 

@@ -247,8 +247,8 @@ COMMANDS = {"build": "embed"}  # API action -> the command that does it, where t
 
 def flag_name(name: str | Action, value: object = None) -> str:
     """The CLI's words for the API parameter ``name`` in the running command (``-k``), set to
-    ``value`` (``-k 13``; ``True``: the switch, ``--wait``), or for the ``Action`` ``name``
-    (``ragsift tune --save``)."""
+    ``value`` (``-k 13``; ``True``: the switch, ``--wait``; ``""``: the option alone, also
+    for a repeatable one), or for the ``Action`` ``name`` (``ragsift tune --save``)."""
     if isinstance(name, Action):
         return " ".join(
             ["ragsift", COMMANDS.get(name.name, name.name), *name.args]
@@ -256,7 +256,9 @@ def flag_name(name: str | Action, value: object = None) -> str:
         )
     cli = CLI_NAMES.get(name, name)
     flag = (_command_flags() or {}).get(cli) or _option(name)
-    return flag if value is None or value is True else f"{flag.split()[0]} {value}"
+    if value is None or value is True:
+        return flag
+    return flag.split()[0] if value == "" else f"{flag.split()[0]} {value}"
 
 
 def _option(name: str) -> str:

@@ -475,7 +475,7 @@ def cli_setting(name: str | Action, value: object = None) -> str:
         settings = [cli_setting(n, None if v is True else v) for n, v in name.settings]
         return " ".join(["ragsift", name.name, *name.args, *settings])
     flag = "-k" if name == "k" else "--" + name.replace("_", "-")
-    return flag if value is None or value is True else f"{flag} {value}"
+    return flag if value is None or value is True or value == "" else f"{flag} {value}"
 
 
 def outcome_hint(r: Retrieval, setting: Setting = cli_setting) -> str | None:

@@ -137,12 +137,14 @@ def check_arguments(
     exclude: Sequence[str] = (),
 ) -> None:
     """Raise ``RagsiftError`` (usage, exit 2) for a path that does not exist or a bad glob."""
-    for flag, patterns in (("--include", include), ("--exclude", exclude)):
+    for name, patterns in (("include", include), ("exclude", exclude)):
         for p in patterns:
             try:
                 check_glob(p)
             except GlobError as exc:
-                raise RagsiftError(f"{flag}: {exc}") from None
+                raise RagsiftError(
+                    "{" + name + "=}: {why}", param=name, values={"why": str(exc)}
+                ) from None
     for arg in paths:
         if arg != STDIN and not os.path.lexists(arg):
             raise RagsiftError(f"{printable(arg)}: no such file or directory")
