@@ -167,9 +167,15 @@ def test_an_older_evidence_layout_is_refused_and_the_index_is_byte_identical(
 ):
     location = _old_index(tmp_path, backend, monkeypatch, evidence="units-1")
     before = snapshot(location)
-    with pytest.raises(RagsiftError, match="--rebuild"):
+    with pytest.raises(
+        RagsiftError, match=r"build\(PATH\.\.\., index=INDEX, rebuild=True\)"
+    ) as err:
         _embed(tmp_path, location, StandIn("test/8/x"))
     assert snapshot(location) == before
+    # the way out in the CLI's words (issue 39, item 2: the API's message names the call)
+    from ragsift.cli._common import flag_name
+
+    assert "`ragsift embed PATH... --index INDEX --rebuild`" in err.value.worded(flag_name)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -462,11 +462,17 @@ def test_model_mismatch_is_refused_and_preload_raises_on_use(monkeypatch):
         fingerprint = "other/384/abc"
         name = "other"
 
-    monkeypatch.setattr(ragsift.embedders, "load_embedder", lambda model_dir=None: Other())
-    with pytest.raises(RagsiftError, match="--model"):
+    monkeypatch.setattr(
+        ragsift.embedders, "load_embedder", lambda model_dir=None, options=None: Other()
+    )
+    with pytest.raises(RagsiftError, match="Pass model with the folder") as err:
         search.embedder_for(
             {"model": "minilm", "model_fingerprint": "minilm/384/def", "evidence": EVIDENCE_KIND}
         )
+    # the way out in the CLI's words (issue 39, item 2: the API's message names the parameter)
+    from ragsift.cli._common import flag_name
+
+    assert "Pass --model with the folder" in err.value.worded(flag_name)
     assert (
         search.embedder_for({"model_fingerprint": "other/384/abc", "evidence": EVIDENCE_KIND}).name
         == "other"

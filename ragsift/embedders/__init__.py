@@ -236,7 +236,9 @@ def _model_files(model_dir: str | Path | None, weights: str | Path | None):
         )
     folder = Path(model_dir).expanduser()
     if not folder.is_dir():
-        raise RagsiftError(f"--model {model_dir}: not a folder")
+        raise RagsiftError(
+            "{model} {given}: not a folder", param="model", values={"given": model_dir}
+        )
     if not (folder / "tokenizer.json").is_file():
         raise RagsiftError(f"model folder {folder} has no tokenizer.json")
     onnx_path = _find_onnx(folder)

@@ -12,7 +12,7 @@ from dataclasses import fields
 from typing import Any
 
 from ragsift.embedders.options import EmbedderOptions
-from ragsift.errors import RagsiftError
+from ragsift.errors import Action, RagsiftError
 
 # keys of the ``embedder_options`` index setting: the options that change how texts are
 # embedded, recorded by ``embed`` and re-applied to queries (defined once: the fields of ``EmbedderOptions``)
@@ -58,15 +58,26 @@ def check_model(
     *,
     subject: str = "the index",
     detail: str = "",
-    advice: str = "Pass --model with the folder of the index's model, or rebuild the index",
+    advice: str = "Pass {model} with the folder of the index's model, or rebuild the index",
 ) -> None:
     """The model-mismatch refusal, defined once (``embed`` and ``query``/``explain``/``tune``
-    use it): an index's vectors and new vectors must come from the same model and options."""
+    use it): an index's vectors and new vectors must come from the same model and options.
+    ``advice``: the way out, a template naming parameters (``{model}``, ``{rebuild}``) that
+    each front end words (``RagsiftError.worded``)."""
     want = settings.get("model_fingerprint")
     if want and fingerprint != want:
         raise RagsiftError(
-            f"{subject} was built with model {settings.get('model') or want} ({want}); "
-            f"this run uses {name or fingerprint} ({fingerprint}){detail}. {advice}"
+            "{subject} was built with model {built} ({want}); this run uses {uses} "
+            "({fingerprint}){detail}. " + advice,
+            param="model",
+            values={
+                "subject": subject,
+                "built": settings.get("model") or want,
+                "want": want,
+                "uses": name or fingerprint,
+                "fingerprint": fingerprint,
+                "detail": detail,
+            },
         )
 
 
@@ -94,9 +105,10 @@ def check_evidence(settings: dict, subject: str = "the index") -> None:
                 f"an older ragsift (one vector per chunk, no unit evidence); ragsift "
                 f"{_version()} ranks chunks by their units"
             )
+        rebuild = Action("build", "PATH...", index="INDEX", rebuild=True)
         raise RagsiftError(
-            f"{subject} was built by {why}: re-embed it with "
-            "`ragsift embed PATH... --index INDEX --rebuild`"
+            "{subject} was built by {why}: re-embed it with `{rebuild}`",
+            values={"subject": subject, "why": why, "rebuild": rebuild},
         )
 
 
@@ -128,7 +140,7 @@ def embedder_for(settings: dict, model_dir: str | None = None) -> Any:
             settings,
             embedder.fingerprint,
             getattr(embedder, "name", ""),
-            advice="Leave out --model (the index's own model is used), or rebuild the index",
+            advice="Leave out {model} (the index's own model is used), or rebuild the index",
         )
     check_model(settings, embedder.fingerprint, getattr(embedder, "name", ""))
     return embedder
@@ -161,7 +173,7 @@ def bind(
             subject=subject,
             detail=detail,
             advice="Vectors of different models or embedder options cannot be mixed: "
-            "pass --rebuild to re-embed everything, or use the index's model and "
+            "pass {rebuild} to re-embed everything, or use the index's model and "
             "options",
         )
     if (

@@ -149,7 +149,11 @@ def load_beir_dataset(root: Path, split: str | None = None) -> BeirDataset:
     if split is None:
         split = "test" if "test" in splits else (splits[0] if len(splits) == 1 else "")
         if not split:
-            raise RagsiftError(f"{root}: several qrels splits {splits}; choose one with --split")
+            raise RagsiftError(
+                "{root}: several qrels splits {splits}; choose one with {split}",
+                param="split",
+                values={"root": root, "splits": splits},
+            )
     if split not in splits:
         raise RagsiftError(f"{root}: no qrels/{split}.tsv (available: {', '.join(splits)})")
     qrels: dict[str, dict[str, int]] = {}
