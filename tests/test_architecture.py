@@ -237,3 +237,120 @@ def test_the_private_import_check_sees_one():
             assert _private_imports() == ["ragsift.b:1 imports ragsift.a._hidden"]
         finally:
             PACKAGE = saved
+
+
+# -- no flag spelling below cli/ (issue 39, item 2) -----------------------------------------------
+# Errors and hints name parameters and actions (``ragsift.errors.Words``) and each front end
+# words them: the CLI as flags (``cli._common.flag_name``), the API and MCP as arguments. So
+# no string below ``cli/`` spells one of the CLI's options. Checked: every string literal
+# (f-string parts too) except docstrings and comments, which tell a reader of the code how
+# the CLI reaches it and are never shown to a user of the API or the MCP server.
+# What is left, by file, and why (each entry: the start of the literal allowed):
+FLAG_SPELLINGS_KEPT = {
+    # a JSON value (``threshold_source`` of a threshold given with the call), kept from
+    # earlier releases: output, not wording
+    "retrieval/threshold.py": ("--threshold",),
+    # ``cli_setting``: the default wording of the hint functions that return text, until
+    # their callers word hints themselves (cli/query.py, cli/explain.py, retrieval/records.py:
+    # other engineers' files, issue 39): then it goes
+    "retrieval/topk.py": ("-k",),
+    # ignore and skip reasons are strings that cli/chunk.py (another engineer's) prints and
+    # the JSON summaries hold (a dict keyed by reason): worded there first
+    "sources/discovery.py": ("symlink out of the folder (see --follow-links)",),
+    "sources/reading.py": ("; --max-file-size raises it)",),
+    # the text of the starter project file ``ragsift init`` writes (api.starter): a
+    # document for the CLI's users, about its flags
+    "project.py": ("# ragsift project file:",),
+}
+# Files other engineers own and are converting now (issue 39): not checked yet.
+FLAG_SPELLINGS_NOT_YET = frozenset(
+    {
+        "embedders/__init__.py",
+        "embedders/binding.py",
+        "evaluation/datasets.py",
+        "mcp_server/schemas.py",
+    }
+)
+
+
+def _cli_flags() -> set[str]:
+    """Every option spelling of the ``ragsift`` commands (``-k``, ``--threshold``, ...)."""
+    import typer
+
+    from ragsift.cli import app
+
+    group = typer.main.get_command(app)
+    commands = [group, *group.commands.values()]
+    return {
+        opt
+        for command in commands
+        for param in command.params
+        if param.param_type_name == "option"  # (typer vendors its own click)
+        for opt in [*param.opts, *param.secondary_opts]
+    }
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    kinds = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    return {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, kinds)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+
+
+def _flag_spellings(flags: set[str]) -> list[str]:
+    """``file:line: literal`` for each string literal below ``cli/`` spelling a CLI flag."""
+    import re
+
+    spelled = re.compile(
+        r"(?<![\w-])("
+        + "|".join(sorted(map(re.escape, flags), key=len, reverse=True))
+        + r")(?![\w-])"
+    )
+    out = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel.startswith("cli/") or rel in FLAG_SPELLINGS_NOT_YET:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docs = _docstrings(tree)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Constant) or not isinstance(node.value, str):
+                continue
+            if id(node) in docs or not spelled.search(node.value):
+                continue
+            if node.value.startswith(FLAG_SPELLINGS_KEPT.get(rel, ())):
+                continue
+            out.append(f"{rel}:{node.lineno}: {node.value[:80]!r}")
+    return out
+
+
+def test_no_flag_is_spelled_below_cli():
+    assert _flag_spellings(_cli_flags()) == []
+
+
+def test_the_flag_spelling_check_sees_one():
+    """The check itself: a message with a flag in it is found, a docstring is not."""
+    import tempfile
+
+    global PACKAGE
+    saved = PACKAGE
+    with tempfile.TemporaryDirectory() as tmp:
+        pkg = Path(tmp) / "ragsift"
+        (pkg / "cli").mkdir(parents=True)
+        (pkg / "a.py").write_text(
+            'def f(x):\n    """Run with ``--rebuild``."""\n'
+            '    raise ValueError(f"bad {x}; pass --rebuild or -k 3")\n'
+        )
+        (pkg / "cli" / "b.py").write_text('HELP = "--rebuild"\n')
+        PACKAGE = pkg
+        try:
+            flags = {"--rebuild", "-k", "--threshold"}
+            assert _flag_spellings(flags) == ["a.py:3: '; pass --rebuild or -k 3'"]
+        finally:
+            PACKAGE = saved
+    assert {"-k", "--threshold", "--rebuild", "--include", "--wait"} <= _cli_flags()

@@ -190,8 +190,10 @@ class IndexStore(StoreWriter):
             if version == 0:
                 raise RagsiftError(f"index {self.path} is empty: no run has committed yet")
             raise RagsiftError(
-                f"index {self.path} has schema version {version}; run `ragsift embed` "
-                "once to upgrade it"
+                Words(
+                    "index {at} has schema version {version}; run `{build}` once to upgrade it",
+                    {"at": self.path, "version": version, "build": Action("build")},
+                )
             )
         if version >= 1:
             names = {
