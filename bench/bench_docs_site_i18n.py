@@ -28,6 +28,19 @@ off-topic admissions on their own columns.
     .venv/bin/python -m bench.bench_docs_site_i18n --reuse             # score the indexes as built
     .venv/bin/python -m bench.bench_docs_site_i18n --reuse --recalibrate   # after a change to
         # the calibration fit: `ragsift calibrate` on the reused multilingual indexes, then score
+    .venv/bin/python -m bench.bench_docs_site_i18n --reuse --split --runs zh:multilingual,ja:multilingual
+        # also: the questions split by how much of their answering page is translated
+
+A second site, fully translated (``--site vue``): Vue.js's guide (``src/guide/**/*.md``, 52
+pages, the same file names in each language) from its translation repositories,
+vuejs-translations/docs-zh-cn (c2715ff7) and vuejs-translations/docs-ja (c627102b), checked
+out by hand (``--vue-zh``, ``--vue-ja``: the checkouts; nothing is downloaded) and copied into
+``bench/.cache/vue/<lang>/pages``. Labels ``bench/docs_site_vue.jsonl``: 45 questions and 15
+off-topic, the same in both languages, written before any ranking on the site was seen.
+There is no English run for it (the English guide is another repository).
+
+    .venv/bin/python -m bench.bench_docs_site_i18n --site vue --vue-zh DOCS_ZH --vue-ja DOCS_JA \
+        --runs zh:multilingual,ja:multilingual
 """
 
 from __future__ import annotations
@@ -36,6 +49,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -82,6 +96,59 @@ def fetch(cache: Path) -> tuple[Path, str]:
         subprocess.run(["dpkg-deb", "-x", deb, str(unpacked)], check=True)
         stamp.write_text(os.path.basename(deb))
     return unpacked / BOOK, version
+
+
+def vue_pages(checkout: Path, cache: Path, lang: str) -> Path:
+    """``cache/<lang>/pages``: the markdown pages of a Vue docs checkout's ``src/guide``."""
+    dest = cache / lang / "pages"
+    shutil.rmtree(dest, ignore_errors=True)
+    guide = checkout / "src" / "guide"
+    for page in sorted(guide.rglob("*.md")):
+        target = dest / page.relative_to(guide)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(page, target)
+    return dest
+
+
+LATIN = re.compile(r"[A-Za-z]+")
+
+
+def latin_letters(page: Path) -> int:
+    """Latin letters of a page's prose (HTML without its code blocks and tags)."""
+    text = page.read_text(encoding="utf-8", errors="replace")
+    text = re.sub(r"(?s)<(script|style|pre)[^>]*>.*?</\1>", " ", text)
+    return sum(len(m) for m in LATIN.findall(re.sub(r"<[^>]+>", " ", text)))
+
+
+def split(cache: Path, db: Path, labels: list[dict], lang: str) -> list[str]:
+    """The questions split by their answering page's translated share: 1 − the page's Latin
+    letters over the English page's (its best labelled page's share)."""
+    import ragsift.api as rs
+
+    qs = [r for r in labels if r["kind"] == "question"]
+    with rs.open_index(str(db)) as ix:
+        stored = {os.path.basename(p): p for p in ix.paths()}
+        results = ix.query_many([r[lang] for r in qs], k=3)
+    buckets: dict[str, list[int]] = {}
+    for row, r in zip(qs, results):
+        share = max(
+            1
+            - latin_letters(cache / lang / "pages" / p)
+            / max(1, latin_letters(cache / "en" / "pages" / p))
+            for p in row["relevant"]
+        )
+        name = "≥ 0.6" if share >= 0.6 else "0.3-0.6" if share >= 0.3 else "< 0.3"
+        relevant = {stored[p] for p in row["relevant"]}
+        tally = buckets.setdefault(name, [0, 0, 0])
+        tally[0] += 1
+        tally[1] += bool(r.candidates) and r.candidates[0].path in relevant
+        tally[2] += any(c.path in relevant for c in r.admitted)
+    return [
+        f"| {lang} | {name} | {n} | {pct(first, n)} | {pct(answered, n)} |"
+        for name in ("≥ 0.6", "0.3-0.6", "< 0.3")
+        if name in buckets
+        for n, first, answered in [buckets[name]]
+    ]
 
 
 def pages(html: Path, cache: Path, lang: str) -> Path:
@@ -179,8 +246,16 @@ def main() -> None:
         default=",".join(RUNS),
         help="language:model pairs (en|zh|ja : minilm|multilingual), comma-separated",
     )
-    ap.add_argument("--cache", type=Path, default=CACHE)
-    ap.add_argument("--labels", type=Path, default=LABELS)
+    ap.add_argument("--site", choices=("handbook", "vue"), default="handbook")
+    ap.add_argument("--vue-zh", type=Path, help="--site vue: a docs-zh-cn checkout")
+    ap.add_argument("--vue-ja", type=Path, help="--site vue: a docs-ja checkout")
+    ap.add_argument("--cache", type=Path, help="default bench/.cache/<site>")
+    ap.add_argument("--labels", type=Path, help="default bench/docs_site_<site>.jsonl")
+    ap.add_argument(
+        "--split",
+        action="store_true",
+        help="handbook: also split the questions by their page's translated share",
+    )
     ap.add_argument(
         "--reuse",
         action="store_true",
@@ -197,16 +272,29 @@ def main() -> None:
     for lang, model in runs:
         if lang not in LANGS or model not in ("minilm", "multilingual"):
             ap.error(f"unknown run {lang}:{model}")
+    vue = {"zh": args.vue_zh, "ja": args.vue_ja}
+    if args.site == "vue":
+        runs = [(lang, model) for lang, model in runs if lang != "en"]
+        if not args.reuse and any(vue[lang] is None for lang, _ in runs):
+            ap.error("--site vue needs --vue-zh and --vue-ja (the checkouts)")
+    args.cache = args.cache or ROOT / "bench" / ".cache" / args.site
+    args.labels = args.labels or ROOT / "bench" / f"docs_site_{args.site}.jsonl"
     with open(args.labels, encoding="utf-8") as f:
         labels = [json.loads(line) for line in f if line.strip()]
 
     import ragsift
 
     start = loadavg()
-    html, version = fetch(args.cache)
-    for lang in sorted({lang for lang, _ in runs}):
-        if not (args.reuse and (args.cache / lang / "pages").is_dir()):
-            pages(html, args.cache, lang)
+    if args.site == "vue":
+        version = "vue guide"
+        for lang in sorted({lang for lang, _ in runs}):
+            if not (args.reuse and (args.cache / lang / "pages").is_dir()):
+                vue_pages(vue[lang], args.cache, lang)
+    else:
+        html, version = fetch(args.cache)
+        for lang in sorted({lang for lang, _ in runs}):
+            if not (args.reuse and (args.cache / lang / "pages").is_dir()):
+                pages(html, args.cache, lang)
     out = []
     for lang, model in runs:
         db = args.cache / f"{lang}-{model}.db"
@@ -239,8 +327,15 @@ def main() -> None:
         capture_output=True,
         text=True,
     ).stdout.strip()
+    splits = []
+    if args.split and args.site == "handbook":
+        if not (args.cache / "en" / "pages").is_dir():
+            pages(html, args.cache, "en")
+        for lang, model in runs:
+            if lang != "en":
+                splits += split(args.cache, args.cache / f"{lang}-{model}.db", labels, lang)
     print(
-        f"debian-handbook {version}; ragsift {ragsift.__version__} ({head}); labels "
+        f"{args.site} {version}; ragsift {ragsift.__version__} ({head}); labels "
         f"{args.labels.name}"
         f" ({sum(r['kind'] == 'question' for r in labels)} questions, "
         f"{sum(r['kind'] == 'keyword' for r in labels)} keyword queries, "
@@ -262,6 +357,11 @@ def main() -> None:
             f"{pct(r['keyword_ok'], r['keywords'])} | {threshold} | {r['threshold_from']} | "
             f"{r['chunks']} | {embed_s} |"
         )
+    if splits:
+        print()
+        print("| language | page translated | questions | first hit right | answered |")
+        print("|---|---|---:|---:|---:|")
+        print("\n".join(splits))
     if args.json:
         args.json.write_text(
             json.dumps(
