@@ -173,8 +173,11 @@ def test_a_calibration_for_another_fingerprint_is_ignored(calibrated, tmp_path):
     with api.open_index(index) as ix:
         assert ix.threshold(required=False).source is None
         assert relevance.models_for(ix.settings) is relevance.MODELS
-        with pytest.raises(RagsiftError, match="ragsift calibrate"):
-            ix.query(QUESTION)
+        with pytest.raises(RagsiftError, match=r"calibrate it with `calibrate\(\)`") as refused:
+            ix.query(QUESTION)  # the API's words; the CLI's name the command
+        from ragsift.cli._common import flag_name
+
+        assert "calibrate it with `ragsift calibrate`" in refused.value.worded(flag_name)
     with open_index(str(index), "w") as store:  # nor one for an older score
         store.set_settings(**{relevance.CALIBRATION: {**stored, "score": "relevance-2"}})
     with api.open_index(index) as ix:
