@@ -4,7 +4,11 @@ No ``from __future__ import annotations`` here: typer reads the options' annotat
 ``typing.get_type_hints``, which compiles every string annotation (~60 of them) on every
 start; real annotations cost nothing (issue 40, item 7)."""
 
+import functools
+import os
+from collections.abc import Callable
 from enum import Enum
+from typing import Any
 
 import typer
 
@@ -404,9 +408,33 @@ def _print_summary(summary, counter: str) -> None:
     warn(line)
 
 
+# numpy (the token indexes) loads OpenBLAS, which starts a thread per core at import; no
+# chunking step multiplies matrices, so the pool is pure start-up cost: ~20 ms of CPU on 2
+# cores, more on more (issue 40, item 7). A value the user set is kept.
+_BLAS_THREADS = "OPENBLAS_NUM_THREADS"
+
+
+def without_blas_threads(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``func`` run with ``OPENBLAS_NUM_THREADS=1`` unless it is set: it takes effect when
+    numpy is first imported in the run; the environment is restored afterwards (an
+    in-process caller, its later child processes, keep theirs)."""
+
+    @functools.wraps(func)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        if _BLAS_THREADS in os.environ:
+            return func(*args, **kwargs)
+        os.environ[_BLAS_THREADS] = "1"
+        try:
+            return func(*args, **kwargs)
+        finally:
+            os.environ.pop(_BLAS_THREADS, None)
+
+    return run
+
+
 def register(app: typer.Typer) -> None:
     app.command(
         "chunk",
         epilog=EPILOG,
         help=chunk_command.__doc__,
-    )(handle_errors(chunk_command))
+    )(handle_errors(without_blas_threads(chunk_command)))
