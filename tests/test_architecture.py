@@ -26,6 +26,7 @@ LAYERS = {
     "tuning": 7,
     "calibration": 7,
     "api": 8,
+    "exports": 8,  # the door's lazy table of names from the layers (ragsift/exports.py)
     "evaluation": 9,
     "mcp_server": 10,
     "cli": 10,

@@ -258,6 +258,12 @@ class IndexReader(Protocol):
         """Reader: take a new snapshot (see commits made since opening)."""
         ...
 
+    def release(self) -> None:
+        """Reader: end the snapshot until the next read (``reading`` takes one again, seeing
+        what was committed meanwhile), so that an idle reader holds nothing back. Writers and
+        backends without such a hold: nothing to do."""
+        ...
+
     def lexical_ceiling(self, text: str) -> float:
         """The largest BM25 any chunk could score for ``text`` (``Σ idf·(k1 + 1)`` over its
         query words, words no chunk holds included); 0.0 for a text without query words.

@@ -263,6 +263,10 @@ class LanceIndex(LanceWriter, LanceCompaction, FragmentCommits):
                 return True
         return False
 
+    def release(self) -> None:
+        """Reader: nothing to end (a Lance reader holds a version, which holds nothing back:
+        compaction keeps the versions readers may be on; ``IndexStore.release``)."""
+
     def refresh(self) -> None:
         """Reader: move to the newest committed version."""
         self._settings_ds = self._dataset(self._settings_uri)

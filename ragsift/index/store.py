@@ -86,6 +86,7 @@ class IndexStore(StoreWriter):
         self._postings: Any = None  # lexical.Postings (False: lexical.scan answers instead)
         self._ceilings: dict[str, float] = {}  # query text -> BM25 ceiling (this snapshot)
         self._stamp: tuple = ()  # reader: the files' (mtime, size) when the snapshot began
+        self._released = False  # reader: the snapshot ended by ``release``, taken again on a read
         self._recorded = True  # writer: the schema upgraded and the writer's stamp written
         self._wal_pending = False  # writer: WAL mode still to be set (before the first write)
 
@@ -229,8 +230,11 @@ class IndexStore(StoreWriter):
     def reading(self):
         """A read's SQLite error (a file damaged or cut while it is open) as the one line
         opening it would give ("index ... is corrupt ...; --rebuild"): what ``api.Index``
-        wraps every read in."""
+        wraps every read in. A reader whose snapshot was ended by ``release`` takes one again
+        first (``_resume``)."""
         try:
+            if self._released:
+                self._resume()
             yield
         except sqlite3.DatabaseError as exc:
             raise corrupt(self.path, exc) from None
@@ -251,6 +255,33 @@ class IndexStore(StoreWriter):
             self.db.execute("COMMIT")
             self.db.execute("BEGIN")
             self.db.execute("SELECT count(*) FROM settings").fetchone()
+
+    def release(self) -> None:
+        """Reader: end the snapshot until the next read (``reading`` takes one again). An
+        idle reader then does not hold the write-ahead log back: while a snapshot is open no
+        checkpoint can reset the log past it, so every write appends to ``PATH-wal`` (the MCP
+        server, idle between calls beside ``embed --watch``, would grow it without bound).
+        Writers: nothing to do."""
+        if self.mode == "r" and not self._released:
+            self.db.execute("COMMIT")
+            self._released = True
+
+    def _resume(self) -> None:
+        """Reader: take the snapshot ``release`` ended. The stamp is read before and after
+        the new snapshot begins: when both equal the old one nothing was committed since, and
+        what was read from the old snapshot (the matrix, the postings) still holds; otherwise
+        it is dropped, as ``refresh`` drops it, and ``stale`` compares with the earlier stamp
+        (a commit between the two reads makes the next ``stale`` true: one refresh too many,
+        never one too few)."""
+        before = self._file_stamp()
+        self.db.execute("BEGIN")
+        self.db.execute("SELECT count(*) FROM settings").fetchone()
+        self._released = False
+        if before != self._stamp or self._file_stamp() != before:
+            self._dense = None
+            self._postings = None
+            self._ceilings = {}
+            self._stamp = before
 
     def stale(self) -> bool:
         """Reader: whether a writer may have committed since the snapshot was taken (the

@@ -5,9 +5,11 @@ server's terms (``_keep_floor``) and the documents' URIs."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote, unquote
@@ -106,6 +108,17 @@ class Service:
         except BaseException:
             self.index.close()
             raise
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """One call's view of the index: what writers committed up to now (``refresh``), ended
+        when the call is answered (``release``), so an idle server holds nothing back (the
+        SQLite write-ahead log is reset past no open snapshot; ``docs/scale.md``)."""
+        self.index.refresh()
+        try:
+            yield
+        finally:
+            self.index.release()
 
     def close(self) -> None:
         """Close the index (read-only: nothing to lose; a damaged file may fail to close,
@@ -271,8 +284,7 @@ class Service:
         """One ``search`` or ``explain`` call: its typed record (``api.SearchRecord``, or
         ``api.ExplainRecord`` with the closest units) in this server's terms
         (``_keep_floor``), with the server's floor."""
-        with self.lock:
-            self.index.refresh()
+        with self.lock, self.snapshot():
             floor = self.floor()
             call = self._search_args(query, k, threshold, path, floor)
             request = call["request"]
@@ -334,8 +346,7 @@ class Service:
 
     def list_documents(self, glob: Any = None) -> dict[str, Any]:
         glob = self._glob("glob", glob)
-        with self.lock:
-            self.index.refresh()
+        with self.lock, self.snapshot():
             docs = [
                 d for d in self.index.documents([glob] if glob else None) if self._allowed(d.path)
             ]
@@ -362,8 +373,7 @@ class Service:
         last = _whole(last) if last is not None else None
         if last is not None and last < first:
             raise ArgumentError(f"line_end {last} is before line_start {first}")
-        with self.lock:
-            self.index.refresh()
+        with self.lock, self.snapshot():
             path, records = self._records(path)
         lines = _indexed_lines(records)
         if not lines:
@@ -394,8 +404,7 @@ class Service:
     def document(self, path: str) -> str | None:
         """The indexed text of one document: its chunks in order, each headed by its lines
         (overlapping chunk text is shown once); None if the index holds no such document."""
-        with self.lock:
-            self.index.refresh()
+        with self.lock, self.snapshot():
             if not self._allowed(path):
                 return None
             records = self.index.document_chunks(path)
@@ -420,8 +429,7 @@ class Service:
         return self.path is None or api.path_matches(path, [self.path])
 
     def documents_for_listing(self) -> list[str]:
-        with self.lock:
-            self.index.refresh()
+        with self.lock, self.snapshot():
             return [p for p in self.index.paths() if self._allowed(p)]
 
     def damage(self, exc: BaseException) -> str:
