@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from dataclasses import replace
+from functools import cache
 from typing import Any
 
 from ragsift.sources.document import Document, OffsetMap
@@ -38,6 +39,18 @@ _HEADING_FIRST_LINE = re.compile(r" {0,3}(?:#|(?:=+|-+)[ \t]*(?:[\r\n]|\Z))")
 # a tag of HTML (a letter, "/", "!" or "?" after "<") or a character reference: a file
 # without one has no raw HTML to reduce
 _MAY_HAVE_HTML = re.compile(r"<[A-Za-z/!?]|&(?:#|[A-Za-z][A-Za-z0-9]*;)")
+# What can make ``markdown_html.reader_edits`` change a piece of a long file (a superset
+# test; issue 40, item 7): a line that opens an HTML block (markdown-it's own start
+# conditions, tried on every line whose first character after indentation and container
+# markers is "<"), or anywhere (``_EDIT_AT``) a character reference markdown-it decodes, a comment,
+# declaration, processing instruction or CDATA, or a tag whose name is an HTML element
+# (``html.is_element``). Other ``<name>``s in running text are text (``--output <file>``,
+# WikiText's ``<unk>``), and ``&name;`` with no such entity stays as it is.
+_LINE_LT = re.compile(r"\n[ \t>*+\-0-9.)]*<")
+_LINE_LT_CR = re.compile(r"[\r\n][ \t>*+\-0-9.)]*<")
+_FIRST_LINE_LT = re.compile(r"[ \t>*+\-0-9.)]*<")
+_LINE_END = re.compile(r"[\r\n]")
+_EDIT_AT = re.compile(r"&(?:#|([A-Za-z][A-Za-z0-9]*);)|<(?:[!?]|/?([A-Za-z][A-Za-z0-9-]*))")
 PAGE_BREAK = re.compile(r"<page_break\s+page\s*=\s*[\"']?(\d+)[\"']?\s*/?>", re.IGNORECASE)
 
 
@@ -46,6 +59,52 @@ def _may_have_headings(text: str) -> bool:
     if _HEADING_FIRST_LINE.match(text):
         return True
     return (_HEADING_LINE if "\r" in text else _HEADING_LINE_LF).search(text) is not None
+
+
+def _may_have_edits(text: str) -> bool:
+    """Whether ``reader_edits`` may change ``text`` (a piece): ``False`` only when it surely
+    finds nothing to reduce (see ``_EDIT_AT``)."""
+    for mark in "<&":  # (each "<" and "&" looked at: faster than a regex scan of the text)
+        at = text.find(mark)
+        while at >= 0:
+            m = _EDIT_AT.match(text, at)
+            if m is not None:
+                entity, tag = m.groups()
+                if entity is not None:
+                    if entity in _entity_names():
+                        return True
+                elif tag is None or _is_element(tag):
+                    return True
+            at = text.find(mark, at + 1)
+    first = _FIRST_LINE_LT.match(text)
+    rest = (_LINE_LT_CR if "\r" in text else _LINE_LT).finditer(text)
+    for m in ([first] if first else []) + list(rest):
+        end = _LINE_END.search(text, m.end())
+        line = text[m.end() - 1 : end.start() if end else len(text)].replace("\0", "\ufffd")
+        if _opens_html_block(line):
+            return True
+    return False
+
+
+@cache
+def _entity_names() -> frozenset[str]:
+    """The names of the character references markdown-it decodes (``&name;``)."""
+    from html.entities import html5
+
+    return frozenset(name.rstrip(";") for name in html5)
+
+
+def _is_element(name: str) -> bool:
+    from ragsift.sources.html import is_element
+
+    return is_element(name)
+
+
+def _opens_html_block(line: str) -> bool:
+    """Whether markdown-it opens an HTML block at ``line`` (from its ``<`` on)."""
+    from markdown_it.rules_block.html_block import HTML_SEQUENCES
+
+    return any(start.search(line) for start, _, _ in HTML_SEQUENCES)
 
 
 def _parse_inline(inline_tokens: list[Any], env: dict) -> None:
@@ -79,13 +138,11 @@ def parse_markdown(
     edits: list[tuple[int, int, str]] = []
     if html or _may_have_headings(text):
         try:
-            # a piece without a line that may be a heading, and without a tag or character
-            # reference, has no heading and nothing to reduce (the same superset tests as
-            # for the whole text): it is not parsed
+            # a piece without a line that may be a heading, and without HTML that may be
+            # reduced (an element's tag, a comment, a character reference, a line that may
+            # open an HTML block), has no heading and nothing to reduce: it is not parsed
             if html:
-                need = lambda src: (  # noqa: E731
-                    _may_have_headings(src) or _MAY_HAVE_HTML.search(src) is not None
-                )
+                need = lambda src: _may_have_headings(src) or _may_have_edits(src)  # noqa: E731
             else:
                 need = _may_have_headings
             for tokens, env in token_pieces(text, lines.starts or (0,), need):
