@@ -181,6 +181,7 @@ def test_record_carries_hybrid_evidence():
 def test_hint_names_the_best_admissible_cosine_in_fused_order():
     # hybrid order: a lexical-only hit with a low cosine can come first; the hint must quote
     # the best cosine among the k admissible positions, and its suggestion must admit it
+    from ragsift.cli._common import flag_name
     from ragsift.retrieval.topk import outcome_hint
 
     r = build_retrieval(
@@ -199,7 +200,8 @@ def test_hint_names_the_best_admissible_cosine_in_fused_order():
     assert hint is not None and hint.startswith(
         "nothing cleared the threshold 0.60: best candidate 0.450"
     )
-    assert "`--threshold 0.45` would admit 1" in hint
+    assert "`threshold=0.45` would admit 1" in hint  # the API's words (the CLI's: below)
+    assert "`--threshold 0.45` would admit 1" in outcome_hint(r, flag_name)
 
 
 def test_record_as_dict_is_json_and_complete():

@@ -72,8 +72,12 @@ def test_an_ignored_saved_threshold_is_a_notice_the_cli_words():
         "the threshold saved in this index (0.3) is a cosine from ragsift < 0.2 and is "
         "ignored: scores are now relevance scores; re-run `ragsift tune --queries FILE --save`"
     )
-    assert floor.notice.worded(flag_name) == cli and floor.warning == cli
-    assert str(floor.notice).endswith("re-run `tune(queries=FILE, save=True)`")
+    assert floor.notice.worded(flag_name) == cli
+    # .warning: the notice as text in the API's words, which the CLI can word again
+    api = str(floor.notice)
+    assert api.endswith("re-run `tune(queries=FILE, save=True)`")
+    assert isinstance(floor.warning, Worded) and floor.warning == api
+    assert worded(floor.warning, flag_name) == cli
 
 
 def test_a_corrupt_index_names_the_rebuild_in_each_front_ends_words():

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from ragsift.cli._common import handle_errors
+from ragsift.cli._common import flag_name, handle_errors
 from ragsift.cli.query import (
     INDEX_OPTION,
     K_OPTION,
@@ -107,6 +107,8 @@ def explain_command(
         attributions=found.attributions[0],
         query_truncated=found.truncated[0],
         paths=found.paths,
+        setting=flag_name,  # hints in this command's flags, naming commands to run
+        commands=True,
     )
     if as_json:
         sys.stdout.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")

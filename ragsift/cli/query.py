@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 import ragsift.api as api
-from ragsift.cli._common import handle_errors, warn, write_jsonl
+from ragsift.cli._common import flag_name, handle_errors, warn, write_jsonl
 from ragsift.cli._help import HelpCommand
 from ragsift.errors import EXIT_NOTHING, EXIT_OK, RagsiftError
 
@@ -257,7 +257,10 @@ def query_command(
             any_admitted = True
         else:
             prefix = f"{r.query!r}: " if batch else ""
-            hint = nothing_hint(r, outcome_hint(r), paths, source=found.threshold.source)
+            # the hint names parameters and commands: worded as this command's flags
+            hint = nothing_hint(
+                r, outcome_hint(r, flag_name), paths, flag_name, found.threshold.source
+            )
             warn(prefix + (hint or "nothing admitted"))
     raise typer.Exit(EXIT_OK if any_admitted else EXIT_NOTHING)
 
@@ -268,8 +271,8 @@ def warn_search(found: Search, queries: list[str] | None = None) -> None:
     are mostly in a script the index's model cannot read (its dense side is noise then)."""
     from ragsift.cli.render import dense_view_line, truncation_warning
 
-    if found.threshold.warning:
-        warn(found.threshold.warning)
+    if found.threshold.notice:
+        warn(found.threshold.notice.worded(flag_name))
     views = found.dense_views or [None] * len(found.truncated)
     for i, (dropped, view) in enumerate(zip(found.truncated, views)):
         name = queries[i] if queries else None

@@ -9,9 +9,11 @@ in its records (``ragsift.api.explain_record``).
 
 A hint names the arguments and commands it suggests (``ragsift.errors.Words``): each front
 end words them (the CLI: ``-k 13``, ``--threshold 0.35``, ``ragsift tune --save``; the MCP
-server: ``k=13``, ``threshold=0.35``). ``hint_words`` gives them so; ``hints`` and
-``nothing_hint`` give text in the words of ``setting(name, value)`` (``Words.worded``'s
-``name_of``; ``cli_setting``, the default).
+server: ``k=13``, ``threshold=0.35``; the API: ``k=13``, ``tune(save=True)``). ``hint_words``
+and ``nothing_words`` give them so; ``hints`` and ``nothing_hint`` give text in the words of
+``setting(name, value)`` (``Words.worded``'s ``name_of``; ``api_words``, the default).
+Whether a hint names a command to run (the lasting fix, ``TUNE_NOTE``) is the caller's say
+(``commands``: whether its reader can run ragsift's commands or calls), not its wording's.
 """
 
 from __future__ import annotations
@@ -19,11 +21,10 @@ from __future__ import annotations
 import fnmatch
 from typing import TYPE_CHECKING
 
-from ragsift.errors import Action, Words, worded
-from ragsift.retrieval.topk import Setting, cli_setting
+from ragsift.errors import Action, Words, api_words, worded
 
 if TYPE_CHECKING:
-    from ragsift.retrieval.topk import Retrieval
+    from ragsift.retrieval.topk import Retrieval, Setting
 
 
 def k_hint(r: Retrieval) -> Words | None:
@@ -145,28 +146,31 @@ def hint_words(
 
 def hints(
     r: Retrieval,
-    base: str | None,
+    base: Words | str | None,
     paths: list[str] | None = None,
-    setting: Setting = cli_setting,
+    setting: Setting = api_words,
     source: str | None = None,
+    *,
+    commands: bool = True,
 ) -> list[str]:
-    """``hint_words`` in the words of ``setting`` (``cli_setting``, the default: the one that
-    names commands)."""
-    found = hint_words(r, base, paths, source, commands=setting is cli_setting)
+    """``hint_words`` in the words of ``setting`` (``api_words``, the default: ``k=13``,
+    ``tune(save=True)``; the CLI: ``ragsift.cli._common.flag_name``)."""
+    found = hint_words(r, base, paths, source, commands=commands)
     return [worded(h, setting) for h in found]
 
 
 def nothing_hint(
     r: Retrieval,
-    base: str | None,
+    base: Words | str | None,
     paths: list[str] | None,
-    setting: Setting = cli_setting,
+    setting: Setting = api_words,
     source: str | None = None,
+    *,
+    commands: bool = True,
 ) -> str | None:
-    """``nothing_words`` in the words of ``setting`` (``cli_setting``, the default: the one
-    that names commands)."""
-    found = nothing_words(r, base, paths, source, commands=setting is cli_setting)
-    return worded(found, setting)
+    """``nothing_words`` in the words of ``setting`` (``api_words``, the default; the CLI:
+    ``ragsift.cli._common.flag_name``)."""
+    return worded(nothing_words(r, base, paths, source, commands=commands), setting)
 
 
 def nothing_words(

@@ -17,12 +17,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
+from ragsift.errors import api_words, worded
 from ragsift.retrieval.topk import Candidate
 
 if TYPE_CHECKING:
     from ragsift.index.backend import DocumentInfo
     from ragsift.retrieval.threshold import ThresholdInForce
-    from ragsift.retrieval.topk import Retrieval
+    from ragsift.retrieval.topk import Retrieval, Setting
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,26 @@ def hits(r: Retrieval) -> tuple[Hit, ...]:
     return tuple(Hit.of(c, r) for c in r.candidates)
 
 
+def _hints(
+    r: Retrieval,
+    floor: ThresholdInForce,
+    paths: list[str] | None,
+    setting: Setting | None,
+    commands: bool | None,
+) -> tuple[str | None, tuple[str, ...]]:
+    """The retrieval's own hint and every hint line (``hint_words``), in the words of
+    ``setting`` (None: the API's); ``commands`` as ``SearchRecord.of`` says."""
+    from ragsift.retrieval.hints import hint_words
+    from ragsift.retrieval.topk import outcome_words
+
+    if commands is None:
+        commands = setting is None
+    name_of = api_words if setting is None else setting
+    own = outcome_words(r)
+    found = hint_words(r, own, paths, floor.source, commands=commands)
+    return worded(own, name_of), tuple(worded(h, name_of) for h in found)
+
+
 @dataclass(frozen=True)
 class SearchRecord:
     """What an agent needs from one search: the admitted hits, and when nothing was
@@ -81,15 +102,21 @@ class SearchRecord:
         r: Retrieval,
         floor: ThresholdInForce,
         paths: list[str] | None = None,
-        setting: Any = None,
+        setting: Setting | None = None,
+        *,
+        commands: bool | None = None,
     ) -> SearchRecord:
         """The record of retrieval ``r`` under ``floor``. ``paths``: the stored document
         paths, for the hint when the path filter matched nothing; ``setting(name, value)``:
-        the reader's words for an argument in hints (default: the CLI's, ``-k 13``)."""
-        from ragsift.retrieval.hints import hints
-        from ragsift.retrieval.topk import admitting_threshold, cli_setting, outcome_hint
+        the reader's words for the parameters and commands hints name (``Words.worded``'s
+        ``name_of``; default: the API's, ``api_words``: ``k=13``; the CLI's ``flag_name``:
+        ``-k 13``); ``commands``: whether the reader can run ragsift's commands or calls, so
+        that a hint may name the lasting fix (``tune`` with ``save``): by default when the
+        hints are in the API's words, not when a front end gives its own words and does not
+        say (the MCP server's tools: an agent runs no command)."""
+        from ragsift.retrieval.topk import admitting_threshold
 
-        setting = setting or cli_setting
+        _, said = _hints(r, floor, paths, setting, commands)
         best = None if r.admitted else r.best
         under = best is not None and r.threshold is not None and best.score < r.threshold
         return cls(
@@ -99,7 +126,7 @@ class SearchRecord:
             admitted=tuple(Hit.of(c, r) for c in r.admitted),
             near_miss=None if best is None else Hit.of(best, r),
             admit_at=admitting_threshold(best.score) if under else None,
-            hints=tuple(hints(r, outcome_hint(r, setting), paths, setting, floor.source)),
+            hints=said,
         )
 
     @property
@@ -157,22 +184,19 @@ class ExplainRecord:
         attributions: Sequence[Any] = (),
         query_truncated: int = 0,
         paths: list[str] | None = None,
-        setting: Any = None,
+        setting: Setting | None = None,
+        commands: bool | None = None,
     ) -> ExplainRecord:
-        """The record of retrieval ``r`` under ``floor``; ``paths`` and ``setting`` as for
-        ``SearchRecord.of``."""
-        from ragsift.retrieval.hints import hints
-        from ragsift.retrieval.topk import cli_setting, outcome_hint
-
-        setting = setting or cli_setting
-        hint = outcome_hint(r, setting)
+        """The record of retrieval ``r`` under ``floor``; ``paths``, ``setting`` and
+        ``commands`` as for ``SearchRecord.of``."""
+        hint, said = _hints(r, floor, paths, setting, commands)
         return cls(
             retrieval=r,
             threshold_source=floor.source,
             threshold_origin=floor.label,
             threshold_from=floor.origin,
             hint=hint,
-            hints=tuple(hints(r, hint, paths, setting, floor.source)),
+            hints=said,
             query_truncated=query_truncated,
             attributions=tuple(attributions),
         )
@@ -208,10 +232,15 @@ class ExplainRecord:
 
 
 def search_record(
-    r: Retrieval, floor: ThresholdInForce, paths: list[str] | None = None, setting: Any = None
+    r: Retrieval,
+    floor: ThresholdInForce,
+    paths: list[str] | None = None,
+    setting: Setting | None = None,
+    *,
+    commands: bool | None = None,
 ) -> dict[str, Any]:
-    """The JSON of ``SearchRecord.of(r, floor, paths, setting)``."""
-    return SearchRecord.of(r, floor, paths, setting).to_json()
+    """The JSON of ``SearchRecord.of(r, floor, paths, setting, commands=commands)``."""
+    return SearchRecord.of(r, floor, paths, setting, commands=commands).to_json()
 
 
 def explain_record(r: Retrieval, floor: ThresholdInForce, **options: Any) -> dict[str, Any]:

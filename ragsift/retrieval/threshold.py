@@ -38,7 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ragsift.errors import Action, RagsiftError, Words
+from ragsift.errors import Action, RagsiftError, Worded, Words
 from ragsift.retrieval.relevance import (
     MODELS,
     SCORE_KIND,
@@ -102,11 +102,10 @@ class ThresholdInForce:
 
     @property
     def warning(self) -> str | None:
-        """``notice`` in the CLI's words (``cli_setting``), for the callers that do not word
-        it themselves yet (``cli/query.py``)."""
-        from ragsift.retrieval.topk import cli_setting
-
-        return None if self.notice is None else self.notice.worded(cli_setting)
+        """``notice`` as text in the API's words (``re-run `tune(queries=FILE, save=True)```),
+        a ``Worded`` str that keeps its ``Words`` for a front end to word again (the CLI:
+        ``ragsift tune --queries FILE --save``)."""
+        return None if self.notice is None else Worded(self.notice)
 
     @property
     def label(self) -> str:

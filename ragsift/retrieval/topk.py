@@ -39,7 +39,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ragsift.errors import Action, RagsiftError, Words, worded
+from ragsift.errors import RagsiftError, Words, api_words, worded
 
 if TYPE_CHECKING:
     from ragsift.index.backend import ChunkRecord
@@ -465,21 +465,9 @@ def proposes_threshold(r: Retrieval) -> bool:
 Setting = Callable[..., str]  # (name, value=None) -> a reader's words: ``Words.worded``'s name_of
 
 
-def cli_setting(name: str | Action, value: object = None) -> str:
-    """The CLI's words (``-k 13``, ``--threshold 0.35``, ``--reject-window``, ``ragsift tune
-    --save``): the default of the hint functions that return text, for the callers that do
-    not word hints themselves yet (``cli/query.py``, ``cli/explain.py``,
-    ``retrieval/records.py``). The one place below ``cli/`` that spells flags, until they
-    pass ``ragsift.cli._common.flag_name`` (the same words, per command) and it goes."""
-    if isinstance(name, Action):
-        settings = [cli_setting(n, None if v is True else v) for n, v in name.settings]
-        return " ".join(["ragsift", name.name, *name.args, *settings])
-    flag = "-k" if name == "k" else "--" + name.replace("_", "-")
-    return flag if value is None or value is True or value == "" else f"{flag} {value}"
-
-
-def outcome_hint(r: Retrieval, setting: Setting = cli_setting) -> str | None:
-    """``outcome_words`` in the reader's words (``setting``; ``cli_setting``, the default)."""
+def outcome_hint(r: Retrieval, setting: Setting = api_words) -> str | None:
+    """``outcome_words`` in the reader's words (``setting``: ``api_words``, the default,
+    ``k=13``; the CLI's ``ragsift.cli._common.flag_name``, ``-k 13``)."""
     return worded(outcome_words(r), setting)
 
 
