@@ -251,10 +251,6 @@ FLAG_SPELLINGS_KEPT = {
     # a JSON value (``threshold_source`` of a threshold given with the call), kept from
     # earlier releases: output, not wording
     "retrieval/threshold.py": ("--threshold",),
-    # ``cli_setting``: the default wording of the hint functions that return text, until
-    # their callers word hints themselves (cli/query.py, cli/explain.py, retrieval/records.py:
-    # other engineers' files, issue 39): then it goes
-    "retrieval/topk.py": ("-k",),
     # ignore and skip reasons are strings that cli/chunk.py (another engineer's) prints and
     # the JSON summaries hold (a dict keyed by reason): worded there first
     "sources/discovery.py": ("symlink out of the folder (see --follow-links)",),
@@ -263,9 +259,8 @@ FLAG_SPELLINGS_KEPT = {
     # document for the CLI's users, about its flags
     "project.py": ("# ragsift project file:",),
 }
-# Files other engineers own, not converted yet (issue 39): binding's ``options_flags`` (the
-# embed flags a model-mismatch message quotes) and a JSON schema's description.
-FLAG_SPELLINGS_NOT_YET = frozenset({"embedders/binding.py", "mcp_server/schemas.py"})
+# Files other engineers own, not converted yet (issue 39): a JSON schema's description.
+FLAG_SPELLINGS_NOT_YET = frozenset({"mcp_server/schemas.py"})
 
 
 def _cli_flags() -> set[str]:

@@ -247,18 +247,40 @@ COMMANDS = {"build": "embed"}  # API action -> the command that does it, where t
 
 def flag_name(name: str | Action, value: object = None) -> str:
     """The CLI's words for the API parameter ``name`` in the running command (``-k``), set to
-    ``value`` (``-k 13``; ``True``: the switch, ``--wait``; ``""``: the option alone, also
-    for a repeatable one), or for the ``Action`` ``name`` (``ragsift tune --save``)."""
+    ``value`` (``-k 13``; ``True``: the switch, ``--wait``; ``False``: its negative spelling,
+    ``--no-normalize``; ``""``: the option alone, also for a repeatable one), or for the
+    ``Action`` ``name`` (``ragsift tune --save``)."""
     if isinstance(name, Action):
         return " ".join(
             ["ragsift", COMMANDS.get(name.name, name.name), *name.args]
-            + [_option(n) if v is True else f"{_option(n)} {v}" for n, v in name.settings]
+            + [
+                _option(n) if v is True else _negative(n) if v is False else f"{_option(n)} {v}"
+                for n, v in name.settings
+            ]
         )
+    if value is False:
+        return _negative(name)
     cli = CLI_NAMES.get(name, name)
     flag = (_command_flags() or {}).get(cli) or _option(name)
     if value is None or value is True:
         return flag
     return flag.split()[0] if value == "" else f"{flag.split()[0]} {value}"
+
+
+def _negative(name: str) -> str:
+    """The switch that sets the API parameter ``name`` to False in the running command: its
+    option's secondary spelling (``--foo/--no-foo``), or a switch of its own named ``no_`` +
+    ``name`` (``embed --no-normalize``); elsewhere ``--no-name``."""
+    cli = CLI_NAMES.get(name, name)
+    ctx = _current_context()
+    for p in ctx.command.params if ctx is not None else ():
+        if p.param_type_name != "option":
+            continue
+        if p.name == cli and p.secondary_opts:
+            return p.secondary_opts[0]
+        if p.name == "no_" + cli and p.opts:
+            return p.opts[0]
+    return "--no-" + cli.replace("_", "-")
 
 
 def _option(name: str) -> str:
@@ -267,13 +289,18 @@ def _option(name: str) -> str:
     return "-k" if cli == "k" else "--" + cli.replace("_", "-")
 
 
-def _command_flags() -> dict[str, str] | None:
-    """{option name: its first spelling} for the command being run (None outside one)."""
+def _current_context() -> Any:
+    """The click context of the command being run (None outside one)."""
     try:
         from typer._click.globals import get_current_context  # typer vendors its click
     except ImportError:  # pragma: no cover - an older typer: click itself
         from click import get_current_context
-    ctx = get_current_context(silent=True)
+    return get_current_context(silent=True)
+
+
+def _command_flags() -> dict[str, str] | None:
+    """{option name: its first spelling} for the command being run (None outside one)."""
+    ctx = _current_context()
     if ctx is None:
         return None
     # a list parameter given by a repeatable option: "delimiters" -> "--delimiter values"

@@ -12,7 +12,7 @@ from dataclasses import fields
 from typing import Any
 
 from ragsift.embedders.options import EmbedderOptions
-from ragsift.errors import Action, RagsiftError
+from ragsift.errors import Action, RagsiftError, Words
 
 # keys of the ``embedder_options`` index setting: the options that change how texts are
 # embedded, recorded by ``embed`` and re-applied to queries (defined once: the fields of ``EmbedderOptions``)
@@ -28,18 +28,20 @@ def clean_embedder_options(options: dict | None) -> dict:
     }
 
 
-def embedder_option_flags(options: dict | None) -> str:
-    """``embed`` flags that reproduce ``options`` (for messages), e.g. ``--pooling cls``."""
+def embedder_option_words(options: dict | None) -> Words | None:
+    """The parameters that reproduce ``options`` (for messages; None: none given), each
+    front end wording them: the CLI as ``embed`` flags (``--pooling cls --no-normalize``),
+    the API as arguments (``pooling=cls normalize=False``). A value is shell-quoted."""
     import shlex
 
-    flags = []
+    named, values = [], {}
     for key, value in clean_embedder_options(options).items():
-        if key == "normalize":
-            if not value:
-                flags.append("--no-normalize")
-        else:
-            flags.append(f"--{key.replace('_', '-')} {shlex.quote(str(value))}")
-    return " ".join(flags)
+        if key == "normalize" and value:
+            continue  # normalizing is the default: nothing to name
+        values[key] = False if key == "normalize" else shlex.quote(str(value))
+        named.append("{" + key + "=_" + key + "}")
+    values = {"_" + k: v for k, v in values.items()}
+    return Words(" ".join(named), values) if named else None
 
 
 def load_options(options: dict | None, batch_size: int | None) -> dict:
@@ -158,13 +160,14 @@ def bind(
     check_evidence(settings, subject)
     stored = settings.get("model_fingerprint")
     if stored and stored != embedder.fingerprint:
-        was = embedder_option_flags(settings.get("embedder_options"))
-        now = embedder_option_flags(options)
-        detail = ""
+        was = embedder_option_words(settings.get("embedder_options"))
+        now = embedder_option_words(options)
+        detail: Words | str = ""
         if was or now:
-            detail = (
-                f" (index built with {was or 'no embedder options'}; this run: "
-                f"{now or 'no embedder options'})"
+            none = "no embedder options"
+            detail = Words(
+                " (index built with {was}; this run: {now})",
+                {"was": was or none, "now": now or none},
             )
         check_model(
             settings,
