@@ -24,6 +24,7 @@ EDITS = [
     "A custom <my-el>element</my-el>.",
     "<unk>\ntext &amp and more",  # an HTML block (a tag alone on its line): html.parser
     "<menuitem>\nlabel &copy here",  # an HTML block by name (no element of is_element's)
+    "<menuitem\nx=1>\n&copy here",  # the same, its first line no whole tag
     "> <div>\n> quoted &lt block",
     "- <aside>\n  listed",
     '<a title="x>y">\ncontinued &gt',
@@ -119,3 +120,20 @@ def test_placeholders_alone_leave_their_pieces_unparsed(monkeypatch):
     skipped, whole, declined = _both(monkeypatch, text)
     assert skipped == whole and skipped.text == text
     assert declined >= 4  # every piece: nothing in them is a heading or HTML to reduce
+
+
+def test_the_html_block_names_is_element_does_not_know_are_listed():
+    from markdown_it.common.html_blocks import block_names
+
+    from ragsift.sources.html import is_element
+
+    names = {*block_names, "script", "pre", "style", "textarea"}
+    assert {n for n in names if not is_element(n)} == markdown.BLOCK_NAMES_NOT_ELEMENTS
+
+
+def test_placeholder_lines_need_no_markdown_it(monkeypatch):
+    def fail(line):
+        raise AssertionError(f"markdown-it asked about {line!r}")
+
+    monkeypatch.setattr(markdown, "_opens_html_block", fail)
+    assert not _may_have_edits(" <unk> M Harrel , Telegram\n<file> and <x>y\n- <unk> z")

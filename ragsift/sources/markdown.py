@@ -50,6 +50,10 @@ _LINE_LT = re.compile(r"\n[ \t>*+\-0-9.)]*<")
 _LINE_LT_CR = re.compile(r"[\r\n][ \t>*+\-0-9.)]*<")
 _FIRST_LINE_LT = re.compile(r"[ \t>*+\-0-9.)]*<")
 _LINE_END = re.compile(r"[\r\n]")
+# the names of markdown-it's HTML blocks (its ``common.html_blocks.block_names``, and
+# script, pre, style, textarea) that ``html.is_element`` does not know (a test compares)
+BLOCK_NAMES_NOT_ELEMENTS = frozenset({"menuitem"})
+_TAG_START = re.compile(r"</?([A-Za-z][A-Za-z0-9-]*)")
 _EDIT_AT = re.compile(r"&(?:#|([A-Za-z][A-Za-z0-9]*);)|<(?:[!?]|/?([A-Za-z][A-Za-z0-9-]*))")
 PAGE_BREAK = re.compile(r"<page_break\s+page\s*=\s*[\"']?(\d+)[\"']?\s*/?>", re.IGNORECASE)
 
@@ -76,12 +80,18 @@ def _may_have_edits(text: str) -> bool:
                 elif tag is None or _is_element(tag):
                     return True
             at = text.find(mark, at + 1)
+    # no element's tag, comment or the like anywhere: a line that starts with "<" opens an
+    # HTML block only by a name markdown-it knows and is_element does not, or as a whole tag
+    # alone on its line (then markdown-it, imported only here, says whether it does)
     first = _FIRST_LINE_LT.match(text)
     rest = (_LINE_LT_CR if "\r" in text else _LINE_LT).finditer(text)
     for m in ([first] if first else []) + list(rest):
         end = _LINE_END.search(text, m.end())
         line = text[m.end() - 1 : end.start() if end else len(text)].replace("\0", "\ufffd")
-        if _opens_html_block(line):
+        name = _TAG_START.match(line)
+        if name is not None and name.group(1).lower() in BLOCK_NAMES_NOT_ELEMENTS:
+            return True
+        if line.rstrip().endswith(">") and _opens_html_block(line):
             return True
     return False
 
