@@ -251,9 +251,9 @@ FLAG_SPELLINGS_KEPT = {
     # a JSON value (``threshold_source`` of a threshold given with the call), kept from
     # earlier releases: output, not wording
     "retrieval/threshold.py": ("--threshold",),
-    # ignore and skip reasons are strings that cli/chunk.py (another engineer's) prints and
-    # the JSON summaries hold (a dict keyed by reason): worded there first
-    "sources/discovery.py": ("symlink out of the folder (see --follow-links)",),
+    # a skip reason: a string the JSON summaries hold (``skipped``' reasons) and that cli/embed.py
+    # and the Ray workers pass on as they are; worded once those word it (as cli/chunk.py
+    # words discovery's ignore reasons now)
     "sources/reading.py": ("; --max-file-size raises it)",),
     # the text of the starter project file ``ragsift init`` writes (api.starter): a
     # document for the CLI's users, about its flags

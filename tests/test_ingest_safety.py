@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from ragsift.errors import SkipFile
+from ragsift.cli._common import flag_name
+from ragsift.errors import SkipFile, worded
 from ragsift.sources import SourceFile, load_document, read_bytes, walk
 from tests.conftest import run_cli
 
@@ -389,7 +390,10 @@ def test_links_inside_the_tree_are_followed_links_out_need_follow_links(tmp_path
     w = walk([str(docs)])
     # first sighting wins (entries sorted by name): link-in/ comes before real/
     assert [f.relpath for f in w.files] == [f"{docs}/alias.md", f"{docs}/link-in/page.md"]
-    assert w.ignored_counts() == {"symlink out of the folder (see --follow-links)": 2}
+    # the reason names the parameter: the API's words as the key, the CLI's flag worded
+    assert w.ignored_counts() == {"symlink out of the folder (see follow_links)": 2}
+    (reason,) = w.ignored_counts()
+    assert worded(reason, flag_name) == "symlink out of the folder (see --follow-links)"
     w = walk([str(docs)], follow_links=True)
     assert [f.relpath for f in w.files] == [
         f"{docs}/alias.md",

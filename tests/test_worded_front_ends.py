@@ -153,3 +153,20 @@ def test_query_words_its_hint_and_the_ignored_threshold_as_flags(tmp_path, tmp_p
         "ignored: scores are now relevance scores; re-run `ragsift tune --queries FILE --save`"
     )
     assert "ragsift: " + notice in proc.stderr.splitlines(), proc.stderr
+
+
+def test_chunk_and_embed_word_an_ignore_reason_as_their_flag(tmp_path):
+    """Discovery's reason for a link out of the folder names the parameter (the API's key:
+    ``follow_links``); both commands' summary lines say ``--follow-links`` as before."""
+    from tests.conftest import run_cli
+
+    (tmp_path / "outside.md").write_text("# Outside\n\nNot in the folder.\n")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "page.md").write_text("# Page\n\nBees swarm in spring.\n")
+    (docs / "out.md").symlink_to(tmp_path / "outside.md")
+    said = "1 ignored: symlink out of the folder (see --follow-links)"
+    chunked = run_cli("chunk", str(docs))
+    assert chunked.returncode == 0 and said in chunked.stderr, chunked.stderr
+    embedded = run_cli("embed", str(docs), "--index", str(tmp_path / "idx.db"))
+    assert embedded.returncode == 0 and said in embedded.stderr, embedded.stderr

@@ -13,8 +13,8 @@ from typing import Any
 import typer
 
 from ragsift.api import FORMATS
-from ragsift.cli._common import handle_errors, plural, warn, write_jsonl
-from ragsift.errors import EXIT_NOTHING, EXIT_OK, EXIT_SKIPPED
+from ragsift.cli._common import flag_name, handle_errors, plural, warn, write_jsonl
+from ragsift.errors import EXIT_NOTHING, EXIT_OK, EXIT_SKIPPED, worded
 
 
 class Strategy(str, Enum):
@@ -69,7 +69,11 @@ def summary_parts(skipped: int, ignored: dict[str, int]) -> str:
     """``3 skipped, 4 ignored: not a document type``; with several reasons
     ``5 ignored: 4 not a document type, 1 symlink ...``."""
     line = f"{skipped} skipped"
-    reasons = sorted(ignored.items(), key=lambda kv: (-kv[1], kv[0]))
+    # a reason may name a parameter (``--follow-links``): worded as this command's flag
+    reasons = sorted(
+        ((worded(reason, flag_name), n) for reason, n in ignored.items()),
+        key=lambda kv: (-kv[1], kv[0]),
+    )
     if len(reasons) == 1:
         line += f", {reasons[0][1]} ignored: {reasons[0][0]}"
     elif reasons:
