@@ -299,7 +299,7 @@ def chunk_command(
         chunker,
         include=include,
         exclude=exclude,
-        on_skip=lambda s: warn(f"skipped {s.path}: {s.reason}"),
+        on_skip=lambda s: warn(f"skipped {s.path}: {worded(s.reason, flag_name)}"),
         on_warning=lambda path, message: warn(f"warning: {path}: {message}"),
         summary=summary,
         budget=getattr(chunker, "budget", None),
