@@ -275,7 +275,12 @@ class IndexStore(StoreWriter):
         never one too few)."""
         before = self._file_stamp()
         self.db.execute("BEGIN")
-        self.db.execute("SELECT count(*) FROM settings").fetchone()
+        try:
+            self.db.execute("SELECT count(*) FROM settings").fetchone()
+        except BaseException:  # damaged meanwhile: still released, the next read tries again
+            with contextlib.suppress(sqlite3.Error):
+                self.db.execute("ROLLBACK")
+            raise
         self._released = False
         if before != self._stamp or self._file_stamp() != before:
             self._dense = None
