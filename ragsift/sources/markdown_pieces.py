@@ -97,14 +97,17 @@ def _cut_lines(text: str, starts: tuple[int, ...]) -> tuple[list[int], list[int]
             if html_end.search(line):
                 html_end = None
         else:
-            opened = _FENCE_OPEN.match(line)
+            # the first character after up to three spaces: every pattern below needs a
+            # fence's or a tag's there (tested first: most lines are neither)
+            lead = line[:4].lstrip(" ")[:1]
+            opened = _FENCE_OPEN.match(line) if lead == "`" or lead == "~" else None
             if opened and opened.group(1)[0] == "`" and "`" in line[opened.end() :]:
                 opened = None  # (a backtick fence's info string holds no backtick)
             if k and blank_before and not blank and not line[0].isspace() and not opened:
                 cuts.append(k)
             if opened:
                 fence = opened.group(1)
-            else:
+            elif lead == "<":
                 for start, end in _HTML_OPEN:
                     m = start.match(line)
                     if m and not end.search(line, m.end()):
