@@ -16,7 +16,7 @@ _INT_OR_NULL = {"type": ["integer", "null"]}
 _STR_OR_NULL = {"type": ["string", "null"]}
 HIT_SCHEMA = {
     "type": "object",
-    "description": "One candidate as `ragsift query --json` prints it.",
+    "description": "One candidate (a hit record: the CLI's query JSON prints the same).",
     "properties": {
         "id": {"type": "string"},
         "path": {"type": "string"},

@@ -300,9 +300,12 @@ class Service:
                     query_truncated=found.truncated[0],
                     paths=found.paths,
                     setting=argument_words,
+                    commands=False,
                 )
             else:
-                record = api.SearchRecord.of(r, found.threshold, found.paths, argument_words)
+                record = api.SearchRecord.of(
+                    r, found.threshold, found.paths, argument_words, commands=False
+                )
         return Answer(self._keep_floor(record, floor, call), floor)
 
     def _keep_floor(self, record: Any, floor: Any, call: dict[str, Any]) -> Any:
