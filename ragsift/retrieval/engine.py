@@ -23,7 +23,6 @@ are restricted to it (``*`` also matches ``/``).
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -44,10 +43,16 @@ if TYPE_CHECKING:
 
 
 def path_matches(path: str, globs: Sequence[str] | None) -> bool:
-    """Whether a document path matches one of ``globs`` (no globs: every path). The one glob
-    rule of ``--path``, ``ls`` and ``rm``: ``*`` also matches ``/``; a plain path matches
-    itself."""
-    return not globs or any(path == g or fnmatch.fnmatchcase(path, g) for g in globs)
+    """Whether a stored document path matches one of ``globs`` (no globs: every path). The
+    one rule of ``--path``, ``ls`` and ``rm``: the whole path against the glob, in the dialect
+    of ``--include``/``--exclude`` (``sources.globs.glob_regex``: ``*`` also matches ``/``,
+    ``**/`` also zero folders, ``[...]`` classes); a plain path matches itself.
+    (``--include`` also matches a file's name or a folder on its way: ``globs.path_matches``.)"""
+    from ragsift.sources.globs import glob_regex
+
+    return not globs or any(
+        path == g or glob_regex(g, slash_stars=True).fullmatch(path) is not None for g in globs
+    )
 
 
 def check_globs(globs: Sequence[str] | None) -> None:

@@ -18,7 +18,6 @@ Whether a hint names a command to run (the lasting fix, ``TUNE_NOTE``) is the ca
 
 from __future__ import annotations
 
-import fnmatch
 from typing import TYPE_CHECKING
 
 from ragsift.errors import Action, Words, api_words, worded
@@ -96,6 +95,8 @@ def path_hint(pattern: str, paths: list[str], show: int = 3, param: str | None =
     """The filter ``pattern`` (the parameter ``param``; ``ls``'s GLOB: None) matched nothing:
     show the shape of the stored paths (a few, spread over the sorted list) and a wider glob
     that would match, if there is one."""
+    from ragsift.retrieval.engine import path_matches
+
     named = "" if param is None else "{" + param + "} "
     if not paths:
         return Words(
@@ -115,7 +116,7 @@ def path_hint(pattern: str, paths: list[str], show: int = 3, param: str | None =
     )
     wider = pattern if pattern.startswith("*") else "*" + pattern
     wider = wider if wider.endswith("*") else wider + "*"
-    hits = [p for p in ordered if fnmatch.fnmatchcase(p, wider)]
+    hits = [p for p in ordered if path_matches(p, [wider])]
     if wider != pattern and hits:
         text += Words("; " + named + "{wider} matches {n}", {"wider": repr(wider), "n": len(hits)})
     return text

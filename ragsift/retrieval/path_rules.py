@@ -45,7 +45,7 @@ def stored_path(
         try:
             if any(path_matches(p, [form]) for p in stored):
                 return form
-        except re.error:  # not a glob fnmatch can read: its check names it where it is used
+        except (re.error, ValueError):  # not a glob (GlobError): its check names it where used
             return typed
     return typed
 
