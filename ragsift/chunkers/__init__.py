@@ -32,33 +32,18 @@ STRATEGIES: dict[str, type] = {
     "whole": WholeChunker,
 }
 
-# The options each strategy takes (the keyword arguments of its class, minus the counter).
-OPTIONS: dict[str, tuple[str, ...]] = {
-    "recursive": (
-        "size",
-        "overlap",
-        "rules",
-        "min_chars",
-        "prefix",
-        "retain_headers",
-        "include_delim",
-    ),
-    "sentence": (
-        "size",
-        "overlap",
-        "min_sentences",
-        "min_chars_per_sentence",
-        "delimiters",
-        "include_delim",
-        "allow_oversize",
-    ),
-    "markdown": ("size", "prefix", "page_break_tags"),
-    "heading": ("max_chars", "min_chars", "max_level", "size"),
-    "paragraph": ("max_chars", "min_chars", "size"),
-    "chars": ("max_chars", "overlap", "size"),
-    "tokens": ("size", "overlap"),
-    "whole": ("prefix",),
-}
+
+def _options(cls: type) -> tuple[str, ...]:
+    """A chunker's options: its constructor's keywords but the tokenizer, in their order."""
+    import inspect
+
+    names = inspect.signature(cls.__init__).parameters
+    return tuple(n for n in names if n not in ("self", "tokenizer"))
+
+
+# The options each strategy takes: read from its class, their one home (the CLI's flags and
+# the API's keywords are checked against these).
+OPTIONS: dict[str, tuple[str, ...]] = {name: _options(cls) for name, cls in STRATEGIES.items()}
 
 
 def make_chunker(strategy: str, *, tokenizer: str | TokenCounter = "cl100k", **options: Any) -> Any:

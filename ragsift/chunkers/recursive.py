@@ -50,12 +50,12 @@ class RecursiveChunker(BaseChunker):
         *,
         tokenizer: str | TokenCounter = "cl100k",
         size: int = DEFAULT_SIZE,
+        overlap: int = 0,
         rules: str | RecursiveRules | None = None,
         min_chars: int = 24,
         prefix: str = "",
         retain_headers: bool = False,
         include_delim: str | None = None,
-        overlap: int = 0,
     ) -> None:
         self.rules = RecursiveRules.load(rules)
         if overlap < 0 or overlap >= size:
