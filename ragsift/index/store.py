@@ -248,31 +248,29 @@ class IndexStore(StoreWriter):
     def refresh(self) -> None:
         """Reader: drop the snapshot and take a new one (see commits made since opening)."""
         if self.mode == "r":
-            self._dense = None
-            self._postings = None
-            self._ceilings = {}
-            self._stamp = self._file_stamp()
-            self.db.execute("COMMIT")
+            self._forget(self._file_stamp())
+            if self.db.in_transaction:  # not after ``release``
+                self.db.execute("COMMIT")
             self.db.execute("BEGIN")
             self.db.execute("SELECT count(*) FROM settings").fetchone()
+            self._released = False
+
+    def _forget(self, stamp: tuple) -> None:
+        """Reader: drop what was read from the old snapshot; ``stamp`` is the new one's."""
+        self._dense, self._postings, self._ceilings, self._stamp = None, None, {}, stamp
 
     def release(self) -> None:
-        """Reader: end the snapshot until the next read (``reading`` takes one again). An
-        idle reader then does not hold the write-ahead log back: while a snapshot is open no
-        checkpoint can reset the log past it, so every write appends to ``PATH-wal`` (the MCP
-        server, idle between calls beside ``embed --watch``, would grow it without bound).
-        Writers: nothing to do."""
+        """Reader: end the snapshot until the next read (``reading`` takes one again), so an
+        idle reader (the MCP server between calls) does not hold the write-ahead log back: no
+        checkpoint resets it past an open snapshot, and every write would append to it."""
         if self.mode == "r" and not self._released:
             self.db.execute("COMMIT")
             self._released = True
 
     def _resume(self) -> None:
-        """Reader: take the snapshot ``release`` ended. The stamp is read before and after
-        the new snapshot begins: when both equal the old one nothing was committed since, and
-        what was read from the old snapshot (the matrix, the postings) still holds; otherwise
-        it is dropped, as ``refresh`` drops it, and ``stale`` compares with the earlier stamp
-        (a commit between the two reads makes the next ``stale`` true: one refresh too many,
-        never one too few)."""
+        """Reader: take the snapshot ``release`` ended. What was read before (the matrix, the
+        postings) is kept only if the files' stamp before and after ``BEGIN`` is the old one
+        (a commit in between: one refresh too many at the next ``stale``, never too few)."""
         before = self._file_stamp()
         self.db.execute("BEGIN")
         try:
@@ -283,10 +281,7 @@ class IndexStore(StoreWriter):
             raise
         self._released = False
         if before != self._stamp or self._file_stamp() != before:
-            self._dense = None
-            self._postings = None
-            self._ceilings = {}
-            self._stamp = before
+            self._forget(before)
 
     def stale(self) -> bool:
         """Reader: whether a writer may have committed since the snapshot was taken (the
@@ -590,42 +585,21 @@ class IndexStore(StoreWriter):
 
 
 def _record(row: tuple) -> ChunkRecord:
-    (
-        rowid,
-        path,
-        idx,
-        text,
-        start,
-        end,
-        context,
-        tokens,
-        chars,
-        line_start,
-        line_end,
-        headings,
-        page,
-        level,
-        content_hash,
-        truncated,
-    ) = row
-    return ChunkRecord(
-        rowid=rowid,
-        path=path,
-        index=idx,
-        text=text,
-        start=start,
-        end=end,
-        context=context or "",
-        tokens=tokens,
-        chars=chars if chars is not None else len(text),
-        line_start=line_start,
-        line_end=line_end,
-        headings=tuple(json.loads(headings)),
-        page=page,
-        level=level or 0,
-        content_hash=content_hash,
-        truncated=int(truncated or 0),
-    )
+    """A row of ``_CHUNK_COLUMNS`` as the record readers get."""
+    r = dict(zip(_RECORD_FIELDS, row))
+    r["context"] = r["context"] or ""
+    r["chars"] = r["chars"] if r["chars"] is not None else len(r["text"])
+    r["headings"] = tuple(json.loads(r["headings"]))
+    r["level"] = r["level"] or 0
+    r["truncated"] = int(r["truncated"] or 0)
+    return ChunkRecord(**r)
+
+
+# the ChunkRecord field of each column of ``_CHUNK_COLUMNS``, in order
+_RECORD_FIELDS = (
+    "rowid path index text start end context tokens chars line_start line_end headings page "
+    "level content_hash truncated"
+).split()
 
 
 def _write_errors_as_ragsift(method):
