@@ -16,6 +16,7 @@ from ragsift.errors import RagsiftError
 from ragsift.index.backend import (
     SETTING_KEYS,
     ChunkRecord,
+    ChunkRow,
     DocState,
     DocumentInfo,
     DocumentWrite,
@@ -68,22 +69,23 @@ def _units(text, vector):
 
 def _doc(path, texts, vectors, key=None):
     records = [
-        {
-            "index": i,
-            "text": t,
-            "start": 0,
-            "end": len(t),
-            "tokens": len(t.split()),
-            "chars": len(t),
-            "line_start": i + 1,
-            "line_end": i + 1,
-            "headings": ["H"],
-            "page": None,
-            "level": 0,
-            "content_hash": f"{path}-{i}-{t}",
-            "truncated": 0,
-            "units": _units(t, vectors[min(i, len(vectors) - 1)]),
-        }
+        ChunkRow(
+            path=path,
+            index=i,
+            text=t,
+            start=0,
+            end=len(t),
+            tokens=len(t.split()),
+            chars=len(t),
+            line_start=i + 1,
+            line_end=i + 1,
+            headings=("H",),
+            page=None,
+            level=0,
+            content_hash=f"{path}-{i}-{t}",
+            truncated=0,
+            units=_units(t, vectors[min(i, len(vectors) - 1)]),
+        )
         for i, t in enumerate(texts)
     ]
     return DocumentWrite(
@@ -489,7 +491,7 @@ def test_fragment_commits_is_a_declared_capability(filled, open_backend):
             row = b.chunk_row(
                 "docs/cats.md",
                 first,
-                {"index": 0, "text": "t", "context": "", "content_hash": "h", "truncated": 0},
+                ChunkRow(path="docs/cats.md", index=0, text="t", content_hash="h"),
             )
             assert callable(writer) and row["rowid"] == first
 

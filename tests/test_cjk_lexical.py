@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from ragsift.index import lexical, migrations, open_index
-from ragsift.index.backend import DocumentWrite
+from ragsift.index.backend import ChunkRow, DocumentWrite
 from ragsift.index.terms import cjk_terms, query_terms, query_words, terms_text
 
 # ---- the rule: a pure function of the text ------------------------------------------------
@@ -207,7 +207,7 @@ def _writes(rng) -> list[DocumentWrite]:
                 sha256="0" * 64,
                 vectors=vecs,
                 records=[
-                    {"index": i, "text": t, "content_hash": f"{path}-{i}", "tokens": len(t)}
+                    ChunkRow(path=path, index=i, text=t, content_hash=f"{path}-{i}", tokens=len(t))
                     for i, t in enumerate(texts)
                 ],
             )

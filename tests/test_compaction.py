@@ -149,6 +149,7 @@ def test_a_reader_open_across_a_compaction_still_answers(tmp_path, embedder):
 def test_files_no_version_uses_are_removed_by_the_next_run(tmp_path, embedder):
     """What a killed run (or a refused Ray run) left in a folder: data files written but never
     committed. The next run that writes removes them (``LanceCompaction._cleanup``)."""
+    from ragsift.index.backend import ChunkRow
     from ragsift.index.lance import LanceIndex
     from ragsift.index.lance_rows import rows_table, write_fragments
 
@@ -159,7 +160,9 @@ def test_files_no_version_uses_are_removed_by_the_next_run(tmp_path, embedder):
     before = set(p.name for p in data.iterdir())
     with LanceIndex.open(str(index)) as ix:
         rowid = int(ix.load_matrix()[0].max()) + 1
-        rec = {"text": "never committed", "index": 0, "content_hash": "0" * 64, "tokens": 2}
+        rec = ChunkRow(
+            path="orphan.md", text="never committed", index=0, content_hash="0" * 64, tokens=2
+        )
         row = ix.chunk_row("orphan.md", rowid, rec)
         dim = ix.dimensions()
     write_fragments(str(index / "chunks.lance"), rows_table([row], [[0.0] * dim], dim), None)
@@ -181,7 +184,7 @@ def test_the_ann_index_stays_valid_across_a_rewrite(tmp_path, monkeypatch):
     import numpy as np
 
     from ragsift.index import ann
-    from ragsift.index.backend import DocumentWrite
+    from ragsift.index.backend import ChunkRow, DocumentWrite
     from ragsift.index.lance import LanceIndex
     from ragsift.index.lance_compact import COMPACT_FRAGMENTS
     from ragsift.index.lance_lexical import LancePostings
@@ -195,7 +198,13 @@ def test_the_ann_index_stays_valid_across_a_rewrite(tmp_path, monkeypatch):
 
     def doc(d, rows, tag):
         recs = [
-            {"index": i, "text": f"{tag} {d} {i}", "content_hash": f"{tag}-{d}-{i}", "tokens": 3}
+            ChunkRow(
+                path=f"doc{d}.md",
+                index=i,
+                text=f"{tag} {d} {i}",
+                content_hash=f"{tag}-{d}-{i}",
+                tokens=3,
+            )
             for i in range(len(rows))
         ]
         return DocumentWrite(key=f"k{d}", path=f"doc{d}.md", sha256=tag, records=recs, vectors=rows)

@@ -249,7 +249,7 @@ def test_a_lance_index_from_schema_1_is_read_as_it_is_then_upgraded(tmp_path, mo
     pytest.importorskip("lance")
     from ragsift.index import lance as lance_module
     from ragsift.index import lance_rows
-    from ragsift.index.backend import DocumentWrite
+    from ragsift.index.backend import ChunkRow, DocumentWrite
 
     rng = np.random.default_rng(3)
     names = list(DOCS)
@@ -261,7 +261,7 @@ def test_a_lance_index_from_schema_1_is_read_as_it_is_then_upgraded(tmp_path, mo
             path=n,
             sha256="0" * 64,
             vectors=vecs[i : i + 1],
-            records=[{"index": 0, "text": DOCS[n], "content_hash": n, "tokens": 9}],
+            records=[ChunkRow(path=n, index=0, text=DOCS[n], content_hash=n, tokens=9)],
         )
         for i, n in enumerate(names)
     ]

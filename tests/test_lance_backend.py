@@ -8,6 +8,7 @@ model refusal) behave exactly as on SQLite. Real model, CLI as subprocesses, tin
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -115,7 +116,7 @@ def test_an_index_from_schema_2_is_read_alike_then_upgraded(both, tmp_path, monk
     (its postings built in memory), and a writer upgrades it: postings stored, one batch."""
     from ragsift.index import lance as lance_module
     from ragsift.index import lance_compact, lance_rows, lance_write, open_index
-    from ragsift.index.backend import DocumentWrite
+    from ragsift.index.backend import ChunkRow, DocumentWrite
 
     with open_index(str(both / "i.lance")) as src:
         rowids, matrix = src.load_matrix()
@@ -124,8 +125,10 @@ def test_an_index_from_schema_2_is_read_alike_then_upgraded(both, tmp_path, monk
     by_doc: dict = {}
     for rec, vec in zip(recs, matrix):
         by_doc.setdefault(rec.path, ([], []))
-        d = rec.as_dict()
-        by_doc[rec.path][0].append(d)
+        stored = {
+            f.name: getattr(rec, f.name) for f in dataclasses.fields(ChunkRow) if f.name != "units"
+        }
+        by_doc[rec.path][0].append(ChunkRow(**stored))
         by_doc[rec.path][1].append(vec)
     docs = [
         DocumentWrite(key=p, path=p, sha256="0" * 64, records=r, vectors=v)
@@ -357,7 +360,7 @@ def test_ann_path_refines_by_exact_cosine(tmp_path, monkeypatch):
     import numpy as np
 
     from ragsift.index import ann
-    from ragsift.index.backend import DocumentWrite
+    from ragsift.index.backend import ChunkRow, DocumentWrite
     from ragsift.index.lance import LanceIndex
 
     rng = np.random.default_rng(0)
@@ -369,7 +372,9 @@ def test_ann_path_refines_by_exact_cosine(tmp_path, monkeypatch):
 
     def doc(d, rows):
         recs = [
-            {"index": i, "text": f"chunk {d} {i}", "content_hash": f"{d}-{i}", "tokens": 3}
+            ChunkRow(
+                path=f"doc{d}.md", index=i, text=f"chunk {d} {i}", content_hash=f"{d}-{i}", tokens=3
+            )
             for i in range(len(rows))
         ]
         return DocumentWrite(key=f"k{d}", path=f"doc{d}.md", sha256="0", records=recs, vectors=rows)

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from ragsift.index import lexical, migrations, open_index
 from ragsift.index import store as store_module
-from ragsift.index.backend import DocumentWrite
+from ragsift.index.backend import ChunkRow, DocumentWrite
 from ragsift.index.store import IndexStore
 
 DIM = 4
@@ -60,22 +60,19 @@ WORDS = [
 ]
 
 
-def record(i: int, text: str, context: str = "") -> dict:
-    return {
-        "index": i,
-        "text": text,
-        "context": context,
-        "start": 0,
-        "end": len(text),
-        "tokens": len(text.split()),
-        "line_start": 1,
-        "line_end": 1,
-        "headings": [],
-        "page": None,
-        "level": 0,
-        "content_hash": f"{i}:{hash(text)}",
-        "truncated": 0,
-    }
+def record(path: str, i: int, text: str, context: str = "") -> ChunkRow:
+    return ChunkRow(
+        path=path,
+        index=i,
+        text=text,
+        context=context,
+        start=0,
+        end=len(text),
+        tokens=len(text.split()),
+        line_start=1,
+        line_end=1,
+        content_hash=f"{i}:{hash(text)}",
+    )
 
 
 def doc(key: str, texts: list[tuple[str, str]], rng: np.random.Generator) -> DocumentWrite:
@@ -85,7 +82,7 @@ def doc(key: str, texts: list[tuple[str, str]], rng: np.random.Generator) -> Doc
         key=key,
         path=key,
         sha256="0" * 64,
-        records=[record(i, t, c) for i, (t, c) in enumerate(texts)],
+        records=[record(key, i, t, c) for i, (t, c) in enumerate(texts)],
         vectors=vecs,
     )
 
@@ -256,13 +253,13 @@ def _write_schema_1(store, docs) -> None:
                     "content_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         cur.lastrowid,
-                        rec["index"],
-                        rec["text"],
-                        rec["context"],
-                        rec["start"],
-                        rec["end"],
-                        rec["tokens"],
-                        rec["content_hash"],
+                        rec.index,
+                        rec.text,
+                        rec.context,
+                        rec.start,
+                        rec.end,
+                        rec.tokens,
+                        rec.content_hash,
                     ),
                 )
                 ids.append(c.lastrowid)

@@ -30,7 +30,7 @@ import pytest
 
 from ragsift.errors import RagsiftError
 from ragsift.index import migrations, open_index
-from ragsift.index.backend import DocumentWrite
+from ragsift.index.backend import ChunkRow, DocumentWrite
 from tests.conftest import REPO, run_cli
 
 BACKENDS = ["sqlite", "lance"]
@@ -87,7 +87,13 @@ def _writes() -> list[DocumentWrite]:
                 sha256="0" * 64,
                 vectors=vecs,
                 records=[
-                    {"index": i, "text": t, "content_hash": f"{path}-{i}", "tokens": len(t.split())}
+                    ChunkRow(
+                        path=path,
+                        index=i,
+                        text=t,
+                        content_hash=f"{path}-{i}",
+                        tokens=len(t.split()),
+                    )
                     for i, t in enumerate(texts)
                 ],
             )
@@ -254,7 +260,7 @@ def test_the_upgrade_and_the_stamp_come_with_the_first_write(tmp_path, backend, 
             path="c.md",
             sha256="0" * 64,
             vectors=np.ones((1, DIM + 1), np.float32),
-            records=[{"index": 0, "text": "x", "content_hash": "c"}],
+            records=[ChunkRow(path="c.md", index=0, text="x", content_hash="c")],
         )
         with open_index(location, "w") as ix, pytest.raises(RagsiftError, match="dimensions"):
             ix.write_documents([bad])

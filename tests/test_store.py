@@ -13,6 +13,7 @@ import os
 import sqlite3
 import threading
 import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -21,34 +22,33 @@ from hypothesis import strategies as st
 
 from ragsift.errors import RagsiftError
 from ragsift.index import migrations, open_index
-from ragsift.index.backend import DocumentWrite
+from ragsift.index.backend import ChunkRow, DocumentWrite
 
 DIM = 8
 
 
-def _records(path: str, texts: list[str], context: str = "") -> list[dict]:
+def _records(path: str, texts: list[str], context: str = "") -> list[ChunkRow]:
     out = []
     pos = 0
     for i, t in enumerate(texts):
         out.append(
-            {
-                "id": f"{path}#{i}",
-                "path": path,
-                "index": i,
-                "text": t,
-                "start": pos,
-                "end": pos + len(t),
-                "context": context,
-                "tokens": len(t.split()),
-                "chars": len(t),
-                "line_start": i + 1,
-                "line_end": i + 1,
-                "headings": ["Top", f"Sec {i}"],
-                "page": None,
-                "level": i % 2,
-                "content_hash": hashlib.sha256((context + t).encode()).hexdigest()[:32],
-                "truncated": 0,
-            }
+            ChunkRow(
+                path=path,
+                index=i,
+                text=t,
+                start=pos,
+                end=pos + len(t),
+                context=context,
+                tokens=len(t.split()),
+                chars=len(t),
+                line_start=i + 1,
+                line_end=i + 1,
+                headings=("Top", f"Sec {i}"),
+                page=None,
+                level=i % 2,
+                content_hash=hashlib.sha256((context + t).encode()).hexdigest()[:32],
+                truncated=0,
+            )
         )
         pos += len(t) + 1
     return out
@@ -100,7 +100,7 @@ def test_roundtrip_settings_matrix_and_chunks(index):
         assert [x["id"] for x in recs] == ["a.md#0", "a.md#1", "a.md#2", "b.md#0"]
         np.testing.assert_array_equal(matrix, np.concatenate([a.vectors, b.vectors]))
         # every ``ragsift chunk`` field comes back, plus rowid / content_hash / truncated
-        want = dict(a.records[1])
+        want = {**a.records[1].to_json(content_hash=True), "truncated": 0}
         got = r.chunks([int(rowids[1])])[0]
         assert got.pop("rowid") == int(rowids[1])
         assert got == want
@@ -159,9 +159,9 @@ def test_vectors_for_hashes_reuses_stored_vectors(index):
     d = _doc("a.md", ["one", "two"], seed=4)
     with open_index(index, "w") as s:
         s.write_documents([d])
-        found = s.vectors_for_hashes([r["content_hash"] for r in d.records] + ["missing"])
-    assert set(found) == {r["content_hash"] for r in d.records}
-    np.testing.assert_array_equal(found[d.records[1]["content_hash"]][0], d.vectors[1])
+        found = s.vectors_for_hashes([r.content_hash for r in d.records] + ["missing"])
+    assert set(found) == {r.content_hash for r in d.records}
+    np.testing.assert_array_equal(found[d.records[1].content_hash][0], d.vectors[1])
 
 
 NASTY = [
@@ -239,8 +239,7 @@ def test_lexical_search_ranks_filters_and_stems(index):
 
 def test_context_is_searchable(index):
     d = _doc("a.md", ["plain body"])
-    for r in d.records:
-        r["context"] = "Installation guide\n"
+    d = replace(d, records=tuple(replace(r, context="Installation guide\n") for r in d.records))
     with open_index(index, "w") as s:
         s.write_documents([d])
         assert len(s.lexical_search("installation", 5)) == 1
@@ -358,8 +357,7 @@ def test_reader_cannot_write_and_rollback_leaves_nothing(index):
 def test_dimension_mismatch_and_clear(index):
     with open_index(index, "w") as s:
         s.write_documents([_doc("a.md", ["x"])])
-        bad = _doc("b.md", ["y"])
-        bad.vectors = np.zeros((1, DIM + 1), np.float32)
+        bad = replace(_doc("b.md", ["y"]), vectors=np.zeros((1, DIM + 1), np.float32))
         with pytest.raises(RagsiftError, match="dimensions"):
             s.write_documents([bad])
         s.clear()

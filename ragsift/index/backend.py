@@ -25,7 +25,8 @@ Design rules:
   reshuffles the ones already returned (a prefix property the reject window relies on).
 - A path filter is a set of document display paths (the engine turns ``--path GLOB`` into it
   with ``paths()``), the same for both sides.
-- Records are typed (``ChunkRecord``, ``DocumentInfo``): frozen dataclasses, no dict lookups
+- Records are typed both ways: what ingestion writes (``DocumentWrite`` of ``ChunkRow``) and
+  what readers get (``ChunkRecord``, ``DocumentInfo``): frozen dataclasses, no dict lookups
   with fallbacks.
 """
 
@@ -33,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ragsift.errors import Action
@@ -143,25 +144,90 @@ class DocumentInfo:
         }
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
+class ChunkRow:
+    """One chunk as ingestion hands it to the index: the fields of ``ragsift chunk`` plus
+    ``content_hash`` (the identity of its embedding input, what vector reuse keys on) and, once
+    embedded, ``truncated`` (tokens the embedder never saw) and ``units`` (its unit evidence,
+    ``embedders.evidence.encode``'s bytes). Made once in ingest (``ingest.records.chunk_row``
+    from a chunk of a document, ``ingest.records.record_row`` from a stdin record), read by
+    both writers. ``chars`` left out is the text's length."""
+
+    path: str
+    index: int
+    text: str
+    start: int | None = None
+    end: int | None = None
+    context: str = ""
+    tokens: int | None = None
+    chars: int | None = None  # None given: len(text) (``__post_init__``)
+    line_start: int | None = None
+    line_end: int | None = None
+    headings: tuple[str, ...] = ()
+    page: int | None = None
+    level: int = 0
+    content_hash: str = ""
+    truncated: int = 0
+    units: bytes | None = None
+
+    def __post_init__(self) -> None:
+        if self.chars is None:
+            object.__setattr__(self, "chars", len(self.text))
+        if not isinstance(self.headings, tuple):
+            object.__setattr__(self, "headings", tuple(self.headings))
+
+    @property
+    def id(self) -> str:
+        """``path#index``: the chunk id users see and label."""
+        return f"{self.path}#{self.index}"
+
+    def to_json(self, *, content_hash: bool = False) -> dict[str, Any]:
+        """The ``ragsift chunk`` record (field names and order are an API; headings as a
+        list); with ``content_hash``, that record plus its ``content_hash``."""
+        out: dict[str, Any] = {
+            "id": self.id,
+            "path": self.path,
+            "index": self.index,
+            "text": self.text,
+            "start": self.start,
+            "end": self.end,
+            "context": self.context,
+            "tokens": self.tokens,
+            "chars": self.chars,
+            "line_start": self.line_start,
+            "line_end": self.line_end,
+            "headings": list(self.headings),
+            "page": self.page,
+            "level": self.level,
+        }
+        if content_hash:
+            out["content_hash"] = self.content_hash
+        return out
+
+
+@dataclass(frozen=True)
 class DocumentWrite:
     """One document to (re)write: its rows replace whatever the index held under ``key``.
 
-    ``records`` are ``ingest.records.chunk_record`` dicts plus ``content_hash`` and ``truncated``;
-    ``vectors`` is (len(records), dim) float32, row i belonging to record i.
+    ``records`` are its chunks in index order (a list given is kept as a tuple); ``vectors``
+    is (len(records), dim) float32, row i belonging to record i (None until the batch is
+    embedded: ``ingest.batch.Run.flush`` writes a new ``DocumentWrite`` with them).
     """
 
     key: str
     path: str
     sha256: str
-    records: list[dict]
+    records: tuple[ChunkRow, ...]
     vectors: Any  # np.ndarray
     source: str = ""
     size: int | None = None
     mtime: float | None = None
     format: str | None = None
     chunker: str = ""
-    extra: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.records, tuple):
+            object.__setattr__(self, "records", tuple(self.records))
 
 
 @dataclass(frozen=True)
@@ -399,8 +465,8 @@ class FragmentCommits(Protocol):
         metadata (JSON strings) for ``commit_fragments``."""
         ...
 
-    def chunk_row(self, doc_key: str, rowid: int, record: dict) -> dict:
-        """The stored row of one chunk record (``ingest.records`` fields) of ``doc_key``."""
+    def chunk_row(self, doc_key: str, rowid: int, record: ChunkRow) -> dict:
+        """The stored row of one chunk ``record`` of ``doc_key``."""
         ...
 
     def alloc_rowids(self, n: int) -> int:

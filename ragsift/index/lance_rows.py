@@ -14,10 +14,13 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragsift.errors import RagsiftError, debug_requested
 from ragsift.index.locations import is_remote
+
+if TYPE_CHECKING:
+    from ragsift.index.backend import ChunkRow
 
 
 def join_uri(root: str, name: str) -> str:
@@ -152,34 +155,33 @@ CHUNK_FIELDS = (
 )
 
 
-def chunk_row(doc_key: str, rowid: int, rec: dict) -> dict:
-    """The chunks-dataset row (all but ``vector``) of chunk record ``rec``; ``terms`` (not a
+def chunk_row(doc_key: str, rowid: int, rec: ChunkRow) -> dict:
+    """The chunks-dataset row (all but ``vector``) of chunk ``rec``; ``terms`` (not a
     column) carries its identifier terms to ``lexical_rows``, so they are computed once."""
     from ragsift.index.terms import terms_text
 
-    context = rec.get("context") or ""
-    terms = terms_text(context, rec["text"])
+    terms = terms_text(rec.context, rec.text)
     return {
         "uid": f"c:{rowid}",
         "kind": "chunk",
         "doc_key": doc_key,
         "rowid": rowid,
-        "idx": rec["index"],
-        "text": rec["text"],
-        "context": context,
-        "start": rec.get("start"),
-        "end": rec.get("end"),
-        "tokens": rec.get("tokens"),
-        "chars": rec.get("chars", len(rec["text"])),
-        "line_start": rec.get("line_start"),
-        "line_end": rec.get("line_end"),
-        "headings": [str(h) for h in rec.get("headings") or []],
-        "page": rec.get("page"),
-        "level": rec.get("level") or 0,
-        "content_hash": rec["content_hash"],
-        "truncated": int(rec.get("truncated") or 0),
-        "units": rec.get("units"),
-        "fts": _fts(context, rec["text"], terms),
+        "idx": rec.index,
+        "text": rec.text,
+        "context": rec.context,
+        "start": rec.start,
+        "end": rec.end,
+        "tokens": rec.tokens,
+        "chars": rec.chars,
+        "line_start": rec.line_start,
+        "line_end": rec.line_end,
+        "headings": list(rec.headings),
+        "page": rec.page,
+        "level": rec.level,
+        "content_hash": rec.content_hash,
+        "truncated": rec.truncated,
+        "units": rec.units,
+        "fts": _fts(rec.context, rec.text, terms),
         "terms": terms,
     }
 

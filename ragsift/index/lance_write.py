@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragsift.errors import RagsiftError, Words
 from ragsift.index.ann import sql_str as _sql_str
-from ragsift.index.backend import DocumentWrite, writer_stamp
+from ragsift.index.backend import ChunkRow, DocumentWrite, writer_stamp
 from ragsift.index.dense import as_f32 as _as_f32
 from ragsift.index.lance_rows import (
     DOC_FIELDS,
@@ -290,7 +290,7 @@ class LanceWriter:
         return FragmentWriter(uri, options, create)
 
     @staticmethod
-    def chunk_row(doc_key: str, rowid: int, record: dict) -> dict:
+    def chunk_row(doc_key: str, rowid: int, record: ChunkRow) -> dict:
         """``FragmentCommits``: the stored row of one chunk record."""
         from ragsift.index.lance_rows import chunk_row
 
@@ -604,7 +604,7 @@ def _doc_row(doc: DocumentWrite, now: float) -> dict:
         "format": doc.format,
         "chunker": doc.chunker,
         "n_chunks": len(doc.records),
-        "doc_tokens": sum(int(r.get("tokens") or 0) for r in doc.records),
+        "doc_tokens": sum(r.tokens or 0 for r in doc.records),
         "indexed_at": now,
     }
 

@@ -85,7 +85,7 @@ class Run:
         self.pending.append(doc)
         self.pending_chunks += len(doc.records)
         self.pending_work += work
-        self.progress.queued(work, sum(int(r.get("tokens") or 0) for r in doc.records))
+        self.progress.queued(work, sum(r.tokens or 0 for r in doc.records))
         # while the model is still loading ahead nothing can be embedded: the first batch
         # goes on gathering (up to GATHER_WHILE_LOADING times the usual size), so it is
         # sorted by length over more texts, at no cost in time to the first commit
@@ -106,6 +106,7 @@ class Run:
     def flush(self) -> None:
         """Embed what the pending documents lack and commit them in one transaction."""
         import time
+        from dataclasses import replace
 
         import numpy as np
 
@@ -117,19 +118,17 @@ class Run:
             return
         work_done = 0
         s = self.summary
-        hashes = [r["content_hash"] for d in docs for r in d.records]
+        hashes = [r.content_hash for d in docs for r in d.records]
         known = self.store.vectors_for_hashes(hashes) if hashes else {}
         missing: dict[str, tuple[str, str]] = {}
         tokens: dict[str, int] = {}
         for d in docs:
             for r in d.records:
-                h = r["content_hash"]
+                h = r.content_hash
                 if h not in known and h not in missing:
-                    missing[h] = (r["context"], r["text"])
-                    tokens[h] = int(r.get("tokens") or 0)
-        not_embedded = sum(int(r.get("tokens") or 0) for d in docs for r in d.records) - sum(
-            tokens.values()
-        )
+                    missing[h] = (r.context, r.text)
+                    tokens[h] = r.tokens or 0
+        not_embedded = sum(r.tokens or 0 for d in docs for r in d.records) - sum(tokens.values())
         if not_embedded:
             self.progress.queued(0, -not_embedded)  # vectors found: no model time for them
         if missing:
@@ -155,20 +154,21 @@ class Run:
         ready = self.model.ready
         dim = self.store.dimensions() or (ready.dimensions if ready is not None else 0)
         n_chunks = 0
+        embedded: list[DocumentWrite] = []  # each document with its vectors and evidence
         for d in docs:
-            rows = []
+            records, rows = [], []
             for r in d.records:
-                vec, cut, units = known[r["content_hash"]]
-                r["truncated"] = cut
-                r["units"] = units
+                vec, cut, units = known[r.content_hash]
+                records.append(replace(r, truncated=cut, units=units))
                 if cut:
                     s.truncated += 1
                     s.truncated_tokens += cut
                 rows.append(vec)
-            d.vectors = np.stack(rows) if rows else np.zeros((0, dim), np.float32)
+            vectors = np.stack(rows) if rows else np.zeros((0, dim), np.float32)
+            embedded.append(replace(d, records=tuple(records), vectors=vectors))
             n_chunks += len(d.records)
         s.chunks += n_chunks
         s.reused += n_chunks - len(missing)
         with self.store.transaction():
-            self.store.write_documents(docs)
+            self.store.write_documents(embedded)
         self.progress.advance(files=len(docs), chunks=n_chunks, work=work - work_done)

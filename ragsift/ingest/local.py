@@ -115,7 +115,7 @@ def file_events(
             key=key,
             path=doc.path,
             sha256=shas.pop(key),
-            records=records,
+            records=tuple(records),
             vectors=None,
             source=key,
             size=sf.size,
@@ -147,7 +147,12 @@ def ingest_records(run: Run, lines: Iterable[str] | Iterable[bytes]) -> ChangePl
         s.parsed += 1
         run.add(
             DocumentWrite(
-                key=key, path=path, sha256=sha, records=records, vectors=None, chunker=STDIN_CHUNKER
+                key=key,
+                path=path,
+                sha256=sha,
+                records=tuple(records),
+                vectors=None,
+                chunker=STDIN_CHUNKER,
             ),
             work=len(records),
         )

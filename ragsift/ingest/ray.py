@@ -51,6 +51,7 @@ from ragsift.ingest.ray_stages import LAST_RUN, EmbedActor, Precomputed, parse_f
 from ragsift.ingest.ray_stderr import restart_notice_dropped
 
 if TYPE_CHECKING:
+    from ragsift.index.backend import ChunkRow
     from ragsift.ingest.batch import Run
     from ragsift.ingest.request import BuildRequest
 
@@ -188,14 +189,14 @@ def _ray_stages(
 
     by_key = {c["key"]: c for c in changed}
 
-    def write_of(row: dict, recs: list[dict]) -> DocumentWrite:
+    def write_of(row: dict, recs: list[ChunkRow]) -> DocumentWrite:
         c = by_key[row["key"]]
         plan.note_written(row["key"], row["path"])
         return DocumentWrite(
             key=row["key"],
             path=row["path"],
             sha256=row["sha256"],
-            records=recs,
+            records=tuple(recs),
             vectors=None,
             source=row["key"],
             size=c["size"],
@@ -227,17 +228,18 @@ def _ray_stages(
 
 def _parse_stage(
     ray: Any, run: Run, changed: list[dict], chunker: Any
-) -> list[tuple[dict, list[dict]]]:
-    """Stage 1 on Ray (read, parse, chunk); returns [(file row, chunk records)] in the
-    driver's file order, skips reported as a local run reports them."""
+) -> list[tuple[dict, list[ChunkRow]]]:
+    """Stage 1 on Ray (read, parse, chunk); returns [(file row, its chunks)] in the driver's
+    file order, skips reported as a local run reports them."""
     import json
+    import pickle
 
     from ragsift.sources import Skipped
 
     ds = ray.data.from_items(changed, override_num_blocks=min(len(changed), 64))
     ds = ds.map(parse_file, fn_kwargs={"chunker": chunker})
     parsed = {row["key"]: row for row in ds.iter_rows()}
-    docs: list[tuple[dict, list[dict]]] = []
+    docs: list[tuple[dict, list[ChunkRow]]] = []
     for c in changed:  # the driver's file order, whatever order the workers finished in
         row = parsed[c["key"]]
         if row["skip"]:
@@ -248,7 +250,7 @@ def _parse_stage(
         for script, n in json.loads(row["scripts"]).items():  # as a local run counts them
             run.summary.scripts[script] = run.summary.scripts.get(script, 0) + n
         report_warnings(row["path"], json.loads(row["warnings"]), run.on_warning)
-        docs.append((row, json.loads(row["records"])))
+        docs.append((row, pickle.loads(row["records"])))
     return docs
 
 
@@ -326,16 +328,16 @@ class Pool:
         }
 
 
-def _embed_stage(pool: Pool, run: Run, docs: list[tuple[dict, list[dict]]]) -> None:
+def _embed_stage(pool: Pool, run: Run, docs: list[tuple[dict, list[ChunkRow]]]) -> None:
     """Stage 2 on Ray for an index without ``FragmentCommits``: embed the texts the index
     lacks; their vectors come back to the driver, where ``Run.flush`` writes them."""
-    hashes = [r["content_hash"] for _, recs in docs for r in recs]
+    hashes = [r.content_hash for _, recs in docs for r in recs]
     known = run.store.vectors_for_hashes(hashes) if hashes else {}
     todo: dict[str, tuple[str, str]] = {}
     for _, recs in docs:
         for r in recs:
-            if r["content_hash"] not in known:
-                todo.setdefault(r["content_hash"], (r["context"], r["text"]))
+            if r.content_hash not in known:
+                todo.setdefault(r.content_hash, (r.context, r.text))
     if todo:
         vectors, model = embed_texts(pool, todo)
         run.model.use(Precomputed(model, vectors))

@@ -31,7 +31,7 @@ def write_fragments(pool: Any, run: Run, writes: list) -> None:
     store = run.store
     if not writes:
         return
-    hashes = [r["content_hash"] for w in writes for r in w.records]
+    hashes = [r.content_hash for w in writes for r in w.records]
     known = store.vectors_for_hashes(hashes) if hashes else {}
     rowid = store.alloc_rowids(len(hashes))
     groups: dict[str, dict] = {}  # content hash -> its text, tokens and chunk rows
@@ -40,7 +40,7 @@ def write_fragments(pool: Any, run: Run, writes: list) -> None:
     truncated: dict[str, int] = {h: cut for h, (_, cut, _) in known.items()}
     for w in writes:
         for r in w.records:
-            h = r["content_hash"]
+            h = r.content_hash
             chunk = store.chunk_row(w.key, rowid, r)
             rowid += 1
             if h in known:
@@ -52,10 +52,10 @@ def write_fragments(pool: Any, run: Run, writes: list) -> None:
                 g = groups.setdefault(
                     h,
                     {
-                        "context": r["context"],
-                        "text": r["text"],
+                        "context": r.context,
+                        "text": r.text,
                         "rows": [],
-                        "tokens": int(r.get("tokens") or 0),
+                        "tokens": r.tokens or 0,
                     },
                 )
                 g["rows"].append(chunk)
@@ -84,7 +84,7 @@ def embed_and_commit(
     import json
 
     s, store = run.summary, run.store
-    hashes = [r["content_hash"] for w in writes for r in w.records]
+    hashes = [r.content_hash for w in writes for r in w.records]
     dim = store.dimensions()
     if groups:
         items = [
@@ -118,10 +118,9 @@ def embed_and_commit(
         s.tokens += sum(g["tokens"] for g in groups.values())
         LAST_RUN["fragments"] = len(fragments)
     n_chunks = len(hashes)
-    for w in writes:
+    for w in writes:  # the stored rows got their counts above (workers' rows: in the actor)
         for r in w.records:
-            cut = truncated[r["content_hash"]]
-            r["truncated"] = cut
+            cut = truncated[r.content_hash]
             if cut:
                 s.truncated += 1
                 s.truncated_tokens += cut

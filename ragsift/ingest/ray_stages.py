@@ -37,10 +37,12 @@ def kill_once(stage: str) -> None:
 
 
 def parse_file(row: dict, chunker: Any) -> dict:
-    """Stage 1 (a Ray task): one changed file -> its chunk records (JSON) or a skip reason."""
+    """Stage 1 (a Ray task): one changed file -> its chunks (``ChunkRow``s, pickled: Ray
+    carries them as bytes to the driver) or a skip reason."""
     import hashlib
     import json
     import pathlib
+    import pickle
 
     from ragsift.sources import SourceFile
     from ragsift.sources.scripts import count_scripts
@@ -52,7 +54,7 @@ def parse_file(row: dict, chunker: Any) -> dict:
     out = {
         "key": row["key"],
         "skip": "",
-        "records": "",
+        "records": b"",
         "warnings": "",
         "format": "",
         "path": row["relpath"],
@@ -73,7 +75,7 @@ def parse_file(row: dict, chunker: Any) -> dict:
     out["warnings"] = json.dumps(list(doc.warnings))
     out["scripts"] = json.dumps(count_scripts(doc.text))  # for the one script warning (CLI)
     doc, records = index_records(chunker, doc)
-    out.update(records=json.dumps(records), format=doc.format or "", path=doc.path)
+    out.update(records=pickle.dumps(records), format=doc.format or "", path=doc.path)
     return out
 
 

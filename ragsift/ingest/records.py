@@ -9,30 +9,40 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ragsift.chunkers.base import Chunk, Chunker
+    from ragsift.index.backend import ChunkRow
     from ragsift.sources import Document, Skipped
 
 STDIN_CHUNKER = "stdin"  # chunker key of documents ingested as chunk JSON lines
 
 
-def chunk_record(doc: Document, index: int, chunk: Chunk) -> dict:
-    """The JSON-lines record of ``ragsift chunk`` (field names are an API)."""
+def chunk_row(doc: Document, index: int, chunk: Chunk) -> ChunkRow:
+    """Chunk ``index`` of ``doc`` as the index stores it (``index.backend.ChunkRow``, with the
+    ``content_hash`` that vector reuse keys on): the one place a chunk becomes a record."""
+    from ragsift.index.backend import ChunkRow
+
     last = max(chunk.start, chunk.end - 1)
-    return {
-        "id": f"{doc.path}#{index}",
-        "path": doc.path,
-        "index": index,
-        "text": chunk.text,
-        "start": chunk.start,
-        "end": chunk.end,
-        "context": chunk.context,
-        "tokens": chunk.tokens,
-        "chars": len(chunk.text),
-        "line_start": doc.line_at(chunk.start),
-        "line_end": doc.line_at(last),
-        "headings": list(doc.headings_at(chunk.start)),
-        "page": doc.page_at(chunk.start),
-        "level": chunk.level,
-    }
+    return ChunkRow(
+        path=doc.path,
+        index=index,
+        text=chunk.text,
+        start=chunk.start,
+        end=chunk.end,
+        context=chunk.context,
+        tokens=chunk.tokens,
+        chars=len(chunk.text),
+        line_start=doc.line_at(chunk.start),
+        line_end=doc.line_at(last),
+        headings=tuple(doc.headings_at(chunk.start)),
+        page=doc.page_at(chunk.start),
+        level=chunk.level,
+        content_hash=content_hash(chunk.context + chunk.text),
+    )
+
+
+def chunk_record(doc: Document, index: int, chunk: Chunk) -> dict:
+    """The JSON-lines record of ``ragsift chunk`` (field names are an API):
+    ``chunk_row(...).to_json()``."""
+    return chunk_row(doc, index, chunk).to_json()
 
 
 def content_hash(embed_text: str) -> str:
@@ -99,17 +109,11 @@ def prepared(chunker: Chunker, doc: Document) -> Document:
     return prepare(doc) if prepare is not None else doc
 
 
-def index_records(chunker: Chunker, doc: Document) -> tuple[Document, list[dict]]:
-    """The document as the chunker records it and its chunk records for the index
-    (``chunk_record`` plus the ``content_hash`` that vector reuse keys on); every engine
-    builds them here."""
+def index_records(chunker: Chunker, doc: Document) -> tuple[Document, list[ChunkRow]]:
+    """The document as the chunker records it and its chunks for the index (``chunk_row``);
+    every engine builds them here."""
     doc = prepared(chunker, doc)
-    records = []
-    for i, ch in enumerate(chunker.chunk(doc)):
-        rec = chunk_record(doc, i, ch)
-        rec["content_hash"] = content_hash(rec["context"] + rec["text"])
-        records.append(rec)
-    return doc, records
+    return doc, [chunk_row(doc, i, ch) for i, ch in enumerate(chunker.chunk(doc))]
 
 
 # -- chunk JSON lines on stdin (``ragsift chunk … | ragsift embed -``) -------------------------
@@ -133,15 +137,15 @@ RECORD_FIELDS: dict[str, tuple[tuple[type, ...], bool]] = {
 
 def records_by_path(
     lines: Iterable[str] | Iterable[bytes], skip: Callable[[Skipped], None]
-) -> dict[str, list[dict]]:
-    """Chunk JSON lines (as ``ragsift chunk`` prints them) → clean records grouped by ``path``,
+) -> dict[str, list[ChunkRow]]:
+    """Chunk JSON lines (as ``ragsift chunk`` prints them) → chunks (``record_row``) grouped by ``path``,
     each group in ``index`` order. A bad line is one ``skip`` (``stdin line N: why``); ``lines``
     may be bytes (``sys.stdin.buffer``): a line that is not UTF-8 is one skip."""
     import json
 
     from ragsift.sources import Skipped
 
-    groups: dict[str, list[dict]] = {}
+    groups: dict[str, list[ChunkRow]] = {}
     indexes: dict[str, set[int]] = {}
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
@@ -174,27 +178,48 @@ def records_by_path(
         if problem:
             skip(Skipped(where, problem))
             continue
-        clean = {k: rec.get(k) for k in RECORD_FIELDS}
-        clean["context"] = clean["context"] or ""
-        clean["headings"] = [str(h) for h in (clean["headings"] or [])]
-        clean["level"] = clean["level"] or 0
-        if clean["chars"] is None:
-            clean["chars"] = len(clean["text"])
-        clean["id"] = f"{clean['path']}#{clean['index']}"
-        clean["content_hash"] = content_hash(clean["context"] + clean["text"])
-        groups.setdefault(clean["path"], []).append(clean)
-        indexes.setdefault(clean["path"], set()).add(clean["index"])
-    for records in groups.values():
-        records.sort(key=lambda r: r["index"])
+        row = record_row(rec)
+        groups.setdefault(row.path, []).append(row)
+        indexes.setdefault(row.path, set()).add(row.index)
+    for rows in groups.values():
+        rows.sort(key=lambda r: r.index)
     return groups
 
 
-def records_sha256(records: list[dict]) -> str:
-    """The identity of a stdin document: sha256 of its records (change detection)."""
+def record_row(rec: dict) -> ChunkRow:
+    """A stdin record ``record_problem`` accepts as a chunk for the index: the fields it left
+    out or null take their defaults (context "", no headings, level 0, chars the text's
+    length), ``content_hash`` is computed."""
+    from ragsift.index.backend import ChunkRow
+
+    context = rec.get("context") or ""
+    return ChunkRow(
+        path=rec["path"],
+        index=rec["index"],
+        text=rec["text"],
+        start=rec.get("start"),
+        end=rec.get("end"),
+        context=context,
+        tokens=rec.get("tokens"),
+        chars=rec.get("chars"),
+        line_start=rec.get("line_start"),
+        line_end=rec.get("line_end"),
+        headings=tuple(str(h) for h in rec.get("headings") or ()),
+        page=rec.get("page"),
+        level=rec.get("level") or 0,
+        content_hash=content_hash(context + rec["text"]),
+    )
+
+
+def records_sha256(records: list[ChunkRow]) -> str:
+    """The identity of a stdin document: sha256 of its records (change detection), each as
+    its ``ragsift chunk`` fields plus ``content_hash``, keys sorted."""
     import hashlib
     import json
 
-    return hashlib.sha256(json.dumps(records, sort_keys=True).encode()).hexdigest()
+    return hashlib.sha256(
+        json.dumps([r.to_json(content_hash=True) for r in records], sort_keys=True).encode()
+    ).hexdigest()
 
 
 def record_problem(rec: object) -> str | None:
