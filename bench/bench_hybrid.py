@@ -50,7 +50,7 @@ REPO = Path(__file__).resolve().parent.parent
 from bench._schema import schema1_copy
 from ragsift.index import lexical, migrations, open_index
 from ragsift.index import store as store_module
-from ragsift.index.backend import DocumentWrite
+from ragsift.index.backend import ChunkRow, DocumentWrite
 from ragsift.retrieval import engine
 from ragsift.retrieval import hybrid as hybrid_module
 
@@ -135,7 +135,7 @@ def build(path: Path, n: int) -> None:
                     key=f"doc{d:04d}.txt",
                     path=f"doc{d:04d}.txt",
                     sha256="0" * 64,
-                    records=recs,
+                    records=tuple(ChunkRow(path=f"doc{d:04d}.txt", **r) for r in recs),
                     vectors=vecs,
                 )
             )

@@ -56,7 +56,7 @@ def build_matrix_index(path: Path, rows: int, dim: int, per_doc: int = 50) -> fl
     import numpy as np
 
     from ragsift.index import open_index
-    from ragsift.index.backend import DocumentWrite
+    from ragsift.index.backend import ChunkRow, DocumentWrite
 
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
@@ -84,7 +84,7 @@ def build_matrix_index(path: Path, rows: int, dim: int, per_doc: int = 50) -> fl
                     key=f"/bench/doc{d}",
                     path=f"doc{d}.txt",
                     sha256=str(d),
-                    records=recs,
+                    records=tuple(ChunkRow(**r) for r in recs),
                     vectors=vecs,
                 )
             )

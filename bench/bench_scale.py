@@ -64,7 +64,7 @@ def vocabulary(n: int = 5000) -> list[str]:
 
 def build(path: str, matrix: np.ndarray, words: list[str]) -> float:
     from ragsift.index import open_index
-    from ragsift.index.backend import DocumentWrite
+    from ragsift.index.backend import ChunkRow, DocumentWrite
 
     rng = random.Random(2)
     t0 = time.perf_counter()
@@ -89,7 +89,11 @@ def build(path: str, matrix: np.ndarray, words: list[str]) -> float:
             ]
             docs.append(
                 DocumentWrite(
-                    key=f"doc{d}", path=f"doc{d}.txt", sha256="0", records=recs, vectors=rows
+                    key=f"doc{d}",
+                    path=f"doc{d}.txt",
+                    sha256="0",
+                    records=tuple(ChunkRow(path=f"doc{d}.txt", **r) for r in recs),
+                    vectors=rows,
                 )
             )
             if len(docs) == 10:  # commits of 10k chunks

@@ -39,7 +39,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 
 from ragsift.index import open_index
-from ragsift.index.backend import DocumentWrite
+from ragsift.index.backend import ChunkRow, DocumentWrite
 from ragsift.retrieval.request import SearchRequest
 from ragsift.retrieval.search import Searcher
 
@@ -108,7 +108,7 @@ def build_index(path: Path, n: int, fingerprint: str, model: str) -> None:
                     key=f"doc{d:05d}.txt",
                     path=f"doc{d:05d}.txt",
                     sha256="0" * 64,
-                    records=recs,
+                    records=tuple(ChunkRow(path=f"doc{d:05d}.txt", **r) for r in recs),
                     vectors=matrix[s:e],
                 )
             )
