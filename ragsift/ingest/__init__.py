@@ -6,8 +6,8 @@
   and the prune rule, written once).
 - ``load.py``: stage 1, find, read and parse (the one walk and read → parse loop of ``chunk``
   and ``embed``); ``iter_documents``, ``iter_chunks``.
-- ``records.py``: stage 2's output, the chunk records (``chunk_record``, ``content_hash``,
-  ``chunker_key``) and the chunk JSON lines accepted on stdin.
+- ``records.py``: stage 2's output, the chunk records (``chunk_row`` → ``index.backend.ChunkRow``,
+  ``chunk_record``, ``content_hash``, ``chunker_key``) and the chunk JSON lines accepted on stdin.
 - ``batch.py``: stages 3–4, batch, embed what the index lacks and commit (``Run``).
 - ``model.py``: the model, loaded ahead or on first need and bound to the index.
 - ``sizing.py``: the default chunker of ``embed``, sized in the model's tokens (one
