@@ -170,8 +170,8 @@ def build(name: str, split: str | None, tmp: Path, emb) -> tuple:
     ds = load_dataset(EVAL / name, split)
     sub = tmp / name
     sub.mkdir()
-    paths, label_of = runner._materialize(ds, sub)
-    index = runner._build(paths, sub / "index.sqlite", DEFAULT_CONFIG, emb)
+    paths, label_of = runner.materialize(ds, sub)
+    index = runner.build_config_index(paths, sub / "index.sqlite", DEFAULT_CONFIG, emb)
     print(
         f"{name}: {len(index.records)} chunks in {time.perf_counter() - t0:.0f}s",
         file=sys.stderr,
@@ -187,7 +187,7 @@ def collect(out: str) -> None:
 
     cache = EmbeddingCache()
     cfg = DEFAULT_CONFIG
-    emb = CachingEmbedder(runner._load_embedder(cfg), cache)
+    emb = CachingEmbedder(runner.embedder_for_config(cfg), cache)
     with tempfile.TemporaryDirectory(prefix="ragsift-admission-") as tmp:
         sets = {name: build(name, split, Path(tmp), emb) for name, split in SETS}
         data: dict = {"indexes": {}, "queries": []}

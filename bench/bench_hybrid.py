@@ -15,7 +15,7 @@ texts with synthetic query vectors, rows taking turns on each query):
   (``engine.lexical_ahead``, not timed): what a cold ``query`` pays once its model is loaded;
 - ``dense side`` / ``lexical side``: the backend's two calls alone;
 - ``ordering step``: on the same two lists (fetched once, untimed), what orders them: the
-  relevance score as shipped (``engine._order``: features, logistic score, sort; issue 21)
+  relevance score as shipped (``engine.order_candidates``: features, logistic score, sort; issue 21)
   and the convex min-max fusion it replaced (``hybrid.fuse``), n = 13 (k 3 + window 10);
 - ``... FTS5 bm25() (before)``: the same with the lexical side answered by FTS5's own
   ``bm25()`` query instead of the lexical postings (``ragsift/index/lexical.py``); FTS5's
@@ -160,7 +160,7 @@ def warm(path: Path, queries: list[str]) -> tuple[dict[str, list[float]], bool]:
     rng = np.random.default_rng(1)
     qv = rng.standard_normal((len(queries), DIM), dtype=np.float32)
     qv /= np.linalg.norm(qv, axis=1, keepdims=True)
-    threaded = engine._both
+    threaded = engine.both_sides
 
     def sequential(first, second):
         return first(), second()
@@ -170,15 +170,15 @@ def warm(path: Path, queries: list[str]) -> tuple[dict[str, list[float]], bool]:
         depth = engine.Fusion().depth
 
         def hybrid(q, v):
-            engine._both = threaded
+            engine.both_sides = threaded
             return engine.rank(store, [q], v[None, :], mode="hybrid", n=13)
 
         def hybrid_seq(q, v):
-            engine._both = sequential
+            engine.both_sides = sequential
             try:
                 return engine.rank(store, [q], v[None, :], mode="hybrid", n=13)
             finally:
-                engine._both = threaded
+                engine.both_sides = threaded
 
         ahead: dict = {}
         postings = store._lexical_postings()  # the lexical postings (ragsift/index/lexical.py)
@@ -236,7 +236,9 @@ def warm(path: Path, queries: list[str]) -> tuple[dict[str, list[float]], bool]:
 
         def order_relevance(q, v):  # the ordering step as shipped: relevance score + sort
             dense, lex, cos, ceiling = prepared(q, v)
-            return engine._order("hybrid", q, dense, lex, cos, ceiling, 13, engine.Fusion())
+            return engine.order_candidates(
+                "hybrid", q, dense, lex, cos, ceiling, 13, engine.Fusion()
+            )
 
         def order_convex(q, v):  # the ordering step before issue 21: convex min-max fusion
             dense, lex, cos, _ = prepared(q, v)

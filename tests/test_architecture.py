@@ -221,6 +221,23 @@ def test_no_private_name_is_imported_across_modules():
     assert _private_imports() == []
 
 
+def test_tests_and_bench_import_no_private_name():
+    """The callers outside the package too (issue 39: "update the callers, tests and bench
+    included"): a test of a helper imports it by its public name."""
+    modules = _modules()
+    out = []
+    for folder in ("tests", "bench"):
+        for path in sorted((PACKAGE.parent / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ragsift"):
+                    for alias in node.names:
+                        name = alias.name
+                        private = name.startswith("_") and not name.startswith("__")
+                        if private and f"{node.module}.{name}" not in modules:
+                            out.append(f"{path.name}:{node.lineno} imports {node.module}.{name}")
+    assert out == []
+
+
 def test_the_private_import_check_sees_one():
     """The check itself: a private name imported from another module is found."""
     import tempfile

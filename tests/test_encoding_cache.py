@@ -274,14 +274,14 @@ def test_the_process_wide_cl100k_encoding_is_never_freed():
     import gc
     import weakref
 
-    from ragsift.chunkers.counters import _keep_until_exit
+    from ragsift.chunkers.counters import keep_until_exit
 
     class Held:
         pass
 
     obj = Held()
     ref = weakref.ref(obj)
-    _keep_until_exit(obj)
+    keep_until_exit(obj)
     del obj
     gc.collect()
     assert ref() is not None

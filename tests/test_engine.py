@@ -258,12 +258,12 @@ def test_hybrid_overlap_gives_the_sequential_ranking_and_raises_lexical_errors(i
     with open_index(index, "r") as store:
         qvecs = embedder_for(store.settings()).embed(QUERIES, kind="query").vectors
         threaded = engine.rank(store, QUERIES, qvecs, mode="hybrid", n=8)
-        original = engine._both
-        engine._both = lambda first, second: (first(), second())
+        original = engine.both_sides
+        engine.both_sides = lambda first, second: (first(), second())
         try:
             sequential = engine.rank(store, QUERIES, qvecs, mode="hybrid", n=8)
         finally:
-            engine._both = original
+            engine.both_sides = original
         assert threaded == sequential and any(threaded)
 
         def broken(*_args, **_kw):

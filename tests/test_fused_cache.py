@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from ragsift.embedders import load_embedder
-from ragsift.embedders.fused import _file_sha256, fused_cache_path
-from ragsift.embedders.weights import DEFAULT_SHA256
+from ragsift.embedders.fused import fused_cache_path
+from ragsift.embedders.weights import DEFAULT_SHA256, hash_file
 
 TEXTS = [
     "Bees cluster in winter to keep the queen warm.",
@@ -46,7 +46,7 @@ def test_first_load_writes_the_cache_and_every_load_gives_identical_vectors(
     first = _vectors(load_embedder())
     assert path.is_file()
     meta = json.loads(path.with_name(path.name + ".json").read_text())
-    assert meta["sha256"] == _file_sha256(path) and meta["size"] == path.stat().st_size
+    assert meta["sha256"] == hash_file(path) and meta["size"] == path.stat().st_size
     stamp = path.stat().st_mtime_ns
     second = _vectors(load_embedder())
     assert path.stat().st_mtime_ns == stamp  # a hit: not rewritten
@@ -58,10 +58,10 @@ def test_a_damaged_cache_file_is_detected_and_rebuilt(in_memory, tmp_path, monke
     monkeypatch.setenv("RAGSIFT_CACHE_DIR", str(tmp_path / "cache"))
     load_embedder()
     path = fused_cache_path(DEFAULT_SHA256)
-    good = _file_sha256(path)
+    good = hash_file(path)
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0xFF  # same size, new mtime, one byte flipped inside a weight
     path.write_bytes(bytes(data))
     vecs = _vectors(load_embedder())
     assert np.array_equal(vecs, in_memory)
-    assert _file_sha256(path) == good  # rewritten from the weights
+    assert hash_file(path) == good  # rewritten from the weights

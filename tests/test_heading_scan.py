@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragsift.sources.markdown import _HEADING_LINE, _may_have_headings
+from ragsift.sources.markdown import HEADING_LINE, may_have_headings
 
 _PIECES = [
     "#",
@@ -38,7 +38,7 @@ _PIECES = [
 @settings(max_examples=1000, deadline=None)
 @given(st.lists(st.sampled_from(_PIECES), max_size=30).map("".join))
 def test_the_fast_scan_answers_as_the_original(text):
-    assert _may_have_headings(text) == (_HEADING_LINE.search("\n" + text) is not None)
+    assert may_have_headings(text) == (HEADING_LINE.search("\n" + text) is not None)
 
 
 def test_the_fast_scan_on_examples():
@@ -56,4 +56,4 @@ def test_the_fast_scan_on_examples():
         ("-", True),
         ("a\n==\t \nb", True),
     ]:
-        assert _may_have_headings(text) is want, text
+        assert may_have_headings(text) is want, text

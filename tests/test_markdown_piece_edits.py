@@ -8,7 +8,7 @@ import random
 import pytest
 
 from ragsift.sources import markdown
-from ragsift.sources.markdown import _may_have_edits
+from ragsift.sources.markdown import may_have_edits
 
 PLAIN = "the quick brown fox jumps over the lazy dog and the <file> or <unk> it names".split()
 
@@ -43,14 +43,14 @@ TEXT = [
 
 @pytest.mark.parametrize("text", EDITS)
 def test_what_may_be_reduced_is_parsed(text):
-    assert _may_have_edits(text)
-    assert _may_have_edits("plain words\n" + text.replace("\n", "\r\n") + "\nmore")
+    assert may_have_edits(text)
+    assert may_have_edits("plain words\n" + text.replace("\n", "\r\n") + "\nmore")
 
 
 @pytest.mark.parametrize("text", TEXT)
 def test_text_that_only_looks_like_html_is_not(text):
-    assert not _may_have_edits(text)
-    assert not _may_have_edits("plain words\n" + text + "\nmore")
+    assert not may_have_edits(text)
+    assert not may_have_edits("plain words\n" + text + "\nmore")
 
 
 def _long(rng: random.Random, size: int, rare: list[str]) -> str:
@@ -66,7 +66,7 @@ def _long(rng: random.Random, size: int, rare: list[str]) -> str:
     return "\n\n".join(out)
 
 
-def _both(monkeypatch, text: str):
+def both_sides(monkeypatch, text: str):
     """The document with pieces declined by the test, and with every piece parsed; and how
     many pieces were declined."""
     original = markdown.token_pieces
@@ -95,7 +95,7 @@ def test_declined_pieces_read_the_same_document(monkeypatch, seed):
     text = _long(rng, 300_000, rare)
     if seed % 2:
         text = text.replace("\n", "\r\n")
-    skipped, whole, declined = _both(monkeypatch, text)
+    skipped, whole, declined = both_sides(monkeypatch, text)
     assert skipped == whole
 
 
@@ -109,7 +109,7 @@ def test_one_reduction_among_placeholders_is_read(monkeypatch, item, crlf):
     text = f"{before}\n\n{item}\n\n{after}"
     if crlf:
         text = text.replace("\n", "\r\n")
-    skipped, whole, declined = _both(monkeypatch, text)
+    skipped, whole, declined = both_sides(monkeypatch, text)
     assert whole.text != text  # the item is reduced: a piece declined wrongly would show
     assert skipped == whole
     assert declined >= 3
@@ -117,7 +117,7 @@ def test_one_reduction_among_placeholders_is_read(monkeypatch, item, crlf):
 
 def test_placeholders_alone_leave_their_pieces_unparsed(monkeypatch):
     text = _long(random.Random(1), 300_000, TEXT)
-    skipped, whole, declined = _both(monkeypatch, text)
+    skipped, whole, declined = both_sides(monkeypatch, text)
     assert skipped == whole and skipped.text == text
     assert declined >= 4  # every piece: nothing in them is a heading or HTML to reduce
 
@@ -136,4 +136,4 @@ def test_placeholder_lines_need_no_markdown_it(monkeypatch):
         raise AssertionError(f"markdown-it asked about {line!r}")
 
     monkeypatch.setattr(markdown, "_opens_html_block", fail)
-    assert not _may_have_edits(" <unk> M Harrel , Telegram\n<file> and <x>y\n- <unk> z")
+    assert not may_have_edits(" <unk> M Harrel , Telegram\n<file> and <x>y\n- <unk> z")

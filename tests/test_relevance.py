@@ -1,6 +1,6 @@
 """The one relevance score (issue 21): it orders the candidates and holds the threshold.
 
-Property tests drive the engine's own ordering (``engine._order``, the hybrid/lexical path;
+Property tests drive the engine's own ordering (``engine.order_candidates``, the hybrid/lexical path;
 ``relevance.score_array``, every mode) with arbitrary evidence and check the order/gate
 invariants; CLI tests on the real fixture index (real model) check the hint's exactness, the
 migration of a threshold saved by an older release, and that `explain` shows the evidence."""
@@ -54,12 +54,12 @@ def test_order_and_gate_agree_for_any_evidence(lists, mode, k, threshold, max_ch
     an admitted one except ``over-k``/``over-char-budget``, and an ``over-k`` one never does;
     every below-threshold candidate scores under the threshold and every admitted one at or
     above it."""
-    from ragsift.retrieval.engine import Evidence, _order
+    from ragsift.retrieval.engine import Evidence, order_candidates
     from ragsift.retrieval.hybrid import Fusion
     from ragsift.retrieval.topk import BELOW_THRESHOLD, OVER_K, admission
 
     dense, lexical, cos, ceiling = lists
-    ranked = _order(mode, query, Evidence(dense, lexical, cos, ceiling, {}), 50, Fusion())
+    ranked = order_candidates(mode, query, Evidence(dense, lexical, cos, ceiling, {}), 50, Fusion())
     scores = [c.score for c in ranked]
     assert scores == sorted(scores, reverse=True)
     assert all(0.0 <= s <= 1.0 for s in scores)

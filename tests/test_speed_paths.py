@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragsift.sources.document import OffsetMap
-from ragsift.sources.markdown import _inline_text, parse_markdown, render_markdown_tables
+from ragsift.sources.markdown import inline_text, parse_markdown, render_markdown_tables
 
 
 def _old_of_lines(text: str) -> tuple[int, ...]:
@@ -83,7 +83,7 @@ def _full_parse_trails(text: str) -> list[tuple[int, tuple[str, ...]]]:
             level = int(tok.tag[1:])
             while stack and stack[-1][0] >= level:
                 stack.pop()
-            stack.append((level, _inline_text(tokens[i + 1])))
+            stack.append((level, inline_text(tokens[i + 1])))
             out.append((tok.map[0] + 1, tuple(t for _, t in stack)))
     return out
 

@@ -358,7 +358,7 @@ def index_for(counter: TokenCounter, text: str) -> Any:
 
 def _cl100k() -> TokenCounter:
     counter = TiktokenCounter()
-    _keep_until_exit(counter.encoding)
+    keep_until_exit(counter.encoding)
     return counter
 
 
@@ -378,7 +378,7 @@ def _names() -> list[str]:
     return list(dict.fromkeys(["cl100k", "chars", "model", *FACTORIES]))
 
 
-def _keep_until_exit(obj: Any) -> None:
+def keep_until_exit(obj: Any) -> None:
     """Never free ``obj``: the end of the process reclaims its memory. For the cached cl100k
     encoding, which this cache keeps for the life of the process anyway, that skips only its
     destructor at interpreter exit: dropping tiktoken's ``CoreBPE`` (its regex clones and

@@ -418,14 +418,6 @@ def _sidecar(path: Any) -> Any:
     return path.with_name(path.name + ".json")
 
 
-def _file_sha256(path: Any) -> str:
-    """A fresh sha256 of the cached graph (never the path/size/mtime-keyed cache of
-    ``weights.file_sha256``: this checks the file's bytes themselves)."""
-    from ragsift.embedders.weights import hash_file
-
-    return hash_file(path)
-
-
 def _cache_valid(path: Any) -> bool:
     import json
     import os
@@ -439,7 +431,10 @@ def _cache_valid(path: Any) -> bool:
         return False
     if meta.get("size") == st.st_size and meta.get("mtime_ns") == st.st_mtime_ns:
         return True
-    if meta.get("size") != st.st_size or _file_sha256(path) != meta["sha256"]:
+    # a fresh sha256 of the bytes, never weights.file_sha256's path/size/mtime-keyed cache
+    from ragsift.embedders.weights import hash_file
+
+    if meta.get("size") != st.st_size or hash_file(path) != meta["sha256"]:
         return False
     meta["mtime_ns"] = st.st_mtime_ns  # touched, same bytes: remember the new stamp
     try:
@@ -470,7 +465,10 @@ def _write_cache(path: Any, model: bytes) -> None:
         opts.log_severity_level = log_severity()
         ort.InferenceSession(model, sess_options=opts, providers=["CPUExecutionProvider"])
         st = tmp.stat()
-        meta = {"sha256": _file_sha256(tmp), "size": st.st_size}
+        # a fresh sha256 of the bytes, never weights.file_sha256's path/size/mtime-keyed cache
+        from ragsift.embedders.weights import hash_file
+
+        meta = {"sha256": hash_file(tmp), "size": st.st_size}
         os.replace(tmp, path)
         meta["mtime_ns"] = path.stat().st_mtime_ns
         side = _sidecar(path)

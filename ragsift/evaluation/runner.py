@@ -112,7 +112,7 @@ def evaluate(
     say = progress or (lambda _msg: None)
     with tempfile.TemporaryDirectory(prefix="ragsift-eval-", dir=workdir) as tmp:
         tmpdir = Path(tmp)
-        paths, doc_of_path = _materialize(dataset, tmpdir)
+        paths, doc_of_path = materialize(dataset, tmpdir)
         embedders: dict[tuple, CachingEmbedder] = {}
         built: dict[tuple, _Index] = {}
         results = []
@@ -125,10 +125,10 @@ def evaluate(
                     built.clear()
                     emb_key = (cfg.model, tuple(sorted(cfg.embedder_options.items())))
                     if emb_key not in embedders:
-                        embedders[emb_key] = CachingEmbedder(_load_embedder(cfg), cache)
+                        embedders[emb_key] = CachingEmbedder(embedder_for_config(cfg), cache)
                     say(f"[{n}/{len(configs)}] {cfg.name}: indexing ({cfg.chunker_label()})")
                     hits0, misses0 = cache.hits, cache.misses
-                    built[key] = _build(
+                    built[key] = build_config_index(
                         paths, tmpdir / f"index-{n}.{cfg.backend}", cfg, embedders[emb_key]
                     )
                     built[key].cache = {
@@ -169,14 +169,14 @@ def _index_key(cfg: EvalConfig) -> tuple:
     )
 
 
-def _load_embedder(cfg: EvalConfig) -> Any:
+def embedder_for_config(cfg: EvalConfig) -> Any:
     from ragsift.embedders import load_embedder
     from ragsift.embedders.options import EmbedderOptions
 
     return load_embedder(cfg.model, EmbedderOptions.of(cfg.embedder_options))
 
 
-def _materialize(dataset: SpanDataset | BeirDataset, tmpdir: Path) -> tuple[list[str], Any]:
+def materialize(dataset: SpanDataset | BeirDataset, tmpdir: Path) -> tuple[list[str], Any]:
     """Paths to index and a function record-path → corpus/document id."""
     if isinstance(dataset, SpanDataset):
         by_name = {p.name: cid for cid, p in dataset.corpora.items()}
@@ -226,7 +226,7 @@ def _make_chunker(cfg: EvalConfig) -> Any:
         raise RagsiftError(f"config {cfg.name}: chunker options: {exc}") from None
 
 
-def _build(
+def build_config_index(
     paths: list[str], index_path: Path, cfg: EvalConfig, embedder: CachingEmbedder
 ) -> _Index:
     import ragsift.api as rs

@@ -107,7 +107,7 @@ def rank(
         # the aggregate's best max(n, UNIT_DEPTH), re-scored with their best units, then cut
         depth = max(n, UNIT_DEPTH)
         return [
-            _order(
+            order_candidates(
                 mode,
                 query,
                 Evidence(hits, [], {}, 0.0, best_units(backend, qvec, wanted(hits, []))),
@@ -128,7 +128,7 @@ def rank(
         # The two sides overlap: FTS5 (SQLite) and the matrix scan (numpy) both release the
         # GIL, so a warm hybrid query costs about the slower side, not their sum. Same calls,
         # same lists as one after the other; an error on either side is raised here.
-        dense_lists, lexical_all = _both(
+        dense_lists, lexical_all = both_sides(
             lambda: backend.dense_candidates(qvecs, depth, paths), lexical_lists
         )
     else:
@@ -143,7 +143,7 @@ def rank(
         ceiling = backend.lexical_ceiling(query) if lexical else 0.0
         units = best_units(backend, qvec, wanted(dense, lexical)) if mode == "hybrid" else {}
         found = Evidence(dense, lexical, cos_of, ceiling, units)
-        out.append(_order(mode, query, found, n, fusion, model))
+        out.append(order_candidates(mode, query, found, n, fusion, model))
     return out
 
 
@@ -168,7 +168,7 @@ class Evidence:
     units: Mapping[int, BestUnit]
 
 
-def _order(
+def order_candidates(
     mode: str,
     query: str,
     found: Evidence,
@@ -280,7 +280,7 @@ class AheadReader:
         return getattr(self._backend, name)
 
 
-def _both(first, second):  # -> (first(), second()), second in a thread
+def both_sides(first, second):  # -> (first(), second()), second in a thread
     import threading
 
     box: list = []

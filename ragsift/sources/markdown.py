@@ -33,7 +33,7 @@ from ragsift.sources.markdown_pieces import BlockBound, block_tokens, parser, to
 # A superset test: text with no such line has no headings, and markdown-it need not run.
 # (searched in "\n" + text: a pattern that starts with a line break scans fast; without "\r"
 # in the text, one that starts with the literal "\n" scans ~10x faster than the class)
-_HEADING_LINE = re.compile(r"[\r\n] {0,3}(?:#|(?:=+|-+)[ \t]*(?:[\r\n]|\Z))")
+HEADING_LINE = re.compile(r"[\r\n] {0,3}(?:#|(?:=+|-+)[ \t]*(?:[\r\n]|\Z))")
 _HEADING_LINE_LF = re.compile(r"\n {0,3}(?:#|(?:=+|-+)[ \t]*(?:\n|\Z))")
 _HEADING_FIRST_LINE = re.compile(r" {0,3}(?:#|(?:=+|-+)[ \t]*(?:[\r\n]|\Z))")
 # a tag of HTML (a letter, "/", "!" or "?" after "<") or a character reference: a file
@@ -58,14 +58,14 @@ _EDIT_AT = re.compile(r"&(?:#|([A-Za-z][A-Za-z0-9]*);)|<(?:[!?]|/?([A-Za-z][A-Za
 PAGE_BREAK = re.compile(r"<page_break\s+page\s*=\s*[\"']?(\d+)[\"']?\s*/?>", re.IGNORECASE)
 
 
-def _may_have_headings(text: str) -> bool:
-    r"""``_HEADING_LINE.search("\n" + text)``, without copying the text."""
+def may_have_headings(text: str) -> bool:
+    r"""``HEADING_LINE.search("\n" + text)``, without copying the text."""
     if _HEADING_FIRST_LINE.match(text):
         return True
-    return (_HEADING_LINE if "\r" in text else _HEADING_LINE_LF).search(text) is not None
+    return (HEADING_LINE if "\r" in text else _HEADING_LINE_LF).search(text) is not None
 
 
-def _may_have_edits(text: str) -> bool:
+def may_have_edits(text: str) -> bool:
     """Whether ``reader_edits`` may change ``text`` (a piece): ``False`` only when it surely
     finds nothing to reduce (see ``_EDIT_AT``)."""
     for mark in "<&":  # (each "<" and "&" looked at: faster than a regex scan of the text)
@@ -146,15 +146,15 @@ def parse_markdown(
     html = html and _MAY_HAVE_HTML.search(text) is not None
     heads: list[tuple[Any, str]] = []  # (heading_open, its title)
     edits: list[tuple[int, int, str]] = []
-    if html or _may_have_headings(text):
+    if html or may_have_headings(text):
         try:
             # a piece without a line that may be a heading, and without HTML that may be
             # reduced (an element's tag, a comment, a character reference, a line that may
             # open an HTML block), has no heading and nothing to reduce: it is not parsed
             if html:
-                need = lambda src: _may_have_headings(src) or _may_have_edits(src)  # noqa: E731
+                need = lambda src: may_have_headings(src) or may_have_edits(src)  # noqa: E731
             else:
-                need = _may_have_headings
+                need = may_have_headings
             for tokens, env in token_pieces(text, lines.starts or (0,), need):
                 found = [
                     (tok, tokens[i + 1] if i + 1 < len(tokens) else None)
@@ -162,7 +162,7 @@ def parse_markdown(
                     if tok.type == "heading_open" and tok.level == 0 and tok.map is not None
                 ]
                 _parse_inline([t for _, t in found if t is not None], env)
-                heads += [(tok, _inline_text(t) if t is not None else "") for tok, t in found]
+                heads += [(tok, inline_text(t) if t is not None else "") for tok, t in found]
                 if html:
                     from ragsift.sources.markdown_html import reader_edits
 
@@ -276,7 +276,7 @@ def _line_offset(lines: OffsetMap, line0: int) -> int:
 def _with_markup(inline_tokens: list[Any]) -> list[Any]:
     """The inline tokens whose text inline parsing can change: those with a character that
     stops markdown-it's ``text`` rule (every other inline rule starts at one). A cell
-    without one parses to a single text token of its content, which ``_inline_text`` gives
+    without one parses to a single text token of its content, which ``inline_text`` gives
     unparsed too (a giant table's cells are mostly such: a parse each was most of its time).
     """
     stops = getattr(parser().inline, "terminator_re", None)
@@ -286,7 +286,7 @@ def _with_markup(inline_tokens: list[Any]) -> list[Any]:
     return [t for t in inline_tokens if search(t.content) is not None]
 
 
-def _inline_text(tok: Any, html_as_text: bool = False) -> str:
+def inline_text(tok: Any, html_as_text: bool = False) -> str:
     """Plain text of an inline token: text and code spans, markup dropped (``html_as_text``:
     inline HTML kept as text)."""
     if tok.type != "inline":
@@ -316,7 +316,7 @@ def heading_titles(lines: list[str]) -> list[tuple[int, str]] | None:
     if len(found) != len(lines):
         return None
     _parse_inline([tokens[i + 1] for i in found], env)
-    return [(int(tokens[i].tag[1:]), _inline_text(tokens[i + 1])) for i in found]
+    return [(int(tokens[i].tag[1:]), inline_text(tokens[i + 1])) for i in found]
 
 
 def render_markdown_tables(doc: Document) -> Document:
@@ -466,7 +466,7 @@ def _table_rows(tokens: list[Any]) -> list[tuple[str, int]]:
             current = []
             row_line = (tok.map[0] + 1) if tok.map else row_line + 1
         elif tok.type == "inline":  # (the text is a reader's: a "<b>" left in it is text)
-            current.append(_inline_text(tok, html_as_text=True))
+            current.append(inline_text(tok, html_as_text=True))
         elif tok.type == "tr_close":
             if in_head:
                 headers = current
