@@ -4,7 +4,8 @@ not a test).
 For each size N (default 10k, 100k, 1M) of 384-dimensional synthetic unit vectors:
 
 - builds an index file through ``IndexStore.write_documents`` (cached in ``--work``; the
-  settings carry the default model's fingerprint so ``ragsift query`` accepts the file);
+  settings carry the default model's fingerprint and the evidence layout, and each row its
+  unit evidence (one unit, the row's vector), so ``ragsift query`` accepts the file);
 - warm search latency per query, single query at a time, top ``k + reject_window`` = 13,
   the engines taking turns on each query (the machine may be shared):
   ``IndexStore.dense_candidates`` (the scan + argpartition), ``Searcher.retrieve`` (plus chunk
@@ -66,8 +67,11 @@ def queries_for(matrix: np.ndarray, count: int, seed: int = 1) -> np.ndarray:
 
 
 def build_index(path: Path, n: int, fingerprint: str, model: str) -> None:
+    from ragsift.embedders import evidence
+
     marker = path.with_suffix(".done")
-    if path.exists() and marker.exists() and marker.read_text() == str(n):
+    done = f"{n} {evidence.EVIDENCE_KIND}"  # a file cached without this evidence is rebuilt
+    if path.exists() and marker.exists() and marker.read_text() == done:
         return
     for p in (path, marker, Path(str(path) + "-wal"), Path(str(path) + "-shm")):
         if p.exists():
@@ -81,6 +85,7 @@ def build_index(path: Path, n: int, fingerprint: str, model: str) -> None:
             dimensions=DIM,
             chunker="synthetic",
             chunker_options={},
+            evidence=evidence.EVIDENCE_KIND,  # as embed records it: the query path checks it
         )
         batch = []
         for d, s in enumerate(range(0, n, ROWS_PER_DOC)):
@@ -103,6 +108,15 @@ def build_index(path: Path, n: int, fingerprint: str, model: str) -> None:
                 }
                 for i in range(e - s)
             ]
+            # unit evidence as embed stores it: the text's own units ("synthetic chunk N" is
+            # one), each with the chunk's vector, so their length-weighted mean (the chunk's
+            # vector, ``evidence.aggregate``) is the stored row itself and the matrix stays
+            # the one faiss and sqlite-vec search
+            for i, rec in enumerate(recs):
+                bounds = evidence.unit_bounds(rec["text"]) or [(0, len(rec["text"]))]
+                rec["units"] = evidence.encode(
+                    bounds, np.repeat(matrix[s + i][None], len(bounds), 0)
+                )
             batch.append(
                 DocumentWrite(
                     key=f"doc{d:05d}.txt",
@@ -116,7 +130,7 @@ def build_index(path: Path, n: int, fingerprint: str, model: str) -> None:
                 store.write_documents(batch)
                 batch = []
         store.write_documents(batch)
-    marker.write_text(str(n))
+    marker.write_text(done)
     print(f"  built {path.name}: {n} rows in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
 
 
