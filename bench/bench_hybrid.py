@@ -53,6 +53,7 @@ from ragsift.index import store as store_module
 from ragsift.index.backend import ChunkRow, DocumentWrite
 from ragsift.retrieval import engine
 from ragsift.retrieval import hybrid as hybrid_module
+from ragsift.retrieval.units import best_units, wanted
 
 SHARED = Path(os.environ.get("RAGSIFT_SHARED_EVAL", REPO.parent / "shared" / "eval"))
 DIM = 384
@@ -181,7 +182,8 @@ def warm(path: Path, queries: list[str]) -> tuple[dict[str, list[float]], bool]:
                 engine.both_sides = threaded
 
         ahead: dict = {}
-        postings = store._lexical_postings()  # the lexical postings (ragsift/index/lexical.py)
+        # the lexical postings (ragsift/index/lexical.py), loaded as the store loads them
+        postings = lexical.Postings.load(store.db)
         assert postings is not None, "the index has no usable lexical postings"
 
         shipped = store.lexical_search
@@ -222,7 +224,9 @@ def warm(path: Path, queries: list[str]) -> tuple[dict[str, list[float]], bool]:
                 engine.AheadReader(store, ahead[q]), [q], v[None, :], mode="hybrid", n=13
             )
 
-        lists: dict = {}  # per query: both sides' lists and lookups, fetched once (untimed)
+        # per query: both sides' lists, the cosines and BM25 ceiling, and the candidates' best
+        # units (as ``engine.rank`` reads them), fetched once (untimed)
+        lists: dict = {}
 
         def prepared(q, v):
             if q not in lists:
@@ -231,17 +235,16 @@ def warm(path: Path, queries: list[str]) -> tuple[dict[str, list[float]], bool]:
                 have = {r for r, _ in dense}
                 todo = [r for r, _ in lex if r not in have]
                 cos = dict(zip(todo, store.cosines(v, todo))) if todo else {}
-                lists[q] = (dense, lex, cos, store.lexical_ceiling(q))
+                units = best_units(store, v, wanted(dense, lex))
+                lists[q] = engine.Evidence(dense, lex, cos, store.lexical_ceiling(q), units)
             return lists[q]
 
         def order_relevance(q, v):  # the ordering step as shipped: relevance score + sort
-            dense, lex, cos, ceiling = prepared(q, v)
-            return engine.order_candidates(
-                "hybrid", q, dense, lex, cos, ceiling, 13, engine.Fusion()
-            )
+            return engine.order_candidates("hybrid", q, prepared(q, v), 13, engine.Fusion())
 
         def order_convex(q, v):  # the ordering step before issue 21: convex min-max fusion
-            dense, lex, cos, _ = prepared(q, v)
+            found = prepared(q, v)
+            dense, lex, cos = found.dense, found.lexical, found.cos_of
             return hybrid_module.fuse(
                 dense, lex, hybrid_module.Fusion(fusion="convex"), dense_score_of=cos.get, limit=13
             )
