@@ -8,7 +8,8 @@ Two dialects share one translator:
   the ``.gitignore`` file, otherwise it matches a name at any depth. Later rules win; nested
   files apply to their subtree and override their parents. Not supported: ``\\`` escapes of
   trailing spaces, ``.git/info/exclude`` and the global excludes file.
-- ``fnmatch`` (``--include``/``--exclude``): like ``fnmatch``, ``*`` also crosses ``/``, so
+- ``fnmatch`` (``--include``/``--exclude``; ``--path``, ``ls`` and ``rm`` on stored paths,
+  ``retrieval.engine.path_matches``): like ``fnmatch``, ``*`` also crosses ``/``, so
   ``docs/*`` covers ``docs/a/b.md``; ``**/`` still matches zero folders (``**/*.md``
   matches ``a.md``).
 """
