@@ -94,24 +94,32 @@ class ChunkRecord:
     def as_dict(self) -> dict[str, Any]:
         """The JSON shape (``ragsift chunk`` fields, headings as a list)."""
         return {
-            "id": self.id,
-            "path": self.path,
-            "index": self.index,
-            "text": self.text,
-            "start": self.start,
-            "end": self.end,
-            "context": self.context,
-            "tokens": self.tokens,
-            "chars": self.chars,
-            "line_start": self.line_start,
-            "line_end": self.line_end,
-            "headings": list(self.headings),
-            "page": self.page,
-            "level": self.level,
+            **chunk_json(self),
             "rowid": self.rowid,
             "content_hash": self.content_hash,
             "truncated": self.truncated,
         }
+
+
+def chunk_json(rec: ChunkRecord | ChunkRow) -> dict[str, Any]:
+    """The ``ragsift chunk`` fields of a chunk record, in their order (an API), headings as a
+    list: the one writer of that shape for both directions' records."""
+    return {
+        "id": rec.id,
+        "path": rec.path,
+        "index": rec.index,
+        "text": rec.text,
+        "start": rec.start,
+        "end": rec.end,
+        "context": rec.context,
+        "tokens": rec.tokens,
+        "chars": rec.chars,
+        "line_start": rec.line_start,
+        "line_end": rec.line_end,
+        "headings": list(rec.headings),
+        "page": rec.page,
+        "level": rec.level,
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,22 +192,7 @@ class ChunkRow:
     def to_json(self, *, content_hash: bool = False) -> dict[str, Any]:
         """The ``ragsift chunk`` record (field names and order are an API; headings as a
         list); with ``content_hash``, that record plus its ``content_hash``."""
-        out: dict[str, Any] = {
-            "id": self.id,
-            "path": self.path,
-            "index": self.index,
-            "text": self.text,
-            "start": self.start,
-            "end": self.end,
-            "context": self.context,
-            "tokens": self.tokens,
-            "chars": self.chars,
-            "line_start": self.line_start,
-            "line_end": self.line_end,
-            "headings": list(self.headings),
-            "page": self.page,
-            "level": self.level,
-        }
+        out = chunk_json(self)
         if content_hash:
             out["content_hash"] = self.content_hash
         return out
