@@ -33,6 +33,7 @@ from ragsift.retrieval.hybrid import Fusion, fuse
 from ragsift.retrieval.relevance import Ranked
 from ragsift.retrieval.request import check_mode
 from ragsift.retrieval.units import UNIT_DEPTH, BestUnit, best_units, wanted
+from ragsift.sources.globs import glob_regex
 
 if TYPE_CHECKING:
     import numpy as np
@@ -48,8 +49,6 @@ def path_matches(path: str, globs: Sequence[str] | None) -> bool:
     of ``--include``/``--exclude`` (``sources.globs.glob_regex``: ``*`` also matches ``/``,
     ``**/`` also zero folders, ``[...]`` classes); a plain path matches itself.
     (``--include`` also matches a file's name or a folder on its way: ``globs.path_matches``.)"""
-    from ragsift.sources.globs import glob_regex
-
     return not globs or any(
         path == g or glob_regex(g, slash_stars=True).fullmatch(path) is not None for g in globs
     )
