@@ -198,3 +198,16 @@ class SkipFile(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class NotADocument(SkipFile):
+    """Raised by a reader/parser: this file reads, but it is not a document (a theme
+    template), found out only once read. While walking a folder such a file is *ignored*, as
+    discovery ignores an image: counted under ``kind`` (the key of the ignored counts, e.g.
+    ``"HTML template"``), no skip line, never a change of exit code. A file named as an
+    argument is skipped with ``reason``, as an image named as one is. A ``SkipFile``, so a
+    caller that knows nothing of it skips the file."""
+
+    def __init__(self, reason: str, kind: str) -> None:
+        super().__init__(reason)
+        self.kind = kind

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from ragsift.errors import SkipFile
-from ragsift.sources.html import parse_html, template_reason
+from ragsift.errors import NotADocument
+from ragsift.sources.html import TEMPLATE, parse_html, template_reason
 from ragsift.sources.html_layout import layout
 
 MDBOOK = """<!DOCTYPE HTML>
@@ -505,9 +505,12 @@ def test_an_element_left_open_inside_the_root_does_not_leak_what_follows():
         ),
     ],
 )
-def test_a_template_is_skipped_with_its_reason(name, template):
-    with pytest.raises(SkipFile, match="a template, not a document"):
+def test_a_template_is_not_a_document_with_its_reason(name, template):
+    """Not a document (ignored while walking, a skip when named: tests/test_template_ignored.py),
+    with its reason and its kind among the ignored files."""
+    with pytest.raises(NotADocument, match="^a template, not a document \\(") as caught:
         parse_html(template, name)
+    assert caught.value.kind == TEMPLATE == "HTML template"
 
 
 def test_a_page_that_shows_template_syntax_in_an_example_is_a_document():

@@ -60,6 +60,13 @@ class Run:
         if self.on_skip:
             self.on_skip(s)
 
+    def ignore(self, s: Skipped) -> None:
+        """A discovered file that turned out not to be a document once read (``reason``: its
+        kind, ``errors.NotADocument``): counted with the files discovery ignored, as if it had
+        ignored it (not among the discovered), no line."""
+        self.summary.discovered -= 1
+        self.summary.ignored[s.reason] = self.summary.ignored.get(s.reason, 0) + 1
+
     def unchanged(self, u: Unchanged, work: int = 0) -> None:
         self.summary.unchanged += 1
         if u.touch is not None:

@@ -1,12 +1,16 @@
 """Stage 1: find, read and parse. The one walk and the one read → parse loop of ``chunk`` and
-``embed`` (local and Ray): an unusable file is one skip (one line), and the run goes on."""
+``embed`` (local and Ray): an unusable file is one skip (one line), and the run goes on. A
+walked file a reader finds is not a document once read (``errors.NotADocument``: a theme
+template) is ignored as discovery ignores an image: counted by its kind, no line, never a
+change of exit code; named as an argument it is a skip, as an image named as one is."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from ragsift.errors import SkipFile
+from ragsift.errors import NotADocument, SkipFile
 from ragsift.ingest.records import chunk_record, prepared
 from ragsift.ingest.request import WalkRules
 from ragsift.ingest.summary import ChunkSummary
@@ -47,6 +51,13 @@ def walk(
     return found
 
 
+def named_files(paths: Iterable[str]) -> Callable[[SourceFile], bool]:
+    """Whether a file is one of ``paths`` named as an argument (not found by walking a
+    folder; stdin counts as named): its real path is an argument's that is not a folder."""
+    names = {os.path.realpath(p) for p in paths if p != "-" and not os.path.isdir(p)}
+    return lambda sf: sf.path is None or os.path.realpath(sf.path) in names
+
+
 def load_each(
     files: list[SourceFile],
     *,
@@ -55,10 +66,15 @@ def load_each(
     max_file_size: int | None,
     before_read: Callable[[SourceFile], bool] | None = None,
     after_read: Callable[[SourceFile, bytes], bool] | None = None,
+    ignore: Callable[[Skipped], None] | None = None,
+    named: Callable[[SourceFile], bool] | None = None,
 ) -> Iterator[tuple[SourceFile, bytes, Document]]:
     """The one read → parse loop of ``chunk`` and ``embed``: ``(file, bytes, document)`` for
     every usable file; an unusable one is passed to ``skip`` (one line) and the loop goes on.
-    ``before_read``/``after_read`` return True to pass over a file (``embed``: unchanged)."""
+    ``before_read``/``after_read`` return True to pass over a file (``embed``: unchanged).
+    A file that is not a document (``NotADocument``) is passed to ``ignore`` as
+    ``Skipped(path, kind)`` unless ``named`` says it was named as an argument (``named_files``;
+    None: none was); without ``ignore`` it is a skip."""
     from ragsift.sources import DEFAULT_MAX_FILE_SIZE, Skipped, load_document, read_bytes
 
     cap = DEFAULT_MAX_FILE_SIZE if max_file_size is None else max_file_size
@@ -70,6 +86,12 @@ def load_each(
             if after_read is not None and after_read(sf, data):
                 continue
             doc = load_document(sf, data)
+        except NotADocument as exc:
+            if ignore is not None and not (named is not None and named(sf)):
+                ignore(Skipped(sf.relpath, exc.kind))
+            else:
+                skip(Skipped(sf.relpath, exc.reason))
+            continue
         except SkipFile as exc:
             skip(Skipped(sf.relpath, exc.reason))
             continue
@@ -120,12 +142,18 @@ def iter_documents(
         summary.files += 1
         return False
 
+    def ignore(s: Skipped) -> None:  # counted as discovery counts an ignored file: not a file
+        summary.files -= 1
+        summary.ignored[s.reason] = summary.ignored.get(s.reason, 0) + 1
+
     for _sf, _data, doc in load_each(
         found.files,
         skip=skip,
         on_warning=on_warning,
         max_file_size=rules.max_file_size,
         before_read=count,
+        ignore=ignore,
+        named=named_files(paths),
     ):
         summary.parsed += 1
         yield doc

@@ -4,10 +4,10 @@ file order, batches, embeds and commits (every index access stays on it)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from ragsift.ingest.load import load_each, report_warnings, walk
+from ragsift.ingest.load import load_each, named_files, report_warnings, walk
 from ragsift.ingest.plan import ChangePlan
 from ragsift.ingest.prefetch import PREFETCH_FILES, prefetched
 from ragsift.ingest.records import STDIN_CHUNKER, index_records, records_by_path, records_sha256
@@ -30,7 +30,7 @@ def ingest_files(run: Run, request: BuildRequest, chunker: Any) -> ChangePlan:
     # (no token-id handover from the chunker: the embedder embeds each chunk's units, texts
     # the chunker never counted, ``embedders.evidence``)
     events = prefetched(
-        file_events(found.files, plan, chunker, rules.max_file_size),
+        file_events(found.files, plan, chunker, rules.max_file_size, named_files(request.paths)),
         PREFETCH_FILES,
         idle=run.flush_if_due,
     )
@@ -53,6 +53,9 @@ def _consume(run: Run, events) -> None:
             elif kind == "skip":
                 run.skip(item)
                 run.progress.advance(files=1, unneeded=size)
+            elif kind == "ignore":
+                run.ignore(item)
+                run.progress.advance(files=1, unneeded=size)
             else:
                 doc, write = item
                 s.parsed += 1
@@ -64,13 +67,18 @@ def _consume(run: Run, events) -> None:
 
 
 def file_events(
-    files: list[SourceFile], plan: ChangePlan, chunker: Any, max_file_size: int | None
+    files: list[SourceFile],
+    plan: ChangePlan,
+    chunker: Any,
+    max_file_size: int | None,
+    named: Callable[[SourceFile], bool] | None = None,
 ) -> Iterator[tuple]:
     """``(kind, file, item)`` per discovered file, in order, through the one read → parse
     loop (``load_each``) and the change plan; no index access (it runs in the producer
-    thread): ``unchanged`` (item: ``plan.Unchanged``), ``skip`` (item: ``Skipped``), ``doc``
-    (item: the parsed document and its ``DocumentWrite``). Parser warnings are reported by
-    the consumer."""
+    thread): ``unchanged`` (item: ``plan.Unchanged``), ``skip`` (item: ``Skipped``),
+    ``ignore`` (item: ``Skipped`` with the kind of non-document it is; ``named``: which files
+    were named as arguments, skips instead), ``doc`` (item: the parsed document and its
+    ``DocumentWrite``). Parser warnings are reported by the consumer."""
     import hashlib
 
     from ragsift.index.backend import DocumentWrite
@@ -98,6 +106,9 @@ def file_events(
     def skip(sk: Skipped) -> None:
         pending.append(("skip", current[0], sk))
 
+    def ignore(sk: Skipped) -> None:
+        pending.append(("ignore", current[0], sk))
+
     for sf, _data, doc in load_each(
         files,
         skip=skip,
@@ -105,6 +116,8 @@ def file_events(
         max_file_size=max_file_size,
         before_read=before_read,
         after_read=after_read,
+        ignore=ignore,
+        named=named,
     ):
         yield from pending
         pending.clear()

@@ -44,16 +44,19 @@ from typing import TYPE_CHECKING, Any
 
 from ragsift.errors import RagsiftError, Words
 from ragsift.ingest.batch import EMBED_STEP
-from ragsift.ingest.load import report_warnings, walk
+from ragsift.ingest.load import named_files, report_warnings, walk
 from ragsift.ingest.plan import ChangePlan
 from ragsift.ingest.ray_fragments import write_fragments
 from ragsift.ingest.ray_stages import LAST_RUN, EmbedActor, Precomputed, parse_file
 from ragsift.ingest.ray_stderr import restart_notice_dropped
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ragsift.index.backend import ChunkRow
     from ragsift.ingest.batch import Run
     from ragsift.ingest.request import BuildRequest
+    from ragsift.sources import SourceFile
 
 
 def _ray():
@@ -120,7 +123,9 @@ def ingest_files(
     found = walk(request.paths, rules, run.skip, run.on_warning, run.summary.ignored)
     # -- the change plan, on the driver, exactly as a local run ------------------------------
     plan = ChangePlan(run.store.documents_state(), key_of_chunker, run.root)
-    changed = _changed_files(run, plan, found.files, rules.max_file_size)
+    changed = _changed_files(
+        run, plan, found.files, rules.max_file_size, named_files(request.paths)
+    )
     LAST_RUN.clear()
     LAST_RUN.update(vectors_to_driver=0, rows_written_by_workers=0, fragments=0)
     if changed:
@@ -132,10 +137,15 @@ def ingest_files(
 
 
 def _changed_files(
-    run: Run, plan: ChangePlan, files: list, max_file_size: int | None
+    run: Run,
+    plan: ChangePlan,
+    files: list,
+    max_file_size: int | None,
+    named: Callable[[SourceFile], bool],
 ) -> list[dict]:
     """The change plan's side on the driver: each discovered file unchanged (counted, as a
-    local run counts it) or changed, a row for the parse stage."""
+    local run counts it) or changed, a row for the parse stage (``named``: the file was
+    named as an argument, so not being a document is a skip, ``load.load_each``)."""
     import hashlib
 
     from ragsift.errors import SkipFile
@@ -166,6 +176,7 @@ def _changed_files(
                 "key": key,
                 "max_file_size": cap,
                 "pipeline": plan.pipeline(sf),
+                "named": named(sf),
             }
         )
     return changed
@@ -244,6 +255,10 @@ def _parse_stage(
         row = parsed[c["key"]]
         if row["skip"]:
             run.skip(Skipped(c["relpath"], row["skip"]))
+            run.progress.advance(files=1)
+            continue
+        if row["ignore"]:
+            run.ignore(Skipped(c["relpath"], row["ignore"]))
             run.progress.advance(files=1)
             continue
         run.summary.parsed += 1

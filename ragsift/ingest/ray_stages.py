@@ -38,7 +38,8 @@ def kill_once(stage: str) -> None:
 
 def parse_file(row: dict, chunker: Any) -> dict:
     """Stage 1 (a Ray task): one changed file -> its chunks (``ChunkRow``s, pickled: Ray
-    carries them as bytes to the driver) or a skip reason."""
+    carries them as bytes to the driver), a skip reason, or the kind of non-document it is
+    (``ignore``: counted with the ignored files, as a local run counts it)."""
     import hashlib
     import json
     import pathlib
@@ -54,6 +55,7 @@ def parse_file(row: dict, chunker: Any) -> dict:
     out = {
         "key": row["key"],
         "skip": "",
+        "ignore": "",
         "records": b"",
         "warnings": "",
         "format": "",
@@ -62,11 +64,20 @@ def parse_file(row: dict, chunker: Any) -> dict:
         "scripts": "{}",
     }
     skipped: list = []  # the local run's one read -> parse loop: same caps, same skip reasons
+    ignored: list = []  # ... and the same files not documents (named: ``row["named"]``)
     loaded = list(
         load_each(
-            [sf], skip=skipped.append, on_warning=None, max_file_size=row.get("max_file_size")
+            [sf],
+            skip=skipped.append,
+            on_warning=None,
+            max_file_size=row.get("max_file_size"),
+            ignore=ignored.append,
+            named=lambda _sf: bool(row.get("named")),
         )
     )
+    if ignored:
+        out["ignore"] = ignored[0].reason
+        return out
     if skipped or not loaded:
         out["skip"] = skipped[0].reason if skipped else "unreadable"
         return out

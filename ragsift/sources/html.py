@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable
 from html.parser import HTMLParser
 
-from ragsift.errors import SkipFile
+from ragsift.errors import NotADocument, SkipFile
 from ragsift.sources.document import Document, OffsetMap
 from ragsift.sources.html_layout import DROP, VOID, Layout, feed, is_chrome, layout, passes
 
@@ -337,6 +337,11 @@ def template_weight(text: str) -> tuple[int, int, int]:
     return len(spans), syntax, visible
 
 
+# What a template counts as among a run's ignored files (``NotADocument.kind``): the
+# summary's ``1 ignored: HTML template``.
+TEMPLATE = "HTML template"
+
+
 def template_reason(text: str) -> str | None:
     """Why an HTML file is a template rather than a document (None: it is a document).
 
@@ -372,7 +377,7 @@ def parse_html(
 ) -> Document:
     skip = template_reason(text)
     if skip:
-        raise SkipFile(skip)
+        raise NotADocument(skip, TEMPLATE)
     try:
         run = passes(text)
         page = layout(text, run)
