@@ -5,10 +5,11 @@ which is reduced to its text (``markdown_html``: tags and comments go, entities 
 code that shows HTML keeps it); a file without raw HTML is kept byte for byte. Chunk offsets
 are into that text; the line map points every piece of it at its line in the file. Headings
 come from markdown-it-py's block tokens (ATX and setext, top level only, not inside lists or
-quotes); a heading's trail starts at the first character of its line. Page numbers come from
-``<page_break page=N>`` tags anywhere in the text (``page_break`` is no HTML element: the tags
-stay): page 1 before the first tag, page N from the tag's ``<`` on. A file without tags has
-no page map.
+quotes); a heading's trail starts at the first character of its line. A title leaves out a
+trailing attribute list (``## Install {#install}``: ``HEADING_ATTRIBUTES``); the text keeps
+it, as the file has it. Page numbers come from ``<page_break page=N>`` tags anywhere in the
+text (``page_break`` is no HTML element: the tags stay): page 1 before the first tag, page N
+from the tag's ``<`` on. A file without tags has no page map.
 
 ``render_markdown_tables`` is an optional conversion for the markdown chunker: GFM tables
 become numbered lists (a row per line, ``"1. name: Ada; born: 1815"``), which embed and cite
@@ -56,6 +57,15 @@ BLOCK_NAMES_NOT_ELEMENTS = frozenset({"menuitem"})
 _TAG_START = re.compile(r"</?([A-Za-z][A-Za-z0-9-]*)")
 _EDIT_AT = re.compile(r"&(?:#|([A-Za-z][A-Za-z0-9]*);)|<(?:[!?]|/?([A-Za-z][A-Za-z0-9-]*))")
 PAGE_BREAK = re.compile(r"<page_break\s+page\s*=\s*[\"']?(\d+)[\"']?\s*/?>", re.IGNORECASE)
+# A heading's attribute list (VitePress and markdown-it-attrs, mkdocs' attr_list, Pandoc,
+# MyST): one well-formed ``{...}`` (or ``{:...}``) of ``#id``, ``.class`` and ``key=value``
+# items at the end of a heading's text, ``## Install {#install}``. It is markup (the anchor a
+# site links to), not the title: the trail leaves it out. ``{foo}`` (no such item), braces
+# before the end and a heading of nothing else stay as they are (``_title_source``).
+_ATTR_ITEM = (
+    r"""(?:#[^\s{}"'=]+|\.[^\s{}"'=#.]+|[A-Za-z_:][\w:.-]*=(?:"[^"]*"|'[^']*'|[^\s{}"']+))"""
+)
+HEADING_ATTRIBUTES = re.compile(rf"\{{:?[ \t]*{_ATTR_ITEM}(?:[ \t]+{_ATTR_ITEM})*[ \t]*\}}\Z")
 
 
 def may_have_headings(text: str) -> bool:
@@ -117,6 +127,21 @@ def _opens_html_block(line: str) -> bool:
     return any(start.search(line) for start, _, _ in HTML_SEQUENCES)
 
 
+def _title_source(tok: Any, attributes: bool = True) -> Any:
+    """A heading's inline token, without a trailing attribute list (``HEADING_ATTRIBUTES``,
+    matched in its source: an escaped ``\\{`` is text) when ``attributes``: a copy, the
+    parse's own token is left as it is (``markdown_html`` reads the tokens)."""
+    if not attributes or tok.type != "inline" or not tok.content.endswith("}"):
+        return tok
+    m = HEADING_ATTRIBUTES.search(tok.content)
+    if m is None:
+        return tok
+    title = tok.content[: m.start()]
+    if title.endswith("\\") or not title.strip():
+        return tok
+    return tok.copy(content=title.rstrip())
+
+
 def _parse_inline(inline_tokens: list[Any], env: dict) -> None:
     """Fill ``children`` of the given inline tokens exactly as a full parse would (the core
     ``inline`` and ``text_join`` rules, with the document's link references in ``env``)."""
@@ -141,8 +166,10 @@ def parse_markdown(
     html: bool = True,
 ) -> Document:
     """The ``Document`` of a markdown file (see the module docstring). ``html=False`` keeps
-    the text as it is (``sources.rst`` hands over text that is already what a reader reads)."""
+    the text as it is and the heading titles whole, attribute lists too (``sources.rst`` hands
+    over text that is already what a reader reads; ``heading_titles`` reads them so too)."""
     lines = OffsetMap.of_lines(text)
+    attributes = html  # (text already as a reader reads it has no markup in its headings)
     html = html and _MAY_HAVE_HTML.search(text) is not None
     heads: list[tuple[Any, str]] = []  # (heading_open, its title)
     edits: list[tuple[int, int, str]] = []
@@ -157,7 +184,7 @@ def parse_markdown(
                 need = may_have_headings
             for tokens, env in token_pieces(text, lines.starts or (0,), need):
                 found = [
-                    (tok, tokens[i + 1] if i + 1 < len(tokens) else None)
+                    (tok, _title_source(tokens[i + 1], attributes) if i + 1 < len(tokens) else None)
                     for i, tok in enumerate(tokens)
                     if tok.type == "heading_open" and tok.level == 0 and tok.map is not None
                 ]
@@ -304,7 +331,9 @@ def inline_text(tok: Any, html_as_text: bool = False) -> str:
 def heading_titles(lines: list[str]) -> list[tuple[int, str]] | None:
     """``(level, title)`` of each ATX heading line (``"## Usage *now*"`` -> ``(2, "Usage
     now")``) as ``parse_markdown`` reads it, in one parse; None when the lines do not read as
-    as many headings (``sources.rst``, which knows where its headings are, asks only this)."""
+    as many headings (``sources.rst``, which knows where its headings are, asks only this).
+    As with ``parse_markdown(..., html=False)``, a trailing ``{#id}`` stays in the title: an
+    rst title's braces are its text."""
     if not lines:
         return []
     tokens, env = block_tokens("\n\n".join(lines) + "\n")
