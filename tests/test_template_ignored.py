@@ -113,6 +113,30 @@ def test_the_api_build_summary_counts_the_template_as_ignored(tmp_path):
     assert s.index["documents"] == 1  # the template is not stored
 
 
+@pytest.mark.parametrize(
+    "engine", ["local", pytest.param("ray", marks=pytest.mark.xdist_group(RAY_GROUP))]
+)
+def test_a_page_that_became_a_template_leaves_the_index_as_an_ignored_file_does(tmp_path, engine):
+    """Pruning: a document "not found (or now ignored or excluded)" is removed; a stored page
+    now read as a template is now ignored. Named as an argument it is a skip: kept."""
+    if engine == "ray":
+        pytest.importorskip("ray", reason="--engine ray needs: pip install 'ragsift[ray]'")
+    from ragsift.ingest import BuildRequest, build_index
+
+    root = mkdocs(tmp_path / "mk")
+    nav = root / "overrides" / "partials" / "nav.html"
+    nav.write_text("<html><body><main><p>Navigation notes about widgets.</p></main></body></html>")
+    index = str(tmp_path / "mk.db")
+    s = build_index(BuildRequest.of(index, [str(root)], engine=engine))
+    assert (s.parsed, s.index["documents"]) == (2, 2)
+    nav.write_text(NAV)
+    s = build_index(BuildRequest.of(index, [str(nav), str(root / "docs")], engine=engine))
+    assert (len(s.skipped), s.removed, s.index["documents"]) == (1, 0, 2)  # named: kept
+    s = build_index(BuildRequest.of(index, [str(root)], engine=engine))
+    assert (s.skipped, s.ignored, s.unchanged) == ([], {"HTML template": 1}, 1)
+    assert (s.removed, s.index["documents"]) == (1, 1)
+
+
 def test_the_initial_run_of_a_watch_counts_it_the_same(tmp_path):
     pytest.importorskip("watchfiles")
     import ragsift.api as rs

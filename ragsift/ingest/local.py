@@ -107,6 +107,7 @@ def file_events(
         pending.append(("skip", current[0], sk))
 
     def ignore(sk: Skipped) -> None:
+        plan.not_a_document(current[1])
         pending.append(("ignore", current[0], sk))
 
     for sf, _data, doc in load_each(

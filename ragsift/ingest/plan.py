@@ -9,9 +9,10 @@ Per file, cheapest first:
 3. else the file is parsed, chunked and written.
 
 A document is gone (``gone``) only when its absence is certain: its key lies under a folder or
-file given in this run, it was not seen, and the walk listed the folder that held it
-(``Walk.may_prune``); whatever could not be read this time is kept. Documents from chunk JSON
-lines on stdin are unchanged when their records' sha256 is (``records_unchanged``).
+file given in this run, it was not seen (or was read and is not a document:
+``not_a_document``), and the walk listed the folder that held it (``Walk.may_prune``);
+whatever could not be read this time is kept. Documents from chunk JSON lines on stdin are
+unchanged when their records' sha256 is (``records_unchanged``).
 """
 
 from __future__ import annotations
@@ -132,6 +133,12 @@ class ChangePlan:
             self.moved += 1
             if self.moved_example is None:
                 self.moved_example = (old.path, path)
+
+    def not_a_document(self, key: str) -> None:
+        """The file under ``key`` was read and is not a document (``errors.NotADocument``, a
+        theme template): as if the walk had ignored it, it is not seen, so what the index
+        holds under its key (from before it was judged so) is ``gone``."""
+        self.seen.discard(key)
 
     def gone(self, paths: list[str], found: Walk) -> list[str]:
         """Keys of documents certainly gone (or deliberately left out) from what this run

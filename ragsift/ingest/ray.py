@@ -222,7 +222,7 @@ def _ray_stages(
         ray = connect(address)
         fragments = isinstance(run.store, FragmentCommits)
         try:
-            docs = _parse_stage(ray, run, changed, chunker)
+            docs = _parse_stage(ray, run, plan, changed, chunker)
             slot = run.model
             pool = Pool(ray, slot.model_dir, slot.options, slot.batch_size, *sizes)
             if fragments:  # the workers write the chunk rows; one commit here
@@ -238,7 +238,7 @@ def _ray_stages(
 
 
 def _parse_stage(
-    ray: Any, run: Run, changed: list[dict], chunker: Any
+    ray: Any, run: Run, plan: ChangePlan, changed: list[dict], chunker: Any
 ) -> list[tuple[dict, list[ChunkRow]]]:
     """Stage 1 on Ray (read, parse, chunk); returns [(file row, its chunks)] in the driver's
     file order, skips reported as a local run reports them."""
@@ -258,6 +258,7 @@ def _parse_stage(
             run.progress.advance(files=1)
             continue
         if row["ignore"]:
+            plan.not_a_document(c["key"])
             run.ignore(Skipped(c["relpath"], row["ignore"]))
             run.progress.advance(files=1)
             continue
