@@ -254,7 +254,7 @@ def _parse_stage(
     for c in changed:  # the driver's file order, whatever order the workers finished in
         row = parsed[c["key"]]
         if row["skip"]:
-            run.skip(Skipped(c["relpath"], row["skip"]))
+            run.skip(Skipped(c["relpath"], pickle.loads(row["skip"])))
             run.progress.advance(files=1)
             continue
         if row["ignore"]:

@@ -38,7 +38,7 @@ def kill_once(stage: str) -> None:
 
 def parse_file(row: dict, chunker: Any) -> dict:
     """Stage 1 (a Ray task): one changed file -> its chunks (``ChunkRow``s, pickled: Ray
-    carries them as bytes to the driver), a skip reason, or the kind of non-document it is
+    carries them as bytes to the driver), a skip reason (pickled too), or the kind of non-document it is
     (``ignore``: counted with the ignored files, as a local run counts it)."""
     import hashlib
     import json
@@ -54,7 +54,7 @@ def parse_file(row: dict, chunker: Any) -> dict:
     )
     out = {
         "key": row["key"],
-        "skip": "",
+        "skip": b"",  # the reason, pickled: a ``Worded`` one keeps its words
         "ignore": "",
         "records": b"",
         "warnings": "",
@@ -79,7 +79,7 @@ def parse_file(row: dict, chunker: Any) -> dict:
         out["ignore"] = ignored[0].reason
         return out
     if skipped or not loaded:
-        out["skip"] = skipped[0].reason if skipped else "unreadable"
+        out["skip"] = pickle.dumps(skipped[0].reason if skipped else "unreadable")
         return out
     _, data, doc = loaded[0]
     out["sha256"] = hashlib.sha256(data).hexdigest()

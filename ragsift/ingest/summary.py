@@ -9,8 +9,15 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ragsift.errors import api_words, worded
+
 if TYPE_CHECKING:
     from ragsift.sources import Skipped
+
+
+def skipped_list(skipped: list[Skipped], name_of=api_words) -> list[dict]:
+    """``[{"path", "reason"}]``, each reason as plain text in ``name_of``'s words."""
+    return [{"path": s.path, "reason": worded(s.reason, name_of)} for s in skipped]
 
 
 @dataclass
@@ -25,7 +32,9 @@ class ChunkSummary:
     over_budget: int = 0
     ignored: dict[str, int] = field(default_factory=dict)  # reason → files (not documents)
 
-    def as_dict(self) -> dict:
+    def as_dict(self, name_of=api_words) -> dict:
+        """The ``--json`` summary; a skip reason that names a parameter (``Worded``: the size
+        cap's ``max_file_size``) in ``name_of``'s words (``errors.worded``)."""
         tc = sorted(self.token_counts)
         return {
             "files": self.files,
@@ -37,7 +46,7 @@ class ChunkSummary:
             "median_tokens": statistics.median(tc) if tc else 0,
             "max_tokens": tc[-1] if tc else 0,
             "over_budget": self.over_budget,
-            "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
+            "skipped": skipped_list(self.skipped, name_of),
         }
 
 
@@ -83,7 +92,8 @@ class EmbedSummary:
         )
         return f"{n} document{'s' if n != 1 else ''} re-chunked: {why}"
 
-    def as_dict(self) -> dict:
+    def as_dict(self, name_of=api_words) -> dict:
+        """The ``--json`` summary; skip reasons in ``name_of``'s words (``ChunkSummary``)."""
         return {
             "discovered": self.discovered,
             "unchanged": self.unchanged,
@@ -94,7 +104,7 @@ class EmbedSummary:
             "removed": self.removed,
             "rechunked": sum(self.rechunked.values()),
             "rechunked_because": dict(self.rechunked),
-            "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
+            "skipped": skipped_list(self.skipped, name_of),
             "ignored": sum(self.ignored.values()),
             "truncated": self.truncated,
             "truncated_tokens": self.truncated_tokens,
