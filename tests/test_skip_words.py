@@ -38,7 +38,7 @@ def test_the_ray_parse_stage_hands_back_the_reason_with_its_words(tmp_path, monk
     from ragsift.chunkers import make_chunker
     from ragsift.ingest.ray_stages import parse_file
 
-    monkeypatch.setattr(reading, "too_large", lambda size, cap: CAP)
+    monkeypatch.setattr(reading, "too_large", lambda *args: CAP)
     big: Path = tmp_path / "big.txt"
     big.write_text("word " * 1000)
     row = {
