@@ -101,6 +101,12 @@ class ChunkRecord:
         }
 
 
+def page_title(headings: Sequence[str]) -> str:
+    """The page title of a heading trail: its first heading ("" for none): what
+    ``IndexReader.page_titles`` answers on every backend."""
+    return str(headings[0]) if headings else ""
+
+
 def chunk_json(rec: ChunkRecord | ChunkRow) -> dict[str, Any]:
     """The ``ragsift chunk`` fields of a chunk record, in their order (an API), headings as a
     list: the one writer of that shape for both directions' records."""
@@ -299,6 +305,13 @@ class IndexReader(Protocol):
     def unit_evidence(self, rowids: Sequence[int]) -> dict[int, bytes]:
         """Each chunk's unit evidence, ``ragsift.embedders.evidence.encode``'s bytes (the
         offsets and int8 vectors of its units), for those of ``rowids`` that have it."""
+        ...
+
+    def page_titles(self, rowids: Sequence[int]) -> dict[int, str]:
+        """Each chunk's page title: the first heading of its trail (``ChunkRecord.headings[0]``),
+        for those of ``rowids`` that have one (a chunk without headings, an empty title or an
+        unknown rowid is left out). What the relevance score's title evidence reads
+        (``ragsift.retrieval.relevance.title_share``)."""
         ...
 
     def lexical_candidates(

@@ -72,6 +72,7 @@ from ragsift.index.backend import (
     DocumentInfo,
     DocumentWrite,
     FragmentCommits,
+    page_title,
 )
 from ragsift.index.lance_compact import LanceCompaction
 from ragsift.index.lance_damage import guard
@@ -444,6 +445,22 @@ class LanceIndex(LanceWriter, LanceCompaction, FragmentCommits):
             r: u
             for r, u in zip(t.column("rowid").to_pylist(), t.column("units").to_pylist())
             if u is not None
+        }
+
+    def page_titles(self, rowids: Sequence[int]) -> dict[int, str]:
+        """Each chunk's page title (the first of its headings), for those of ``rowids`` that
+        have one."""
+        ids = [int(r) for r in rowids]
+        if not ids or self._ds is None:
+            return {}
+        t = self._ds.to_table(
+            columns=["rowid", "headings"],
+            filter=f"kind = 'chunk' AND rowid IN ({', '.join(map(str, set(ids)))})",
+        )
+        return {
+            r: title
+            for r, h in zip(t.column("rowid").to_pylist(), t.column("headings").to_pylist())
+            if (title := page_title(h or ()))
         }
 
     def lexical_candidates(

@@ -82,6 +82,7 @@ GUARDED = (
     "document_chunks",
     "vectors_for_hashes",
     "unit_evidence",
+    "page_titles",
     "stats",
     "verify",
     "_open_datasets",

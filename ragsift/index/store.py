@@ -42,6 +42,7 @@ from ragsift.index.backend import (
     ChunkRecord,
     DocState,
     DocumentInfo,
+    page_title,
     rebuild_action,
 )
 from ragsift.index.locking import WriterLock, holder_pid
@@ -425,6 +426,18 @@ class IndexStore(StoreWriter):
                 (json.dumps(ids),),
             )
         }
+
+    def page_titles(self, rowids: Sequence[int]) -> dict[int, str]:
+        """Each chunk's page title (the first of its headings), for those of ``rowids`` that
+        have one."""
+        ids = [int(r) for r in rowids]
+        if not ids:
+            return {}
+        rows = self.db.execute(
+            "SELECT id, headings FROM chunks WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(ids),),
+        )
+        return {r: t for r, h in rows if (t := page_title(json.loads(h) if h else ()))}
 
     def lexical_candidates(
         self, text: str, n: int, paths: Collection[str] | None = None
