@@ -133,6 +133,9 @@ class _MemoryBackend:
     def unit_evidence(self, rowids):
         return {}  # hand-made cosines, no units: the engine ranks by the aggregate alone
 
+    def page_titles(self, rowids):
+        return {}  # hand-made rows: no headings, no title evidence
+
     def lexical_ceiling(self, text):
         return 10.0  # above every BM25 of the hand-made list
 

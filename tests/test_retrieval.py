@@ -315,6 +315,9 @@ class FakeStore:
     def unit_evidence(self, rowids):
         return {}  # a hand-made matrix has no units: the engine ranks by the aggregate
 
+    def page_titles(self, rowids):
+        return {}  # hand-made rows: no headings, no title evidence
+
     def chunk_records(self, rowids):
         return [self.rows[r] for r in rowids if r in self.rows]
 

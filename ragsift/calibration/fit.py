@@ -62,7 +62,9 @@ class Case:
     """One labelled query and its candidates in one mode, from the engine's ``Ranked`` list:
     ``cos`` the aggregate cosine, ``unit`` the best unit's cosine (the aggregate where no unit
     was read), ``share`` the BM25 share (0: no lexical match), 1-based ranks on each side
-    (0: not in that side's list), ``label`` whether each candidate is relevant."""
+    (0: not in that side's list), ``label`` whether each candidate is relevant, ``title`` its
+    page title's share of the query's words (``relevance.title_share``; None: all 0). The
+    title term is not fitted (``relevance.TITLE_WEIGHT``): it only enters the figures."""
 
     fold: str
     kind: str
@@ -75,6 +77,7 @@ class Case:
     dense_rank: np.ndarray
     lexical_rank: np.ndarray
     label: np.ndarray
+    title: np.ndarray | None = None
 
     @property
     def dense(self) -> np.ndarray:
@@ -171,7 +174,7 @@ def scored(case: Any, mode: str, model: Model) -> tuple[np.ndarray, np.ndarray]:
     descending, then the cosine, then the rowid) and ``relevance.score_array`` itself."""
     import numpy as np
 
-    s = score_array(mode, case.cos, case.share, case.words, model, unit=case.unit)
+    s = score_array(mode, case.cos, case.share, case.words, model, unit=case.unit, title=case.title)
     return np.lexsort((case.ids, -case.cos, -s)), s
 
 

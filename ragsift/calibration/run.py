@@ -338,4 +338,5 @@ def _case(lang: str, q: Any, words: int, cands: list, gold_of: dict[int, str]) -
         dense_rank=arr((c.dense_rank or 0 for c in cands), np.int64),
         lexical_rank=arr((c.lexical_rank or 0 for c in cands), np.int64),
         label=arr((q.gold is not None and gold_of.get(c.rowid) == q.gold for c in cands), bool),
+        title=arr(c.title_share or 0.0 for c in cands),
     )

@@ -305,10 +305,11 @@ def _legend(r: Retrieval, width: int) -> str:
 class _Columns:
     """The numbers of a candidate's first line, aligned under one header: rank, score, margin
     (score − threshold), the bar; then the evidence: in columns of their own from ``NARROW``
-    columns (``unit · cos``, ``lexical``, ``via``), below it in words (``render.side_info``)."""
+    columns (``unit · cos``, ``lexical``, ``title`` where a candidate's page title holds query
+    words, ``via``), below it in words (``render.side_info``)."""
 
     def __init__(self, r: Retrieval, wide: bool, width: int) -> None:
-        from ragsift.cli.render import evidence_cells
+        from ragsift.cli.render import evidence_cells, title_cell
 
         self.r, self.wide, self.width = r, wide, width
         self.cells = 20 if wide else 10
@@ -321,6 +322,9 @@ class _Columns:
             rows = [_side_cells(c, r, evidence_cells) for c in r.candidates]
             for i, name in enumerate(names):
                 self.sides.append((name, max([len(name), *(len(row[i]) for row in rows)])))
+            self.titles = [_title_value(c, r, title_cell) for c in r.candidates]
+            if any(t != "-" for t in self.titles):
+                self.sides.append(("title", max([5, *map(len, self.titles)])))
             if r.mode == "hybrid":
                 self.sides.append(("via", max([3, *(len(_via(c)) for c in r.candidates)])))
 
@@ -347,6 +351,7 @@ class _Columns:
             join_fitting,
             side_info,
             signed,
+            title_cell,
         )
 
         style = colour(c)
@@ -356,6 +361,8 @@ class _Columns:
         numbers.append_text(bar(c.score, self.r.threshold, self.cells, style))
         if self.wide:
             values = list(_side_cells(c, self.r, evidence_cells))
+            if any(name == "title" for name, _ in self.sides):
+                values.append(_title_value(c, self.r, title_cell))
             if self.r.mode == "hybrid":
                 values.append(_via(c))
             for (_, w), value in zip(self.sides, values):
@@ -370,6 +377,12 @@ def _side_cells(c: Candidate, r: Retrieval, evidence_cells) -> tuple[str, ...]:
     return tuple(
         x.replace("unit ", "").replace("cos ", "").replace("lex ", "") for x in evidence_cells(c, r)
     )
+
+
+def _title_value(c: Candidate, r: Retrieval, title_cell) -> str:
+    """The wide layout's ``title`` cell: ``2/3`` (``render.title_cell`` under its header), "-"
+    where the page title holds none of the query's words."""
+    return title_cell(c, r).replace("title ", "") or "-"
 
 
 def _via(c: Candidate) -> str:

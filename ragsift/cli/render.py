@@ -240,9 +240,16 @@ def evidence_cells(c: Candidate, r: Retrieval) -> tuple[str, ...]:
     return tuple(cells)
 
 
+def title_cell(c: Candidate, r: Retrieval) -> str:
+    """The page-title evidence of a candidate's score: ``title 2/3`` (2 of the query's 3 words,
+    ``Candidate.title_words``); "" where its title holds none of them or was not read."""
+    got = c.title_words(r.query)
+    return f"title {got[0]}/{got[1]}" if got and got[0] else ""
+
+
 def side_info(c: Candidate, r: Retrieval) -> str:
-    """The evidence of a candidate's score, in words (``evidence_cells``)."""
-    parts = list(evidence_cells(c, r))
+    """The evidence of a candidate's score, in words (``evidence_cells``, ``title_cell``)."""
+    parts = [*evidence_cells(c, r), title_cell(c, r) or "-"]
     if r.mode == "hybrid" and c.source in ("dense", "lexical"):
         parts.append(f"{c.source} only")
     return ", ".join(p for p in parts if p != "-")

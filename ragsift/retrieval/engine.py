@@ -17,6 +17,12 @@ cosine, then the rowid); the threshold applies to that same score:
   sides' evidence. ``Fusion(fusion="convex"|"rrf")`` orders by that fusion instead
   (``ragsift eval`` comparisons only).
 
+Every mode also reads the page title (``IndexReader.page_titles``) of the candidates whose
+units it reads (``units.wanted``: the first ``UNIT_DEPTH`` of each side's list; in lexical mode
+of the lexical list, whose units are not read): the share of the query's words in it is the
+score's title evidence (``relevance.title_share``, ``TITLE_WEIGHT``); a deeper candidate counts
+none (``title_share`` None).
+
 A ``--path`` glob is turned into the set of matching document paths here, once, and both sides
 are restricted to it (``*`` also matches ``/``).
 """
@@ -105,19 +111,13 @@ def rank(
     if mode == "dense":
         # the aggregate's best max(n, UNIT_DEPTH), re-scored with their best units, then cut
         depth = max(n, UNIT_DEPTH)
-        return [
-            order_candidates(
-                mode,
-                query,
-                Evidence(hits, [], {}, 0.0, best_units(backend, qvec, wanted(hits, []))),
-                n,
-                fusion,
-                model,
-            )
-            for query, qvec, hits in zip(
-                queries, qvecs, backend.dense_candidates(qvecs, depth, paths)
-            )
-        ]
+        out = []
+        for query, qvec, hits in zip(queries, qvecs, backend.dense_candidates(qvecs, depth, paths)):
+            read = wanted(hits, [])
+            units = best_units(backend, qvec, read)
+            found = Evidence(hits, [], {}, 0.0, units, page_titles(backend, read))
+            out.append(order_candidates(mode, query, found, n, fusion, model))
+        return out
     depth = max(fusion.depth, n)
 
     def lexical_lists() -> list[list[tuple[int, float]]]:
@@ -140,16 +140,20 @@ def rank(
         # a chunk without a vector cannot be searched (and has no cosine to show)
         lexical = [(r, s) for r, s in lexical if r in have or cos_of.get(r) is not None]
         ceiling = backend.lexical_ceiling(query) if lexical else 0.0
-        units = best_units(backend, qvec, wanted(dense, lexical)) if mode == "hybrid" else {}
-        found = Evidence(dense, lexical, cos_of, ceiling, units)
+        read = wanted(dense, lexical)
+        units = best_units(backend, qvec, read) if mode == "hybrid" else {}
+        found = Evidence(dense, lexical, cos_of, ceiling, units, page_titles(backend, read))
         out.append(order_candidates(mode, query, found, n, fusion, model))
     return out
 
 
-def _words(query: str) -> int:
-    from ragsift.index.terms import query_words
-
-    return len(query_words(query))
+def page_titles(backend: IndexReader, rowids: Sequence[int]) -> dict[int, str]:
+    """The page titles of ``rowids`` (``IndexReader.page_titles``): those the title evidence
+    reads, the candidates whose units are read (``units.wanted``: the first ``UNIT_DEPTH`` of
+    each side's list, in lexical mode of the lexical list; the units themselves are read in
+    hybrid and dense mode only); "" for a chunk read without a title."""
+    found = backend.page_titles(list(rowids)) if rowids else {}
+    return {r: found.get(r, "") for r in rowids}
 
 
 @dataclass(frozen=True)
@@ -158,13 +162,16 @@ class Evidence:
     and the ``lexical`` one (rowid, BM25), both best first; ``cos_of``: the cosine of each
     lexical candidate the dense list lacks; ``ceiling``: the query's BM25 ceiling (0: no
     lexical side); ``units``: the best unit of the candidates whose units were read (the
-    others count their aggregate cosine)."""
+    others count their aggregate cosine); ``titles``: the page title of each candidate whose
+    title was read (``page_titles``: "" where it has none); one not read counts no title
+    evidence (its ``title_share`` is None)."""
 
     dense: list[tuple[int, float]]
     lexical: list[tuple[int, float]]
     cos_of: Mapping[int, float]
     ceiling: float
     units: Mapping[int, BestUnit]
+    titles: Mapping[int, str] | None = None
 
 
 def order_candidates(
@@ -180,8 +187,11 @@ def order_candidates(
     that fusion (the score is still the relevance score)."""
     import numpy as np
 
+    from ragsift.index.terms import query_words
+
     dense, lexical, cos_of, ceiling = found.dense, found.lexical, found.cos_of, found.ceiling
     units = found.units
+    words = query_words(query)
 
     dense_pos = {r: i for i, (r, _) in enumerate(dense, start=1)}
     lex_pos = {r: i for i, (r, _) in enumerate(lexical, start=1)}
@@ -199,7 +209,16 @@ def order_candidates(
         np.float64,
         len(ids),
     )
-    score = relevance.score_array(mode, cos, share, _words(query), model, unit=unit)
+    titles = found.titles or {}
+    shares: dict[int, float] = {}  # the title share of each candidate whose title was read
+    of_title: dict[str, float] = {}  # a page's chunks share its title: each title scored once
+    for r in ids:
+        if r in titles:
+            if titles[r] not in of_title:
+                of_title[titles[r]] = relevance.title_share(words, titles[r])
+            shares[r] = of_title[titles[r]]
+    title = np.fromiter((shares.get(r, 0.0) for r in ids), np.float64, len(ids))
+    score = relevance.score_array(mode, cos, share, len(words), model, unit=unit, title=title)
     rowid = np.asarray(ids, np.int64)
     if fusion.fusion == "relevance" or mode != "hybrid":
         best = np.lexsort((rowid, -cos, -score))[:n]
@@ -234,6 +253,7 @@ def order_candidates(
                 unit_score=bu.cosine if bu else None,
                 unit_start=bu.start if bu else None,
                 unit_end=bu.end if bu else None,
+                title_share=shares.get(r),
             )
         )
     return out

@@ -12,12 +12,17 @@ call), so it costs a few vector operations per query:
 - ``cosine_gap`` / ``share_gap``: how far the candidate lies below the best candidate of the
   query on that side (0 for the best): the evidence relative to what else the index holds;
 - ``log_words``: ``log`` of the number of query words (``index.terms.query_words``): short queries
-  have lower cosines for the same relevance.
+  have lower cosines for the same relevance;
+- ``title``: the share of the query's words found in the chunk's page title (``title_share``),
+  added to the logit with the fixed weight ``TITLE_WEIGHT`` in every mode (not a fitted
+  coefficient of ``Model``: a calibration leaves it as it is).
 
-``p = 1 / (1 + exp(−(b + Σ wᵢ·xᵢ)))``. Each mode uses only its own evidence: ``dense`` the
-cosine terms, ``lexical`` the share terms, ``hybrid`` both. Within one query every term but
-the bias and ``log_words`` is linear in the cosine and the share with positive weights, so the
-score orders a dense list as the cosine does and a lexical list as BM25 does.
+``p = 1 / (1 + exp(−(b + Σ wᵢ·xᵢ + TITLE_WEIGHT·title)))``. Each mode uses only its own
+evidence: ``dense`` the cosine terms, ``lexical`` the share terms, ``hybrid`` both; the title
+term in all three. Within one query every term but the bias, ``log_words`` and the title is
+linear in the cosine and the share with positive weights, so among candidates whose titles
+hold the same share of the query's words the score orders a dense list as the cosine does and
+a lexical list as BM25 does.
 
 The coefficients were fitted by logistic regression (bench/bench_relevance.py) on the labelled
 admission set (bench/admission_set.py: chroma-dev and SciFact train questions and their short
@@ -36,7 +41,7 @@ same coefficients read through ``a·cosine + b``, the same thresholds), stored i
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -67,12 +72,37 @@ class Ranked:
     unit_score: float | None = None
     unit_start: int | None = None
     unit_end: int | None = None
+    # the share of the query's words in the chunk's page title (``title_share``); None where
+    # the title was not read (a candidate deeper than ``units.UNIT_DEPTH`` on both sides)
+    title_share: float | None = None
 
 
 # Version of the score's meaning: a threshold saved by `tune --save` records it, and one saved
 # before (a cosine, ragsift < 0.2) is not applied to this score.
-SCORE_KIND = "relevance-3"  # 2: the dense side is unit evidence (ragsift 0.3, issue 28);
-# 3: the aggregate weighs each unit by its length (ragsift 0.6)
+SCORE_KIND = "relevance-4"  # 2: the dense side is unit evidence (ragsift 0.3, issue 28);
+# 3: the aggregate weighs each unit by its length (ragsift 0.6); 4: the page title's share of
+# the query's words adds ``TITLE_WEIGHT`` × that share to the logit (issue 41, item 7)
+
+# Earlier score kinds whose stored calibration (``ragsift calibrate``) is what this score's
+# calibration fits, by the calibration method that made it: ``stored_calibration`` applies it.
+# The method ``align-1`` maps the model's dense evidence onto MiniLM's scale
+# (``calibration.fit.align_map``: from the dense evidence of the best relevant and the best
+# unrelated candidates only) and keeps the shipped thresholds; relevance-4 adds a term outside
+# ``Model`` (``TITLE_WEIGHT``) and changes neither, so a relevance-3 ``align-1`` calibration's
+# models and thresholds are relevance-4's, number for number (checked by running ``calibrate``
+# on a multilingual index before and after; bench/RESULTS.md, issue 41 item 7). Only its stored
+# figures (``folds``) were measured without the title term.
+CALIBRATION_CARRIED: dict[str, str] = {"relevance-3": "align-1"}
+
+# The weight of the page-title evidence on the logit: ``TITLE_WEIGHT · title_share``, the share
+# of the query's words (``index.terms.query_words``) among the words of the chunk's page title
+# (its first heading, read by the engine for the candidates whose units it reads:
+# ``units.wanted``). Measured on the labelled docs-site sets (bench/docs_site_{typer,flask,
+# click}.jsonl, Vue zh/ja, the Debian handbook zh/ja; 313 queries, MiniLM and multilingual):
+# +8 first hits right, no loss, no off-topic change; chroma-dev and SciFact unchanged (their
+# chunks have no headings). The weight was chosen leaving one English site out from {0, 0.5, 1,
+# 1.5, 2, 3}: 2, 1, 2 (bench/RESULTS.md, "Issue 41 item 7").
+TITLE_WEIGHT = 2.0
 
 FEATURES = (
     "cosine",
@@ -153,11 +183,16 @@ CALIBRATION = "calibration"
 
 def stored_calibration(settings: dict) -> dict | None:
     """The calibration stored in an index (its ``settings``) when it applies: made for the
-    index's own model (same fingerprint) and for this score (same ``SCORE_KIND``), with a
-    model and a threshold for every mode. None otherwise (nothing stored, another model's,
-    an older score's): the shipped ``MODELS`` then score the index."""
+    index's own model (same fingerprint) and for this score (``SCORE_KIND``, or an earlier
+    kind whose method fits the same: ``CALIBRATION_CARRIED``), with a model and a threshold
+    for every mode. None otherwise (nothing stored, another model's, an older score's): the
+    shipped ``MODELS`` then score the index."""
     cal = settings.get(CALIBRATION)
-    if not isinstance(cal, dict) or cal.get("score") != SCORE_KIND:
+    if not isinstance(cal, dict):
+        return None
+    kind = cal.get("score")
+    carried = isinstance(kind, str) and kind in CALIBRATION_CARRIED
+    if kind != SCORE_KIND and not (carried and cal.get("method") == CALIBRATION_CARRIED[kind]):
         return None
     if not cal.get("fingerprint") or cal.get("fingerprint") != settings.get("model_fingerprint"):
         return None
@@ -199,6 +234,26 @@ def score_digest(models: dict[str, Model]) -> str:
     return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()[:12]
 
 
+def title_words(title: str) -> set[str]:
+    """The words of a page title, tokenised as a query's (``index.terms.query_words``): its
+    terms lower-cased, a CJK run as its bigrams (``terms.cjk_query_parts``)."""
+    from ragsift.index.terms import TERM, cjk_query_parts
+
+    out: set[str] = set()
+    for run in TERM.findall(title.lower()):
+        out.update(cjk_query_parts(run))
+    return out
+
+
+def title_share(words: Collection[str], title: str) -> float:
+    """The share of the query's distinct ``words`` (``query_words``) found among the words of
+    ``title`` (``title_words``); 0.0 for a query without words."""
+    wanted = set(words)
+    if not wanted:
+        return 0.0
+    return len(wanted & title_words(title)) / len(wanted)
+
+
 def score_array(
     mode: str,
     cosine: np.ndarray,
@@ -206,12 +261,14 @@ def score_array(
     words: int,
     model: Model | None = None,
     unit: np.ndarray | None = None,
+    title: np.ndarray | None = None,
 ) -> np.ndarray:
     """The relevance score of each candidate of one query: ``cosine`` (the aggregate's),
-    ``unit`` (the best unit's, where read; None: none read) and ``share`` are aligned float
-    arrays (a side the mode does not use is ignored); the dense side is their
-    ``dense_evidence``; ``words`` is the number of query words. The gaps are taken from the
-    best candidate in these arrays."""
+    ``unit`` (the best unit's, where read; None: none read), ``share`` and ``title`` (each
+    candidate's ``title_share``; None: no title read, all 0) are aligned float arrays (a side
+    the mode does not use is ignored); the dense side is their ``dense_evidence``; ``words``
+    is the number of query words. The gaps are taken from the best candidate in these
+    arrays."""
     import numpy as np
 
     m = model or MODELS[mode]
@@ -225,6 +282,8 @@ def score_array(
         z += (w_cos + w_cgap + w_cw * lw) * d - w_cgap * float(d.max())
     if mode != "dense":
         z += (w_share + w_sgap + w_sw * lw) * share - w_sgap * float(share.max())
+    if title is not None:
+        z += TITLE_WEIGHT * title
     return 1.0 / (1.0 + np.exp(-z))
 
 
@@ -235,6 +294,7 @@ def scores(
     words: int,
     model: Model | None = None,
     units: Sequence[float] | None = None,
+    titles: Sequence[float] | None = None,
 ) -> list[float]:
     """``score_array`` for plain sequences."""
     import numpy as np
@@ -246,4 +306,5 @@ def scores(
         words,
         model,
         None if units is None else np.asarray(units, np.float64),
+        None if titles is None else np.asarray(titles, np.float64),
     ).tolist()

@@ -180,6 +180,9 @@ class Candidate:
     ``unit_score``/``unit_start``/``unit_end``/``unit_text``: the chunk's best unit for the
     query (``ragsift.retrieval.units``): its cosine and where it lies (offsets into the
     document text); ``None`` where its units were not read (deep candidates, lexical mode).
+    ``title_share``: the share of the query's words found in the chunk's page title (its
+    first heading), the relevance score's title evidence; ``None`` where the title was not
+    read (candidates deeper than ``units.UNIT_DEPTH`` on both sides).
     """
 
     id: str
@@ -214,6 +217,7 @@ class Candidate:
     unit_start: int | None = None
     unit_end: int | None = None
     unit_text: str | None = None
+    title_share: float | None = None
 
     @property
     def location(self) -> str:
@@ -227,6 +231,17 @@ class Candidate:
             loc += f" p.{self.page}"
         return loc
 
+    def title_words(self, query: str) -> tuple[int, int] | None:
+        """(how many of ``query``'s words are words of the page title, how many words the
+        query has): ``title_share`` in words (``index.terms.query_words``); None where the
+        title was not read."""
+        if self.title_share is None:
+            return None
+        from ragsift.index.terms import query_words
+
+        n = len(query_words(query))
+        return round(self.title_share * n), n
+
     def margin(self, threshold: float | None) -> float | None:
         """Score minus threshold (positive: cleared the floor by that much)."""
         return None if threshold is None else self.score - threshold
@@ -235,7 +250,7 @@ class Candidate:
         d = asdict(self)
         d["headings"] = list(self.headings)
         d["score"] = round(float(self.score), 6)
-        for key in ("dense_score", "lexical_share", "unit_score"):
+        for key in ("dense_score", "lexical_share", "unit_score", "title_share"):
             if d[key] is not None:
                 d[key] = round(float(d[key]), 6)
         if self.span_start is None:  # span fields only where spans were asked for
@@ -395,6 +410,7 @@ def _candidate(rec: ChunkRecord, c: Ranked, rank: int, reason: str | None, mode:
         lexical_rank=c.lexical_rank,
         fused_rank=c.fused_rank,
         source=c.source,
+        title_share=c.title_share,
         **_unit_fields(rec, c),
     )
 
