@@ -268,10 +268,6 @@ FLAG_SPELLINGS_KEPT = {
     # a JSON value (``threshold_source`` of a threshold given with the call), kept from
     # earlier releases: output, not wording
     "retrieval/threshold.py": ("--threshold",),
-    # a skip reason: a string the JSON summaries hold (``skipped``' reasons) and that cli/embed.py
-    # and the Ray workers pass on as they are; worded once those word it (as cli/chunk.py
-    # words discovery's ignore reasons now)
-    "sources/reading.py": ("; --max-file-size raises it)",),
     # the text of the starter project file ``ragsift init`` writes (api.starter): a
     # document for the CLI's users, about its flags
     "project.py": ("# ragsift project file:",),

@@ -53,3 +53,43 @@ def test_the_ray_parse_stage_hands_back_the_reason_with_its_words(tmp_path, monk
     out = parse_file(row, make_chunker("recursive", tokenizer="chars", size=300))
     reason = pickle.loads(out["skip"])
     assert isinstance(reason, Worded) and reason.words.worded(flags) == CAP.words.worded(flags)
+
+
+def test_the_size_cap_names_its_parameter_in_each_front_ends_words(tmp_path):
+    """``too_large``: the API's summary says ``max_file_size``, ``ragsift embed`` (its skip line
+    and ``--json``) and ``ragsift chunk`` say ``--max-file-size``, as before."""
+    import json
+
+    from ragsift.ingest.load import iter_documents
+    from tests.conftest import run_cli
+
+    (tmp_path / "small.md").write_text("# S\n\nShort.\n")
+    (tmp_path / "big.txt").write_text("word " * 1000)  # 5,000 bytes
+    summary = ChunkSummary()
+    list(iter_documents([str(tmp_path)], summary=summary, max_file_size=4096))
+    [big] = summary.skipped
+    assert isinstance(big.reason, Worded)
+    api = "too large (4.9 KiB; the cap is 4 KiB; max_file_size raises it)"
+    assert big.reason == api and summary.as_dict()["skipped"][0]["reason"] == api
+    cli = "too large (4.9 KiB; the cap is 4 KiB; --max-file-size raises it)"
+    proc = run_cli(
+        "embed", str(tmp_path), "-i", str(tmp_path / "i.db"), "--max-file-size", "4k", "--json"
+    )
+    assert proc.returncode == 3
+    assert f"ragsift: skipped {tmp_path}/big.txt: {cli}" in proc.stderr.splitlines()
+    assert json.loads(proc.stdout)["skipped"] == [{"path": f"{tmp_path}/big.txt", "reason": cli}]
+    proc = run_cli("chunk", str(tmp_path), "--max-file-size", "4k")
+    assert f"ragsift: skipped {tmp_path}/big.txt: {cli}" in proc.stderr.splitlines()
+
+
+def test_a_gitignore_over_its_fixed_cap_gives_no_advice(tmp_path):
+    """``.gitignore`` files are capped at 1 MiB whatever ``max_file_size`` says: the warning
+    says so without naming a parameter that would not raise it."""
+    from ragsift.sources import walk
+
+    (tmp_path / "a.md").write_text("# A\n\nText.\n")
+    (tmp_path / ".gitignore").write_text("x\n" * (600 * 1024))  # 1.2 MiB
+    w = walk([str(tmp_path)])
+    assert w.warnings == [
+        (f"{tmp_path}/.gitignore", "not applied: too large (1.2 MiB; the cap is 1 MiB)")
+    ]

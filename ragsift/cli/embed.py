@@ -300,7 +300,7 @@ def embed_command(
         build = _watching(index, quiet=quiet, as_json=as_json, model=model)
     summary = build(
         request=request,
-        on_skip=lambda s: warn(f"skipped {s.path}: {s.reason}"),
+        on_skip=lambda s: warn(f"skipped {s.path}: {worded(s.reason, flag_name)}"),
         on_warning=lambda path, message: warn(f"warning: {path}: {worded(message, flag_name)}"),
         progress=progress,
     )
@@ -358,7 +358,7 @@ def _report(summary, index: str, *, quiet: bool, as_json: bool, model: str | Non
     if as_json:
         import json
 
-        sys.stdout.write(json.dumps(summary.as_dict()) + "\n")
+        sys.stdout.write(json.dumps(summary.as_dict(flag_name)) + "\n")
         sys.stdout.flush()
     elif not quiet:
         warn(_summary_line(summary))
@@ -384,7 +384,7 @@ def _watching(index: str, *, quiet: bool, as_json: bool, model: str | None):
         if as_json:
             import json
 
-            sys.stdout.write(json.dumps(run.summary.as_dict()) + "\n")
+            sys.stdout.write(json.dumps(run.summary.as_dict(flag_name)) + "\n")
             sys.stdout.flush()
         if not quiet:
             warn(_watch_line(run.summary))

@@ -190,7 +190,7 @@ def read_ignore_file(folder: str, base: str) -> IgnoreFile | None:
     if not os.path.lexists(path):
         return None
     try:
-        data = read_path(path, IGNORE_FILE_CAP)
+        data = read_path(path, IGNORE_FILE_CAP, cap_param=None)  # a fixed cap: no advice
     except SkipFile as exc:  # said once, so that files it would ignore are not a surprise
         return IgnoreFile(base, (), (f"not applied: {exc.reason}",))
     return IgnoreFile.parse(base, data.decode("utf-8", errors="replace"))

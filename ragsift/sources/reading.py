@@ -4,7 +4,8 @@ Reading: only regular files are read (a FIFO only when named as an argument, e.g
 A file is opened with ``O_NONBLOCK`` and checked with ``fstat`` on the open descriptor, so a
 file replaced by a FIFO or a device after it was listed is refused, never waited on. At most
 ``max_size`` bytes are read (``DEFAULT_MAX_FILE_SIZE``, ``--max-file-size``): a larger file,
-or a stream that keeps going (``/dev/zero``), is skipped with its size in the reason.
+or a stream that keeps going (``/dev/zero``), is skipped with its size in the reason, which
+names the parameter that raises the cap in each front end's words (``too_large``).
 
 Decoding order: a BOM (UTF-8, UTF-16 LE/BE, UTF-32 LE/BE) decides and is stripped; NUL bytes
 in the first 8 KiB mean binary; strict UTF-8; then an encoding the file declares (HTML
@@ -23,7 +24,7 @@ import re
 import stat
 import sys
 
-from ragsift.errors import SkipFile
+from ragsift.errors import SkipFile, Worded, Words
 from ragsift.sources.sourcefile import SourceFile
 
 SNIFF = 8192
@@ -81,10 +82,15 @@ def read_bytes(sf: SourceFile, max_size: int | None = DEFAULT_MAX_FILE_SIZE) -> 
 
 
 def read_path(
-    path: str | os.PathLike, max_size: int | None = DEFAULT_MAX_FILE_SIZE, *, stream: bool = False
+    path: str | os.PathLike,
+    max_size: int | None = DEFAULT_MAX_FILE_SIZE,
+    *,
+    stream: bool = False,
+    cap_param: str | None = "max_file_size",
 ) -> bytes:
     """Bytes of the regular file at ``path``; ``stream``: a FIFO named by the user is read
-    (blocking, capped) too. Raises ``SkipFile`` with a one-line reason otherwise."""
+    (blocking, capped) too. Raises ``SkipFile`` with a one-line reason otherwise.
+    ``cap_param``: the parameter that raises ``max_size`` (``too_large``; None: none does)."""
     flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
     if not stream:
         flags |= os.O_NONBLOCK  # opening a FIFO must never wait for a writer
@@ -96,17 +102,17 @@ def read_path(
         st = os.fstat(fd)
         if stat.S_ISREG(st.st_mode):
             if max_size is not None and st.st_size > max_size:
-                raise SkipFile(too_large(st.st_size, max_size))
+                raise SkipFile(too_large(st.st_size, max_size, cap_param))
         elif not (stream and stat.S_ISFIFO(st.st_mode)):
             raise SkipFile(f"not a regular file ({file_kind(st.st_mode)})")
-        return _read_capped(fd, max_size)
+        return _read_capped(fd, max_size, cap_param)
     except OSError as exc:
         raise SkipFile(f"unreadable: {os_reason(exc)}") from None
     finally:
         os.close(fd)
 
 
-def _read_capped(fd: int, max_size: int | None) -> bytes:
+def _read_capped(fd: int, max_size: int | None, cap_param: str | None) -> bytes:
     parts: list[bytes] = []
     total = 0
     while True:
@@ -117,16 +123,20 @@ def _read_capped(fd: int, max_size: int | None) -> bytes:
         parts.append(block)
         total += len(block)
         if max_size is not None and total > max_size:
-            raise SkipFile(too_large(None, max_size))
+            raise SkipFile(too_large(None, max_size, cap_param))
 
 
-def too_large(size: int | None, max_size: int) -> str:
-    if size is None:  # a stream or a growing file: only known to be over the cap
-        return f"too large (over the cap of {human_size(max_size)}; --max-file-size raises it)"
-    return (
-        f"too large ({human_size(size)}; the cap is {human_size(max_size)}; "
-        "--max-file-size raises it)"
-    )
+def too_large(size: int | None, max_size: int, cap_param: str | None = "max_file_size") -> str:
+    """Why a file over the cap is skipped, naming ``cap_param``, the parameter that raises the
+    cap: ``Worded``, so each front end words it (the CLI's skip line and ``--json``:
+    ``--max-file-size``; the API's summary: ``max_file_size``). None (a cap no parameter
+    raises: a ``.gitignore``'s): plain text, no advice."""
+    values = {"cap": human_size(max_size), "size": None if size is None else human_size(size)}
+    # a stream or a growing file (no size): only known to be over the cap
+    what = "over the cap of {cap}" if size is None else "{size}; the cap is {cap}"
+    if cap_param is None:
+        return f"too large ({what.format_map(values)})"
+    return Worded(Words(f"too large ({what}; {{{cap_param}}} raises it)", values))
 
 
 def human_size(n: int) -> str:
