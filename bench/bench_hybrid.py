@@ -235,8 +235,10 @@ def warm(path: Path, queries: list[str]) -> tuple[dict[str, list[float]], bool]:
                 have = {r for r, _ in dense}
                 todo = [r for r, _ in lex if r not in have]
                 cos = dict(zip(todo, store.cosines(v, todo))) if todo else {}
-                units = best_units(store, v, wanted(dense, lex))
-                lists[q] = engine.Evidence(dense, lex, cos, store.lexical_ceiling(q), units)
+                read = wanted(dense, lex)
+                units = best_units(store, v, read)
+                titles = engine.page_titles(store, read)  # the title evidence, as rank reads it
+                lists[q] = engine.Evidence(dense, lex, cos, store.lexical_ceiling(q), units, titles)
             return lists[q]
 
         def order_relevance(q, v):  # the ordering step as shipped: relevance score + sort
