@@ -1,10 +1,10 @@
 """The page title as evidence of the relevance score (issue 41, item 7; ``SCORE_KIND``
 relevance-4): each candidate whose units the engine reads also has its page title read
 (``IndexReader.page_titles``, the same answers on both backends) and the share of the query's
-words found in it adds ``relevance.TITLE_WEIGHT`` × that share to the score's logit, in every
-mode. The fixture (tests/data/title_evidence) is the Typer case of the docs-site sets in small:
-"autocompletion" matches the release notes' text more often than the page about it, whose
-title names it."""
+words found in it, from half of them (``relevance.TITLE_MIN_SHARE``), adds
+``relevance.TITLE_WEIGHT`` × that share to the score's logit, in every mode. The fixture
+(tests/data/title_evidence) is the Typer case of the docs-site sets in small: "autocompletion"
+matches the release notes' text more often than the page about it, whose title names it."""
 
 from __future__ import annotations
 
@@ -72,6 +72,39 @@ def test_a_page_without_headings_has_share_zero_and_a_stop_word_query_none(index
     assert relevance.title_share([], "Anything") == 0.0
     assert relevance.title_share(["options", "cli"], "Autocompletion for CLI Options") == 1.0
     assert relevance.title_share(["文件", "上传"], "文件上传") == 1.0  # CJK: by bigrams
+
+
+def test_a_title_counts_from_half_the_query_words():
+    """``TITLE_MIN_SHARE``: a title holding fewer than half the query's words counts nothing
+    (one generic shared word is no evidence), from half on it counts its share."""
+    assert relevance.TITLE_MIN_SHARE == 0.5
+    dockerfile = ["write", "dockerfile", "python", "web", "app"]  # 1 of 5 in the title
+    assert relevance.title_share(dockerfile, "Python virtual environments") == 0.0
+    assert relevance.title_share(["python", "web", "app"], "Python web apps") == pytest.approx(
+        2 / 3
+    )
+    assert relevance.title_share(["cli", "rust"], "Autocompletion for CLI Options") == 0.5
+    assert relevance.title_share(["cli", "rust", "program"], "Autocompletion for CLI") == 0.0
+
+
+def test_one_shared_word_of_an_off_topic_question_no_longer_admits_it(index, monkeypatch):
+    """An off-topic question sharing one word of four with a page title: counting any share
+    (relevance-4 as first committed: ``TITLE_MIN_SHARE`` 0) lifted the page over the default
+    floor; from half the words the title counts nothing and nothing is admitted."""
+    query = "Shell autocompletion for a Rust program"
+
+    def ask() -> tuple[list[str], float | None, float]:
+        with api.open_index(index) as ix:
+            r = ix.query(query, k=3, mode="hybrid")
+        top = r.candidates[0]
+        assert top.path == RIGHT
+        return [c.path for c in r.admitted], top.title_share, r.threshold
+
+    admitted, share, floor = ask()
+    assert admitted == [] and share == 0.0 and floor == pytest.approx(0.17)
+    monkeypatch.setattr(relevance, "TITLE_MIN_SHARE", 0.0)
+    admitted, share, _ = ask()
+    assert admitted == [RIGHT] and share == 0.25
 
 
 @pytest.fixture(scope="module")

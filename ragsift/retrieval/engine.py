@@ -19,9 +19,9 @@ cosine, then the rowid); the threshold applies to that same score:
 
 Every mode also reads the page title (``IndexReader.page_titles``) of the candidates whose
 units it reads (``units.wanted``: the first ``UNIT_DEPTH`` of each side's list; in lexical mode
-of the lexical list, whose units are not read): the share of the query's words in it is the
-score's title evidence (``relevance.title_share``, ``TITLE_WEIGHT``); a deeper candidate counts
-none (``title_share`` None).
+of the lexical list, whose units are not read): the share of the query's words in it, from
+half of them, is the score's title evidence (``relevance.title_share``, ``TITLE_MIN_SHARE``,
+``TITLE_WEIGHT``); a deeper candidate counts none (``title_share`` None).
 
 A ``--path`` glob is turned into the set of matching document paths here, once, and both sides
 are restricted to it (``*`` also matches ``/``).

@@ -13,9 +13,10 @@ call), so it costs a few vector operations per query:
   query on that side (0 for the best): the evidence relative to what else the index holds;
 - ``log_words``: ``log`` of the number of query words (``index.terms.query_words``): short queries
   have lower cosines for the same relevance;
-- ``title``: the share of the query's words found in the chunk's page title (``title_share``),
-  added to the logit with the fixed weight ``TITLE_WEIGHT`` in every mode (not a fitted
-  coefficient of ``Model``: a calibration leaves it as it is).
+- ``title``: the share of the query's words found in the chunk's page title (``title_share``;
+  0 when the title holds fewer than ``TITLE_MIN_SHARE`` of them), added to the logit with the
+  fixed weight ``TITLE_WEIGHT`` in every mode (not a fitted coefficient of ``Model``: a
+  calibration leaves it as it is).
 
 ``p = 1 / (1 + exp(−(b + Σ wᵢ·xᵢ + TITLE_WEIGHT·title)))``. Each mode uses only its own
 evidence: ``dense`` the cosine terms, ``lexical`` the share terms, ``hybrid`` both; the title
@@ -72,8 +73,8 @@ class Ranked:
     unit_score: float | None = None
     unit_start: int | None = None
     unit_end: int | None = None
-    # the share of the query's words in the chunk's page title (``title_share``); None where
-    # the title was not read (a candidate deeper than ``units.UNIT_DEPTH`` on both sides)
+    # the share of the query's words in the chunk's page title (``title_share``: 0 below
+    # ``TITLE_MIN_SHARE``); None where the title was not read (a candidate deeper than ``units.UNIT_DEPTH`` on both sides)
     title_share: float | None = None
 
 
@@ -81,7 +82,8 @@ class Ranked:
 # before (a cosine, ragsift < 0.2) is not applied to this score.
 SCORE_KIND = "relevance-4"  # 2: the dense side is unit evidence (ragsift 0.3, issue 28);
 # 3: the aggregate weighs each unit by its length (ragsift 0.6); 4: the page title's share of
-# the query's words adds ``TITLE_WEIGHT`` × that share to the logit (issue 41, item 7)
+# the query's words, from ``TITLE_MIN_SHARE`` of them, adds ``TITLE_WEIGHT`` × that share to the
+# logit (issue 41, item 7)
 
 # Earlier score kinds whose stored calibration (``ragsift calibrate``) is what this score's
 # calibration fits, by the calibration method that made it: ``stored_calibration`` applies it.
@@ -97,15 +99,27 @@ CALIBRATION_CARRIED: dict[str, str] = {"relevance-3": "align-1"}
 # The weight of the page-title evidence on the logit: ``TITLE_WEIGHT · title_share``, the share
 # of the query's words (``index.terms.query_words``) among the words of the chunk's page title
 # (its first heading, read by the engine for the candidates whose units it reads:
-# ``units.wanted``). Measured on the labelled docs-site sets (bench/docs_site_{typer,flask,
-# click}.jsonl, Vue zh/ja, the Debian handbook zh/ja; 313 queries, MiniLM and multilingual):
-# hybrid +7 first hits right, no loss, no off-topic change (dense +18, lexical +16 net);
-# chroma-dev and SciFact unchanged (their chunks have no headings). The weight was chosen
-# leaving one English site out from {0, 0.5, 1, 1.5, 2, 3}: 2, 1, 2 (bench/RESULTS.md, "Issue
-# 41 item 7" and "The page title as evidence"). A title sharing one generic word with an
-# off-topic question lifts it too: on the calibration set's multilingual figures hybrid admits
-# 1 (en) and 2 (zh) more of 48 off-topic questions.
+# ``units.wanted``) when it reaches ``TITLE_MIN_SHARE``. Measured on the labelled docs-site
+# sets (bench/docs_site_{typer,flask,click}.jsonl, Vue zh/ja, the Debian handbook zh/ja; 313
+# queries, MiniLM and multilingual): hybrid +6 first hits right, no loss, no off-topic change
+# (dense +14 net, lexical +9 net); chroma-dev and SciFact unchanged (their chunks have no
+# headings). The weight was chosen leaving one English site out from {0, 0.5, 1, 1.5, 2, 3}:
+# 2, 1, 2 (bench/RESULTS.md, "Issue 41 item 7" and "The page title as evidence"); with
+# ``TITLE_MIN_SHARE`` every weight from 1 to 3 gives the English sites the same +2 and 2 is kept.
 TITLE_WEIGHT = 2.0
+
+# A page title counts only when it holds at least this share of the query's distinct words
+# (below it ``title_share`` is 0). Counting any share let one generic shared word lift an
+# off-topic question: "How do I write a Dockerfile for a Python web app?" got 0.2 from "Python
+# virtual environments". On the calibration set that ships with ragsift (its off-topic
+# questions are near its topics) that admitted, in hybrid mode, 1 (en) and 2 (zh) more of 48
+# off-topic questions with the multilingual model and 1 (en) and 1 (ja) more with MiniLM; from
+# half the words every mode and language admits what relevance-3 admitted, with both models and
+# every weight from 0.5 to 4. It costs one hybrid win of seven (Flask's "How do I show a
+# message to the user on the next request?": 1 of its 5 words in "Message Flashing"). Measured
+# and set aside: the share weighted by its words' IDF, the share squared, at least min(2, n)
+# words, half of the query's or of the title's words (issue 41 item 7, the off-topic follow-up).
+TITLE_MIN_SHARE = 0.5
 
 FEATURES = (
     "cosine",
@@ -250,11 +264,13 @@ def title_words(title: str) -> set[str]:
 
 def title_share(words: Collection[str], title: str) -> float:
     """The share of the query's distinct ``words`` (``query_words``) found among the words of
-    ``title`` (``title_words``); 0.0 for a query without words."""
+    ``title`` (``title_words``) when it is at least ``TITLE_MIN_SHARE``, else 0.0 (one shared
+    word of a longer question is no evidence); 0.0 for a query without words."""
     wanted = set(words)
     if not wanted:
         return 0.0
-    return len(wanted & title_words(title)) / len(wanted)
+    share = len(wanted & title_words(title)) / len(wanted)
+    return share if share >= TITLE_MIN_SHARE else 0.0
 
 
 def score_array(

@@ -181,8 +181,8 @@ class Candidate:
     query (``ragsift.retrieval.units``): its cosine and where it lies (offsets into the
     document text); ``None`` where its units were not read (deep candidates, lexical mode).
     ``title_share``: the share of the query's words found in the chunk's page title (its
-    first heading), the relevance score's title evidence; ``None`` where the title was not
-    read (candidates deeper than ``units.UNIT_DEPTH`` on both sides).
+    first heading), the relevance score's title evidence (0 where the title holds fewer than
+    ``relevance.TITLE_MIN_SHARE`` of them); ``None`` where the title was not read (candidates deeper than ``units.UNIT_DEPTH`` on both sides).
     """
 
     id: str
@@ -233,8 +233,9 @@ class Candidate:
 
     def title_words(self, query: str) -> tuple[int, int] | None:
         """(how many of ``query``'s words are words of the page title, how many words the
-        query has): ``title_share`` in words (``index.terms.query_words``); None where the
-        title was not read."""
+        query has): ``title_share`` in words (``index.terms.query_words``), so (0, n) where
+        the title holds fewer than ``relevance.TITLE_MIN_SHARE`` of them; None where the title
+        was not read."""
         if self.title_share is None:
             return None
         from ragsift.index.terms import query_words
