@@ -305,8 +305,8 @@ def _legend(r: Retrieval, width: int) -> str:
 class _Columns:
     """The numbers of a candidate's first line, aligned under one header: rank, score, margin
     (score − threshold), the bar; then the evidence: in columns of their own from ``NARROW``
-    columns (``unit · cos``, ``lexical``, ``title`` where a candidate's page title holds query
-    words, ``via``), below it in words (``render.side_info``)."""
+    columns (``unit · cos``, ``lexical``, ``title`` where a candidate's page title holds at
+    least half of the query's words, ``via``), below it in words (``render.side_info``)."""
 
     def __init__(self, r: Retrieval, wide: bool, width: int) -> None:
         from ragsift.cli.render import evidence_cells, title_cell

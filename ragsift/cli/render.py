@@ -242,7 +242,8 @@ def evidence_cells(c: Candidate, r: Retrieval) -> tuple[str, ...]:
 
 def title_cell(c: Candidate, r: Retrieval) -> str:
     """The page-title evidence of a candidate's score: ``title 2/3`` (2 of the query's 3 words,
-    ``Candidate.title_words``); "" where its title holds none of them or was not read."""
+    ``Candidate.title_words``); "" where its title holds fewer than half of them
+    (``relevance.TITLE_MIN_SHARE``: it adds nothing to the score) or was not read."""
     got = c.title_words(r.query)
     return f"title {got[0]}/{got[1]}" if got and got[0] else ""
 
