@@ -45,7 +45,7 @@ READERS: dict[str, tuple[int, str | None]] = {
     # markdown 3: raw HTML reduced to text (0.3.0); 4: long files in pieces, a block past the
     # bound read as plain text (0.4.0); 5: read as plain text, its raw HTML still reduced
     # (0.7.0, issue 40); 6: a heading's trailing attribute list ({#id}, { #id }, {: #id .cls })
-    # is left out of its title in the trail, the text unchanged (0.7.0)
+    # is left out of its title in the trail, the text unchanged (0.8.0)
     "markdown": (6, "markdown-it-py"),
     # rst 2: Sphinx roles and directives as a reader sees them (0.2.0); 3: long files in
     # pieces (footnote numbers restart per piece), past the bounds plain text (0.4.0); 4: a
