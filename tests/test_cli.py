@@ -139,6 +139,14 @@ def test_stdin_dash(cli):
     assert "Hello there" in rows[0]["text"]
 
 
+def test_summary_counts_one_chunk_in_the_singular(cli):
+    """A one-chunk run says "1 chunk", not "1 chunks" (stderr is read by people)."""
+    proc = cli("chunk", "-", input="# Title\n\nHello there. This is a test document.\n")
+    assert proc.returncode == 0, proc.stderr
+    summary = proc.stderr.strip().splitlines()[-1]
+    assert "; 1 chunk, " in summary and "1 chunks" not in summary, summary
+
+
 def test_usage_error_exit_2():
     result = runner.invoke(app, ["chunk", "fixtures/", "--strategy", "nonsense"])
     assert result.exit_code == 2

@@ -243,7 +243,7 @@ def test_truncation_is_counted_and_warned(tmp_path):
         str(corpus), "--index", str(index), "--tokenizer", "chars", "--size", "20000"
     )
     assert rc == 0 and s["truncated"] == 1 and s["truncated_tokens"] > 0
-    assert "1 chunks were longer than the model's max length" in err
+    assert "1 chunk was longer than the model's max length" in err
     assert info(index)["truncated"] == 1
     with open_index(index) as r:
         assert r.chunks(r.load_matrix()[0].tolist())[0]["truncated"] == s["truncated_tokens"]

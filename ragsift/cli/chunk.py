@@ -322,7 +322,8 @@ def chunk_command(
     stats = getattr(getattr(chunker, "stats", None), "as_dict", dict)()
     if stats.get("short"):
         warn(
-            f"{stats['short']} chunks hold fewer than --min-sentences sentences because the "
+            f"{plural(stats['short'], 'chunk')} {'holds' if stats['short'] == 1 else 'hold'} fewer "
+            "than --min-sentences sentences because the "
             "budget won (--allow-oversize lets them grow past it)"
         )
     if summary.chunks == 0 and not summary.skipped:
@@ -404,11 +405,11 @@ def _print_summary(summary, counter: str) -> None:
     line = (
         f"{plural(d['files'], 'file')}, {d['parsed']} parsed, "
         f"{summary_parts(len(d['skipped']), summary.ignored)}; "
-        f"{d['chunks']} chunks, {d['tokens']} {unit} "
+        f"{plural(d['chunks'], 'chunk')}, {d['tokens']} {unit} "
         f"(min {d['min_tokens']}, median {d['median_tokens']:g}, max {d['max_tokens']})"
     )
     if d["over_budget"]:
-        line += f"; {d['over_budget']} chunks over the budget"
+        line += f"; {plural(d['over_budget'], 'chunk')} over the budget"
     warn(line)
 
 

@@ -344,7 +344,8 @@ def _report(summary, index: str, *, quiet: bool, as_json: bool, model: str | Non
         warn(summary.rechunked_line())
     if summary.truncated:
         warn(
-            f"warning: {summary.truncated} chunks were longer than the model's max length; "
+            f"warning: {plural(summary.truncated, 'chunk')} "
+            f"{'was' if summary.truncated == 1 else 'were'} longer than the model's max length; "
             f"{summary.truncated_tokens} tokens were never embedded (use --tokenizer model "
             "and a --size within the model's max length)"
         )
