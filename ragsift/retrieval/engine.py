@@ -209,14 +209,7 @@ def order_candidates(
         np.float64,
         len(ids),
     )
-    titles = found.titles or {}
-    shares: dict[int, float] = {}  # the title share of each candidate whose title was read
-    of_title: dict[str, float] = {}  # a page's chunks share its title: each title scored once
-    for r in ids:
-        if r in titles:
-            if titles[r] not in of_title:
-                of_title[titles[r]] = relevance.title_share(words, titles[r])
-            shares[r] = of_title[titles[r]]
+    shares = _title_shares(words, ids, found.titles or {})
     title = np.fromiter((shares.get(r, 0.0) for r in ids), np.float64, len(ids))
     score = relevance.score_array(mode, cos, share, len(words), model, unit=unit, title=title)
     rowid = np.asarray(ids, np.int64)
@@ -257,6 +250,21 @@ def order_candidates(
             )
         )
     return out
+
+
+def _title_shares(
+    words: Sequence[str], ids: Sequence[int], titles: Mapping[int, str]
+) -> dict[int, float]:
+    """The title share (``relevance.title_share``) of each of ``ids`` whose title was read;
+    a page's chunks share its title, so each title is scored once."""
+    of_title: dict[str, float] = {}
+    shares: dict[int, float] = {}
+    for r in ids:
+        if r in titles:
+            if titles[r] not in of_title:
+                of_title[titles[r]] = relevance.title_share(words, titles[r])
+            shares[r] = of_title[titles[r]]
+    return shares
 
 
 def lexical_ahead(
