@@ -434,34 +434,29 @@ class LanceIndex(LanceWriter, LanceCompaction, FragmentCommits):
     def unit_evidence(self, rowids: Sequence[int]) -> dict[int, bytes]:
         """Each chunk's unit evidence (``ragsift.embedders.evidence``), for those of
         ``rowids`` that have it."""
-        ids = [int(r) for r in rowids]
-        if not ids or self._ds is None or "units" not in self._ds.schema.names:
+        if self._ds is None or "units" not in self._ds.schema.names:
             return {}
-        t = self._ds.to_table(
-            columns=["rowid", "units"],
-            filter=f"kind = 'chunk' AND rowid IN ({', '.join(map(str, ids))})",
-        )
-        return {
-            r: u
-            for r, u in zip(t.column("rowid").to_pylist(), t.column("units").to_pylist())
-            if u is not None
-        }
+        return {r: u for r, u in self._chunk_column(rowids, "units") if u is not None}
 
     def page_titles(self, rowids: Sequence[int]) -> dict[int, str]:
         """Each chunk's page title (the first of its headings), for those of ``rowids`` that
         have one."""
-        ids = [int(r) for r in rowids]
-        if not ids or self._ds is None:
-            return {}
-        t = self._ds.to_table(
-            columns=["rowid", "headings"],
-            filter=f"kind = 'chunk' AND rowid IN ({', '.join(map(str, set(ids)))})",
-        )
         return {
             r: title
-            for r, h in zip(t.column("rowid").to_pylist(), t.column("headings").to_pylist())
+            for r, h in self._chunk_column(rowids, "headings")
             if (title := page_title(h or ()))
         }
+
+    def _chunk_column(self, rowids: Sequence[int], column: str) -> list[tuple[int, Any]]:
+        """``(rowid, value)`` of one column for the chunks among ``rowids`` (each once)."""
+        ids = {int(r) for r in rowids}
+        if not ids or self._ds is None:
+            return []
+        t = self._ds.to_table(
+            columns=["rowid", column],
+            filter=f"kind = 'chunk' AND rowid IN ({', '.join(map(str, sorted(ids)))})",
+        )
+        return list(zip(t.column("rowid").to_pylist(), t.column(column).to_pylist()))
 
     def lexical_candidates(
         self, text: str, n: int, paths: Collection[str] | None = None
