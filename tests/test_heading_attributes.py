@@ -31,6 +31,8 @@ def _titles(text: str, **kwargs) -> list[str]:
         ("# Title {:#id}", "Title"),
         ('## Options {#opts .wide data-x=1 title="a {b} c"}', "Options"),
         ("## Preface {.unnumbered}", "Preface"),
+        ("# Preface {-}", "Preface"),  # Pandoc's shorthand for .unnumbered
+        ("# Preface {- #pre}", "Preface"),
         ("## Size {width=100}", "Size"),
         ("## 响应式基础 {#reactivity-fundamentals}", "响应式基础"),
         ("## 响应式基础{#reactivity-fundamentals}", "响应式基础"),
@@ -57,6 +59,8 @@ def test_a_trailing_attribute_list_is_left_out_of_the_title(line, title):
         "## Hash alone {#}",
         "## Unclosed {#x",
         "## Two words {#a b}",  # "b" is no item
+        "## Range {1-2}",  # "1-2" is no item
+        "## Minus {--}",
     ],
 )
 def test_braces_that_are_not_an_attribute_list_stay(line):

@@ -62,8 +62,8 @@ PAGE_BREAK = re.compile(r"<page_break\s+page\s*=\s*[\"']?(\d+)[\"']?\s*/?>", re.
 # items at the end of a heading's text, ``## Install {#install}``. It is markup (the anchor a
 # site links to), not the title: the trail leaves it out. ``{foo}`` (no such item), braces
 # before the end and a heading of nothing else stay as they are (``_title_source``).
-_ATTR_ITEM = (
-    r"""(?:#[^\s{}"'=]+|\.[^\s{}"'=#.]+|[A-Za-z_:][\w:.-]*=(?:"[^"]*"|'[^']*'|[^\s{}"']+))"""
+_ATTR_ITEM = (  # (``-``: Pandoc's shorthand for ``.unnumbered``, ``# Preface {-}``)
+    r"""(?:#[^\s{}"'=]+|\.[^\s{}"'=#.]+|[A-Za-z_:][\w:.-]*=(?:"[^"]*"|'[^']*'|[^\s{}"']+)|-)"""
 )
 HEADING_ATTRIBUTES = re.compile(rf"\{{:?[ \t]*{_ATTR_ITEM}(?:[ \t]+{_ATTR_ITEM})*[ \t]*\}}\Z")
 
