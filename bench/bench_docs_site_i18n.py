@@ -39,8 +39,14 @@ out by hand (``--vue-zh``, ``--vue-ja``: the checkouts; nothing is downloaded) a
 off-topic, the same in both languages, written before any ranking on the site was seen.
 There is no English run for it (the English guide is another repository).
 
+Korean (``ko``), a language the shipped calibration set does not have: the same 52 pages from
+vuejs-translations/docs-ko (6e646acb), ``--vue-ko``; the labels' ``ko`` field was translated
+from their English before any Korean index was built.
+
     .venv/bin/python -m bench.bench_docs_site_i18n --site vue --vue-zh DOCS_ZH --vue-ja DOCS_JA \
         --runs zh:multilingual,ja:multilingual
+    .venv/bin/python -m bench.bench_docs_site_i18n --site vue --vue-ko DOCS_KO \
+        --runs ko:multilingual,ko:minilm
 """
 
 from __future__ import annotations
@@ -244,11 +250,13 @@ def main() -> None:
     ap.add_argument(
         "--runs",
         default=",".join(RUNS),
-        help="language:model pairs (en|zh|ja : minilm|multilingual), comma-separated",
+        help="language:model pairs (en|zh|ja, ko with --site vue : minilm|multilingual), "
+        "comma-separated",
     )
     ap.add_argument("--site", choices=("handbook", "vue"), default="handbook")
     ap.add_argument("--vue-zh", type=Path, help="--site vue: a docs-zh-cn checkout")
     ap.add_argument("--vue-ja", type=Path, help="--site vue: a docs-ja checkout")
+    ap.add_argument("--vue-ko", type=Path, help="--site vue: a docs-ko checkout")
     ap.add_argument("--cache", type=Path, help="default bench/.cache/<site>")
     ap.add_argument("--labels", type=Path, help="default bench/docs_site_<site>.jsonl")
     ap.add_argument(
@@ -269,14 +277,15 @@ def main() -> None:
     ap.add_argument("--json", type=Path, help="also write the rows to this file")
     args = ap.parse_args()
     runs = [tuple(r.split(":")) for r in args.runs.split(",") if r]
+    langs = [*LANGS, "ko"] if args.site == "vue" else list(LANGS)
     for lang, model in runs:
-        if lang not in LANGS or model not in ("minilm", "multilingual"):
+        if lang not in langs or model not in ("minilm", "multilingual"):
             ap.error(f"unknown run {lang}:{model}")
-    vue = {"zh": args.vue_zh, "ja": args.vue_ja}
+    vue = {"zh": args.vue_zh, "ja": args.vue_ja, "ko": args.vue_ko}
     if args.site == "vue":
         runs = [(lang, model) for lang, model in runs if lang != "en"]
         if not args.reuse and any(vue[lang] is None for lang, _ in runs):
-            ap.error("--site vue needs --vue-zh and --vue-ja (the checkouts)")
+            ap.error("--site vue needs --vue-zh, --vue-ja, --vue-ko for its runs (the checkouts)")
     args.cache = args.cache or ROOT / "bench" / ".cache" / args.site
     args.labels = args.labels or ROOT / "bench" / f"docs_site_{args.site}.jsonl"
     with open(args.labels, encoding="utf-8") as f:
