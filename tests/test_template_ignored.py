@@ -117,11 +117,13 @@ def test_the_api_build_summary_counts_the_template_as_ignored(tmp_path):
 @pytest.mark.parametrize(
     "engine", ["local", pytest.param("ray", marks=pytest.mark.xdist_group(RAY_GROUP))]
 )
-def test_a_page_that_became_a_template_leaves_the_index_as_an_ignored_file_does(tmp_path, engine):
+def test_a_page_that_became_a_template_leaves_the_index_as_an_ignored_file_does(
+    tmp_path, engine, request
+):
     """Pruning: a document "not found (or now ignored or excluded)" is removed; a stored page
     now read as a template is now ignored. Named as an argument it is a skip: kept."""
     if engine == "ray":
-        pytest.importorskip("ray", reason="--engine ray needs: pip install 'ragsift[ray]'")
+        request.getfixturevalue("local_ray")  # one cluster for the module's Ray runs
     from ragsift.ingest import BuildRequest, build_index
 
     root = mkdocs(tmp_path / "mk")
@@ -176,8 +178,7 @@ def test_the_ray_parse_stage_says_ignore_for_a_walked_template_skip_for_a_named_
 
 
 @pytest.mark.xdist_group(RAY_GROUP)
-def test_an_engine_ray_run_counts_it_as_a_local_run_does(tmp_path):
-    pytest.importorskip("ray", reason="--engine ray needs: pip install 'ragsift[ray]'")
+def test_an_engine_ray_run_counts_it_as_a_local_run_does(tmp_path, local_ray):
     from ragsift.ingest import BuildRequest, build_index
 
     root = mkdocs(tmp_path / "mk")
