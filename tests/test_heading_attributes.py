@@ -163,3 +163,12 @@ def test_ragsift_chunk_shows_the_clean_headings(tmp_path):
     assert any("{#reactivity-fundamentals}" in row["text"] for row in rows)
     # a chunk that starts under the heading (not with it) has the trail in its context
     assert any(row["context"] == "指南 > 响应式基础\n\n" for row in rows)
+
+
+def test_the_chunkers_own_scan_of_plain_text_leaves_the_list_out_too():
+    """Text with no heading map (a ``.txt``, markdown read as plain text past the block bound)
+    gets its trails from the chunkers' own scan (``chunkers.outline``): the same rule."""
+    from ragsift.chunkers.outline import scan
+
+    outline = scan("# Guide {#guide}\n\n## Install { #install } ##\n\n## The {foo} way\n")
+    assert [h.title for h in outline.headings] == ["Guide", "Install", "The {foo} way"]

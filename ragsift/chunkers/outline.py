@@ -15,6 +15,8 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ragsift.sources.markdown import without_attribute_list
+
 if TYPE_CHECKING:
     from ragsift.sources.document import Document
 
@@ -62,6 +64,7 @@ def scan(text: str) -> Outline:
         eol = _eol(text, m.end())
         title = text[m.end() : eol].strip()
         title = _CLOSING_HASHES.sub("", title).strip() if "#" in title else title
+        title = without_attribute_list(title)  # ``## Install {#install}``: "Install"
         headings.append(Heading(m.start(2), line_start, len(hashes), title))
     if open_fence is not None:
         fences.append((open_fence[2], n))

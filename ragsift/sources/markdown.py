@@ -131,15 +131,26 @@ def _title_source(tok: Any, attributes: bool = True) -> Any:
     """A heading's inline token, without a trailing attribute list (``HEADING_ATTRIBUTES``,
     matched in its source: an escaped ``\\{`` is text) when ``attributes``: a copy, the
     parse's own token is left as it is (``markdown_html`` reads the tokens)."""
-    if not attributes or tok.type != "inline" or not tok.content.endswith("}"):
+    if not attributes or tok.type != "inline":
         return tok
-    m = HEADING_ATTRIBUTES.search(tok.content)
+    title = without_attribute_list(tok.content)
+    return tok if title is tok.content else tok.copy(content=title)
+
+
+def without_attribute_list(source: str) -> str:
+    """A heading's source text without one trailing attribute list (``HEADING_ATTRIBUTES``),
+    the same string where it has none, where the list is escaped (``\\{``) or where it is all
+    the heading holds. The markdown reader's trails and the chunkers' own scan of text read
+    as plain text (``chunkers.outline``) both ask this."""
+    if not source.endswith("}"):
+        return source
+    m = HEADING_ATTRIBUTES.search(source)
     if m is None:
-        return tok
-    title = tok.content[: m.start()]
+        return source
+    title = source[: m.start()]
     if title.endswith("\\") or not title.strip():
-        return tok
-    return tok.copy(content=title.rstrip())
+        return source
+    return title.rstrip()
 
 
 def _parse_inline(inline_tokens: list[Any], env: dict) -> None:
