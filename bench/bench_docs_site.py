@@ -27,6 +27,13 @@ Rows with ``"kind": "identifier"`` (issue 28: one identifier as the query, ``url
 ``typer.echo``, ``--install-completion``, labelled with the pages that document it) are left
 out of the numbers above and reported on their own line: first hit right, the rank-1
 candidate (default mode) one of its pages.
+
+Rows with ``"kind": "near-topic"`` (``relevant`` empty: a question near the site's subject that
+its docs do not answer, another framework's feature or a neighbouring tool's, written from the
+site's table of contents before any query was run) are asked with the others but counted on
+their own: "near-topic admitted X/N", a query admitted when anything is; each admitted one goes
+to stderr with its pages, scores and ``title_share``. The off-topic count (falsely admitted) does
+not include them.
 """
 
 from __future__ import annotations
@@ -40,10 +47,12 @@ def score(ix, rows: list[dict], k: int = 3) -> dict:
     off-topic query) of the open index ``ix`` (``ragsift.api.Index``) at the threshold in force,
     k 3, and tally: answered / n_ans, keyword queries (``"kind": "keyword"``, or without a kind
     one or two words) keyword_ok / keyword, falsely admitted false / n_una, first hit right
-    first_right (the rank-1 candidate, admitted or not, one of the query's pages), threshold.
-    Misses and false admissions go to stderr. ``bench/bench_docs_site_i18n.py`` calls it."""
+    first_right (the rank-1 candidate, admitted or not, one of the query's pages), threshold;
+    near-topic rows (``"kind": "near-topic"``) apart from the off-topic ones: admitted near /
+    n_near. Misses and false admissions go to stderr. ``bench/bench_docs_site_i18n.py`` calls
+    it."""
     results = ix.query_many([r["query"] for r in rows], k=k)
-    answered = false = keyword = keyword_ok = 0
+    answered = false = keyword = keyword_ok = near = 0
     for row, r in zip(rows, results):
         got = [c.path for c in r.admitted]
         if row["relevant"]:
@@ -55,6 +64,14 @@ def score(ix, rows: list[dict], k: int = 3) -> dict:
             if not ok:
                 best = f"best {r.best.score:.3f} {r.best.path}" if r.best else ""
                 print(f"  missed: {row['query']!r} -> {got[:3]} {best}", file=sys.stderr)
+        elif row.get("kind") == "near-topic":
+            near += bool(got)
+            if got:
+                print(
+                    f"  admitted for a near-topic query: {row['query']!r} -> "
+                    + "; ".join(_hit(c) for c in r.admitted[:3]),
+                    file=sys.stderr,
+                )
         elif got:
             false += 1
             print(
@@ -67,16 +84,26 @@ def score(ix, rows: list[dict], k: int = 3) -> dict:
         if row["relevant"]
     )
     n_ans = sum(1 for r in rows if r["relevant"])
+    n_near = sum(1 for r in rows if not r["relevant"] and r.get("kind") == "near-topic")
     return {
         "answered": answered,
         "n_ans": n_ans,
         "keyword": keyword,
         "keyword_ok": keyword_ok,
         "false": false,
-        "n_una": len(rows) - n_ans,
+        "n_una": len(rows) - n_ans - n_near,
         "first_right": first_right,
         "threshold": results[0].threshold if results else None,
+        "near": near,
+        "n_near": n_near,
     }
+
+
+def _hit(c) -> str:
+    """One admitted hit for stderr: its page, score and title share (None where the tree has no
+    title evidence or the candidate was past the titled ones)."""
+    share = getattr(c, "title_share", None)
+    return f"{c.path} {c.score:.3f} title_share {'-' if share is None else f'{share:.2f}'}"
 
 
 def main(index: str, labels: str) -> None:
@@ -109,6 +136,8 @@ def main(index: str, labels: str) -> None:
                 file=sys.stderr,
             )
         print(f"identifier queries: first hit right {first}/{len(idents)}")
+    if t["n_near"]:
+        print(f"near-topic admitted {t['near']}/{t['n_near']}")
 
 
 if __name__ == "__main__":
