@@ -415,29 +415,26 @@ class IndexStore(StoreWriter):
     def unit_evidence(self, rowids: Sequence[int]) -> dict[int, bytes]:
         """Each chunk's unit evidence (``ragsift.embedders.evidence.encode``'s bytes), for
         those of ``rowids`` that have it (an index from before schema 3 has none)."""
-        ids = [int(r) for r in rowids]
-        if not ids or migrations.schema_version(self.db) < 3:
+        if migrations.schema_version(self.db) < 3:
             return {}
-        return {
-            r: b
-            for r, b in self.db.execute(
-                "SELECT id, units FROM chunks WHERE id IN (SELECT value FROM json_each(?)) "
-                "AND units IS NOT NULL",
-                (json.dumps(ids),),
-            )
-        }
+        return {r: b for r, b in self._chunk_column(rowids, "units") if b is not None}
 
     def page_titles(self, rowids: Sequence[int]) -> dict[int, str]:
         """Each chunk's page title (the first of its headings), for those of ``rowids`` that
         have one."""
+        rows = self._chunk_column(rowids, "headings")
+        return {r: t for r, h in rows if (t := page_title(json.loads(h) if h else ()))}
+
+    def _chunk_column(self, rowids: Sequence[int], column: str) -> list[tuple[int, Any]]:
+        """``(rowid, value)`` of one column (a name of this module's, never a user's) for the
+        chunks among ``rowids``."""
         ids = [int(r) for r in rowids]
         if not ids:
-            return {}
-        rows = self.db.execute(
-            "SELECT id, headings FROM chunks WHERE id IN (SELECT value FROM json_each(?))",
+            return []
+        return self.db.execute(
+            f"SELECT id, {column} FROM chunks WHERE id IN (SELECT value FROM json_each(?))",
             (json.dumps(ids),),
-        )
-        return {r: t for r, h in rows if (t := page_title(json.loads(h) if h else ()))}
+        ).fetchall()
 
     def lexical_candidates(
         self, text: str, n: int, paths: Collection[str] | None = None

@@ -186,11 +186,18 @@ def query_words(query: str, cjk: bool = True) -> list[str]:
     each once, English function words dropped unless nothing else is left, at most
     ``MAX_QUERY_TERMS``. ``cjk`` (an index that holds CJK terms): a run with CJK characters
     gives its parts instead (``cjk_query_parts``: ``文件上传`` as ``文件 件上 上传``)."""
-    runs = (t.lower() for t in TERM.findall(query or ""))
-    words = (w for run in runs for w in (cjk_query_parts(run) if cjk else (run,)))
-    terms = list(dict.fromkeys(words))
+    terms = text_words(query, cjk)
     terms = [t for t in terms if t not in STOPWORDS] or terms
     return terms[:MAX_QUERY_TERMS]
+
+
+def text_words(text: str, cjk: bool = True) -> list[str]:
+    """The words of ``text`` as a query reads them, each once, in order, function words kept:
+    letter/digit runs lower-cased, a CJK run as its parts when ``cjk`` (``cjk_query_parts``).
+    ``query_words`` and the page title's words (``retrieval.relevance.title_words``)."""
+    runs = (t.lower() for t in TERM.findall(text or ""))
+    words = (w for run in runs for w in (cjk_query_parts(run) if cjk else (run,)))
+    return list(dict.fromkeys(words))
 
 
 def _bigrams(part: str) -> Iterator[str]:

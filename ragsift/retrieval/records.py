@@ -80,8 +80,24 @@ def _hints(
     return worded(own, name_of), tuple(worded(h, name_of) for h in found)
 
 
+class _OfRetrieval:
+    """The query and the threshold of a record's retrieval (``SearchRecord``,
+    ``ExplainRecord``)."""
+
+    retrieval: Retrieval
+
+    @property
+    def query(self) -> str:
+        return self.retrieval.query
+
+    @property
+    def threshold(self) -> float | None:
+        """The threshold the search used (None: no floor)."""
+        return self.retrieval.threshold
+
+
 @dataclass(frozen=True)
-class SearchRecord:
+class SearchRecord(_OfRetrieval):
     """What an agent needs from one search: the admitted hits, and when nothing was
     admitted, the best candidate that was not (``near_miss``) with the threshold that would
     admit it (``admit_at``); where the threshold came from (``threshold_origin``: the floor's
@@ -129,15 +145,6 @@ class SearchRecord:
             hints=said,
         )
 
-    @property
-    def query(self) -> str:
-        return self.retrieval.query
-
-    @property
-    def threshold(self) -> float | None:
-        """The threshold the search used (None: no floor)."""
-        return self.retrieval.threshold
-
     def to_json(self) -> dict[str, Any]:
         """The record as the MCP server's ``search`` returns it (before the server adds its
         floor): the hits as ``query --json`` prints them."""
@@ -159,7 +166,7 @@ class SearchRecord:
 
 
 @dataclass(frozen=True)
-class ExplainRecord:
+class ExplainRecord(_OfRetrieval):
     """The record of one retrieval with why: where its threshold came from
     (``threshold_source``: ``ThresholdInForce.source``; ``threshold_origin``, its label;
     ``threshold_from``: ``flag``, ``tuned``, ``calibrated``, ``default`` or None), ``hint``
@@ -200,14 +207,6 @@ class ExplainRecord:
             query_truncated=query_truncated,
             attributions=tuple(attributions),
         )
-
-    @property
-    def query(self) -> str:
-        return self.retrieval.query
-
-    @property
-    def threshold(self) -> float | None:
-        return self.retrieval.threshold
 
     @property
     def candidates(self) -> tuple[Hit, ...]:

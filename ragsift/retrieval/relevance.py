@@ -252,14 +252,11 @@ def score_digest(models: dict[str, Model]) -> str:
 
 
 def title_words(title: str) -> set[str]:
-    """The words of a page title, tokenised as a query's (``index.terms.query_words``): its
-    terms lower-cased, a CJK run as its bigrams (``terms.cjk_query_parts``)."""
-    from ragsift.index.terms import TERM, cjk_query_parts
+    """The words of a page title, tokenised as a query's (``index.terms.text_words``: its
+    terms lower-cased, a CJK run as its bigrams)."""
+    from ragsift.index.terms import text_words
 
-    out: set[str] = set()
-    for run in TERM.findall(title.lower()):
-        out.update(cjk_query_parts(run))
-    return out
+    return set(text_words(title))
 
 
 def title_share(words: Collection[str], title: str) -> float:
