@@ -322,9 +322,9 @@ class _Columns:
             rows = [_side_cells(c, r, evidence_cells) for c in r.candidates]
             for i, name in enumerate(names):
                 self.sides.append((name, max([len(name), *(len(row[i]) for row in rows)])))
-            self.titles = [_title_value(c, r, title_cell) for c in r.candidates]
-            if any(t != "-" for t in self.titles):
-                self.sides.append(("title", max([5, *map(len, self.titles)])))
+            self.titles = {c.rowid: _title_value(c, r, title_cell) for c in r.candidates}
+            if any(t != "-" for t in self.titles.values()):
+                self.sides.append(("title", max([5, *map(len, self.titles.values())])))
             if r.mode == "hybrid":
                 self.sides.append(("via", max([3, *(len(_via(c)) for c in r.candidates)])))
 
@@ -351,7 +351,6 @@ class _Columns:
             join_fitting,
             side_info,
             signed,
-            title_cell,
         )
 
         style = colour(c)
@@ -362,7 +361,7 @@ class _Columns:
         if self.wide:
             values = list(_side_cells(c, self.r, evidence_cells))
             if any(name == "title" for name, _ in self.sides):
-                values.append(_title_value(c, self.r, title_cell))
+                values.append(self.titles[c.rowid])
             if self.r.mode == "hybrid":
                 values.append(_via(c))
             for (_, w), value in zip(self.sides, values):
@@ -381,7 +380,7 @@ def _side_cells(c: Candidate, r: Retrieval, evidence_cells) -> tuple[str, ...]:
 
 def _title_value(c: Candidate, r: Retrieval, title_cell) -> str:
     """The wide layout's ``title`` cell: ``2/3`` (``render.title_cell`` under its header), "-"
-    where the page title holds none of the query's words."""
+    where the page title holds fewer than half of the query's words or was not read."""
     return title_cell(c, r).replace("title ", "") or "-"
 
 
